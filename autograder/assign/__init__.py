@@ -1,0 +1,1 @@
+"""``grade assign``: turn the reference solutions into the student version."""
