@@ -1,0 +1,102 @@
+"""Load course.yml and say, on error, which key on which line is wrong."""
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+
+import yaml
+from pydantic import ValidationError
+
+from .schema import Course
+
+
+class CourseError(Exception):
+    """course.yml is unreadable or invalid; the message names the file, the line and the key."""
+
+
+def _key_lines(node, path=()) -> dict[tuple, int]:
+    """Map each key path in the YAML document to its 1-based line."""
+    lines: dict[tuple, int] = {}
+    if isinstance(node, yaml.MappingNode):
+        for key_node, value_node in node.value:
+            key = key_node.value
+            lines[path + (key,)] = key_node.start_mark.line + 1
+            lines.update(_key_lines(value_node, path + (key,)))
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            lines[path + (i,)] = item.start_mark.line + 1
+            lines.update(_key_lines(item, path + (i,)))
+    return lines
+
+
+def _line_for(loc: tuple, lines: dict[tuple, int]) -> int | None:
+    loc = tuple(str(p) if not isinstance(p, int) else p for p in loc)
+    while loc:
+        if loc in lines:
+            return lines[loc]
+        loc = loc[:-1]
+    return None
+
+
+def _allowed_keys(loc: tuple) -> list[str]:
+    """The keys the schema allows at the mapping that holds ``loc``'s last key (for 'did you mean')."""
+    from pydantic import BaseModel  # noqa: PLC0415
+
+    model: type[BaseModel] | None = Course
+    for part in loc[:-1]:
+        if model is None:
+            return []
+        field = model.model_fields.get(str(part))
+        if field is None:
+            continue  # a dict key such as a step id
+        annotation = field.annotation
+        args = getattr(annotation, "__args__", ())
+        candidates = [annotation, *args]
+        model = next((c for c in candidates if isinstance(c, type) and issubclass(c, BaseModel)), None)
+        if model is None and args:
+            model = next((a for a in getattr(args[-1], "__args__", (args[-1],))
+                          if isinstance(a, type) and issubclass(a, BaseModel)), None)
+    return list(model.model_fields) if model else []
+
+
+def load_course(path: Path | str) -> Course:
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise CourseError(f"{path}: file not found (the course definition is needed to grade)") from None
+    except UnicodeDecodeError as exc:
+        raise CourseError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    try:
+        node = yaml.compose(text)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f", line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise CourseError(f"{path}{where}: not valid YAML: {problem}") from None
+    if not isinstance(data, dict):
+        raise CourseError(f"{path}: expected a mapping of keys (unit, title, steps, ...) at the top level")
+    lines = _key_lines(node)
+    try:
+        return Course.model_validate(data)
+    except ValidationError as exc:
+        messages = []
+        for err in exc.errors():
+            loc = err["loc"]
+            # pydantic appends a type tag to union locations (e.g. 'Count'); drop such parts
+            loc = tuple(p for p in loc if isinstance(p, int) or not str(p)[:1].isupper() or "." in str(p))
+            line = _line_for(loc, lines)
+            key = ".".join(str(p) for p in loc) or "(top level)"
+            msg = err["msg"]
+            if err["type"] == "extra_forbidden":
+                msg = f"unknown key {loc[-1]!r}"
+                close = difflib.get_close_matches(str(loc[-1]), _allowed_keys(loc), n=1)
+                if close:
+                    msg += f" (did you mean {close[0]!r}?)"
+            elif err["type"] == "missing":
+                msg = "required key is missing"
+            else:
+                msg += f" (got {err.get('input')!r})"
+            messages.append(f"{path}, line {line}: {key}: {msg}" if line else f"{path}: {key}: {msg}")
+        raise CourseError("\n".join(messages)) from None

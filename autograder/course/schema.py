@@ -1,0 +1,113 @@
+"""The shape of course.yml, validated with pydantic (unknown keys are errors, not ignored)."""
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+STEP_ID = re.compile(r"^[A-Za-z_]\w*\.[A-Za-z_]\w*$")
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Tolerance(Strict):
+    rtol: float = Field(ge=0)
+    atol: float = Field(ge=0)
+
+
+class Tolerances(Strict):
+    float32: Tolerance = Tolerance(rtol=1e-4, atol=1e-5)
+    float64: Tolerance = Tolerance(rtol=1e-7, atol=1e-9)
+
+
+class Count(Strict):
+    points: float = Field(ge=0)
+    visibility: Literal["public", "hidden"] | None = None
+
+
+class Step(Strict):
+    title: str
+    counts: dict[str, Count]
+    time_limit: float | None = Field(default=None, gt=0)
+    tolerance: Tolerances | None = None
+
+    @field_validator("counts", mode="before")
+    @classmethod
+    def _points_shorthand(cls, value):
+        # ``values: 2`` is short for ``values: {points: 2}``
+        if isinstance(value, dict):
+            return {k: ({"points": v} if isinstance(v, (int, float)) and not isinstance(v, bool) else v)
+                    for k, v in value.items()}
+        return value
+
+    @field_validator("counts")
+    @classmethod
+    def _not_empty(cls, value):
+        if not value:
+            raise ValueError("a step needs at least one count")
+        return value
+
+
+class Limits(Strict):
+    step_seconds: float = Field(default=20, gt=0)
+    submission_seconds: float = Field(default=300, gt=0)
+    memory_mb: int = Field(default=2048, gt=0)
+    processes: int = Field(default=16, gt=0)
+    output_mb: int = Field(default=4, gt=0)
+
+
+class Defaults(Strict):
+    tolerance: Tolerances = Tolerances()
+    #: counts public unless a step says otherwise; every other count is hidden
+    public_counts: list[str] = ["values", "gradients", "parameters", "forward", "properties"]
+    #: Gradescope visibility of hidden counts; public counts are always "visible"
+    hidden_visibility: Literal["hidden", "after_due_date", "after_published", "visible"] = "after_published"
+
+
+class Course(Strict):
+    unit: str
+    title: str
+    solutions: str = "solutions"
+    exercises: str = "exercises"
+    suites: str = "autograder/suites"
+    defaults: Defaults = Defaults()
+    limits: Limits = Limits()
+    steps: dict[str, Step]
+
+    @field_validator("steps")
+    @classmethod
+    def _step_ids(cls, value):
+        for key in value:
+            if not STEP_ID.match(key):
+                raise ValueError(f"step id {key!r} must be module.name (for example simple_attention.attention_scores)")
+        return value
+
+    @model_validator(mode="after")
+    def _visibility_defaults(self):
+        for step in self.steps.values():
+            for name, count in step.counts.items():
+                if count.visibility is None:
+                    count.visibility = "public" if name in self.defaults.public_counts else "hidden"
+        return self
+
+    # -- derived ---------------------------------------------------------------------------------
+    @property
+    def modules(self) -> list[str]:
+        seen: list[str] = []
+        for step in self.steps:
+            module = step.split(".", 1)[0]
+            if module not in seen:
+                seen.append(module)
+        return seen
+
+    def step_time(self, step: str) -> float:
+        return self.steps[step].time_limit or self.limits.step_seconds
+
+    def tolerances(self, step: str) -> Tolerances:
+        return self.steps[step].tolerance or self.defaults.tolerance
+
+    def max_points(self) -> float:
+        return sum(c.points for s in self.steps.values() for c in s.counts.values())

@@ -1,0 +1,1 @@
+"""``grade autograde``: run the hidden suites on submissions and write Gradescope results."""

@@ -1,0 +1,103 @@
+"""A pytest plugin: hands each hidden test its ``check`` and records each count's outcome."""
+from __future__ import annotations
+
+import traceback
+from dataclasses import dataclass
+
+import pytest
+
+from autograder.course import Course
+from autograder.grading.check import Check, Tolerances
+from autograder.grading.tensors import Tolerance
+from autograder.grading.verdict import FAILED, NOT_ATTEMPTED, PASSED, StepFailure
+
+
+@dataclass
+class Outcome:
+    step: str
+    count: str
+    status: str = PASSED
+    feedback: str = ""
+    cases: int = 0
+
+
+def tolerances_for(course: Course, step: str) -> Tolerances:
+    t = course.tolerances(step)
+    return Tolerances(Tolerance(t.float32.rtol, t.float32.atol), Tolerance(t.float64.rtol, t.float64.atol))
+
+
+def item_key(item) -> tuple[str | None, str]:
+    step = getattr(getattr(item, "cls", None), "step", None)
+    name = getattr(item, "originalname", None) or item.name
+    return step, name.removeprefix("test_")
+
+
+class GradingPlugin:
+    def __init__(self, course: Course, reference, student, *, recorder: list | None = None,
+                 visibility: str | None = None, collect_only: bool = False, cache: dict | None = None):
+        self.course = course
+        self.reference = reference
+        self.student = student  # callable(step, request) -> answer
+        self.recorder = recorder
+        self.visibility = visibility  # "public" to run public counts only
+        self.collect_only = collect_only
+        self.cache = cache
+        self.outcomes: dict[tuple[str, str], Outcome] = {}
+        self.collected: list[tuple[str | None, str]] = []
+        self.grader_errors: list[str] = []  # for the instructor's log, never for students
+
+    @pytest.fixture
+    def check(self, request):
+        step, count = item_key(request.node)
+        visibility = self.course.steps[step].counts[count].visibility
+        c = Check(step, count, self.student, self.reference, tolerances_for(self.course, step),
+                  recorder=self.recorder, public_count=visibility == "public", cache=self.cache)
+        request.node.grading_check = c
+        return c
+
+    def pytest_collection_modifyitems(self, session, config, items):
+        self.collected = [item_key(i) for i in items]
+        keep = []
+        for item in items:
+            step, count = item_key(item)
+            spec = self.course.steps.get(step)
+            if spec is None or count not in spec.counts:
+                continue
+            if self.visibility and spec.counts[count].visibility != self.visibility:
+                continue
+            keep.append(item)
+        # Step by step, in course order: one worker per step, started once.
+        order = {s: i for i, s in enumerate(self.course.steps)}
+        keep.sort(key=lambda i: order[item_key(i)[0]])
+        if self.collect_only:
+            keep = []
+        items[:] = keep
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_pyfunc_call(self, pyfuncitem):
+        """Call the test ourselves: a failure becomes feedback, not a pytest traceback (slow to format)."""
+        step, count = item_key(pyfuncitem)
+        outcome = Outcome(step, count)
+        args = {name: pyfuncitem.funcargs[name] for name in pyfuncitem._fixtureinfo.argnames}
+        try:
+            pyfuncitem.obj(**args)
+        except StepFailure as exc:
+            outcome.status = exc.verdict.status
+            outcome.feedback = exc.feedback()
+        except Exception as exc:  # noqa: BLE001 - a bug in a suite must not stop the batch
+            outcome.status = FAILED
+            outcome.feedback = (f"{step} [{count}]: the grader itself failed on this count; please tell your "
+                                f"instructor ({type(exc).__name__}: {str(exc)[:300]})")
+            self.grader_errors.append(f"{pyfuncitem.nodeid}: {traceback.format_exc(limit=-3)}")
+        check = getattr(pyfuncitem, "grading_check", None)
+        outcome.cases = getattr(check, "cases_run", 0)
+        self.outcomes[(step, count)] = outcome
+        return True
+
+    def pytest_runtest_logreport(self, report):
+        if report.when == "setup" and report.failed:
+            step, count = report.nodeid, "setup"
+            self.grader_errors.append(f"{report.nodeid}: setup failed: {report.longreprtext[-500:]}")
+
+
+__all__ = ["GradingPlugin", "Outcome", "PASSED", "FAILED", "NOT_ATTEMPTED"]

@@ -1,0 +1,70 @@
+"""Gradescope's results.json, built from the outcome of every count.
+
+Specification: https://gradescope-autograders.readthedocs.io/en/latest/specs/ (``score``,
+``execution_time``, ``output``, ``visibility``, ``stdout_visibility``, ``tests[]`` with ``name``,
+``number``, ``score``, ``max_score``, ``status``, ``output``, ``tags``, ``visibility``).
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+from autograder.course import Course
+
+from .plugin import FAILED, NOT_ATTEMPTED, PASSED, Outcome
+
+
+def test_name(course: Course, step: str, count: str) -> str:
+    return f"{step} {count}: {course.steps[step].title}"
+
+
+def build(course: Course, outcomes: dict[tuple[str, str], Outcome], *, notes: list[str] | None = None,
+          execution_time: float | None = None, isolation: str | None = None) -> dict:
+    tests = []
+    total = 0.0
+    summary = {PASSED: 0, FAILED: 0, NOT_ATTEMPTED: 0}
+    for number, (step, spec) in enumerate(course.steps.items(), start=1):
+        for sub, (count, cspec) in enumerate(spec.counts.items(), start=1):
+            outcome = outcomes.get((step, count)) or Outcome(step, count, FAILED, f"{step} [{count}]: was not graded")
+            score = cspec.points if outcome.status == PASSED else 0.0
+            total += score
+            summary[outcome.status] = summary.get(outcome.status, 0) + 1
+            visibility = "visible" if cspec.visibility == "public" else course.defaults.hidden_visibility
+            tests.append({
+                "name": test_name(course, step, count),
+                "number": f"{number}.{sub}",
+                "score": score,
+                "max_score": cspec.points,
+                "status": "passed" if outcome.status == PASSED else "failed",
+                "output": outcome.feedback if outcome.status != PASSED else f"{step} [{count}]: passed ({outcome.cases} cases)",
+                "tags": [step.split(".", 1)[0], count, outcome.status],
+                "visibility": visibility,
+            })
+    lines = [f"Score: {total:g} / {course.max_points():g}",
+             f"{summary[PASSED]} counts passed, {summary[FAILED]} failed, {summary[NOT_ATTEMPTED]} not attempted."]
+    if isolation:
+        lines.append(f"Isolation: {isolation}")
+    lines += notes or []
+    result = {"score": total, "output": "\n".join(lines), "visibility": "visible",
+              "stdout_visibility": "hidden", "tests": tests}
+    if execution_time is not None:
+        result["execution_time"] = round(execution_time, 3)
+    return result
+
+
+def write_atomic(path: Path, data: dict) -> None:
+    """Write JSON so that a reader (or a resumed batch) never sees a half-written file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(data, fh, indent=2, sort_keys=False)
+            fh.write("\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -1,0 +1,180 @@
+"""``check``: the object a hidden test uses to grade one count of one step.
+
+A test calls ``check.call(...)``, ``check.module(...)``, ``check.parameters(...)``, ``check.raises(...)``
+or ``check.dropout(...)`` once per case. Each builds a request, runs it against the reference (here, in
+the trusted process) and against the student (in a worker), judges the answers and raises
+:class:`StepFailure` with teaching feedback on the first failing case. Cases marked ``public`` are the
+course documents' own inputs: ``grade assign`` records them, with their expected answers, for
+``grade check``.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+
+from . import judge as judges
+from .tensors import Tolerance
+from .verdict import FAILED, StepFailure, Verdict
+
+
+@dataclass
+class Tolerances:
+    float32: Tolerance
+    float64: Tolerance
+
+    def for_answer(self, answer: dict) -> Tolerance:
+        out = answer.get("output")
+        if isinstance(out, (tuple, list)) and out:
+            out = out[0]
+        if isinstance(out, torch.Tensor) and out.dtype == torch.float64:
+            return self.float64
+        return self.float32
+
+
+def upstream_for(step: str, case: str, like: torch.Tensor) -> torch.Tensor:
+    """A fixed upstream gradient for ``like``'s shape: the same for student and reference, every run."""
+    seed = int.from_bytes(hashlib.sha256(f"{step}|{case}".encode()).digest()[:6], "big")
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(like.shape, generator=g, dtype=torch.float64).to(like.dtype)
+
+
+class Check:
+    def __init__(self, step: str, count: str, student: Callable[[str, dict], dict], reference,
+                 tolerances: Tolerances, recorder: list | None = None, public_count: bool = True,
+                 cache: dict | None = None):
+        self.step = step
+        self.count = count
+        self.student = student
+        self.reference = reference
+        self.tolerances = tolerances
+        self.recorder = recorder
+        self.public_count = public_count  # a case is public only within a public count
+        self.cases_run = 0
+        # Reference answers are the same for every submission: a batch computes each once.
+        self.cache = cache if cache is not None else {}
+
+    # -- building blocks -------------------------------------------------------------------------
+    def _evaluate(self, case: dict, expected: dict) -> dict:
+        case["public"] = bool(case["public"] and self.public_count)
+        got = self.student(self.step, case["request"])
+        verdict = judges.judge(case, expected, got, self.tolerances.for_answer(expected), case["public"])
+        self.cases_run += 1
+        if self.recorder is not None and case["public"]:
+            self.recorder.append({**case, "step": self.step, "count": self.count, "expected": expected})
+        if not verdict.passed:
+            raise StepFailure(self.step, self.count, case["name"], verdict)
+        return got
+
+    def _cached(self, case: str, build):
+        """``build()`` -> (case dict, expected answer), computed once per batch for this case."""
+        key = (self.step, self.count, self.cases_run, case)
+        if key not in self.cache:
+            self.cache[key] = build()
+        case_, expected = self.cache[key]
+        return {**case_}, expected
+
+    def _reference(self, request: dict) -> dict:
+        answer = self.reference.run(request)
+        if not answer.get("ok", False) and request.get("expect_error") is None:
+            raise RuntimeError(f"the reference failed on {self.step}: {answer.get('error')}")
+        return answer
+
+    def fail(self, case: str, *lines: str) -> None:
+        raise StepFailure(self.step, self.count, case, Verdict(FAILED, list(lines)))
+
+    # -- functions -------------------------------------------------------------------------------
+    def call(self, *args, case: str, public: bool = False, grad: bool = False, seed: int | None = None,
+             kwargs: dict | None = None, arg_names: list[str] | None = None, fields: list[str] | None = None,
+             mistakes: dict[str, Callable] | None = None, check_parameter_type: bool = False) -> dict:
+        """Call the step's function on ``args`` and compare outputs (and gradients when ``grad``)."""
+        return self._evaluate(*self._cached(case, lambda: self._build_call(
+            list(args), case, public, grad, seed, kwargs, arg_names, fields, mistakes, check_parameter_type)))
+
+    def _build_call(self, args, case, public, grad, seed, kwargs, arg_names, fields, mistakes, check_parameter_type):
+        request = {"kind": "function", "target": self.step, "args": args, "kwargs": kwargs or {}, "seed": seed}
+        if grad:
+            request["grad_args"] = [i for i, a in enumerate(args)
+                                    if isinstance(a, torch.Tensor) and a.dtype.is_floating_point]
+        expected = self._reference(request)
+        if grad and isinstance(expected.get("output"), torch.Tensor):
+            request["upstream"] = upstream_for(self.step, case, expected["output"])
+            expected = self._reference(request)
+        wrong = {}
+        for label, fn in (mistakes or {}).items():
+            with torch.no_grad():
+                wrong[label] = fn(*[a.detach() if isinstance(a, torch.Tensor) else a for a in args], **(kwargs or {}))
+        case_ = {"name": case, "public": public, "request": request, "judge": "equal", "mistakes": wrong,
+                 "arg_names": arg_names or [f"argument {i + 1}" for i in range(len(args))],
+                 "fields": fields or ["output"], "check_parameter_type": check_parameter_type}
+        return case_, expected
+
+    # -- modules ---------------------------------------------------------------------------------
+    def _module_request(self, init_args, init_kwargs, seed) -> dict:
+        return {"kind": "module", "target": self.step, "init_args": list(init_args),
+                "init_kwargs": init_kwargs or {}, "seed": seed}
+
+    def parameters(self, init_args, *, case: str, seed: int, public: bool = False, init_kwargs: dict | None = None,
+                   shapes_only: bool = False, expect_count: int | None = None) -> dict:
+        """Parameters drawn after ``torch.manual_seed(seed)``: names, order, shapes, values; buffers."""
+        return self._evaluate(*self._cached(case, lambda: self._build_parameters(
+            init_args, case, seed, public, init_kwargs, shapes_only, expect_count)))
+
+    def _build_parameters(self, init_args, case, seed, public, init_kwargs, shapes_only, expect_count):
+        request = {**self._module_request(init_args, init_kwargs, seed), "construct_only": True}
+        expected = self._reference(request)
+        case_ = {"name": case, "public": public, "request": request, "judge": "parameters",
+                 "shapes_only": shapes_only}
+        if expect_count is not None:
+            case_["expect_count"] = expect_count
+        if shapes_only:  # keep recorded public cases small: shapes are all that is compared
+            expected = {**expected, "params": [(n, torch.empty(t.shape)) for n, t in expected["params"]]}
+        return case_, expected
+
+    def module(self, init_args, x, *, case: str, seed: int, public: bool = False, init_kwargs: dict | None = None,
+               train: bool = False, forward_seed: int | None = None, grad: bool = False,
+               mistakes: dict[str, Callable] | None = None) -> dict:
+        """Forward (and backward, when ``grad``) with the reference's weights loaded into the student's module."""
+        return self._evaluate(*self._cached(case, lambda: self._build_module(
+            init_args, x, case, seed, public, init_kwargs, train, forward_seed, grad, mistakes)))
+
+    def _build_module(self, init_args, x, case, seed, public, init_kwargs, train, forward_seed, grad, mistakes):
+        request = self._module_request(init_args, init_kwargs, seed)
+        request.update(forward_args=[x], train=train, forward_seed=forward_seed)
+        if grad:
+            request["grad_args"] = [0]
+        expected = self._reference(request)
+        request["load_params"] = {n: t for n, t in expected["params"]}
+        if grad:
+            request["upstream"] = upstream_for(self.step, case, expected["output"])
+            expected = self._reference(request)
+        wrong = {}
+        if mistakes:
+            params = {n: t for n, t in expected["params"]}
+            for label, fn in mistakes.items():
+                with torch.no_grad():
+                    wrong[label] = fn(params, x.detach())
+        case_ = {"name": case, "public": public, "request": request, "judge": "equal", "mistakes": wrong,
+                 "arg_names": ["the input x"]}
+        return case_, expected
+
+    def raises(self, exception: str, init_args, *, case: str, public: bool = False,
+               init_kwargs: dict | None = None) -> dict:
+        """Constructing the module with ``init_args`` must raise ``exception`` (a class name)."""
+        request = {**self._module_request(init_args, init_kwargs, 0), "construct_only": True, "expect_error": exception}
+        expected = self._reference(request)
+        if expected.get("ok") or expected["error"]["type"] != exception:
+            raise RuntimeError(f"the reference does not raise {exception} for {init_args}")
+        return self._evaluate({"name": case, "public": public, "request": request, "judge": "raises",
+                               "exception": exception}, {})
+
+    def dropout(self, x: torch.Tensor, p: float, *, case: str, seed: int, public: bool = False,
+                needs_graph: bool = False) -> dict:
+        """Judge dropout by its properties (machine-independent, so it may be public)."""
+        args = [x.clone().requires_grad_(needs_graph)]
+        request = {"kind": "function", "target": self.step, "args": [x, p], "seed": seed,
+                   "grad_args": [0] if needs_graph else []}
+        return self._evaluate({"name": case, "public": public, "request": request, "judge": "dropout",
+                               "p": p, "input": args[0].detach(), "needs_graph": needs_graph}, {})

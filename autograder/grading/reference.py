@@ -1,0 +1,46 @@
+"""The reference side: run a request against the solutions, in the trusted process."""
+from __future__ import annotations
+
+import importlib
+import inspect
+import sys
+from pathlib import Path
+
+from autograder.worker import runtime
+
+
+class Reference:
+    """The solution modules of a course, loaded as a package, and their stand-in sources."""
+
+    def __init__(self, solutions_dir: Path, modules: list[str], steps: list[str]):
+        solutions_dir = Path(solutions_dir).resolve()
+        if not (solutions_dir / "__init__.py").is_file():
+            raise FileNotFoundError(f"the reference solutions are missing: no {solutions_dir / '__init__.py'}")
+        package = "_reference_" + solutions_dir.name
+        if package not in sys.modules:
+            spec = importlib.util.spec_from_file_location(package, solutions_dir / "__init__.py",
+                                                          submodule_search_locations=[str(solutions_dir)])
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[package] = module
+            spec.loader.exec_module(module)
+        self.modules = {name: importlib.import_module(f"{package}.{name}") for name in modules}
+        self.steps = steps
+        objects = {}
+        for step in steps:
+            module, name = step.split(".", 1)
+            if not hasattr(self.modules[module], name):
+                raise LookupError(f"course.yml names step {step}, but {solutions_dir.name}/{module}.py defines no {name}")
+            objects[step] = getattr(self.modules[module], name)
+        self.workspace = runtime.Workspace(None, self.modules, objects)
+
+    def run(self, request: dict) -> dict:
+        return runtime.run(request, self.workspace)
+
+    def source(self, step: str) -> str:
+        return inspect.getsource(self.workspace.standins[step])
+
+    def standin_sources(self) -> dict[str, str]:
+        return {step: self.source(step) for step in self.steps}
+
+    def call(self, step: str, *args, **kwargs):
+        return self.workspace.standins[step](*args, **kwargs)

@@ -1,0 +1,30 @@
+"""The outcome of one case, and the failure a check raises."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+PASSED = "passed"
+FAILED = "failed"
+NOT_ATTEMPTED = "not attempted"
+
+
+@dataclass
+class Verdict:
+    status: str
+    lines: list[str] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return self.status == PASSED
+
+
+class StepFailure(AssertionError):
+    """Raised inside a hidden test when a case fails; carries the student-facing feedback."""
+
+    def __init__(self, step: str, count: str, case: str, verdict: Verdict):
+        self.step, self.count, self.case, self.verdict = step, count, case, verdict
+        super().__init__(self.feedback())
+
+    def feedback(self) -> str:
+        head = f"{self.step} [{self.count}] case {self.case!r}: {self.verdict.status}"
+        return "\n".join([head, *("  " + line for line in self.verdict.lines)])

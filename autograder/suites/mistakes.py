@@ -1,0 +1,93 @@
+"""Known wrong versions of the attention computation, to name a student's likely misconception."""
+from __future__ import annotations
+
+import torch
+
+
+def attention(x, Wq, Wk, Wv, *, scale="sqrt", causal=False, dim=-1, mask_after_softmax=False, swap_qk=False,
+              bq=None, bk=None, bv=None):
+    """Attention with weights given as [d_in, d_out] matrices, optionally done wrong in one way."""
+    q, k, v = x @ Wq, x @ Wk, x @ Wv
+    if bq is not None:
+        q, k, v = q + bq, k + bk, v + bv
+    if swap_qk:
+        q, k = k, q
+    scores = q @ k.transpose(-2, -1)
+    d_k = k.shape[-1]
+    T = scores.shape[-1]
+    future = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
+    if causal and not mask_after_softmax:
+        scores = scores.masked_fill(future, -torch.inf)
+    divisor = {"sqrt": d_k**0.5, "none": 1.0, "d_k": float(d_k)}[scale]
+    weights = torch.softmax(scores / divisor, dim=dim)
+    if causal and mask_after_softmax:
+        weights = weights.masked_fill(future, 0.0)
+    return weights @ v
+
+
+def v1_mistakes() -> dict:
+    def run(**kw):
+        return lambda p, x: attention(x, p["W_query"], p["W_key"], p["W_value"], **kw)
+
+    return {
+        "forgot the 1/sqrt(d_k) scaling": run(scale="none"),
+        "divided the scores by d_k instead of sqrt(d_k)": run(scale="d_k"),
+        "softmax over the wrong dim (columns instead of rows)": run(dim=-2),
+        "queries and keys swapped (keys @ queries.T)": run(swap_qk=True),
+    }
+
+
+def _linear(p, name):
+    return p[f"{name}.weight"].T, p.get(f"{name}.bias")
+
+
+def linear_mistakes(causal: bool, prefix: str = "") -> dict:
+    def run(**kw):
+        def fn(p, x):
+            (q, bq), (k, bk), (v, bv) = (_linear(p, prefix + n) for n in ("W_query", "W_key", "W_value"))
+            if bq is None:
+                return attention(x, q, k, v, causal=causal, **kw)
+            return attention(x, q, k, v, causal=causal, bq=bq, bk=bk, bv=bv, **kw)
+        return fn
+
+    found = {
+        "forgot the 1/sqrt(d_k) scaling": run(scale="none"),
+        "divided the scores by d_k instead of sqrt(d_k)": run(scale="d_k"),
+        "softmax over the wrong dim (columns instead of rows)": run(dim=-2),
+    }
+    if causal:
+        found["no causal mask: tokens attend to the future"] = lambda p, x: run()(p, x) if False else _no_mask(p, x, prefix)
+        found["masked after the softmax without renormalizing the rows"] = run(mask_after_softmax=True)
+    return found
+
+
+def _no_mask(p, x, prefix):
+    (q, bq), (k, bk), (v, bv) = (_linear(p, prefix + n) for n in ("W_query", "W_key", "W_value"))
+    if bq is None:
+        return attention(x, q, k, v, causal=False)
+    return attention(x, q, k, v, causal=False, bq=bq, bk=bk, bv=bv)
+
+
+def scaled_weight_mistakes(d_k) -> dict:
+    return {
+        "forgot the 1/sqrt(d_k) scaling": lambda s, d: torch.softmax(s, dim=-1),
+        "divided by d_k instead of sqrt(d_k)": lambda s, d: torch.softmax(s / d, dim=-1),
+        "scaled after the softmax instead of before": lambda s, d: torch.softmax(s, dim=-1) / d**0.5,
+        "softmax over the first dim instead of the last": lambda s, d: torch.softmax(s / d**0.5, dim=0),
+    }
+
+
+def causal_weight_mistakes() -> dict:
+    def masked(s, d, *, after=False, scale=True, diag=False):
+        T = s.shape[-1]
+        future = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=0 if diag else 1)
+        div = d**0.5 if scale else 1.0
+        if after:
+            return torch.softmax(s / div, dim=-1).masked_fill(future, 0.0)
+        return torch.softmax(s.masked_fill(future, -torch.inf) / div, dim=-1)
+
+    return {
+        "no causal mask: tokens attend to the future": lambda s, d: torch.softmax(s / d**0.5, dim=-1),
+        "masked after the softmax without renormalizing the rows": lambda s, d: masked(s, d, after=True),
+        "forgot the 1/sqrt(d_k) scaling": lambda s, d: masked(s, d, scale=False),
+    }

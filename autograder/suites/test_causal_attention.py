@@ -1,0 +1,161 @@
+"""Hidden suite: causal attention and dropout."""
+import torch
+
+from autograder import documents
+from autograder.grading.suite import rand, randn, step
+
+from .mistakes import causal_weight_mistakes, linear_mistakes
+
+F64 = torch.float64
+
+
+def document_scores():
+    """(name, attention scores [T, T]) with each document's trainable weights."""
+    for name, (factory, seed, _where) in documents.INPUTS.items():
+        x = factory()
+        torch.manual_seed(seed)
+        Wq, Wk, _ = (torch.rand(x.shape[1], documents.D_OUT) for _ in range(3))
+        yield name, (x @ Wq) @ (x @ Wk).T
+
+
+def book_batch():
+    x = documents.book_inputs()
+    return torch.stack((x, x), dim=0)
+
+
+@step("causal_attention.simple_causal_mask")
+class TestSimpleCausalMask:
+    mistakes = {"upper triangle instead of lower (torch.triu instead of torch.tril)": lambda T: torch.triu(torch.ones(T, T))}
+
+    def test_values(self, check):
+        for T in (6, 5):
+            check.call(T, case=f"context_length={T}", public=True, mistakes=self.mistakes)
+
+    def test_randomized(self, check):
+        for T in (1, 2, 11):
+            check.call(T, case=f"context_length={T}", mistakes=self.mistakes)
+
+
+@step("causal_attention.mask_and_renormalize")
+class TestMaskAndRenormalize:
+    mistakes = {"masked without renormalizing the rows": lambda w: w * torch.tril(torch.ones(w.shape[-2:], dtype=w.dtype)),
+                "kept the upper triangle instead of the lower": lambda w: (lambda m: m / m.sum(-1, keepdim=True))(
+                    w * torch.triu(torch.ones(w.shape[-2:], dtype=w.dtype)))}
+
+    def _cases(self, check, grad):
+        for name, scores in document_scores():
+            check.call(torch.softmax(scores / 2**0.5, dim=-1), case=f"{name}: attention weights", public=True,
+                       grad=grad, arg_names=["attn_weights"], mistakes=self.mistakes)
+
+    def test_values(self, check):
+        self._cases(check, False)
+
+    def test_gradients(self, check):
+        self._cases(check, True)
+
+    def test_randomized(self, check):
+        for shape, seed in [((2, 5, 5), 101), ((1, 1), 102), ((3, 2, 4, 4), 103)]:
+            w = torch.softmax(randn(*shape, seed=seed, dtype=F64), dim=-1)
+            check.call(w, case=f"weights {list(shape)}", grad=True, arg_names=["attn_weights"], mistakes=self.mistakes)
+
+
+@step("causal_attention.causal_attention_weights")
+class TestCausalAttentionWeights:
+    mistakes = causal_weight_mistakes()
+
+    def _cases(self, check, grad):
+        for name, scores in document_scores():
+            check.call(scores, 2, case=f"{name}: scores, d_k=2", public=True, grad=grad,
+                       arg_names=["attn_scores", "d_k"], mistakes=self.mistakes)
+
+    def test_values(self, check):
+        self._cases(check, False)
+
+    def test_gradients(self, check):
+        self._cases(check, True)
+
+    def test_randomized(self, check):
+        for shape, d_k, seed in [((2, 6, 6), 16, 111), ((1, 1), 4, 112), ((3, 7, 7), 3, 113)]:
+            check.call(randn(*shape, seed=seed, dtype=F64) * 3, d_k, case=f"scores {list(shape)}, d_k={d_k}",
+                       grad=True, arg_names=["attn_scores", "d_k"], mistakes=self.mistakes)
+
+
+@step("causal_attention.apply_dropout")
+class TestApplyDropout:
+    def test_properties(self, check):
+        # Large enough that the keep rate is a tight statistic; machine-independent, so public.
+        for p, seed in [(0.5, 123), (0.1, 7), (0.8, 8)]:
+            check.dropout(torch.ones(200, 200), p, seed=seed, case=f"ones(200, 200), p={p}", public=True)
+        weights = torch.softmax(rand(6, 6, seed=5), dim=-1)
+        check.dropout(weights, 0.5, seed=123, case="attention weights, p=0.5, stays differentiable", public=True,
+                      needs_graph=True)
+        check.dropout(torch.ones(6, 6), 0.0, seed=1, case="p=0.0 keeps everything", public=True)
+
+    def test_seeded(self, check):
+        # The book's example: torch.manual_seed(123); nn.Dropout(0.5)(torch.ones(6, 6)). The mask
+        # depends on the CPU, so this runs only where student and reference share the machine.
+        check.call(torch.ones(6, 6), 0.5, seed=123, case="the book's torch.ones(6, 6), p=0.5, seed 123",
+                   arg_names=["attn_weights", "p"])
+        check.call(torch.softmax(rand(2, 5, 5, seed=9), -1), 0.3, seed=99, case="batched weights, p=0.3",
+                   grad=True, arg_names=["attn_weights", "p"])
+
+
+def causal_module_init(d_in=3, d_out=2, context_length=6, dropout=0.0):
+    return [d_in, d_out, context_length, dropout]
+
+
+class _CausalModule:
+    """Counts shared by CausalAttention and the two multi-head modules."""
+
+    extra_init: list = []  # e.g. num_heads
+    d_out = 2
+    prefix = ""
+
+    def init(self, d_in=3, d_out=None, context_length=6, dropout=0.0, extra=None):
+        return [d_in, d_out or self.d_out, context_length, dropout, *(extra if extra is not None else self.extra_init)]
+
+    def mistakes(self):
+        return linear_mistakes(causal=True, prefix=self.prefix)
+
+    def test_parameters(self, check):
+        check.parameters(self.init(), seed=123, case="book sizes after torch.manual_seed(123)", public=True)
+
+    def _forward(self, check, grad):
+        check.module(self.init(), book_batch(), seed=123, grad=grad, public=True,
+                     case="book batch (2, 6, 3), dropout 0.0", mistakes=self.mistakes())
+        x = documents.wars_inputs().unsqueeze(0)
+        check.module(self.init(), x, seed=123, grad=grad, public=True,
+                     case="'wars' input (1, 5, 3): shorter than context_length 6", mistakes=self.mistakes())
+
+    def test_forward(self, check):
+        self._forward(check, False)
+
+    def test_gradients(self, check):
+        self._forward(check, True)
+
+    def test_dropout(self, check):
+        # Training mode, dropout 0.5, the same seed before the student's and the reference's forward:
+        # dropout in the wrong place (or applied twice, or not at all) changes the output.
+        check.module(self.init(dropout=0.5), book_batch(), seed=123, train=True, forward_seed=2024, grad=True,
+                     case="training mode, dropout 0.5")
+        check.module(self.init(dropout=0.5), book_batch(), seed=123, train=False, case="eval mode: dropout is off")
+
+    def random_sizes(self):
+        # (d_in, d_out, context_length, T, batch, seed): square d_in == d_out, T < context_length, batch 1 and 3
+        return [(4, 4, 8, 5, 1, 131), (5, 3, 6, 6, 3, 132), (8, 8, 12, 3, 2, 133)]
+
+    def test_randomized(self, check):
+        for d_in, d_out, ctx, T, b, seed in self.random_sizes():
+            init = self.init(d_in=d_in, d_out=d_out, context_length=ctx)
+            x = rand(b, T, d_in, seed=seed)
+            check.parameters(init, seed=seed, case=f"d_in={d_in}, d_out={d_out}, context_length={ctx}")
+            check.module(init, x, seed=seed, grad=True, case=f"d_in={d_in}, d_out={d_out}, T={T} of {ctx}, batch {b}",
+                         mistakes=self.mistakes())
+        init = self.init(d_in=4, d_out=self.d_out * 2, context_length=5)
+        check.module(init, rand(2, 5, 4, seed=140), seed=140, init_kwargs={"qkv_bias": True}, grad=True,
+                     case="qkv_bias=True")
+
+
+@step("causal_attention.CausalAttention")
+class TestCausalAttention(_CausalModule):
+    pass

@@ -1,0 +1,74 @@
+"""Hidden suite: multi-head attention."""
+import torch
+
+from autograder.grading.suite import rand, step
+
+from .test_causal_attention import _CausalModule
+
+
+@step("multihead_attention.MultiHeadAttentionWrapper")
+class TestMultiHeadAttentionWrapper(_CausalModule):
+    extra_init = [2]  # num_heads, as in the book
+    prefix = "heads.0."
+
+    def mistakes(self):
+        return {}  # a head's own mistakes are CausalAttention's; the wrapper is graded with a correct head
+
+
+@step("multihead_attention.MultiHeadAttention")
+class TestMultiHeadAttention(_CausalModule):
+    extra_init = [2]
+    d_out = 4  # divisible by num_heads=2
+
+    def mistakes(self):
+        def no_out_proj(p, x):
+            ref = _mha(p, x, heads=2, out_proj=False)
+            return ref
+        return {"out_proj is created but never applied": no_out_proj,
+                "heads not merged back in the right order (transpose before view missing)": lambda p, x: _mha(p, x, heads=2, bad_merge=True)}
+
+    def test_errors(self, check):
+        check.raises("ValueError", [3, 5, 6, 0.0, 2], case="d_out=5 is not divisible by num_heads=2", public=True)
+        check.raises("ValueError", [8, 6, 4, 0.0, 4], case="d_out=6 is not divisible by num_heads=4", public=True)
+
+    def random_sizes(self):
+        return [(4, 4, 8, 5, 1, 151), (6, 6, 6, 6, 3, 152), (8, 8, 12, 3, 2, 153)]
+
+    def test_randomized(self, check):
+        super().test_randomized(check)
+        x = rand(2, 7, 12, seed=160)
+        check.module([12, 12, 8, 0.0, 4], x, seed=160, grad=True, case="12 dims, 4 heads of 3")
+
+
+def _mha(p, x, heads, out_proj=True, bad_merge=False):
+    b, T, _ = x.shape
+    q = x @ p["W_query.weight"].T
+    k = x @ p["W_key.weight"].T
+    v = x @ p["W_value.weight"].T
+    if "W_query.bias" in p:
+        q, k, v = q + p["W_query.bias"], k + p["W_key.bias"], v + p["W_value.bias"]
+    d_out = q.shape[-1]
+    hd = d_out // heads
+
+    def split(t):
+        return t.view(b, T, heads, hd).transpose(1, 2)
+
+    q, k, v = split(q), split(k), split(v)
+    scores = (q @ k.transpose(2, 3)).masked_fill(torch.triu(torch.ones(T, T, dtype=torch.bool), 1), -torch.inf)
+    w = torch.softmax(scores / hd**0.5, dim=-1)
+    ctx = w @ v
+    ctx = ctx.contiguous().view(b, T, d_out) if bad_merge else ctx.transpose(1, 2).contiguous().view(b, T, d_out)
+    if out_proj:
+        ctx = ctx @ p["out_proj.weight"].T + p["out_proj.bias"]
+    return ctx
+
+
+@step("multihead_attention.gpt2_small_attention")
+class TestGPT2SmallAttention:
+    def test_parameters(self, check):
+        check.parameters([], seed=123, shapes_only=True, expect_count=2_360_064, public=True,
+                         case="12 heads, 768 dims, context 1024, no qkv bias: 2,360,064 parameters")
+
+    def test_forward(self, check):
+        check.parameters([], seed=123, case="parameters drawn after torch.manual_seed(123)")
+        check.module([], rand(1, 4, 768, seed=170), seed=123, case="forward on a (1, 4, 768) input")

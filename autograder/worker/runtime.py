@@ -1,0 +1,187 @@
+"""Execute one request from the trusted side against the student's code.
+
+A request names a target (a step id such as ``causal_attention.CausalAttention``) and says how to call
+it. The answer carries plain tensors and facts (shapes, dtypes, whether the output still has a gradient
+graph, which inputs were modified in place); all judging happens on the trusted side.
+"""
+from __future__ import annotations
+
+import types
+from pathlib import Path
+
+import torch
+
+from . import standins as standins_mod
+from .submission import describe_exception
+
+
+def seed(value: int) -> None:
+    """``torch.manual_seed`` for the CPU generator, which is all a CPU build draws from.
+
+    ``torch.manual_seed`` also queues lazy seeding of CUDA, XPU and MTIA, formatting a stack trace
+    each time (over 1 ms a call); the draws are the same.
+    """
+    torch.default_generator.manual_seed(int(value))
+
+
+class MissingStep(LookupError):
+    """The submission has no object by the step's name."""
+
+
+class Workspace:
+    """The student's imported modules, with stand-ins substituted, for one step."""
+
+    def __init__(self, folder: Path, modules: dict[str, types.ModuleType], standins: dict[str, object]):
+        self.folder = folder
+        self.modules = modules
+        self.standins = standins
+
+    def resolve(self, target: str, standin: bool = False):
+        if standin:
+            return self.standins[target]
+        module_name, name = target.split(".", 1)
+        module = self.modules.get(module_name)
+        if module is None:
+            raise MissingStep(f"{module_name}.py could not be imported")
+        try:
+            return getattr(module, name)
+        except AttributeError:
+            raise MissingStep(f"{module_name}.py defines no {name} (check the spelling, and that it is defined at the top level of the module)") from None
+
+
+def _materialize(value, ws: Workspace, built_modules: list):
+    if isinstance(value, dict):
+        if "$gen" in value:
+            return torch.Generator().manual_seed(int(value["$gen"]))
+        if "$dtype" in value:
+            return getattr(torch, value["$dtype"])
+        if "$module" in value:
+            spec = value["$module"]
+            cls = ws.resolve(spec["target"], standin=spec.get("standin", False))
+            if spec.get("seed") is not None:
+                seed(spec["seed"])
+            module = cls(*spec.get("init_args", []), **spec.get("init_kwargs", {}))
+            built_modules.append(module)
+            return module
+        return {k: _materialize(v, ws, built_modules) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_materialize(v, ws, built_modules) for v in value]
+    if isinstance(value, tuple):
+        return tuple(_materialize(v, ws, built_modules) for v in value)
+    return value
+
+
+def _plain(value, depth: int = 0):
+    """Make a student's return value safe to send: tensors, numbers, tuples of them; else a type tag."""
+    if depth > 4:
+        return {"$unsupported": "nested too deeply"}
+    if type(value) is torch.Tensor:
+        return value
+    if type(value) is torch.nn.Parameter:
+        return value.data
+    if isinstance(value, torch.Tensor):
+        # A tensor subclass can override every operation the grader would use on it: refused.
+        return {"$unsupported": f"tensor subclass {type(value).__name__}"}
+    if value is None or isinstance(value, (bool, int, float, str)) and type(value) in (bool, int, float, str):
+        return value
+    if type(value) in (tuple, list):
+        return tuple(_plain(v, depth + 1) for v in value) if type(value) is tuple else [_plain(v, depth + 1) for v in value]
+    return {"$unsupported": type(value).__name__ if isinstance(type(value).__name__, str) else "object"}
+
+
+def _tensor_facts(value):
+    if isinstance(value, torch.Tensor):
+        return {
+            "class": type(value).__name__,
+            "parameter": isinstance(value, torch.nn.Parameter),
+            "requires_grad": bool(value.requires_grad),
+            "grad_fn": type(value.grad_fn).__name__ if value.grad_fn is not None else None,
+            "device": str(value.device),
+        }
+    if type(value) in (tuple, list):
+        return [_tensor_facts(v) for v in value]
+    return None
+
+
+def run(request: dict, ws: Workspace) -> dict:
+    """Run one request; never raises (errors are part of the answer)."""
+    phase = "setup"
+    try:
+        built: list = []
+        target = ws.resolve(request["target"], standin=request.get("standin", False))
+        if request.get("seed") is not None:
+            seed(request["seed"])
+        answer: dict = {"ok": True}
+        if request["kind"] == "module":
+            phase = "__init__"
+            init_args = _materialize(request.get("init_args", []), ws, built)
+            module = target(*init_args, **request.get("init_kwargs", {}))
+            if not isinstance(module, torch.nn.Module):
+                raise TypeError(f"{request['target']}(...) did not create an nn.Module")
+            answer["params"] = [(n, p.detach().clone()) for n, p in module.named_parameters()]
+            answer["buffers"] = [(n, list(b.shape)) for n, b in module.named_buffers()]
+            answer["module_facts"] = {n: type(m).__name__ for n, m in module.named_children()}
+            if request.get("construct_only"):
+                return answer
+            phase = "loading the reference weights"
+            load = request.get("load_params")
+            if load:
+                own = dict(module.named_parameters())
+                missing = [n for n in load if n not in own]
+                if missing:
+                    raise LookupError(f"your module has no parameter named {', '.join(missing)}")
+                with torch.no_grad():
+                    for name, tensor in load.items():
+                        if tuple(own[name].shape) != tuple(tensor.shape):
+                            raise ValueError(f"parameter {name} has shape {list(own[name].shape)}, expected {list(tensor.shape)}")
+                        own[name].copy_(tensor)
+            module.train(bool(request.get("train", False)))
+            callee = module
+            params = dict(module.named_parameters())
+            args = _materialize(request.get("forward_args", []), ws, built)
+            kwargs = {}
+            phase = "forward"
+        else:
+            params = {}
+            callee = target
+            args = _materialize(request.get("args", []), ws, built)
+            kwargs = _materialize(request.get("kwargs", {}), ws, built)
+            phase = "call"
+        for index in request.get("grad_args", []):
+            args[index].requires_grad_(True)
+        snapshots = {i: a.detach().clone() for i, a in enumerate(args) if isinstance(a, torch.Tensor)}
+        if request.get("forward_seed") is not None:
+            seed(request["forward_seed"])
+        output = callee(*args, **kwargs)
+        answer["output"] = _plain(output)
+        answer["output_facts"] = _tensor_facts(output)
+        answer["mutated"] = [i for i, before in snapshots.items()
+                             if args[i].shape != before.shape or not torch.equal(args[i].detach(), before)]
+        answer["modules_after"] = [[(n, p.detach().clone()) for n, p in m.named_parameters()] for m in built]
+        upstream = request.get("upstream")
+        if upstream is not None:
+            phase = "backward"
+            if not isinstance(output, torch.Tensor):
+                answer["backward"] = "not a tensor"
+            elif not output.requires_grad:
+                answer["backward"] = "no graph"
+            elif tuple(output.shape) != tuple(upstream.shape):
+                answer["backward"] = "shape"
+            else:
+                output.backward(upstream.to(output.dtype))
+                answer["backward"] = "done"
+                answer["input_grads"] = {str(i): (args[i].grad if args[i].grad is not None else None)
+                                         for i in request.get("grad_args", [])}
+                answer["param_grads"] = {n: p.grad for n, p in params.items()}
+        return answer
+    except BaseException as exc:  # noqa: BLE001 - SystemExit, KeyboardInterrupt and custom BaseExceptions too
+        error = describe_exception(exc, ws.folder)
+        error["phase"] = phase
+        error["not_attempted"] = isinstance(exc, NotImplementedError)
+        return {"ok": False, "error": error}
+
+
+def prepare(folder: Path, modules: dict[str, types.ModuleType], standin_sources: dict[str, str]) -> Workspace:
+    objects = standins_mod.build(standin_sources) if standin_sources else {}
+    standins_mod.substitute(modules, objects)
+    return Workspace(folder, modules, objects)

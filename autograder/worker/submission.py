@@ -1,0 +1,71 @@
+"""Import a student's submission folder as a package, one module at a time, and report what failed."""
+from __future__ import annotations
+
+import importlib
+import sys
+import traceback
+import types
+from pathlib import Path
+
+PACKAGE = "submission"
+
+
+def describe_exception(exc: BaseException, folder: Path | None = None) -> dict:
+    """A plain description of ``exc`` that survives hostile ``__str__`` and ``__repr__``."""
+    try:
+        message = str(exc)
+    except BaseException:  # noqa: BLE001 - student exceptions may raise anything from __str__
+        message = "<the exception's message could not be printed>"
+    try:
+        kind = type(exc).__name__
+        kind = kind if isinstance(kind, str) else "Exception"
+    except BaseException:  # noqa: BLE001
+        kind = "Exception"
+    where = None
+    try:
+        frames = traceback.extract_tb(exc.__traceback__)
+        if folder is not None:
+            mine = [f for f in frames if f.filename.startswith(str(folder))]
+            frames = mine or frames
+        if frames:
+            last = frames[-1]
+            where = {"file": Path(last.filename).name, "line": last.lineno, "function": last.name}
+    except BaseException:  # noqa: BLE001
+        pass
+    if isinstance(exc, SyntaxError) and exc.filename:
+        where = {"file": Path(exc.filename).name, "line": exc.lineno, "function": None,
+                 "text": (exc.text or "").rstrip()[:200], "column": exc.offset}
+        try:
+            message = exc.msg
+        except BaseException:  # noqa: BLE001
+            pass
+    return {"type": kind[:100], "message": message[:1000], "where": where}
+
+
+def load(folder: Path, modules: list[str]) -> tuple[dict[str, types.ModuleType], dict[str, dict]]:
+    """Import each of ``modules`` from ``folder``; return (imported, errors by module name)."""
+    sys.dont_write_bytecode = True
+    package = types.ModuleType(PACKAGE)
+    package.__path__ = [str(folder)]
+    package.__package__ = PACKAGE
+    sys.modules[PACKAGE] = package
+    init = folder / "__init__.py"
+    errors: dict[str, dict] = {}
+    if init.is_file():
+        try:
+            code = compile(init.read_bytes(), str(init), "exec")
+            package.__file__ = str(init)
+            exec(code, package.__dict__)  # noqa: S102 - this is the student's package, in the sandbox
+        except BaseException as exc:  # noqa: BLE001
+            errors["__init__"] = describe_exception(exc, folder)
+    imported = {}
+    for name in modules:
+        if not (folder / f"{name}.py").is_file():
+            errors[name] = {"type": "MissingModule", "message": f"{name}.py is missing from the submission", "where": None}
+            continue
+        try:
+            imported[name] = importlib.import_module(f"{PACKAGE}.{name}")
+        except BaseException as exc:  # noqa: BLE001 - SystemExit and friends at import time count too
+            sys.modules.pop(f"{PACKAGE}.{name}", None)
+            errors[name] = describe_exception(exc, folder)
+    return imported, errors

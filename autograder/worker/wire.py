@@ -1,0 +1,105 @@
+"""Frames between the trusted side and the worker: a JSON header plus a safetensors blob.
+
+Nothing is pickled in either direction. Tensors travel in the blob (safetensors: a JSON header and raw
+bytes), everything else is JSON. Inside the JSON a tensor is ``{"$t": key}``; a tuple is
+``{"$tuple": [...]}``; a non-finite float is ``{"$f": "nan" | "inf" | "-inf"}``.
+
+A frame is ``len(header) (4 bytes, big-endian) | header | len(blob) (8 bytes) | blob``.
+"""
+from __future__ import annotations
+
+import json
+import math
+import socket
+import struct
+
+import torch
+from safetensors.torch import load as _st_load
+from safetensors.torch import save as _st_save
+
+#: The largest frame either side accepts; a bigger one is a protocol error (a worker flooding memory).
+MAX_FRAME = 256 * 1024 * 1024
+
+
+class WireError(Exception):
+    """A malformed, oversized or truncated frame, or a closed connection."""
+
+
+def encode(value, tensors: dict[str, torch.Tensor]):
+    """Turn ``value`` into JSON-able data, moving tensors into ``tensors``."""
+    if isinstance(value, torch.Tensor):
+        key = str(len(tensors))
+        # A plain, contiguous, detached CPU copy: safetensors refuses shared or strided storage, and
+        # a subclass (with its own __torch_function__) must not travel as anything but data.
+        plain = torch.Tensor._make_subclass(torch.Tensor, value.detach()) if type(value) is not torch.Tensor else value.detach()
+        tensors[key] = plain.to("cpu").clone().contiguous()
+        return {"$t": key}
+    if isinstance(value, bool) or value is None or isinstance(value, (int, str)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else {"$f": repr(value)}
+    if isinstance(value, tuple):
+        return {"$tuple": [encode(v, tensors) for v in value]}
+    if isinstance(value, list):
+        return [encode(v, tensors) for v in value]
+    if isinstance(value, dict):
+        return {str(k): encode(v, tensors) for k, v in value.items()}
+    raise TypeError(f"cannot send a {type(value).__name__} over the wire")
+
+
+def decode(data, tensors: dict[str, torch.Tensor]):
+    """Inverse of :func:`encode`."""
+    if isinstance(data, list):
+        return [decode(v, tensors) for v in data]
+    if isinstance(data, dict):
+        if set(data) == {"$t"}:
+            return tensors[data["$t"]]
+        if set(data) == {"$tuple"}:
+            return tuple(decode(v, tensors) for v in data["$tuple"])
+        if set(data) == {"$f"}:
+            return float(data["$f"])
+        return {k: decode(v, tensors) for k, v in data.items()}
+    return data
+
+
+def pack(message) -> bytes:
+    tensors: dict[str, torch.Tensor] = {}
+    header = json.dumps(encode(message, tensors), allow_nan=False).encode("utf-8")
+    blob = _st_save(tensors) if tensors else b""
+    return struct.pack(">I", len(header)) + header + struct.pack(">Q", len(blob)) + blob
+
+
+def unpack(header: bytes, blob: bytes):
+    try:
+        tensors = _st_load(blob) if blob else {}
+        return decode(json.loads(header.decode("utf-8")), tensors)
+    except (ValueError, KeyError, UnicodeDecodeError, TypeError) as exc:
+        raise WireError(f"malformed frame: {exc}") from None
+    except Exception as exc:  # safetensors raises its own error type for a corrupt blob
+        raise WireError(f"malformed frame: {type(exc).__name__}: {exc}") from None
+
+
+def send(sock: socket.socket, message) -> None:
+    sock.sendall(pack(message))
+
+
+def _recv_exact(sock: socket.socket, n: int) -> bytes:
+    chunks = []
+    while n:
+        chunk = sock.recv(min(n, 1 << 20))
+        if not chunk:
+            raise WireError("connection closed")
+        chunks.append(chunk)
+        n -= len(chunk)
+    return b"".join(chunks)
+
+
+def recv(sock: socket.socket):
+    (hlen,) = struct.unpack(">I", _recv_exact(sock, 4))
+    if hlen > MAX_FRAME:
+        raise WireError(f"frame header of {hlen} bytes is over the limit")
+    header = _recv_exact(sock, hlen)
+    (blen,) = struct.unpack(">Q", _recv_exact(sock, 8))
+    if blen > MAX_FRAME:
+        raise WireError(f"frame of {blen} bytes is over the limit")
+    return unpack(header, _recv_exact(sock, blen))

@@ -1,0 +1,120 @@
+"""The zygote: a process that has imported torch once and forks one worker per step.
+
+It is started by the trusted side with the real interpreter (``sys.executable -I -S``), so it never
+sees the reference solutions or the hidden suites: its ``sys.path`` holds the interpreter's
+site-packages and nothing of the instructor's repository but this package.
+
+Control channel (a Unix socket inherited as a file descriptor): the trusted side sends a JSON spawn
+request with one end of a fresh socket pair attached (SCM_RIGHTS); the zygote forks, the child serves
+requests on that socket, and the zygote answers ``{"pid": ...}``.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from . import child
+
+
+def warm_up() -> None:
+    """Pay torch's lazy initialisations once, here, instead of in every forked worker.
+
+    The first backward pass of a process alone costs about 0.4 s (autograd engine start-up); after a
+    fork the children inherit the initialised state. Only public, generic operations run here.
+    """
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+    from . import wire
+
+    torch.manual_seed(0)
+    x = torch.rand(2, 3, 4, requires_grad=True)
+    layer = nn.Linear(4, 4)
+    drop = nn.Dropout(0.5)
+    scores = layer(x) @ x.transpose(1, 2)
+    scores = scores.masked_fill(torch.triu(torch.ones(3, 3, dtype=torch.bool), 1), -torch.inf)
+    weights = drop(torch.softmax(scores / 2**0.5, dim=-1))
+    out = torch.einsum("bij,bjk->bk", weights, x) + F.scaled_dot_product_attention(x, x, x, is_causal=True).sum(1)
+    out.backward(torch.ones_like(out))
+    q = torch.randn(4, 3, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    q.var(unbiased=False).item()
+    header = wire.pack({"w": weights.detach(), "n": (1, 2.0)})
+    del header
+
+
+def main(control_fd: int) -> None:
+    torch.set_num_threads(1)
+    warm_up()
+    control = socket.socket(fileno=control_fd)
+    while True:
+        try:
+            message, fds, _flags, _addr = socket.recv_fds(control, 1 << 16, 4)
+        except OSError:
+            break
+        if not message:
+            break
+        request = json.loads(message.decode("utf-8"))
+        reap_finished()
+        if request.get("op") == "quit":
+            break
+        if request.get("op") == "reap":
+            control.sendall(json.dumps({"status": reap(int(request["pid"]))}).encode("utf-8") + b"\n")
+            continue
+        channel_fd = fds[0]
+        pid = os.fork()
+        if pid == 0:
+            try:
+                control.close()
+                child.serve(socket.socket(fileno=channel_fd), request)
+            finally:
+                os._exit(0)
+        os.close(channel_fd)
+        control.sendall(json.dumps({"pid": pid}).encode("utf-8") + b"\n")
+    os._exit(0)
+
+
+def reap_finished() -> None:
+    """Collect every worker that has ended, so none lingers as a zombie."""
+    while True:
+        try:
+            pid, _status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def reap(pid: int) -> str:
+    """Wait for a killed or finished worker and say how it ended."""
+    for _ in range(200):
+        try:
+            done, status = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            return "gone"
+        if done:
+            if os.WIFSIGNALED(status):
+                sig = os.WTERMSIG(status)
+                try:
+                    name = signal.Signals(sig).name
+                except ValueError:
+                    name = str(sig)
+                return f"signal {name}"
+            return f"exit {os.WEXITSTATUS(status)}"
+        time.sleep(0.005)
+    return "running"
+
+
+def boot(argv: list[str]) -> None:
+    """Entry point used by the trusted side's launcher."""
+    main(int(argv[0]))
+
+
+if __name__ == "__main__":  # pragma: no cover - started through the launcher
+    boot(sys.argv[1:])
