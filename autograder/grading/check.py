@@ -130,7 +130,7 @@ class Check:
         if expect_count is not None:
             case_["expect_count"] = expect_count
         if shapes_only:  # keep recorded public cases small: shapes are all that is compared
-            expected = {**expected, "params": [(n, torch.empty(t.shape)) for n, t in expected["params"]]}
+            expected = {**expected, "params": [(n, list(t.shape)) for n, t in expected["params"]]}
         return case_, expected
 
     def module(self, init_args, x, *, case: str, seed: int, public: bool = False, init_kwargs: dict | None = None,

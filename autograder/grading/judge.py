@@ -137,7 +137,7 @@ def judge_equal(case: dict, expected: dict, got: dict, tol: Tolerance, public: b
 
 
 def judge_parameters(case: dict, expected: dict, got: dict, tol: Tolerance, public: bool) -> Verdict:
-    exp, mine = expected["params"], got.get("params", [])
+    exp, mine = expected["params"], got.get("params") or []
     exp_names, my_names = [n for n, _ in exp], [n for n, _ in mine]
     if exp_names != my_names:
         lines = [f"expected parameters {exp_names} (in this order), got {my_names}"]
@@ -148,8 +148,9 @@ def judge_parameters(case: dict, expected: dict, got: dict, tol: Tolerance, publ
     by_name = dict(mine)
     for name, e in exp:
         if case.get("shapes_only"):
-            if tuple(by_name[name].shape) != tuple(e.shape):
-                lines.append(f"parameter {name}: expected shape {fmt_shape(e)}, got {fmt_shape(by_name[name])}")
+            shape = list(e) if isinstance(e, (list, tuple)) else list(e.shape)
+            if list(by_name[name].shape) != shape:
+                lines.append(f"parameter {name}: expected shape {shape}, got {fmt_shape(by_name[name])}")
             continue
         lines += compare_values(by_name[name], e, tol, public, f"parameter {name}")
     if lines and not case.get("shapes_only"):

@@ -107,6 +107,53 @@ class Zygote:
         self.close()
 
 
+class LocalZygote(Zygote):
+    """Fork workers straight from this process: for ``grade check`` on a student's own machine.
+
+    Nothing secret lives in a student's ``grade check`` process (only public cases), so it can be its
+    own zygote and save a second ``import torch``. Workers are isolated from each other and from this
+    process exactly as the zygote's are.
+    """
+
+    def __init__(self) -> None:  # noqa: D107 - no separate interpreter
+        import torch  # noqa: PLC0415
+
+        from autograder.worker import zygote  # noqa: PLC0415
+
+        # One intra-op thread, before any thread pool exists: an OpenMP pool does not survive fork().
+        torch.set_num_threads(1)
+        zygote.warm_up()
+        self._children: set[int] = set()
+
+    def spawn(self, spawn: dict, timeout: float) -> "Worker":
+        from autograder.worker import child  # noqa: PLC0415
+
+        ours, theirs = socket.socketpair()
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - runs in the child
+            try:
+                ours.close()
+                child.serve(theirs, spawn)
+            finally:
+                os._exit(0)
+        theirs.close()
+        self._children.add(pid)
+        return Worker(ours, pid, timeout, self)
+
+    def reap(self, pid: int) -> str:
+        from autograder.worker.zygote import reap  # noqa: PLC0415
+
+        self._children.discard(pid)
+        return reap(pid)
+
+    def close(self) -> None:
+        for pid in list(self._children):
+            try:
+                os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                pass
+
+
 @dataclass
 class Worker:
     """One forked worker serving one step; every request shares the step's time budget."""

@@ -37,8 +37,9 @@ class Workspace:
         self.standins = standins
 
     def resolve(self, target: str, standin: bool = False):
-        if standin:
+        if standin and target in self.standins:
             return self.standins[target]
+        # No stand-in (a student's own check has no reference code): use the student's version.
         module_name, name = target.split(".", 1)
         module = self.modules.get(module_name)
         if module is None:
@@ -50,6 +51,9 @@ class Workspace:
 
 
 def _materialize(value, ws: Workspace, built_modules: list):
+    if isinstance(value, torch.Tensor):
+        # A fresh leaf every run: gradients must not accumulate into the request's own tensors.
+        return value.detach().clone()
     if isinstance(value, dict):
         if "$gen" in value:
             return torch.Generator().manual_seed(int(value["$gen"]))
@@ -124,7 +128,7 @@ def run(request: dict, ws: Workspace) -> dict:
             if request.get("construct_only"):
                 return answer
             phase = "loading the reference weights"
-            load = request.get("load_params")
+            load = _materialize(request.get("load_params"), ws, built)
             if load:
                 own = dict(module.named_parameters())
                 missing = [n for n in load if n not in own]
@@ -158,7 +162,7 @@ def run(request: dict, ws: Workspace) -> dict:
         answer["mutated"] = [i for i, before in snapshots.items()
                              if args[i].shape != before.shape or not torch.equal(args[i].detach(), before)]
         answer["modules_after"] = [[(n, p.detach().clone()) for n, p in m.named_parameters()] for m in built]
-        upstream = request.get("upstream")
+        upstream = _materialize(request.get("upstream"), ws, built)
         if upstream is not None:
             phase = "backward"
             if not isinstance(output, torch.Tensor):

@@ -1,0 +1,26 @@
+"""``grade assign``: write ``exercises/`` from ``solutions/`` and record the public cases."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from autograder.check import public_cases
+from autograder.course import load_course
+from autograder.grade.suite_runner import validate_suites
+from autograder.grading.reference import Reference
+
+from .record import record_public_cases
+from .strip import strip_tree
+
+
+def assign(course_file: Path, exercises: Path | None = None, cases_dir: Path | None = None) -> dict:
+    course_file = Path(course_file).resolve()
+    course = load_course(course_file)
+    root = course_file.parent
+    solutions = root / course.solutions
+    stripped = strip_tree(solutions, exercises or root / course.exercises)
+    reference = Reference(solutions, course.modules, list(course.steps))
+    suites = root / course.suites
+    validate_suites(course, suites, reference)
+    data = record_public_cases(course, reference, suites)
+    public_cases.save(data, cases_dir or public_cases.HERE)
+    return {"files": sorted(stripped), "public_cases": len(data["cases"])}

@@ -1,0 +1,27 @@
+"""Record the public cases by running the hidden suites' public counts against the reference."""
+from __future__ import annotations
+
+from autograder.grade.plugin import GradingPlugin, tolerances_for
+from autograder.grade.suite_runner import run_suites
+from autograder.grading.verdict import PASSED
+
+
+def record_public_cases(course, reference, suites) -> dict:
+    recorder: list = []
+    plugin = GradingPlugin(course, reference, lambda step, request: reference.run(request),
+                           recorder=recorder, visibility="public")
+    run_suites(suites, plugin)
+    broken = [f"{s} [{c}]: {o.feedback}" for (s, c), o in plugin.outcomes.items() if o.status != PASSED]
+    if broken:
+        raise RuntimeError("the reference solutions fail their own public checks:\n" + "\n".join(broken))
+    steps = {}
+    for step, spec in course.steps.items():
+        tol = tolerances_for(course, step)
+        steps[step] = {
+            "title": spec.title,
+            "counts": {c: {"points": cs.points, "visibility": cs.visibility} for c, cs in spec.counts.items()},
+            "tolerance": {"float32": [tol.float32.rtol, tol.float32.atol], "float64": [tol.float64.rtol, tol.float64.atol]},
+            "time_limit": course.step_time(step),
+        }
+    cases = [{k: v for k, v in case.items()} for case in recorder]
+    return {"unit": course.unit, "title": course.title, "modules": course.modules, "steps": steps, "cases": cases}
