@@ -132,7 +132,10 @@ def judge_equal(case: dict, expected: dict, got: dict, tol: Tolerance, public: b
     if got.get("mutated"):
         names = [case.get("arg_names", [])[i] if i < len(case.get("arg_names", [])) else f"argument {i}" for i in got["mutated"]]
         lines.append(f"your code modified its input in place ({', '.join(names)}): use out-of-place operations (x / s, not x /= s)")
-    lines += _gradient_problems(got, expected, tol, public, case.get("arg_names", []))
+    grads = _gradient_problems(got, expected, tol, public, case.get("arg_names", []))
+    if grads and lines and not any(g.startswith(("the gradient was cut", "no gradient", "parameter")) for g in grads):
+        grads = ["the gradients differ too; they follow from the output, so fix the output first"]
+    lines += grads
     return Verdict(FAILED if lines else PASSED, lines)
 
 

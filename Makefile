@@ -1,0 +1,26 @@
+# Two commands do everything on a fresh machine; both install what they need into .venv first.
+#   make demo   grade the bundled sample submissions into results/
+#   make test   run the whole test suite
+PYTHON ?= python3.11
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: demo test check install
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/grade autograde samples/submissions --out results
+	@echo "results: results/<name>/results.json (Gradescope format)"
+
+check: $(STAMP)
+	$(BIN)/grade check exercises
+
+test: $(STAMP)
+	$(BIN)/python -m pytest

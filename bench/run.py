@@ -1,0 +1,63 @@
+"""Benchmark: seconds per graded submission and per `grade check`, against a bare `import torch`.
+
+Usage: python bench/run.py [--n 12] [--repeat 3]
+
+Generates N submissions (copies of the corpus's correct and buggy samples), grades them with
+`grade autograde` in one process, and times, in the same run: a bare `python -c "import torch"` (the
+floor a process-per-submission design pays), `grade check` on the full unit, and their ratios. Medians
+of --repeat runs. Prints a Markdown block to paste into bench/RESULTS.md.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = ROOT / "tests" / "corpus" / "submissions"
+SOURCES = ["correct_einsum", "bug_no_scaling", "correct_loops", "bug_mask_after_softmax_no_renorm", "stubs",
+           "correct_sdpa", "bug_detach", "correct_alt_style"]
+
+
+def timed(cmd: list[str], cwd: Path = ROOT) -> float:
+    start = time.perf_counter()
+    subprocess.run(cmd, cwd=cwd, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--n", type=int, default=12)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="grade-bench-"))
+    subs = work / "submissions"
+    for i in range(args.n):
+        shutil.copytree(CORPUS / SOURCES[i % len(SOURCES)], subs / f"student{i:03d}")
+    grade = [sys.executable, "-m", "autograder.cli"]
+    torch_import, batch, check = [], [], []
+    for _ in range(args.repeat):
+        torch_import.append(timed([sys.executable, "-c", "import torch"]))
+        out = work / f"out{len(batch)}"
+        batch.append(timed([*grade, "autograde", str(subs), "--out", str(out)]) / args.n)
+        check.append(timed([*grade, "check", str(CORPUS / "correct_einsum")]))
+    t, b, c = (statistics.median(x) for x in (torch_import, batch, check))
+    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}")
+    print(f"submissions: {args.n}; runs: {args.repeat} (medians)")
+    print("| figure | seconds | ratio to bare import torch |")
+    print("| --- | --- | --- |")
+    print(f"| bare `python -c 'import torch'` | {t:.2f} | 1.00 |")
+    print(f"| `grade autograde`, per submission (batch of {args.n}, start-up included) | {b:.2f} | {b / t:.2f} |")
+    print(f"| `grade check` on the full unit | {c:.2f} | {c / t:.2f} |")
+    shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""The kit's own tests."""

@@ -1,0 +1,26 @@
+"""Shared fixtures: the repo's paths, and a helper that runs the ``grade`` CLI as a user would."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = ROOT / "tests" / "corpus" / "submissions"
+MANIFEST = json.loads((ROOT / "tests" / "corpus" / "manifest.json").read_text())
+
+
+def run_grade(*args: str, cwd: Path = ROOT, env: dict | None = None, timeout: float = 900) -> subprocess.CompletedProcess:
+    """Run ``grade ARGS`` in a fresh interpreter, as a user's shell would."""
+    full_env = {**os.environ, **(env or {})}
+    return subprocess.run([sys.executable, "-m", "autograder.cli", *args], cwd=cwd, env=full_env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="session")
+def root() -> Path:
+    return ROOT

@@ -1,0 +1,90 @@
+"""`grade autograde` on the sample corpus: correct variants get full marks, each bug costs its step only."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from autograder.course import load_course
+
+from .conftest import CORPUS, MANIFEST, ROOT, run_grade
+
+pytestmark = pytest.mark.slow
+COURSE = load_course(ROOT / "course.yml")
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    out = tmp_path_factory.mktemp("results")
+    result = run_grade("autograde", str(CORPUS), "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    return out
+
+
+def load(graded, name):
+    return json.loads((graded / name / "results.json").read_text())
+
+
+@pytest.mark.parametrize("name", sorted(MANIFEST))
+def test_submission_scores_as_the_manifest_says(graded, name):
+    expect = MANIFEST[name]
+    result = load(graded, name)
+    lost = sorted({t["name"].split(" ", 1)[0] for t in result["tests"] if t["status"] != "passed"})
+    if expect["expect"] == "full":
+        assert lost == [] and result["score"] == COURSE.max_points()
+    elif expect["expect"] == "zero":
+        assert result["score"] == 0
+    else:
+        assert lost == sorted(expect["steps"]), expect.get("why")
+        lost_points = sum(COURSE.steps[s].counts[c].points for s in lost for c in COURSE.steps[s].counts
+                          if any(t["name"].startswith(f"{s} {c}:") and t["status"] == "failed" for t in result["tests"]))
+        assert result["score"] == COURSE.max_points() - lost_points
+
+
+def test_results_follow_gradescope_format(graded):
+    result = load(graded, "bug_no_scaling")
+    assert set(result) >= {"score", "tests", "output", "visibility", "stdout_visibility", "execution_time"}
+    assert len(result["tests"]) == sum(len(s.counts) for s in COURSE.steps.values())
+    for test in result["tests"]:
+        assert set(test) >= {"name", "score", "max_score", "output", "visibility", "status", "number", "tags"}
+        step = test["name"].split(" ", 1)[0]
+        assert step in COURSE.steps and test["name"].startswith(step + " ")
+        assert test["visibility"] in ("visible", "hidden", "after_due_date", "after_published")
+        assert 0 <= test["score"] <= test["max_score"]
+    assert result["score"] == sum(t["score"] for t in result["tests"])
+
+
+def test_stubs_are_not_attempted(graded):
+    result = load(graded, "stubs")
+    assert all("not attempted" in t["output"] for t in result["tests"])
+
+
+def test_feedback_names_the_misconception(graded):
+    out = {t["name"]: t["output"] for t in load(graded, "bug_no_scaling")["tests"]}
+    text = out["trainable_attention.scaled_attention_weights values: Scaled softmax"]
+    assert "expected values: [0.1500, 0.2264, 0.2199, 0.1311, 0.0906, 0.1820]" in text  # document 003
+    assert "got      values: [" in text
+    assert "likely: forgot the 1/sqrt(d_k) scaling" in text
+    cut = {t["name"]: t["output"] for t in load(graded, "bug_detach")["tests"]}
+    assert "gradient was cut" in cut["causal_attention.causal_attention_weights gradients: Causal attention weights (-inf mask)"]
+    renorm = "\n".join(t["output"] for t in load(graded, "bug_mask_after_softmax_no_renorm")["tests"])
+    assert "likely: masked after the softmax without renormalizing the rows" in renorm
+    order = "\n".join(t["output"] for t in load(graded, "bug_param_order")["tests"])
+    assert "different order" in order or "wrong parameters" in order or "in the specified order" in order
+
+
+def test_hidden_cases_show_no_values(graded):
+    for name in ("bug_no_scaling", "bug_mask_after_softmax_no_renorm", "bug_dropout_on_scores"):
+        for test in load(graded, name)["tests"]:
+            if test["visibility"] != "visible" and test["status"] == "failed":
+                assert "expected row" not in test["output"] and "got      row" not in test["output"]
+                assert "|difference|" not in test["output"]
+
+
+def test_broken_files_get_clear_messages(graded):
+    syntax = "\n".join(t["output"] for t in load(graded, "syntax_error")["tests"])
+    assert "SyntaxError (trainable_attention.py, line" in syntax
+    missing = "\n".join(t["output"] for t in load(graded, "missing_function")["tests"])
+    assert "defines no apply_dropout" in missing
+    raising = "\n".join(t["output"] for t in load(graded, "import_raises")["tests"])
+    assert "RuntimeError" in raising and "importing multihead_attention.py" in raising
