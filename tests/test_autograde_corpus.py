@@ -88,3 +88,11 @@ def test_broken_files_get_clear_messages(graded):
     assert "defines no apply_dropout" in missing
     raising = "\n".join(t["output"] for t in load(graded, "import_raises")["tests"])
     assert "RuntimeError" in raising and "importing multihead_attention.py" in raising
+
+
+def test_a_hang_and_an_exit_cost_only_their_steps(graded):
+    tests = {t["name"].split(" ", 1)[0] + " " + t["name"].split(" ")[1].rstrip(":"): t for t in load(graded, "hang_and_exit")["tests"]}
+    assert "ran out of its time limit" in tests["simple_attention.attention_scores values"]["output"]
+    assert "ran out of its time limit" in tests["simple_attention.attention_scores gradients"]["output"]
+    assert "ended the worker process" in tests["simple_attention.normalize_sum values"]["output"]
+    assert tests["simple_attention.softmax_naive values"]["status"] == "passed"

@@ -14,6 +14,8 @@ from .verdict import FAILED, NOT_ATTEMPTED, PASSED, Verdict
 
 
 def describe_error(error: dict) -> list[str]:
+    if error.get("type") in ("LimitExceeded", "WorkerDied"):
+        return [error.get("message", "the worker process ended")]
     where = error.get("where") or {}
     place = ""
     if where.get("file"):

@@ -29,6 +29,7 @@ class SubmissionRunner:
         self._worker = None
         self.import_errors: dict[str, dict] = {}
         self.output_bytes = 0
+        self.timed_out: dict[str, dict] = {}  # a step that used up its time gets no second budget
 
     def _start(self, step: str):
         self.close_worker()
@@ -42,6 +43,8 @@ class SubmissionRunner:
         self.import_errors = hello.get("import_errors", {})
 
     def run(self, step: str, request: dict) -> dict:
+        if step in self.timed_out:
+            return self.timed_out[step]
         try:
             if self._step != step or self._worker is None or self._worker.dead:
                 self._start(step)
@@ -53,7 +56,10 @@ class SubmissionRunner:
             self.output_bytes = max(self.output_bytes, answer.get("output_bytes", 0))
             return answer
         except WorkerError as exc:
-            return limit_error(exc)
+            answer = limit_error(exc)
+            if exc.limit == "time":
+                self.timed_out[step] = answer
+            return answer
 
     def close_worker(self) -> None:
         if self._worker is not None:

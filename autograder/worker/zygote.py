@@ -80,33 +80,45 @@ def main(control_fd: int) -> None:
     os._exit(0)
 
 
+#: how recently ended workers ended, kept until the trusted side asks (it asks only after a death)
+_finished: dict[int, str] = {}
+
+
+def _describe(status: int) -> str:
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        try:
+            return f"signal {signal.Signals(sig).name}"
+        except ValueError:
+            return f"signal {sig}"
+    return f"exit {os.WEXITSTATUS(status)}"
+
+
 def reap_finished() -> None:
-    """Collect every worker that has ended, so none lingers as a zombie."""
+    """Collect every worker that has ended, so none lingers as a zombie; remember how it ended."""
     while True:
         try:
-            pid, _status = os.waitpid(-1, os.WNOHANG)
+            pid, status = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
             return
         if pid == 0:
             return
+        _finished[pid] = _describe(status)
+        if len(_finished) > 4096:
+            _finished.pop(next(iter(_finished)))
 
 
 def reap(pid: int) -> str:
     """Wait for a killed or finished worker and say how it ended."""
     for _ in range(200):
+        if pid in _finished:
+            return _finished.pop(pid)
         try:
             done, status = os.waitpid(pid, os.WNOHANG)
         except ChildProcessError:
-            return "gone"
+            return _finished.pop(pid, "gone")
         if done:
-            if os.WIFSIGNALED(status):
-                sig = os.WTERMSIG(status)
-                try:
-                    name = signal.Signals(sig).name
-                except ValueError:
-                    name = str(sig)
-                return f"signal {name}"
-            return f"exit {os.WEXITSTATUS(status)}"
+            return _describe(status)
         time.sleep(0.005)
     return "running"
 
