@@ -96,7 +96,6 @@ class GradingPlugin:
 
     def pytest_runtest_logreport(self, report):
         if report.when == "setup" and report.failed:
-            step, count = report.nodeid, "setup"
             self.grader_errors.append(f"{report.nodeid}: setup failed: {report.longreprtext[-500:]}")
 
 

@@ -56,7 +56,7 @@ def linear_mistakes(causal: bool, prefix: str = "") -> dict:
         "softmax over the wrong dim (columns instead of rows)": run(dim=-2),
     }
     if causal:
-        found["no causal mask: tokens attend to the future"] = lambda p, x: run()(p, x) if False else _no_mask(p, x, prefix)
+        found["no causal mask: tokens attend to the future"] = lambda p, x: _no_mask(p, x, prefix)
         found["masked after the softmax without renormalizing the rows"] = run(mask_after_softmax=True)
     return found
 
