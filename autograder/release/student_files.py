@@ -1,0 +1,75 @@
+"""The bundle's own text files: README, requirements.txt and pyproject.toml for the student package."""
+from __future__ import annotations
+
+from .pins import TORCH_CPU_INDEX
+
+STUDENT_ROOTS = ["torch", "numpy", "click", "safetensors"]  # what the student package imports
+
+
+def pyproject(version: str, pins: dict[str, str], packages: list[str]) -> str:
+    deps = "\n".join(f'    "{name}=={pins[name]}",' for name in STUDENT_ROOTS)
+    package_list = ", ".join(f'"{p}"' for p in packages)
+    return f'''[build-system]
+requires = ["setuptools>=68"]
+build-backend = "setuptools.build_meta"
+
+[project]
+name = "attention-exercises"
+version = "{version}"
+description = "Exercises on attention mechanisms, with grade check (public checks only)"
+requires-python = ">=3.11,<3.12"
+dependencies = [
+    # The CPU build of torch: pip install -r requirements.txt installs it from {TORCH_CPU_INDEX}
+{deps}
+]
+
+[project.scripts]
+grade = "autograder.cli:main"
+
+[tool.setuptools]
+packages = [{package_list}]
+
+[tool.setuptools.package-data]
+"autograder.check" = ["public_cases.json", "public_cases.safetensors"]
+'''
+
+
+def readme(title: str, modules: list[str], steps: int, public_points: float) -> str:
+    files = ", ".join(f"`{m}.py`" for m in modules)
+    return f"""# {title}
+
+Your exercises are in `exercises/` ({files}). Each function or class raises
+`NotImplementedError` until you write it; its docstring says what it computes, the shapes, and a hint.
+
+## Install (once)
+
+With Python 3.11, from this folder:
+
+```
+python3.11 -m venv .venv
+source .venv/bin/activate            # Windows: .venv\\Scripts\\activate
+pip install -r requirements.txt      # the exact versions the checks were made with (torch CPU build)
+pip install --no-deps .              # the `grade` command
+```
+
+## Check your work
+
+```
+grade check                                   # checks ./exercises
+grade check path/to/folder                    # another folder holding the same files
+grade check --step causal_attention           # one module, or one step: --step causal_attention.CausalAttention
+grade check --json                            # the same, as JSON
+```
+
+`grade check` runs the public checks ({steps} steps, {public_points:g} points): the inputs of the course
+documents, with their expected outputs. It prints one row per step (passed, FAILED or not attempted)
+and, under the table, what went wrong for each failure: which case, what was expected and what came
+back, and the likely mistake when it can tell. It exits non-zero while anything fails.
+
+Passing every public check is a good sign, not the grade: your submission is also graded on hidden
+cases (other shapes, seeds and dtypes), so do not hard-code the expected outputs.
+
+## Submit
+
+Upload the files of `exercises/` ({files}) as they are, without renaming them.
+"""

@@ -1,0 +1,262 @@
+"""`grade release`: the student bundle holds what grade check needs and nothing instructor-only.
+
+Leak rule (autograder/release/leaks.py): every non-blank line of a solution body is secret, except
+bare syntax (`)`, `else:`, `return`), the idioms `with torch.no_grad():` / `super().__init__()`, and
+lines the solutions also show outside their solution blocks (a docstring quoting a hint). A secret
+line leaks when a shipped line *is* it (whitespace collapsed), however short (`return x @ W` is a
+whole answer); a secret line of 24+ characters also leaks when it appears *inside* any file.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from autograder.release import leaks
+from autograder.release.student_code import ReleaseError, closure, student_cli
+
+from .conftest import ROOT, run_grade
+
+BUNDLE = "attention-exercises"
+
+
+@pytest.fixture(scope="module")
+def release(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("release") / BUNDLE
+    result = run_grade("release", "--out", str(out), timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert (out.parent / f"{BUNDLE}.zip").is_file()
+    return out
+
+
+def files_of(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.rglob("*") if p.is_file())
+
+
+# -- (a) nothing instructor-only ------------------------------------------------------------------
+
+def test_bundle_layout(release):
+    for rel in ("README.md", "requirements.txt", "pyproject.toml", "autograder/cli.py",
+                "autograder/check/public_cases.json", "autograder/check/public_cases.safetensors"):
+        assert (release / rel).is_file(), rel
+    assert sorted(p.name for p in (release / "exercises").glob("*.py")) == sorted(
+        p.name for p in (ROOT / "solutions").glob("*.py"))
+    for name in (release / "exercises").glob("*.py"):  # exactly what `grade assign` writes
+        assert name.read_text() == (ROOT / "exercises" / name.name).read_text()
+    requirements = (release / "requirements.txt").read_text()
+    assert "torch==2.13.0\n" in requirements and "download.pytorch.org/whl/cpu" in requirements
+    readme = (release / "README.md").read_text()
+    assert "pip install -r requirements.txt" in readme and "grade check" in readme
+
+
+def test_no_solution_line_leaks(release):
+    secrets = leaks.secret_lines(ROOT / "solutions")
+    assert "return x @ W" in secrets  # short, but a whole answer: it counts
+    assert leaks.scan(release, secrets) == []
+
+
+def test_the_leak_scanner_catches_a_planted_leak(tmp_path):
+    secrets = leaks.secret_lines(ROOT / "solutions")
+    long_line = max(secrets, key=len)
+    (tmp_path / "a.py").write_text("def project(x, W):\n        return  x @ W\n")
+    (tmp_path / "b.json").write_text(json.dumps({"source": f"    {long_line}\n"}))
+    found = leaks.scan(tmp_path, secrets)
+    assert {(leak.file, leak.code) for leak in found} == {("a.py", "return x @ W"), ("b.json", long_line)}
+    # every secret line of the solutions is found in the solutions themselves
+    assert {leak.code for leak in leaks.scan(ROOT / "solutions", secrets)} == set(secrets)
+
+
+def test_no_hidden_suite_no_solutions_no_instructor_module(release):
+    suites = {hashlib.sha256(p.read_bytes()).hexdigest(): p for p in files_of(ROOT / "autograder" / "suites")}
+    suite_lines = {" ".join(line.split()) for p in suites.values() if p.suffix == ".py"
+                   for line in p.read_text().splitlines() if "case=" in line}
+    for path in files_of(release):
+        rel = path.relative_to(release)
+        assert hashlib.sha256(path.read_bytes()).hexdigest() not in suites, rel
+        assert not {"suites", "solutions", "assign", "grade", "course", "release", "gradescope"} & set(rel.parts), rel
+        assert rel.name not in ("reference.py", "documents.py", "course.yml"), rel
+        if path.suffix in (".py", ".md", ".txt", ".toml", ".json"):
+            text = {" ".join(line.split()) for line in path.read_text().splitlines()}
+            assert not (suite_lines & text), f"{rel} holds lines of the hidden suites"
+    cli = (release / "autograder" / "cli.py").read_text()
+    assert "def check(" in cli and "def autograde(" not in cli and "def assign(" not in cli
+    assert "add_command" not in cli
+
+
+@pytest.fixture(scope="module")
+def every_case():
+    """Every case the suites evaluate on the reference, hidden ones included: (case, expected, public)."""
+    from autograder.course import load_course
+    from autograder.grade.plugin import GradingPlugin
+    from autograder.grade.suite_runner import run_suites
+    from autograder.grading import check as check_module
+    from autograder.grading.reference import Reference
+
+    course = load_course(ROOT / "course.yml")
+    reference = Reference(ROOT / course.solutions, course.modules, list(course.steps))
+    seen = []
+    original = check_module.Check._evaluate
+
+    def recording(self, case, expected):
+        seen.append((case, expected, bool(case["public"] and self.public_count)))
+        return original(self, case, expected)
+
+    check_module.Check._evaluate = recording
+    try:
+        run_suites((ROOT / course.suites).resolve(), GradingPlugin(course, reference, lambda s, r: reference.run(r)))
+    finally:
+        check_module.Check._evaluate = original
+    assert any(not public for *_, public in seen) and any(public for *_, public in seen)
+    return seen
+
+
+def _tensor_hashes(node) -> set:
+    import torch
+
+    found = set()
+    if isinstance(node, torch.Tensor):
+        t = node.detach().contiguous()
+        if t.numel() >= 4:  # a lone 0 or 1 is in every file
+            found.add((tuple(t.shape), str(t.dtype), hashlib.sha256(t.numpy().tobytes()).hexdigest()))
+    elif isinstance(node, dict):
+        for value in node.values():
+            found |= _tensor_hashes(value)
+    elif isinstance(node, (list, tuple)):
+        for value in node:
+            found |= _tensor_hashes(value)
+    return found
+
+
+def test_only_public_cases_are_shipped(release, every_case):
+    from safetensors.torch import load_file
+
+    data = json.loads((release / "autograder" / "check" / "public_cases.json").read_text())
+    for case in data["cases"]:
+        assert case["public"] is True
+        assert data["steps"][case["step"]]["counts"][case["count"]]["visibility"] == "public"
+    public_names = {case["name"] for case, _, public in every_case if public}
+    hidden_names = {case["name"] for case, _, public in every_case if not public} - public_names
+    assert {case["name"] for case in data["cases"]} == public_names
+    assert "eval mode: dropout is off" in hidden_names and len(hidden_names) > 30
+    for path in files_of(release):
+        text = path.read_bytes().decode("latin-1")
+        shown = [name for name in hidden_names if name in text]
+        assert not shown, f"{path.relative_to(release)} names hidden cases: {shown[:5]}"
+    # hidden inputs and answers, except those equal to a public one (a hidden count may reuse them)
+    public_values = set().union(*(_tensor_hashes([c["request"], e]) for c, e, public in every_case if public))
+    hidden_values = set().union(*(_tensor_hashes([c["request"], e]) for c, e, public in every_case if not public))
+    shipped = _tensor_hashes(list(load_file(str(release / "autograder" / "check" / "public_cases.safetensors")).values()))
+    assert hidden_values - public_values, "no hidden value to look for: the test would prove nothing"
+    assert not (shipped & (hidden_values - public_values))
+
+
+def test_grade_check_closure_refuses_instructor_only_modules(tmp_path):
+    root = tmp_path / "autograder"
+    for rel, text in {"__init__.py": "", "cli.py": "", "worker/__init__.py": "", "check/__init__.py": "",
+                      "check/run.py": "def f():\n    from autograder.grade.session import Grader\n",
+                      "grade/__init__.py": "", "grade/session.py": ""}.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    with pytest.raises(ReleaseError, match="autograder.grade"):
+        closure(student_cli((ROOT / "autograder" / "cli.py").read_text()), root)
+
+
+def test_an_unsafe_out_folder_is_refused(tmp_path):
+    (tmp_path / "notes.txt").write_text("mine")
+    result = run_grade("release", "--out", str(tmp_path), timeout=120)
+    assert result.returncode == 2 and "not a bundle built by grade release" in result.stderr
+    assert (tmp_path / "notes.txt").read_text() == "mine"
+
+
+# -- (b) reproducible archive ---------------------------------------------------------------------
+
+def test_the_archive_is_byte_identical_across_builds(tmp_path):
+    """Two builds from the same inputs, in different folders, give the same bytes. The inputs are a
+    snapshot of the repository, so that an edit elsewhere in the repo during the test changes nothing."""
+    from autograder.release.bundle import build_release
+
+    repo = tmp_path / "repo"
+    shutil.copytree(ROOT / "autograder", repo / "autograder", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "solutions", repo / "solutions")
+    shutil.copyfile(ROOT / "course.yml", repo / "course.yml")
+    first = build_release(tmp_path / "one" / BUNDLE, repo / "course.yml")["zip"].read_bytes()
+    again = build_release(tmp_path / "two" / BUNDLE, repo / "course.yml")
+    assert again["zip"].read_bytes() == first
+    # rebuilding over the previous bundle replaces it, with the same bytes
+    assert build_release(tmp_path / "two" / BUNDLE, repo / "course.yml")["zip"].read_bytes() == first
+    with zipfile.ZipFile(again["zip"]) as archive:
+        infos = archive.infolist()
+    names = [i.filename for i in infos]
+    assert names == sorted(names) and all(n.startswith(f"{BUNDLE}/") for n in names)
+    assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc") or "/." in n]
+    assert {i.date_time for i in infos} == {(1980, 1, 1, 0, 0, 0)}
+    assert {i.external_attr >> 16 for i in infos} == {0o100644}
+
+
+def test_source_date_epoch_sets_every_timestamp(tmp_path, monkeypatch):
+    from autograder.release.archive import write_zip
+
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")
+    a = write_zip(tmp_path / "a.zip", [("b", b"2"), ("a", b"1")])
+    b = write_zip(tmp_path / "b.zip", [("a", b"1"), ("b", b"2")])
+    assert a.read_bytes() == b.read_bytes()
+    with zipfile.ZipFile(a) as archive:
+        assert [i.filename for i in archive.infolist()] == ["a", "b"]
+        assert {i.date_time for i in archive.infolist()} == {(2023, 11, 14, 22, 13, 20)}
+
+
+# -- (c) the bundle works on its own ----------------------------------------------------------------
+
+@pytest.mark.slow
+def test_the_bundle_installs_and_checks_without_the_instructor_repo(release, tmp_path):
+    """Install the bundle (no deps: torch comes from the venv's site-packages, named explicitly) and run
+    its `grade` under `python -S`, so the instructor's editable install (a .pth finder) is not loaded."""
+    import torch
+
+    bundle = tmp_path / "student" / BUNDLE
+    shutil.copytree(release, bundle)
+    target = tmp_path / "site"
+    pip = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
+                          "--disable-pip-version-check", "--target", str(target), str(bundle)],
+                         capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert pip.returncode == 0, pip.stdout + pip.stderr
+    site_packages = str(Path(torch.__file__).resolve().parent.parent)
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": os.pathsep.join([str(target), site_packages]),
+           "PYTHONNOUSERSITE": "1", "HOME": str(tmp_path), "LANG": "C.UTF-8"}
+
+    def python(*args, cwd=bundle):
+        return subprocess.run([sys.executable, "-S", *args], cwd=cwd, env=env, capture_output=True, text=True,
+                              timeout=600)
+
+    probe = python("-c", "import autograder, torch; print(autograder.__file__)\n"
+                   "for m in ('autograder.suites', 'autograder.grade', 'autograder.assign', 'autograder.course',"
+                   " 'autograder.grading.reference', 'solutions'):\n"
+                   "    try:\n        __import__(m)\n    except ImportError:\n        pass\n"
+                   "    else:\n        raise SystemExit(f'{m} is importable')\n", cwd=tmp_path)
+    assert probe.returncode == 0, probe.stdout + probe.stderr
+    assert probe.stdout.strip() == str(target / "autograder" / "__init__.py")
+    assert (target / "autograder" / "check" / "public_cases.safetensors").is_file()
+
+    grade = str(target / "bin" / "grade")
+    helped = python(grade, "--help")
+    assert helped.returncode == 0 and "check" in helped.stdout
+    assert "autograde" not in helped.stdout and "release" not in helped.stdout
+
+    stubs = python(grade, "check", "--json")
+    assert stubs.returncode == 1, stubs.stdout + stubs.stderr
+    data = json.loads(stubs.stdout)
+    assert data["score"] == 0 and data["max_score"] > 0
+    assert {s["status"] for s in data["steps"]} == {"not attempted"}
+
+    for path in (ROOT / "solutions").glob("*.py"):
+        shutil.copyfile(path, bundle / "exercises" / path.name)
+    solved = python(grade, "check")
+    assert solved.returncode == 0, solved.stdout + solved.stderr
+    assert "FAILED" not in solved.stdout and "not attempted" not in solved.stdout
