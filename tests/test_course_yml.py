@@ -74,3 +74,20 @@ def test_a_count_without_a_test_stops_the_run(tmp_path):
                        "--course", str(write(tmp_path, text)))
     assert result.returncode == 2
     assert "trainable_attention.init_qkv has a count 'speed'" in result.stderr
+
+
+def test_late_policy_loads_and_a_bad_one_names_key_and_line(tmp_path):
+    policy = load_course(ROOT / "course.yml").late_policy
+    assert policy is not None and policy.due.utcoffset() is not None and 0 <= policy.penalty_per_day <= 100
+    lines = GOOD.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("  grace_minutes:"))
+    bad = GOOD.replace("  grace_minutes:", "  grace_minuts:", 1)
+    with pytest.raises(CourseError) as err:
+        load_course(write(tmp_path, bad))
+    assert f"line {at + 1}: late_policy.grace_minuts: unknown key 'grace_minuts' (did you mean 'grace_minutes'?)" in str(err.value)
+    due = next(line for line in lines if line.startswith("  due:"))
+    naive = GOOD.replace(due, "  due: 2025-03-14T23:59:00", 1)
+    with pytest.raises(CourseError, match=r"line \d+: late_policy\.due: needs a UTC offset"):
+        load_course(write(tmp_path, naive))
+    with pytest.raises(CourseError, match=r"late_policy\.penalty_per_day: .*less than or equal to 100"):
+        load_course(write(tmp_path, GOOD.replace("penalty_per_day: 10 ", "penalty_per_day: 150 ", 1)))

@@ -96,6 +96,10 @@ def load_course(path: Path | str) -> Course:
                     msg += f" (did you mean {close[0]!r}?)"
             elif err["type"] == "missing":
                 msg = "required key is missing"
+            elif err["type"] == "timezone_aware":
+                got = err.get("input")
+                got = got.isoformat() if hasattr(got, "isoformat") else got
+                msg = f"needs a UTC offset, as in 2025-03-14T23:59:00+01:00 (got {got})"
             else:
                 msg += f" (got {err.get('input')!r})"
             messages.append(f"{path}, line {line}: {key}: {msg}" if line else f"{path}: {key}: {msg}")

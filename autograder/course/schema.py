@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 STEP_ID = re.compile(r"^[A-Za-z_]\w*\.[A-Za-z_]\w*$")
 
@@ -67,6 +67,20 @@ class Defaults(Strict):
     hidden_visibility: Literal["hidden", "after_due_date", "after_published", "visible"] = "after_published"
 
 
+class LatePolicy(Strict):
+    """How ``grade export`` discounts late submissions (percentages of the score, not points)."""
+    #: the deadline, an ISO-8601 date and time with its UTC offset (2025-03-14T23:59:00+01:00)
+    due: AwareDatetime
+    #: minutes after ``due`` that still count as on time
+    grace_minutes: float = Field(default=0, ge=0)
+    #: percent of the score taken off per late day (a day starts when the grace period ends)
+    penalty_per_day: float = Field(ge=0, le=100)
+    #: the penalty never exceeds this percent (100: a very late submission can score zero)
+    max_penalty: float = Field(default=100, ge=0, le=100)
+    #: ``ceil``: every started day counts in full; ``exact``: fractions of a day, pro rata
+    late_days_rounding: Literal["ceil", "exact"] = "ceil"
+
+
 class Course(Strict):
     unit: str
     title: str
@@ -75,6 +89,7 @@ class Course(Strict):
     suites: str = "autograder/suites"
     defaults: Defaults = Defaults()
     limits: Limits = Limits()
+    late_policy: LatePolicy | None = None
     steps: dict[str, Step]
 
     @field_validator("steps")

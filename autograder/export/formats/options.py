@@ -1,0 +1,25 @@
+"""What every format writer is told besides the gradebook."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ExportOptions:
+    assignment: str              # the grade column's title (Canvas: "Title (assignment id)" to target one)
+    points: float                # what a full score is worth in the export
+    course_points: float         # what a full score is worth in results.json (course.yml)
+    missing: str = "blank"       # roster students without a submission: "blank" or "zero"
+    moodle_user: str = "email"   # Moodle's user identity column: "email", "idnumber" or "username"
+
+    @property
+    def scale(self) -> float:
+        return self.points / self.course_points if self.course_points else 1.0
+
+
+def number(value: float | None) -> str:
+    """A score as LMSs read it: at most two decimals, no trailing zeros, '' for None."""
+    if value is None:
+        return ""
+    text = f"{round(value, 2):.2f}".rstrip("0").rstrip(".")
+    return "0" if text in ("-0", "") else text

@@ -1,0 +1,65 @@
+"""What ``grade export`` tells the instructor: what was exported, and everything that was not."""
+from __future__ import annotations
+
+from .formats.options import ExportOptions, number
+from .gradebook import Gradebook
+from .late_policy import IN_GRACE, LATE, NO_POLICY, ON_TIME, UNDATED
+
+MISSING_CELL = {
+    ("canvas", "blank"): "left blank in the Canvas file, so no score Canvas already has is changed",
+    ("moodle", "blank"): "left out of the Moodle file, so no grade Moodle already has is erased",
+    ("csv", "blank"): "listed with an empty final_score",
+    ("canvas", "zero"): "given 0 in the Canvas file (--missing zero)",
+    ("moodle", "zero"): "given 0 in the Moodle file (--missing zero)",
+    ("csv", "zero"): "listed with final_score 0 (--missing zero)",
+}
+
+
+def _names(items) -> str:
+    return ", ".join(items)
+
+
+def summary(book: Gradebook, options: ExportOptions, fmt: str) -> list[str]:
+    """Informational lines."""
+    graded = book.graded
+    counts = {k: sum(1 for e in graded if e.status == k) for k in (ON_TIME, IN_GRACE, LATE, UNDATED, NO_POLICY)}
+    parts = [f"{n} {label}" for label, n in (("on time", counts[ON_TIME]), ("within the grace period", counts[IN_GRACE]),
+                                             ("late", counts[LATE]), ("undated", counts[UNDATED]),
+                                             ("without a late policy", counts[NO_POLICY])) if n]
+    lines = [f"exported {len(graded)} of {len(book.entries)} roster student(s) with a grade"
+             + (f": {', '.join(parts)}" if parts else "")]
+    scale = options.scale
+    for e in graded:
+        if e.status == LATE:
+            lines.append(f"  late: {e.student.label} submitted {e.submission.submitted_at.isoformat()}, "
+                         f"{number(e.lateness.late_days)} day(s) late, -{number(e.lateness.penalty * 100)}%: "
+                         f"{number(e.submission.score * scale)} -> {number(e.final * scale)} / {number(options.points)}")
+    undated = [e.student.label for e in graded if e.status == UNDATED]
+    if undated:
+        lines.append(f"  undated (results.json has no extra_data.submitted_at; counted on time): {_names(undated)}")
+    return lines
+
+
+def warnings(book: Gradebook, options: ExportOptions, fmt: str) -> list[str]:
+    """Everything the export file does not carry, one line each."""
+    lines = []
+    missing = [e for e in book.missing if e.unreadable is None]
+    if missing:
+        lines.append(f"{len(missing)} roster student(s) without a submission, {MISSING_CELL[fmt, options.missing]}: "
+                     f"{_names(e.student.label for e in missing)}")
+    if book.unknown:
+        lines.append(f"{len(book.unknown)} submission(s) match no roster student and are not in the export: "
+                     f"{_names(s.name for s in book.unknown)}")
+    for name, students in book.ambiguous:
+        lines.append(f"submission {name} matches several roster students ({_names(s.label for s in students)}); "
+                     "not in the export")
+    for student, names, kept in book.duplicates:
+        lines.append(f"{student.label} has {len(names)} submissions ({_names(names)}); exported {kept}, the latest")
+    for bad in book.unreadable:
+        who = next((e.student.label for e in book.entries if e.unreadable is bad), None)
+        tail = f" ({who}: no grade exported)" if who else ""
+        lines.append(f"unreadable {bad.path}: {bad.reason}{tail}")
+    for sub in book.max_mismatch:
+        lines.append(f"{sub.path}: tests add up to {number(sub.max_score)} points but course.yml to "
+                     f"{number(book.max_points)}: graded with another course.yml?")
+    return lines
