@@ -55,37 +55,6 @@ def check(path: Path, as_json: bool, steps: tuple[str, ...]) -> None:
 
 
 @main.command()
-@click.argument("submissions", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("--out", "out", required=True, type=click.Path(path_type=Path), help="Write DIR/<name>/results.json.")
-@click.option("--course", "course_file", default=Path("course.yml"), type=click.Path(path_type=Path),
-              show_default=True, help="The course definition.")
-def autograde(submissions: tuple[Path, ...], out: Path, course_file: Path) -> None:
-    """Grade SUBMISSIONS (folders, or folders of them) with the hidden suites."""
-    from autograder.course import CourseError  # noqa: PLC0415
-    from autograder.grade import results  # noqa: PLC0415
-    from autograder.grade.session import Grader  # noqa: PLC0415
-    from autograder.grade.submissions import discover  # noqa: PLC0415
-
-    try:
-        grader = Grader(course_file)
-    except CourseError as exc:
-        _fail(str(exc))
-    with grader:
-        found, problems = discover(list(submissions), grader.course.modules)
-        for problem in problems:
-            click.echo(click.style("skipped: ", fg="yellow") + problem, err=True)
-        if not found:
-            _fail("no submission to grade")
-        top = grader.course.max_points()
-        start = time.monotonic()
-        for sub in found:
-            result = grader.grade(sub.folder)
-            results.write_atomic(out / sub.name / "results.json", result)
-            click.echo(f"{sub.name}: {result['score']:g}/{top:g}")
-        click.echo(f"graded {len(found)} submission(s) in {time.monotonic() - start:.1f} s; results in {out}/")
-
-
-@main.command()
 @click.option("--course", "course_file", default=Path("course.yml"), type=click.Path(path_type=Path), show_default=True)
 def assign(course_file: Path) -> None:
     """Write exercises/ from solutions/ and record the public cases for grade check."""
@@ -98,6 +67,28 @@ def assign(course_file: Path) -> None:
     except (CourseError, MarkerError) as exc:
         _fail(str(exc))
     click.echo(f"wrote {len(summary['files'])} exercise files and {summary['public_cases']} public cases")
+
+
+from autograder.grade.command import autograde_command  # noqa: E402
+
+main.add_command(autograde_command)
+
+from autograder.export.command import export_command  # noqa: E402
+
+main.add_command(export_command)
+
+
+from autograder.release.command import release_command  # noqa: E402
+
+main.add_command(release_command)
+
+from autograder.gradescope.command import gradescope_command  # noqa: E402
+
+main.add_command(gradescope_command)
+
+from autograder.nbgrader_course.command import nbgrader_command  # noqa: E402
+
+main.add_command(nbgrader_command)
 
 
 if __name__ == "__main__":  # pragma: no cover

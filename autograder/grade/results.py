@@ -20,6 +20,13 @@ def test_name(course: Course, step: str, count: str) -> str:
     return f"{step} {count}: {course.steps[step].title}"
 
 
+def rejected(course: Course, problem: str, notes: list[str] | None = None) -> dict:
+    """The results of a submission that could not be graded at all (an empty archive, no module)."""
+    outcomes = {(step, count): Outcome(step, count, FAILED, f"not graded: {problem}")
+                for step, spec in course.steps.items() for count in spec.counts}
+    return build(course, outcomes, notes=[f"This submission could not be graded: {problem}", *(notes or [])])
+
+
 def build(course: Course, outcomes: dict[tuple[str, str], Outcome], *, notes: list[str] | None = None,
           execution_time: float | None = None, isolation: str | None = None) -> dict:
     tests = []

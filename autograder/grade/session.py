@@ -15,8 +15,13 @@ from .suite_runner import run_suites, validate_suites
 
 
 class Grader:
-    def __init__(self, course_file: Path | str):
+    def __init__(self, course_file: Path | str, uid_base: int = 200_000):
+        import torch  # noqa: PLC0415
+
+        # Reference answers are small: one thread, and no OpenMP pool that a forked batch job would inherit broken.
+        torch.set_num_threads(1)
         course_file = Path(course_file).resolve()
+        self.course_file = course_file
         self.course = load_course(course_file)
         self.root = course_file.parent
         self.suites = (self.root / self.course.suites).resolve()
@@ -26,17 +31,20 @@ class Grader:
             raise CourseError(f"cannot load the reference solutions: {exc}") from None
         validate_suites(self.course, self.suites, self.reference)
         self.standins = self.reference.standin_sources()
-        self.zygote = Zygote()
+        self.uid_base = uid_base
+        self._zygote: Zygote | None = None  # started on first use; forked batch jobs start their own
         self.cache: dict = {}  # reference answers, shared by every submission of the batch
 
     def limits(self) -> dict:
         lim = self.course.limits
         return {"memory_mb": lim.memory_mb, "processes": lim.processes, "output_mb": lim.output_mb}
 
-    def grade(self, folder: Path, notes: list[str] | None = None) -> dict:
+    def grade(self, folder: Path, notes: list[str] | None = None, module_errors: dict | None = None) -> dict:
         start = time.monotonic()
         times = {step: self.course.step_time(step) for step in self.course.steps}
-        runner = SubmissionRunner(self.zygote, folder, self.course.modules, self.standins, times, self.limits())
+        runner = SubmissionRunner(self.zygote, folder, self.course.modules, self.standins, times, self.limits(),
+                                  uid_base=self.uid_base, submission_seconds=self.course.limits.submission_seconds,
+                                  module_errors=module_errors)
         plugin = GradingPlugin(self.course, self.reference, runner.run, cache=self.cache)
         try:
             run_suites(self.suites, plugin)
@@ -45,10 +53,24 @@ class Grader:
         notes = list(notes or [])
         if runner.output_bytes:
             notes.append(f"Your code printed {runner.output_bytes} bytes while being graded; printed output is not shown here.")
-        return results.build(self.course, plugin.outcomes, notes=notes, execution_time=time.monotonic() - start)
+        return results.build(self.course, plugin.outcomes, notes=notes, execution_time=time.monotonic() - start,
+                             isolation=self.zygote.isolation)
+
+    @property
+    def zygote(self) -> Zygote:
+        if self._zygote is None:
+            self._zygote = Zygote(self.uid_base)
+        return self._zygote
+
+    def for_job(self, uid_base: int) -> "Grader":
+        """In a forked batch job: the same course and reference, a zygote and uid range of its own."""
+        self.uid_base, self._zygote = uid_base, None
+        return self
 
     def close(self) -> None:
-        self.zygote.close()
+        if self._zygote is not None:
+            self._zygote.close()
+            self._zygote = None
 
     def __enter__(self):
         return self

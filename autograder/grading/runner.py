@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+import time
 from pathlib import Path
 
 from .workers import WorkerError, Zygote
@@ -17,7 +18,8 @@ class SubmissionRunner:
     """Executes requests for one submission; a fresh worker per step, killed when the step is done."""
 
     def __init__(self, zygote: Zygote, folder: Path, modules: list[str], standin_sources: dict[str, str],
-                 time_limits: dict[str, float], limits: dict | None = None):
+                 time_limits: dict[str, float], limits: dict | None = None, *, uid_base: int = 0,
+                 submission_seconds: float | None = None, module_errors: dict | None = None):
         self.zygote = zygote
         self.folder = Path(folder).resolve()
         self.modules = modules
@@ -25,36 +27,48 @@ class SubmissionRunner:
         self.time_limits = time_limits
         self.limits = limits or {}
         self.scratch_root = Path(tempfile.mkdtemp(prefix="grade-scratch-"))
+        self.uid_base = uid_base
+        self.deadline = time.monotonic() + submission_seconds if submission_seconds else None
+        self._sandbox = None
         self._step: str | None = None
         self._worker = None
+        self.module_errors = module_errors or {}  # found while staging: not UTF-8, a link, a broken notebook
         self.import_errors: dict[str, dict] = {}
         self.output_bytes = 0
         self.timed_out: dict[str, dict] = {}  # a step that used up its time gets no second budget
 
     def _start(self, step: str):
         self.close_worker()
-        scratch = self.scratch_root / step
+        if self._sandbox is None or self._sandbox.dead:
+            self._sandbox = self.zygote.open({"folder": str(self.folder), "scratch": str(self.scratch_root / "work"),
+                                              "limits": self.limits, "uid_base": self.uid_base})
         sources = {s: src for s, src in self.standin_sources.items() if s != step}
-        spawn = {"folder": str(self.folder), "modules": self.modules, "scratch": str(scratch),
-                 "standins": sources, "limits": self.limits}
-        self._worker = self.zygote.spawn(spawn, self.time_limits.get(step, 10.0))
+        budget = self.time_limits.get(step, 10.0)
+        if self.deadline is not None:
+            budget = min(budget, self.deadline - time.monotonic())
+        self._output = self.scratch_root / f"{step}.out"
+        spawn = {"modules": self.modules, "standins": sources}
+        self._worker = self._sandbox.spawn(spawn, self._output, budget)
         self._step = step
         hello = self._worker.request(None)
-        self.import_errors = hello.get("import_errors", {})
+        self.import_errors = {**hello.get("import_errors", {}), **self.module_errors}
 
     def run(self, step: str, request: dict) -> dict:
         if step in self.timed_out:
             return self.timed_out[step]
+        if self.deadline is not None and time.monotonic() >= self.deadline:
+            return limit_error(WorkerError("the submission ran out of its total time limit", limit="submission time"))
+        module = step.split(".", 1)[0]
+        if module in self.module_errors:  # nothing to run: say what staging found
+            return {"ok": False, "error": {**self.module_errors[module], "phase": f"importing {module}.py",
+                                           "not_attempted": False, "import": True}}
         try:
             if self._step != step or self._worker is None or self._worker.dead:
                 self._start(step)
-            module = step.split(".", 1)[0]
             if module in self.import_errors:
                 return {"ok": False, "error": {**self.import_errors[module], "phase": f"importing {module}.py",
                                                "not_attempted": False, "import": True}}
-            answer = self._worker.request(request)
-            self.output_bytes = max(self.output_bytes, answer.get("output_bytes", 0))
-            return answer
+            return self._worker.request(request)
         except WorkerError as exc:
             answer = limit_error(exc)
             if exc.limit == "time":
@@ -66,7 +80,13 @@ class SubmissionRunner:
             self._worker.close()
             self._worker = None
             self._step = None
+            try:
+                self.output_bytes += self._output.stat().st_size
+            except OSError:
+                pass
 
     def close(self) -> None:
         self.close_worker()
+        if self._sandbox is not None:
+            self._sandbox.close()
         shutil.rmtree(self.scratch_root, ignore_errors=True)

@@ -61,4 +61,8 @@ def describe_difference(got: torch.Tensor, expected: torch.Tensor, tol: Toleranc
 
 
 def same(got: torch.Tensor, expected: torch.Tensor, tol: Tolerance) -> bool:
-    return tuple(got.shape) == tuple(expected.shape) and bool(tol.close(got, expected).all())
+    if tuple(got.shape) != tuple(expected.shape):
+        return False
+    # The same test as Tolerance.close (|got - expected| <= atol + rtol * |expected|, NaN equal to NaN,
+    # infinities equal when of the same sign), in one call.
+    return torch.allclose(got.double(), expected.double(), rtol=tol.rtol, atol=tol.atol, equal_nan=True)

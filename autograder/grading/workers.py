@@ -24,7 +24,7 @@ WORKER_PACKAGE = Path(__file__).resolve().parent.parent / "worker"
 
 _BOOT = """
 import sys, importlib.util
-control_fd, package_dir, *site_dirs = sys.argv[1:]
+control_fd, uid_base, package_dir, *site_dirs = sys.argv[1:]
 sys.path.extend(site_dirs)
 spec = importlib.util.spec_from_file_location("attention_worker", package_dir + "/__init__.py",
                                               submodule_search_locations=[package_dir])
@@ -32,7 +32,7 @@ module = importlib.util.module_from_spec(spec)
 sys.modules["attention_worker"] = module
 spec.loader.exec_module(module)
 import attention_worker.zygote as zygote
-zygote.main(int(control_fd))
+zygote.main(int(control_fd), int(uid_base), site_dirs)
 """
 
 
@@ -54,9 +54,13 @@ def site_dirs() -> list[str]:
 
 
 class Zygote:
-    """A preloaded interpreter that forks one worker per step."""
+    """A preloaded interpreter that forks one worker per step.
 
-    def __init__(self) -> None:
+    ``uid_base``: workers run as ``uid_base + n`` (n < 5000); zygotes that run side by side (``--jobs``)
+    get disjoint ranges, so one job's fork bomb cannot use up another's process count.
+    """
+
+    def __init__(self, uid_base: int = 200_000) -> None:
         ours, theirs = socket.socketpair()
         env = {"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
                "LANG": "C.UTF-8", "PYTHONHASHSEED": "0"}
@@ -64,27 +68,40 @@ class Zygote:
             if key in os.environ:
                 env[key] = os.environ[key]
         self.process = subprocess.Popen(
-            [sys.executable, "-I", "-S", "-c", _BOOT, str(theirs.fileno()), str(WORKER_PACKAGE), *site_dirs()],
+            [sys.executable, "-I", "-S", "-c", _BOOT, str(theirs.fileno()), str(uid_base), str(WORKER_PACKAGE),
+             *site_dirs()],
             pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, env=env, start_new_session=True,
         )
         theirs.close()
         self.control = ours
         self._reader = ours.makefile("rb")
+        self._hello: dict | None = None
 
-    def spawn(self, spawn: dict, timeout: float) -> "Worker":
+    @property
+    def isolation(self) -> str:
+        """What confines the workers, as the zygote found it at start-up (waits for its start-up)."""
+        if self._hello is None:
+            line = self._reader.readline()
+            if not line:
+                raise RuntimeError("the grading zygote exited during start-up; see its output above")
+            self._hello = json.loads(line)
+        return self._hello["isolation"]
+
+    def open(self, request: dict) -> "Sandbox":
+        """Fork a host for one submission (``request``: folder, scratch, limits, uid_base)."""
+        self.isolation  # noqa: B018 - the start-up line comes first on the control channel
         ours, theirs = socket.socketpair()
         try:
-            socket.send_fds(self.control, [json.dumps(spawn).encode("utf-8")], [theirs.fileno()])
+            socket.send_fds(self.control, [json.dumps({"op": "open", **request}).encode("utf-8")], [theirs.fileno()])
         finally:
             theirs.close()
         line = self._reader.readline()
         if not line:
             raise RuntimeError("the grading zygote exited; see its output above")
-        pid = json.loads(line)["pid"]
-        return Worker(ours, pid, timeout, self)
+        return Sandbox(ours, json.loads(line)["pid"], self)
 
     def reap(self, pid: int) -> str:
-        """How a worker ended: ``exit N``, ``signal NAME``, or ``running`` if it would not die."""
+        """How a host ended: ``exit N``, ``signal NAME``, or ``running`` if it would not die."""
         socket.send_fds(self.control, [json.dumps({"op": "reap", "pid": pid}).encode("utf-8")], [])
         line = self._reader.readline()
         return json.loads(line)["status"] if line else "gone"
@@ -108,50 +125,121 @@ class Zygote:
 
 
 class LocalZygote(Zygote):
-    """Fork workers straight from this process: for ``grade check`` on a student's own machine.
+    """Fork hosts straight from this process: for ``grade check`` on a student's own machine.
 
     Nothing secret lives in a student's ``grade check`` process (only public cases), so it can be its
-    own zygote and save a second ``import torch``. Workers are isolated from each other and from this
-    process exactly as the zygote's are.
+    own zygote and save a second ``import torch``. Each step still runs in its own forked worker, with
+    the time, memory and output limits; no namespaces or uid change (see sandbox.py, level rlimits).
     """
 
     def __init__(self) -> None:  # noqa: D107 - no separate interpreter
         import torch  # noqa: PLC0415
 
-        from autograder.worker import zygote  # noqa: PLC0415
+        from autograder.worker import sandbox, zygote  # noqa: PLC0415
 
         # One intra-op thread, before any thread pool exists: an OpenMP pool does not survive fork().
         torch.set_num_threads(1)
         zygote.warm_up()
         self._children: set[int] = set()
+        self._plan = sandbox.plan_for_zygote(0, [], local=True)
 
-    def spawn(self, spawn: dict, timeout: float) -> "Worker":
-        from autograder.worker import child  # noqa: PLC0415
+    @property
+    def isolation(self) -> str:
+        return self._plan.describe()
+
+    def open(self, request: dict) -> "Sandbox":
+        from autograder.worker import host  # noqa: PLC0415
 
         ours, theirs = socket.socketpair()
         pid = os.fork()
         if pid == 0:  # pragma: no cover - runs in the child
             try:
                 ours.close()
-                child.serve(theirs, spawn)
+                host.run(theirs, request, self._plan)
             finally:
                 os._exit(0)
         theirs.close()
         self._children.add(pid)
-        return Worker(ours, pid, timeout, self)
+        return Sandbox(ours, pid, self)
 
     def reap(self, pid: int) -> str:
-        from autograder.worker.zygote import reap  # noqa: PLC0415
+        from autograder.worker.host import describe_status  # noqa: PLC0415
 
         self._children.discard(pid)
-        return reap(pid)
+        for _ in range(400):
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                return describe_status(status)
+            time.sleep(0.005)
+        return "running"
 
     def close(self) -> None:
         for pid in list(self._children):
             try:
-                os.waitpid(pid, os.WNOHANG)
-            except ChildProcessError:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+            except (ChildProcessError, ProcessLookupError):
                 pass
+
+
+class Sandbox:
+    """The trusted side's handle on one submission's host: spawn a worker per step, end it."""
+
+    def __init__(self, control: socket.socket, pid: int, zygote: Zygote):
+        self.control = control
+        self.pid = pid
+        self.zygote = zygote
+        self.dead = False
+        self._reader = control.makefile("rb")
+        self._ask(None, 30)  # the host says it is ready once confined
+
+    def _ask(self, message: dict | None, timeout: float, fds: list[int] = ()) -> dict:
+        if self.dead:
+            raise WorkerError("the submission's sandbox is gone")
+        try:
+            self.control.settimeout(timeout)
+            if message is not None:
+                socket.send_fds(self.control, [json.dumps(message).encode("utf-8")], list(fds))
+            line = self._reader.readline()
+        except (OSError, ValueError):
+            line = b""
+        if not line:
+            self.close()
+            raise WorkerError("the submission's sandbox stopped answering")
+        return json.loads(line)
+
+    def spawn(self, spawn: dict, output: Path, budget: float) -> "Worker":
+        ours, theirs = socket.socketpair()
+        out = os.open(output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            self._ask({"op": "spawn", "spawn": spawn, "limits": {"cpu_seconds": budget}}, 30, [theirs.fileno(), out])
+        finally:
+            theirs.close()
+            os.close(out)
+        return Worker(ours, self, budget)
+
+    def end(self, wait: float = 0.0) -> str:
+        """Kill the current step's worker and all it started; say how the worker had ended."""
+        try:
+            return self._ask({"op": "end", "wait": wait}, wait + 10)["status"]
+        except WorkerError:
+            return "gone"
+
+    def close(self) -> None:
+        if self.dead:
+            return
+        self.dead = True
+        try:
+            socket.send_fds(self.control, [json.dumps({"op": "quit"}).encode("utf-8")], [])
+        except OSError:
+            pass
+        self.control.close()
+        if self.zygote.reap(self.pid) == "running":
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.zygote.reap(self.pid)
 
 
 @dataclass
@@ -159,9 +247,8 @@ class Worker:
     """One forked worker serving one step; every request shares the step's time budget."""
 
     sock: socket.socket
-    pid: int
+    sandbox: Sandbox
     budget: float
-    zygote: "Zygote"
     started: float = field(default_factory=time.monotonic)
     dead: bool = False
     status: str | None = None
@@ -186,15 +273,28 @@ class Worker:
             self.kill()
             raise WorkerError(f"the step ran out of its time limit ({self.budget:g} s)", limit="time") from None
         except (wire.WireError, OSError) as exc:
-            self.kill()
-            raise WorkerError(self._death_reason(exc)) from None
+            # The worker is dying on its own: give it a moment, so its own exit status says why.
+            self.kill(wait=0.5)
+            raise WorkerError(self._death_reason(exc), limit=self._limit()) from None
+
+    def _limit(self) -> str | None:
+        status = self.status or ""
+        if status.startswith("signal SIGXFSZ"):
+            return "output"
+        if status.startswith("signal SIGXCPU"):
+            return "time"
+        if status.startswith("signal SIGKILL"):
+            return "memory"
+        return None
 
     def _death_reason(self, exc: Exception) -> str:
         status = self.status or ""
         if status.startswith("signal SIGSEGV") or status.startswith("signal SIGBUS"):
             return "your code crashed the worker process (segmentation fault)"
         if status.startswith("signal SIGXFSZ"):
-            return "your code wrote more output than allowed (output-size limit)"
+            return "your code printed or wrote more than allowed (output-size limit)"
+        if status.startswith("signal SIGXCPU"):
+            return f"your code used more CPU time than the step's limit ({self.budget:g} s)"
         if status.startswith("signal SIGKILL"):
             return "the worker process was killed (memory limit, or a limit of the machine)"
         if status.startswith("exit"):
@@ -203,42 +303,13 @@ class Worker:
             return f"the worker process died ({status})"
         return f"the worker process stopped answering ({exc})"
 
-    def kill(self) -> None:
+    def kill(self, wait: float = 0.0) -> None:
         if self.dead:
             return
         self.dead = True
-        # Reap first: if the worker already died, its own exit status says why.
-        for target in (-self.pid, self.pid):
-            try:
-                os.kill(target, signal.SIGSTOP if target < 0 else 0)
-            except (ProcessLookupError, PermissionError):
-                pass
-        self.status = self._reap_if_dead()
-        for target in (-self.pid, self.pid):
-            try:
-                os.kill(target, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-        if self.status is None:
-            self.status = self.zygote.reap(self.pid)
         self.sock.close()
-
-    def _reap_if_dead(self) -> str | None:
-        try:
-            stat = Path(f"/proc/{self.pid}/stat").read_text()
-        except OSError:
-            return self.zygote.reap(self.pid)
-        state = stat.rsplit(")", 1)[1].split()[0]
-        return self.zygote.reap(self.pid) if state in ("Z", "X") else None
+        self.status = self.sandbox.end(wait)
 
     def close(self) -> None:
-        """End a worker whose step is done: no need to learn how it ended."""
-        if self.dead:
-            return
-        self.dead = True
-        for target in (-self.pid, self.pid):
-            try:
-                os.kill(target, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-        self.sock.close()
+        """End a worker whose step is done."""
+        self.kill()

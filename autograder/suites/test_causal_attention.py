@@ -13,7 +13,7 @@ def document_scores():
     """(name, attention scores [T, T]) with each document's trainable weights."""
     for name, (factory, seed, _where) in documents.INPUTS.items():
         x = factory()
-        torch.manual_seed(seed)
+        torch.default_generator.manual_seed(seed)  # torch.manual_seed, minus its CUDA bookkeeping
         Wq, Wk, _ = (torch.rand(x.shape[1], documents.D_OUT) for _ in range(3))
         yield name, (x @ Wq) @ (x @ Wk).T
 

@@ -1,18 +1,16 @@
-"""One worker: isolate, import the submission, serve the trusted side's requests for one step."""
+"""One worker: import the submission, serve the trusted side's requests for one step."""
 from __future__ import annotations
 
-import os
 import socket
+
 from pathlib import Path
 
-from . import runtime, sandbox, submission, wire
+from . import runtime, submission, wire
 
 
-def serve(channel: socket.socket, spawn: dict) -> None:
-    os.setsid()
-    scratch = Path(spawn["scratch"])
-    sandbox.enter(spawn, scratch)
-    folder = Path(spawn["folder"])
+def serve(channel: socket.socket, folder: str, spawn: dict) -> None:
+    """Serve one step: the host has confined this process already."""
+    folder = Path(folder)
     modules, errors = submission.load(folder, spawn["modules"])
     ws = runtime.prepare(folder, modules, spawn.get("standins", {}))
     wire.send(channel, {"import_errors": errors})
@@ -24,7 +22,6 @@ def serve(channel: socket.socket, spawn: dict) -> None:
         if request.get("op") == "exit":
             return
         answer = runtime.run(request, ws)
-        answer["output_bytes"] = sandbox.output_size(scratch)
         try:
             wire.send(channel, answer)
         except TypeError as exc:  # something un-sendable slipped through

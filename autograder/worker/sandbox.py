@@ -1,34 +1,278 @@
-"""Confine a freshly forked worker before it runs student code."""
+"""Confine a freshly forked worker before it runs student code.
+
+Three levels, strongest first. The zygote probes once at start-up which one the machine allows, and the
+grader says in every result which one was used.
+
+``namespaces``
+    The worker is PID 1 of its own PID namespace, so when it dies the kernel kills every process it
+    started (threads, daemons, double forks). Its mount namespace has an empty tmpfs as root holding an
+    allow-list only: the system libraries, the interpreter's standard library and site-packages, the
+    staged submission read-only at ``/submission``, a size-limited tmpfs at ``/tmp``, four ``/dev``
+    nodes and its own ``/proc``. Nothing of the instructor's repository is there. It has no network
+    (the zygote's own empty network namespace), runs as a fresh unprivileged uid per worker (so a fork
+    bomb's process count is its own), with ``no_new_privs`` and rlimits.
+``uid+rlimits``
+    The machine refuses namespaces but we are root: unprivileged uid per worker and rlimits; the
+    filesystem is whatever that uid may read.
+``rlimits``
+    Neither (not root, e.g. ``grade check`` on a student's laptop): memory, file-size, CPU, open-file
+    limits only.
+"""
 from __future__ import annotations
 
+import math
 import os
 import resource
+import shutil
+import signal
+import sysconfig
+import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
 
-OUTPUT_FILE = "output.txt"
+from . import syscalls as sc
+
+NAMESPACES = "namespaces"
+UID = "uid+rlimits"
+RLIMITS = "rlimits"
+SUBMISSION = "/submission"
+DEV_NODES = ("null", "zero", "random", "urandom")
 
 
-def enter(spawn: dict, scratch: Path) -> None:
-    limits = spawn.get("limits", {})
-    scratch.mkdir(parents=True, exist_ok=True)
-    out = os.open(scratch / OUTPUT_FILE, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    os.dup2(out, 1)
-    os.dup2(out, 2)
-    os.close(out)
+@dataclass
+class Plan:
+    level: str = RLIMITS
+    network_cut: bool = False
+    uid_base: int = 0
+    binds: list[str] = field(default_factory=list)
+    root_dir: str = ""
+    reason: str = ""
+
+    def describe(self) -> str:
+        if self.level == NAMESPACES:
+            text = ("namespaces (own PID and mount namespaces, allow-listed read-only filesystem, "
+                    f"{'no network, ' if self.network_cut else ''}unprivileged uid per worker, no_new_privs, "
+                    "limits on time, memory, processes, file size and output)")
+        elif self.level == UID:
+            text = "uid+rlimits (unprivileged uid per worker; limits on time, memory, processes, file size and output)"
+        else:
+            text = "rlimits (limits on time, memory, file size and output; no namespaces, no uid change)"
+        return text + (f"; stronger isolation unavailable: {self.reason}" if self.reason else "")
+
+
+def _allow_list(site_dirs: list[str]) -> list[str]:
+    paths = ["/usr", "/lib", "/lib64", "/lib32", "/bin", "/etc/ld.so.cache",
+             sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"], *site_dirs]
+    seen: list[str] = []
+    for path in paths:
+        if os.path.lexists(path) and not any(path == s or path.startswith(s.rstrip("/") + "/") for s in seen):
+            seen.append(path)
+    return seen
+
+
+def plan_for_zygote(uid_base: int, site_dirs: list[str], local: bool = False) -> Plan:
+    """Decide, once, what this machine allows; cut the zygote (and so every worker) off the network."""
+    if local:
+        return Plan(RLIMITS, reason="grade check runs your own code on your own machine")
+    plan = Plan(RLIMITS, uid_base=uid_base, binds=_allow_list(site_dirs))
+    if os.geteuid() != 0:
+        plan.reason = "not running as root (no uid change, no namespaces)"
+        return plan
+    plan.level = UID
+    try:
+        sc.unshare(sc.CLONE_NEWNET | sc.CLONE_NEWIPC | sc.CLONE_NEWUTS)
+        plan.network_cut = True
+    except OSError as exc:
+        plan.reason = f"no network namespace ({exc.strerror})"
+    plan.root_dir = tempfile.mkdtemp(prefix="grade-root-")
+    error = _probe(plan)
+    if error is None and plan.network_cut:
+        plan.level = NAMESPACES
+    elif error is not None:
+        plan.reason = error
+    return plan
+
+
+def _probe(plan: Plan) -> str | None:
+    """Fork a child that sets up a namespaced worker; return why it failed, or None."""
+    read, write = os.pipe()
+    folder = tempfile.mkdtemp(prefix="grade-probe-")
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - child
+        os.close(read)
+        try:
+            trial = Plan(NAMESPACES, plan.network_cut, plan.uid_base, plan.binds, plan.root_dir)
+            where = enter(folder, trial, {}, keep_fds=[write])
+            confine_step(trial, plan.uid_base, os.open(os.devnull, os.O_WRONLY), "/tmp/probe", {"processes": 4})
+            if os.path.exists("/etc/passwd") or not os.path.isdir(where) or os.getuid() == 0:
+                raise OSError(0, "the sandbox's view of the filesystem is not the allow-list")
+            os._exit(0)
+        except BaseException as exc:  # noqa: BLE001
+            os.write(write, f"{type(exc).__name__}: {exc}".encode()[:500])
+            os._exit(1)
+    os.close(write)
+    _, status = os.waitpid(pid, 0)
+    os.rmdir(folder)
+    with os.fdopen(read, "rb") as fh:
+        message = fh.read().decode(errors="replace")
+    if os.waitstatus_to_exitcode(status) == 0:
+        return None
+    return message or f"the namespace probe failed (status {status})"
+
+
+def enter(folder: str, plan: Plan, limits: dict, keep_fds: list[int] = ()) -> str:
+    """Confine a submission's host process; return where the submission is, as it now sees it.
+
+    With namespaces this forks once more: the parent stays outside as a watcher that exits the way the
+    host does (and takes it down with it if killed), and never returns from here. The host is PID 1 of
+    the new PID namespace: when it dies, every process in there dies with it.
+    """
+    os.setsid()
+    if plan.level != NAMESPACES:
+        return folder
+    sc.unshare(sc.CLONE_NEWNS | sc.CLONE_NEWPID)
+    _build_root(plan, folder, limits)
+    child = os.fork()
+    if child:
+        _watch(child, keep=keep_fds)
+    sc.prctl(sc.PR_SET_PDEATHSIG, signal.SIGKILL)
+    sc.mount("proc", "/proc", "proc", sc.MS_NOSUID | sc.MS_NODEV | sc.MS_NOEXEC)
+    return SUBMISSION
+
+
+def confine_step(plan: Plan, uid: int, output_fd: int, workdir: str, limits: dict) -> None:
+    """Confine one step's worker, forked by the host: its own session, uid, output file and limits."""
+    os.setsid()
+    os.dup2(output_fd, 1)
+    os.dup2(output_fd, 2)
+    os.close(output_fd)
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.close(devnull)
-    os.chdir(scratch)
-    if "memory_mb" in limits:
-        size = int(limits["memory_mb"]) * 1024 * 1024
-        resource.setrlimit(resource.RLIMIT_AS, (size, size))
-    if "output_mb" in limits:
-        size = int(limits["output_mb"]) * 1024 * 1024
-        resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
+    os.makedirs(workdir, exist_ok=True)
+    if plan.level == UID:
+        os.chown(workdir, uid, uid)
+    os.chdir(workdir)
+    if plan.level in (NAMESPACES, UID):
+        os.setgroups([])
+        os.setresgid(uid, uid, uid)
+        os.setresuid(uid, uid, uid)
+        # per uid: only meaningful once the worker has a uid of its own
+        _limit(resource.RLIMIT_NPROC, limits.get("processes"))
+    sc.prctl(sc.PR_SET_NO_NEW_PRIVS, 1)
+    _limit(resource.RLIMIT_AS, limits.get("memory_mb") and limits["memory_mb"] * 2**20)
+    _limit(resource.RLIMIT_FSIZE, limits.get("output_mb") and limits["output_mb"] * 2**20)
+    _limit(resource.RLIMIT_CPU, limits.get("cpu_seconds") and math.ceil(limits["cpu_seconds"]) + 1)
+    _limit(resource.RLIMIT_CORE, 0)
+    _limit(resource.RLIMIT_NOFILE, 256)
 
 
-def output_size(scratch: Path) -> int:
-    try:
-        return (scratch / OUTPUT_FILE).stat().st_size
-    except OSError:
-        return 0
+def kill_step(plan: Plan, pid: int, uid: int) -> None:
+    """Kill a step's worker and everything it started (threads, daemons, double forks)."""
+    if plan.level == NAMESPACES and os.getpid() == 1:
+        try:
+            os.kill(-1, signal.SIGKILL)  # every process of this namespace but its init (us)
+        except ProcessLookupError:  # nothing left to kill
+            pass
+        return
+    for target in (-pid, pid):
+        try:
+            os.kill(target, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+    if plan.level == UID:  # daemons that left the session: everything running as the step's uid
+        killer = os.fork()
+        if killer == 0:  # pragma: no cover - child
+            try:
+                os.setresuid(uid, uid, uid)
+                os.kill(-1, signal.SIGKILL)
+            except OSError:
+                pass
+            finally:
+                os._exit(0)
+        os.waitpid(killer, 0)
+
+
+def clear(workdir: str) -> None:
+    """Empty the scratch directory between steps, so one step leaves nothing for the next."""
+    for entry in os.scandir(workdir):
+        try:
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path, ignore_errors=True)
+            else:
+                os.unlink(entry.path)
+        except OSError:
+            pass
+
+
+def _limit(kind: int, value) -> None:
+    if value is None:
+        return
+    soft, hard = resource.getrlimit(kind)
+    value = int(value)
+    if hard != resource.RLIM_INFINITY:
+        value = min(value, hard)
+    resource.setrlimit(kind, (value, value))
+
+
+def _bind(source: str, target: str, readonly: bool = True) -> None:
+    if os.path.islink(source) and not os.path.isdir(os.path.join(source, "")):
+        return
+    if os.path.islink(source):  # e.g. /lib -> usr/lib on merged-/usr systems: keep it a link
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        os.symlink(os.readlink(source), target)
+        return
+    if os.path.isdir(source):
+        os.makedirs(target, exist_ok=True)
+    else:
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        open(target, "a").close()  # noqa: SIM115 - a mount point for a file
+    sc.mount(source, target, None, sc.MS_BIND | sc.MS_REC)
+    if readonly:
+        sc.mount(None, target, None, sc.MS_BIND | sc.MS_REMOUNT | sc.MS_RDONLY | sc.MS_NOSUID | sc.MS_NODEV)
+
+
+def _build_root(plan: Plan, folder: str, limits: dict) -> None:
+    """Make an empty tmpfs the root of this mount namespace, holding the allow-list only."""
+    root = plan.root_dir
+    sc.mount(None, "/", None, sc.MS_REC | sc.MS_PRIVATE)
+    sc.mount("tmpfs", root, "tmpfs", sc.MS_NOSUID | sc.MS_NODEV, "size=1m,mode=0755")
+    for path in plan.binds:
+        _bind(path, root + path)
+    _bind(folder, root + SUBMISSION)
+    for node in DEV_NODES:
+        if os.path.exists(f"/dev/{node}"):
+            _bind(f"/dev/{node}", f"{root}/dev/{node}", readonly=False)
+    os.makedirs(root + "/tmp")
+    size = max(1, int(limits.get("output_mb", 4)))
+    sc.mount("tmpfs", root + "/tmp", "tmpfs", sc.MS_NOSUID | sc.MS_NODEV, f"size={size}m,mode=1777")
+    os.makedirs(root + "/proc")
+    os.makedirs(root + "/.old")
+    sc.pivot_root(root, root + "/.old")
+    os.chdir("/")
+    sc.umount("/.old")
+    os.rmdir("/.old")
+    sc.mount(None, "/", None, sc.MS_REMOUNT | sc.MS_RDONLY | sc.MS_NOSUID | sc.MS_NODEV)
+
+
+def _watch(child: int, keep: list[int] = ()) -> None:
+    """The outside half of a namespaced worker: wait for it, then end the same way."""
+    low = 3
+    for fd in sorted(k for k in keep if k >= 3) + [1 << 16]:
+        os.closerange(low, fd)
+        low = fd + 1
+    while True:
+        try:
+            _, status = os.waitpid(child, 0)
+            break
+        except InterruptedError:
+            continue
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        if sig not in (signal.SIGKILL, signal.SIGSTOP):
+            signal.signal(sig, signal.SIG_DFL)
+        os.kill(os.getpid(), sig)
+    os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
+
+

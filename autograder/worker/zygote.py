@@ -1,26 +1,27 @@
-"""The zygote: a process that has imported torch once and forks one worker per step.
+"""The zygote: a process that has imported torch once and forks one host per submission.
 
 It is started by the trusted side with the real interpreter (``sys.executable -I -S``), so it never
 sees the reference solutions or the hidden suites: its ``sys.path`` holds the interpreter's
 site-packages and nothing of the instructor's repository but this package.
 
-Control channel (a Unix socket inherited as a file descriptor): the trusted side sends a JSON spawn
-request with one end of a fresh socket pair attached (SCM_RIGHTS); the zygote forks, the child serves
-requests on that socket, and the zygote answers ``{"pid": ...}``.
+Control channel (a Unix socket inherited as a file descriptor): the zygote first says which isolation
+level the machine allows; then the trusted side sends a JSON ``open`` request with one end of a fresh
+socket pair attached (SCM_RIGHTS); the zygote forks a host for that submission (``host.py``), which
+serves the trusted side on that socket, and answers ``{"pid": ...}``.
 """
 from __future__ import annotations
 
 import json
 import os
-import signal
 import socket
-import sys
 import time
+import traceback
 from pathlib import Path
 
 import torch
 
-from . import child
+from . import host, sandbox
+from . import syscalls as sc
 
 
 def warm_up() -> None:
@@ -49,10 +50,14 @@ def warm_up() -> None:
     del header
 
 
-def main(control_fd: int) -> None:
+def main(control_fd: int, uid_base: int = 0, site_dirs: list[str] | None = None) -> None:
     torch.set_num_threads(1)
     warm_up()
     control = socket.socket(fileno=control_fd)
+    # Orphans (a killed host's confined half) come back to us to be reaped.
+    sc.prctl(sc.PR_SET_CHILD_SUBREAPER, 1)
+    plan = sandbox.plan_for_zygote(uid_base, site_dirs or [])
+    control.sendall(json.dumps({"isolation": plan.describe(), "level": plan.level}).encode("utf-8") + b"\n")
     while True:
         try:
             message, fds, _flags, _addr = socket.recv_fds(control, 1 << 16, 4)
@@ -72,7 +77,10 @@ def main(control_fd: int) -> None:
         if pid == 0:
             try:
                 control.close()
-                child.serve(socket.socket(fileno=channel_fd), request)
+                host.run(socket.socket(fileno=channel_fd), request, plan)
+            except BaseException:  # noqa: BLE001 - a bug of ours: say so on the grader's stderr
+                traceback.print_exc()
+                os._exit(70)
             finally:
                 os._exit(0)
         os.close(channel_fd)
@@ -84,16 +92,6 @@ def main(control_fd: int) -> None:
 _finished: dict[int, str] = {}
 
 
-def _describe(status: int) -> str:
-    if os.WIFSIGNALED(status):
-        sig = os.WTERMSIG(status)
-        try:
-            return f"signal {signal.Signals(sig).name}"
-        except ValueError:
-            return f"signal {sig}"
-    return f"exit {os.WEXITSTATUS(status)}"
-
-
 def reap_finished() -> None:
     """Collect every worker that has ended, so none lingers as a zombie; remember how it ended."""
     while True:
@@ -103,7 +101,7 @@ def reap_finished() -> None:
             return
         if pid == 0:
             return
-        _finished[pid] = _describe(status)
+        _finished[pid] = host.describe_status(status)
         if len(_finished) > 4096:
             _finished.pop(next(iter(_finished)))
 
@@ -118,15 +116,8 @@ def reap(pid: int) -> str:
         except ChildProcessError:
             return _finished.pop(pid, "gone")
         if done:
-            return _describe(status)
+            return host.describe_status(status)
         time.sleep(0.005)
     return "running"
 
 
-def boot(argv: list[str]) -> None:
-    """Entry point used by the trusted side's launcher."""
-    main(int(argv[0]))
-
-
-if __name__ == "__main__":  # pragma: no cover - started through the launcher
-    boot(sys.argv[1:])

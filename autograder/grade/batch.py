@@ -1,0 +1,106 @@
+"""Grade a batch: stage every submission, skip those already graded, grade the rest in parallel.
+
+Each job (``--jobs``) is a forked grading process with its own zygote and its own range of worker
+uids; it writes each submission's results.json atomically itself, so a batch killed half-way (even
+with ``kill -9``) keeps everything finished, and a re-run skips every submission whose results carry
+the same submission and grader hashes.
+"""
+from __future__ import annotations
+
+import json
+import multiprocessing
+import shutil
+import tempfile
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from autograder.intake.discover import Source
+from autograder.intake.stage import Staged, stage
+
+from . import fingerprint, results
+
+UID_BASE = 200_000
+UIDS_PER_JOB = 5_000
+
+
+@dataclass
+class Job:
+    source: Source
+    staged: Staged
+    digest: str
+    extra: dict = field(default_factory=dict)
+
+
+def _previous(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text(encoding="utf-8")).get("extra_data", {})
+    except (OSError, ValueError, AttributeError):
+        return {}
+
+
+def prepare(sources: list[Source], staging: Path, modules: list[str], out: Path, grader_hash: str,
+            force: bool) -> tuple[list[Job], list[Job]]:
+    """Stage each source; return (to grade, already graded with the same inputs)."""
+    todo, done = [], []
+    for source in sources:
+        staged = stage(source.path, source.name, staging, modules)
+        digest = fingerprint.submission(staged.folder, {"errors": staged.module_errors, "problem": staged.problem})
+        job = Job(source, staged, digest, {"submission": source.name, "submitted_at": staged.submitted_at,
+                                           "submission_hash": digest, "grader_hash": grader_hash})
+        before = _previous(out / source.name / "results.json")
+        same = before.get("submission_hash") == digest and before.get("grader_hash") == grader_hash
+        (done if same and not force else todo).append(job)
+    return todo, done
+
+
+# -- the grading processes ----------------------------------------------------------------------
+_grader = None  # the parent's Grader (course and reference loaded, no zygote), inherited by fork
+
+
+def _start(slots) -> None:
+    from multiprocessing.util import Finalize  # noqa: PLC0415
+
+    with slots.get_lock():
+        slot = slots.value
+        slots.value += 1
+    _grader.for_job(UID_BASE + (slot + 1) * UIDS_PER_JOB).zygote  # noqa: B018 - start it now
+    Finalize(_grader, _grader.close, exitpriority=10)
+
+
+def grade_job(job: Job, out: Path, grader=None) -> dict:
+    """Grade one staged submission and write its results.json; return what the progress bar shows."""
+    grader = grader or _grader
+    staged = job.staged
+    if staged.problem:
+        result = results.rejected(grader.course, staged.problem, staged.notes)
+    else:
+        result = grader.grade(staged.folder, notes=staged.notes, module_errors=staged.module_errors)
+    result["extra_data"] = {**job.extra, "isolation": grader.zygote.isolation.split(" ", 1)[0]}
+    results.write_atomic(out / job.source.name / "results.json", result)
+    return {"name": job.source.name, "score": result["score"], "problem": staged.problem}
+
+
+def run(grader, jobs: list[Job], out: Path, n_jobs: int, on_done) -> None:
+    """Grade ``jobs`` with ``n_jobs`` processes; call ``on_done(summary)`` as each one finishes."""
+    global _grader
+    if n_jobs <= 1 or len(jobs) <= 1:
+        for job in jobs:
+            on_done(grade_job(job, out, grader))
+        return
+    _grader = grader
+    context = multiprocessing.get_context("fork")
+    slots = context.Value("i", 0)
+    with ProcessPoolExecutor(max_workers=min(n_jobs, len(jobs)), mp_context=context, initializer=_start,
+                             initargs=(slots,)) as pool:
+        futures = [pool.submit(grade_job, job, out) for job in jobs]
+        for future in as_completed(futures):
+            on_done(future.result())
+
+
+def staging_dir() -> Path:
+    return Path(tempfile.mkdtemp(prefix="grade-staging-"))
+
+
+def cleanup(path: Path) -> None:
+    shutil.rmtree(path, ignore_errors=True)

@@ -1,0 +1,83 @@
+"""``grade autograde``: grade a class's submissions with the hidden suites, in parallel, resumably."""
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import click
+
+
+def _fail(message: str) -> None:
+    click.echo(click.style("error: ", fg="red") + message, err=True)
+    sys.exit(2)
+
+
+@click.command("autograde")
+@click.argument("submissions", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--out", "out", required=True, type=click.Path(path_type=Path),
+              help="Write DIR/<name>/results.json (Gradescope format) and DIR/summary.{json,md}.")
+@click.option("--course", "course_file", default=Path("course.yml"), type=click.Path(path_type=Path),
+              show_default=True, help="The course definition.")
+@click.option("--jobs", "-j", "n_jobs", type=click.IntRange(min=1), default=None,
+              help="Submissions graded in parallel  [default: the number of cores]")
+@click.option("--force", is_flag=True, help="Regrade submissions already graded with the same inputs.")
+def autograde_command(submissions: tuple[Path, ...], out: Path, course_file: Path, n_jobs: int | None,
+                      force: bool) -> None:
+    """Grade SUBMISSIONS (folders, .zip archives, notebooks, or folders of them) with the hidden suites.
+
+    Each submission's results.json is written as soon as it is graded; a re-run skips submissions
+    already graded with the same submission and grader (content hashes), so an interrupted batch
+    resumes where it stopped.
+    """
+    from tqdm import tqdm  # noqa: PLC0415
+
+    from autograder.course import CourseError  # noqa: PLC0415
+    from autograder.intake.discover import discover  # noqa: PLC0415
+
+    from . import batch, fingerprint, summary  # noqa: PLC0415
+    from .session import Grader  # noqa: PLC0415
+
+    try:
+        grader = Grader(course_file)
+    except CourseError as exc:
+        _fail(str(exc))
+    course = grader.course
+    sources, problems = discover(list(submissions), course.modules)
+    for problem in problems:
+        click.echo(click.style("skipped: ", fg="yellow") + problem, err=True)
+    if not sources:
+        _fail("no submission to grade")
+    n_jobs = n_jobs or os.cpu_count() or 1
+    if n_jobs == 1:
+        grader.zygote  # noqa: B018 - start it now: it imports torch while we stage
+    staging = batch.staging_dir()
+    top = course.max_points()
+    start = time.monotonic()
+    try:
+        todo, done = batch.prepare(sources, staging, course.modules, out, fingerprint.grader(grader.course_file, course),
+                                   force)
+        if done:
+            click.echo(f"{len(done)} submission(s) already graded with the same inputs: skipped (--force regrades)")
+        counts = {"full": 0, "partial": 0, "zero": 0}
+        with tqdm(total=len(todo), unit="submission", desc="grading", file=sys.stderr, disable=None) as bar:
+            def on_done(item: dict) -> None:
+                key = "full" if item["score"] == top else "zero" if item["score"] == 0 else "partial"
+                counts[key] += 1
+                bar.set_postfix(counts, refresh=False)
+                bar.update(1)
+                note = f"  ({item['problem']})" if item["problem"] else ""
+                tqdm.write(f"{item['name']}: {item['score']:g}/{top:g}{note}")
+
+            batch.run(grader, todo, out, n_jobs, on_done)
+        isolation = grader.zygote.isolation if n_jobs == 1 else None
+    finally:
+        batch.cleanup(staging)
+        grader.close()
+    stats = summary.write(course, out)
+    click.echo(f"graded {len(todo)} submission(s) in {time.monotonic() - start:.1f} s with {n_jobs} job(s): "
+               f"{counts['full']} full marks, {counts['partial']} partial, {counts['zero']} zero; "
+               f"results in {out}/, class summary in {out}/summary.md ({stats['submissions']} submissions)")
+    if isolation:
+        click.echo(f"isolation: {isolation}")

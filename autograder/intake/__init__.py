@@ -1,0 +1,1 @@
+"""Turn what students hand in (folders, .zip archives, notebooks) into clean submission folders."""

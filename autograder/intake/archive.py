@@ -1,0 +1,74 @@
+"""Unpack a student's .zip safely: no path outside the target, no links, bounded size and entry count."""
+from __future__ import annotations
+
+import stat
+import zipfile
+from pathlib import Path, PurePosixPath
+
+MAX_ENTRIES = 2000
+MAX_BYTES = 50 * 2**20  # uncompressed, in all
+MAX_RATIO = 200  # a larger compression ratio on a big entry is a zip bomb, not source code
+
+
+class ArchiveError(Exception):
+    """The archive cannot be used; the message says why, in the student's terms."""
+
+
+def _safe_name(name: str) -> PurePosixPath | None:
+    path = PurePosixPath(name.replace("\\", "/"))
+    if path.is_absolute() or ".." in path.parts or (path.parts and ":" in path.parts[0]):
+        return None
+    return path
+
+
+def extract(archive: Path, target: Path) -> list[str]:
+    """Extract ``archive`` into ``target``; return notes about entries left out."""
+    try:
+        zf = zipfile.ZipFile(archive)
+    except zipfile.BadZipFile:
+        raise ArchiveError(f"{archive.name} is not a valid .zip archive (it may be corrupt or truncated)") from None
+    except OSError as exc:
+        raise ArchiveError(f"{archive.name} cannot be read: {exc.strerror}") from None
+    notes: list[str] = []
+    with zf:
+        entries = zf.infolist()
+        if not entries:
+            raise ArchiveError(f"{archive.name} is empty")
+        if len(entries) > MAX_ENTRIES:
+            raise ArchiveError(f"{archive.name} has {len(entries)} entries; at most {MAX_ENTRIES} are accepted")
+        total = 0
+        for info in entries:
+            total += info.file_size
+            if total > MAX_BYTES:
+                raise ArchiveError(f"{archive.name} unpacks to more than {MAX_BYTES // 2**20} MB; "
+                                   "submit only your .py files")
+            if info.file_size > 2**20 and info.compress_size and info.file_size / info.compress_size > MAX_RATIO:
+                raise ArchiveError(f"{archive.name}: {info.filename} is compressed {info.file_size // info.compress_size}:1 "
+                                   "(a zip bomb?); it was not unpacked")
+        for info in entries:
+            name = _safe_name(info.filename)
+            mode = info.external_attr >> 16
+            if name is None:
+                notes.append(f"{archive.name}: left out {info.filename!r}, a path outside the archive's folder")
+                continue
+            if stat.S_ISLNK(mode):
+                notes.append(f"{archive.name}: left out {info.filename!r}, a symbolic link (submit the file itself)")
+                continue
+            dest = target.joinpath(*name.parts)
+            if info.is_dir():
+                dest.mkdir(parents=True, exist_ok=True)
+                continue
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                with zf.open(info) as src, open(dest, "wb") as out:
+                    left = MAX_BYTES
+                    while chunk := src.read(1 << 16):
+                        left -= len(chunk)
+                        if left < 0:  # the header lied about the size
+                            raise ArchiveError(f"{archive.name} unpacks to more than it says; it was not unpacked")
+                        out.write(chunk)
+            except (zipfile.BadZipFile, EOFError, ValueError, NotImplementedError) as exc:
+                raise ArchiveError(f"{archive.name}: {info.filename} cannot be unpacked ({exc})") from None
+            except RuntimeError as exc:  # encrypted entries
+                raise ArchiveError(f"{archive.name}: {info.filename} cannot be unpacked ({exc})") from None
+    return notes

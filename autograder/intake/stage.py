@@ -1,0 +1,207 @@
+"""Stage one submission: find its modules, copy only regular source files, say what was wrong.
+
+What a student hands in may be a folder, a .zip archive or notebooks, with the files at the top or
+nested in a folder or two (``alice.zip/attention/simple_attention.py``). Staging copies the module
+files into a fresh folder that the sandbox mounts read-only; a notebook becomes the module it is named
+after (or, if named otherwise, every module not handed in as .py). Symbolic links are never followed.
+Files that cannot be used become per-module errors, so only the steps of that module score zero.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import archive, notebook
+
+IGNORED_DIRS = {"__MACOSX", "__pycache__", ".ipynb_checkpoints", ".git"}
+#: files that would configure an interpreter or a test run; the grader never reads them, nor copies them
+INERT = {"conftest.py", "sitecustomize.py", "usercustomize.py", "setup.py"}
+MAX_SOURCE = 2 * 2**20
+
+
+@dataclass
+class Staged:
+    name: str
+    folder: Path | None  # None: nothing could be graded (see ``problem``)
+    notes: list[str] = field(default_factory=list)
+    module_errors: dict[str, dict] = field(default_factory=dict)
+    problem: str | None = None
+    submitted_at: str | None = None
+
+
+def _walk(root: Path, depth: int = 3):
+    """Directories under ``root`` (itself first), breadth first, never through links."""
+    level = [root]
+    for _ in range(depth + 1):
+        nxt = []
+        for folder in level:
+            yield folder
+            try:
+                children = sorted(os.scandir(folder), key=lambda e: e.name)
+            except OSError:
+                continue
+            nxt += [Path(e.path) for e in children
+                    if e.is_dir(follow_symlinks=False) and e.name not in IGNORED_DIRS and not e.name.startswith(".")]
+        level = nxt
+
+
+def _has_modules(folder: Path, modules: list[str]) -> bool:
+    return any(os.path.lexists(folder / f"{m}{ext}") for m in modules for ext in (".py", ".ipynb")) or \
+        any(p.suffix == ".ipynb" for p in folder.iterdir() if p.is_file() and not p.is_symlink())
+
+
+def find_root(unpacked: Path, modules: list[str]) -> tuple[Path | None, str | None]:
+    """The folder holding the modules: the top, or the one nested folder that has them."""
+    found = [d for d in _walk(unpacked) if _has_modules(d, modules)]
+    if not found:
+        return None, f"none of {', '.join(m + '.py' for m in modules)} (or a notebook) is in it"
+    shallowest = min(len(d.relative_to(unpacked).parts) for d in found)
+    top = [d for d in found if len(d.relative_to(unpacked).parts) == shallowest]
+    if len(top) > 1:
+        names = ", ".join(str(d.relative_to(unpacked)) + "/" for d in top)
+        return None, f"it holds the modules in several folders ({names}); hand in one copy only"
+    return top[0], None
+
+
+def _module_error(kind: str, message: str) -> dict:
+    return {"type": kind, "message": message, "where": None}
+
+
+def _read_source(path: Path, label: str) -> tuple[bytes | None, str | None]:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        return None, f"{label} cannot be read ({exc.strerror})"
+    if len(data) > MAX_SOURCE:
+        return None, f"{label} is {len(data) // 1024} KB; source files over {MAX_SOURCE // 1024} KB are not graded"
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        return None, (f"{label} is not UTF-8 text (byte 0x{data[exc.start]:02x} on line {line}); "
+                      "save it with UTF-8 encoding")
+    return data, None
+
+
+def copy_modules(root: Path, dest: Path, modules: list[str]) -> Staged:
+    staged = Staged(dest.name, dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    entries = {e.name: e for e in os.scandir(root)}
+    notebooks = sorted(n for n, e in entries.items() if n.endswith(".ipynb") and e.is_file(follow_symlinks=False))
+    for name, entry in sorted(entries.items()):
+        if not name.endswith(".py"):
+            continue
+        if name in INERT:
+            staged.notes.append(f"{name} was ignored: the grader does not run configuration files from submissions")
+            continue
+        if entry.is_symlink():
+            msg = f"{name} is a symbolic link; hand in the file itself"
+            staged.notes.append(msg)
+            if name[:-3] in modules:
+                staged.module_errors[name[:-3]] = _module_error("SymbolicLink", msg)
+            continue
+        if not entry.is_file(follow_symlinks=False):
+            continue
+        data, error = _read_source(Path(entry.path), name)
+        if error:
+            if name[:-3] in modules:
+                staged.module_errors[name[:-3]] = _module_error("UnreadableSource", error)
+            else:
+                staged.notes.append(error)
+            continue
+        (dest / name).write_bytes(data)
+    for module in modules:
+        if (dest / f"{module}.py").exists() or module in staged.module_errors:
+            continue
+        own = f"{module}.ipynb"
+        sources = [own] if own in notebooks else [n for n in notebooks if Path(n).stem not in modules]
+        if not sources:
+            continue
+        try:
+            text = "\n".join(notebook.to_source(root / n) for n in sources)
+        except notebook.NotebookError as exc:
+            staged.module_errors[module] = _module_error("MalformedNotebook", str(exc))
+            continue
+        (dest / f"{module}.py").write_text(text, encoding="utf-8")
+        staged.notes.append(f"{module} was read from the code cells of {', '.join(sources)}")
+    for module in modules:
+        if module in staged.module_errors:
+            continue
+        if not (dest / f"{module}.py").exists():
+            staged.module_errors[module] = _module_error(
+                "MissingModule", f"{module}.py (or {module}.ipynb) is missing from the submission")
+    return staged
+
+
+def _timestamp(source: Path) -> str | None:
+    """When it was handed in: nbgrader's timestamp.txt, Gradescope's metadata, else the newest file."""
+    folder = source if source.is_dir() else source.parent
+    stamp = folder / "timestamp.txt"
+    if source.is_dir() and stamp.is_file() and not stamp.is_symlink():
+        text = stamp.read_text(errors="replace").strip()
+        try:
+            when = dt.datetime.fromisoformat(text.replace(" ", "T", 1))
+            return (when if when.tzinfo else when.replace(tzinfo=dt.timezone.utc)).isoformat()
+        except ValueError:
+            pass
+    meta = folder.parent / "submission_metadata.json"
+    if source.is_dir() and meta.is_file():
+        try:
+            return str(json.loads(meta.read_text())["created_at"])
+        except (ValueError, KeyError, TypeError):
+            pass
+    try:
+        files = [source] if source.is_file() else [p for p in source.rglob("*") if p.is_file() and not p.is_symlink()]
+        newest = max((p.stat().st_mtime for p in files), default=source.stat().st_mtime)
+    except OSError:
+        return None
+    return dt.datetime.fromtimestamp(int(newest), dt.timezone.utc).isoformat()
+
+
+def stage(source: Path, name: str, staging: Path, modules: list[str]) -> Staged:
+    """Stage ``source`` (folder, .zip or .ipynb) as ``staging/name``."""
+    dest = staging / name
+    when = _timestamp(source)
+    try:
+        if source.is_symlink():
+            return Staged(name, None, problem=f"{source.name} is a symbolic link; hand in the folder or archive itself")
+        if source.suffix.lower() == ".zip" and source.is_file():
+            unpacked = Path(tempfile.mkdtemp(prefix="unzip-", dir=staging))
+            try:
+                notes = archive.extract(source, unpacked)
+                root, problem = find_root(unpacked, modules)
+                if problem:
+                    return Staged(name, None, notes=notes, problem=f"{source.name}: {problem}", submitted_at=when)
+                staged = copy_modules(root, dest, modules)
+                staged.notes[:0] = notes
+            finally:
+                shutil.rmtree(unpacked, ignore_errors=True)
+        elif source.suffix.lower() == ".ipynb" and source.is_file():
+            single = Path(tempfile.mkdtemp(prefix="nb-", dir=staging))
+            try:
+                shutil.copyfile(source, single / source.name)
+                staged = copy_modules(single, dest, modules)
+            finally:
+                shutil.rmtree(single, ignore_errors=True)
+        elif source.is_dir():
+            root, problem = find_root(source, modules)
+            if problem:
+                return Staged(name, None, problem=f"{source.name}/: {problem}", submitted_at=when)
+            staged = copy_modules(root, dest, modules)
+        else:
+            return Staged(name, None, problem=f"{source.name}: expected a folder, a .zip archive or a notebook")
+    except archive.ArchiveError as exc:
+        return Staged(name, None, problem=str(exc), submitted_at=when)
+    for path in [dest, *dest.iterdir()]:
+        os.chmod(path, 0o755 if path.is_dir() else 0o644)
+    staged.name, staged.submitted_at = name, when
+    if len(staged.module_errors) == len(modules) and all(e["type"] == "MissingModule" for e in staged.module_errors.values()):
+        staged.problem = f"{source.name}: none of {', '.join(m + '.py' for m in modules)} is in it"
+    return staged
+
+

@@ -1,0 +1,62 @@
+"""The few Linux system calls Python 3.11 does not wrap: unshare, mount, pivot_root, prctl."""
+from __future__ import annotations
+
+import ctypes
+import os
+import platform
+
+CLONE_NEWNS = 0x00020000
+CLONE_NEWUTS = 0x04000000
+CLONE_NEWIPC = 0x08000000
+CLONE_NEWPID = 0x20000000
+CLONE_NEWNET = 0x40000000
+
+MS_RDONLY = 1
+MS_NOSUID = 2
+MS_NODEV = 4
+MS_NOEXEC = 8
+MS_REMOUNT = 32
+MS_BIND = 4096
+MS_REC = 16384
+MS_PRIVATE = 1 << 18
+MNT_DETACH = 2
+
+PR_SET_PDEATHSIG = 1
+PR_SET_CHILD_SUBREAPER = 36
+PR_SET_NO_NEW_PRIVS = 38
+
+_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}.get(platform.machine())
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _check(result: int, what: str) -> None:
+    if result != 0:
+        errno = ctypes.get_errno()
+        raise OSError(errno, f"{what}: {os.strerror(errno)}")
+
+
+def _b(value: str | None) -> bytes | None:
+    return value.encode() if value is not None else None
+
+
+def unshare(flags: int) -> None:
+    _check(_libc.unshare(ctypes.c_int(flags)), "unshare")
+
+
+def mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
+    _check(_libc.mount(_b(source), _b(target), _b(fstype), ctypes.c_ulong(flags), _b(data)), f"mount {target}")
+
+
+def umount(target: str, flags: int = MNT_DETACH) -> None:
+    _check(_libc.umount2(_b(target), ctypes.c_int(flags)), f"umount {target}")
+
+
+def pivot_root(new_root: str, put_old: str) -> None:
+    if _PIVOT_ROOT is None:
+        raise OSError(38, f"pivot_root: unknown system call number on {platform.machine()}")
+    _check(_libc.syscall(ctypes.c_long(_PIVOT_ROOT), _b(new_root), _b(put_old)), "pivot_root")
+
+
+def prctl(option: int, value: int) -> None:
+    _check(_libc.prctl(ctypes.c_int(option), ctypes.c_ulong(value), ctypes.c_ulong(0), ctypes.c_ulong(0),
+                       ctypes.c_ulong(0)), f"prctl {option}")
