@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import pytest
 
 from autograder.course import Course
+from autograder.grading import redact
 from autograder.grading.check import Check, Tolerances
 from autograder.grading.tensors import Tolerance
 from autograder.grading.verdict import FAILED, NOT_ATTEMPTED, PASSED, StepFailure
@@ -34,7 +35,8 @@ def item_key(item) -> tuple[str | None, str]:
 
 class GradingPlugin:
     def __init__(self, course: Course, reference, student, *, recorder: list | None = None,
-                 visibility: str | None = None, collect_only: bool = False, cache: dict | None = None):
+                 visibility: str | None = None, collect_only: bool = False, cache: dict | None = None,
+                 reference_lines: set[str] | None = None):
         self.course = course
         self.reference = reference
         self.student = student  # callable(step, request) -> answer
@@ -42,6 +44,7 @@ class GradingPlugin:
         self.visibility = visibility  # "public" to run public counts only
         self.collect_only = collect_only
         self.cache = cache
+        self.reference_lines = reference_lines or set()
         self.outcomes: dict[tuple[str, str], Outcome] = {}
         self.collected: list[tuple[str | None, str]] = []
         self.grader_errors: list[str] = []  # for the instructor's log, never for students
@@ -83,7 +86,7 @@ class GradingPlugin:
             pyfuncitem.obj(**args)
         except StepFailure as exc:
             outcome.status = exc.verdict.status
-            outcome.feedback = exc.feedback()
+            outcome.feedback = redact.reference_lines(exc.feedback(), self.reference_lines)
         except Exception as exc:  # noqa: BLE001 - a bug in a suite must not stop the batch
             outcome.status = FAILED
             outcome.feedback = (f"{step} [{count}]: the grader itself failed on this count; please tell your "

@@ -31,6 +31,8 @@ class Grader:
             raise CourseError(f"cannot load the reference solutions: {exc}") from None
         validate_suites(self.course, self.suites, self.reference)
         self.standins = self.reference.standin_sources()
+        self.reference_uses = self.reference.uses()
+        self.reference_lines = self.reference.body_lines()
         self.uid_base = uid_base
         self._zygote: Zygote | None = None  # started on first use; forked batch jobs start their own
         self.cache: dict = {}  # reference answers, shared by every submission of the batch
@@ -44,8 +46,9 @@ class Grader:
         times = {step: self.course.step_time(step) for step in self.course.steps}
         runner = SubmissionRunner(self.zygote, folder, self.course.modules, self.standins, times, self.limits(),
                                   uid_base=self.uid_base, submission_seconds=self.course.limits.submission_seconds,
-                                  module_errors=module_errors)
-        plugin = GradingPlugin(self.course, self.reference, runner.run, cache=self.cache)
+                                  module_errors=module_errors, reference_uses=self.reference_uses)
+        plugin = GradingPlugin(self.course, self.reference, runner.run, cache=self.cache,
+                               reference_lines=self.reference_lines)
         try:
             run_suites(self.suites, plugin)
         finally:

@@ -8,37 +8,39 @@ from __future__ import annotations
 
 import torch
 
-from . import diagnose
+from . import diagnose, redact
 from .tensors import Tolerance, describe_difference, fmt_dtype, fmt_shape, same
 from .verdict import FAILED, NOT_ATTEMPTED, PASSED, Verdict
 
 
-def describe_error(error: dict) -> list[str]:
+def describe_error(error: dict, public: bool = True) -> list[str]:
     if error.get("type") in ("LimitExceeded", "WorkerDied"):
         return [error.get("message", "the worker process ended")]
     where = error.get("where") or {}
     place = ""
     if where.get("file"):
-        place = f" ({where['file']}, line {where.get('line')}"
-        place += f", in {where['function']})" if where.get("function") else ")"
-    lines = [f"your code raised {error.get('type')}{place} during {error.get('phase', 'the call')}: {error.get('message', '')}"[:600]]
+        place = f" ({redact.text(str(where['file']), public, 100)}, line {where.get('line')}"
+        place += f", in {redact.text(str(where['function']), public, 100)})" if where.get("function") else ")"
+    kind = redact.type_name(str(error.get("type")), public)
+    message = redact.text(str(error.get("message", "")), public)
+    lines = [f"your code raised {kind}{place} during {error.get('phase', 'the call')}: {message}"[:600]]
     if where.get("text"):
-        lines.append(f"    {where['text']}")
+        lines.append(f"    {redact.text(str(where['text']), public, 200)}")
     return lines
 
 
-def error_verdict(got: dict) -> Verdict:
+def error_verdict(got: dict, public: bool = True) -> Verdict:
     error = got["error"]
     if error.get("not_attempted"):
         return Verdict(NOT_ATTEMPTED, ["not attempted yet (the stub still raises NotImplementedError)"])
-    return Verdict(FAILED, describe_error(error))
+    return Verdict(FAILED, describe_error(error, public))
 
 
-def _kind(value) -> str:
+def _kind(value, public: bool = True, known: set[int] = frozenset()) -> str:
     if isinstance(value, torch.Tensor):
-        return f"a tensor of shape {fmt_shape(value)}, dtype {fmt_dtype(value)}"
+        return f"a tensor of shape {redact.dims(list(value.shape), known, public)}, dtype {fmt_dtype(value)}"
     if isinstance(value, dict) and "$unsupported" in value:
-        return f"a {value['$unsupported']}"
+        return f"a {redact.text(str(value['$unsupported']), public, 100)}"
     if isinstance(value, (tuple, list)):
         return f"a {type(value).__name__} of {len(value)}"
     if value is None:
@@ -53,9 +55,10 @@ def compare_values(got, expected, tol: Tolerance, public: bool, what: str, mista
             if isinstance(got, (int, float)) and not isinstance(got, bool) and expected.dim() == 0:
                 got = torch.tensor(float(got), dtype=expected.dtype)
             else:
-                return [f"{what}: expected {_kind(expected)}, got {_kind(got)}"]
+                return [f"{what}: expected {_kind(expected)}, got {_kind(got, public, set(expected.shape))}"]
         if tuple(got.shape) != tuple(expected.shape):
-            lines = [f"{what}: expected shape {fmt_shape(expected)}, got shape {fmt_shape(got)}"]
+            shown = redact.dims(list(got.shape), set(expected.shape), public)
+            lines = [f"{what}: expected shape {fmt_shape(expected)}, got shape {shown}"]
             lines += ["likely: " + h for h in diagnose.generic(got, expected)]
             return lines
         lines = []
@@ -73,20 +76,22 @@ def compare_values(got, expected, tol: Tolerance, public: bool, what: str, mista
         if isinstance(got, torch.Tensor) and got.dim() == 0:
             got = got.item()
         if not isinstance(got, (int, float)) or isinstance(got, bool):
-            return [f"{what}: expected a number, got {_kind(got)}"]
+            return [f"{what}: expected a number, got {_kind(got, public)}"]
         if abs(got - expected) <= tol.atol + tol.rtol * abs(expected):
             return []
         return [f"{what}: expected {expected:.6g}, got {got:.6g}" if public else f"{what}: the number differs from the expected one"]
     if isinstance(expected, (tuple, list)):
         if not isinstance(got, (tuple, list)) or len(got) != len(expected):
-            return [f"{what}: expected {_kind(expected)}, got {_kind(got)}"]
+            return [f"{what}: expected {_kind(expected)}, got {_kind(got, public)}"]
         problems = []
         for i, (g, e) in enumerate(zip(got, expected)):
             problems += compare_values(g, e, tol, public, f"{what}[{i}]")
         return problems
     if expected is None:
-        return [] if got is None else [f"{what}: expected None, got {_kind(got)}"]
-    return [] if got == expected else [f"{what}: expected {expected!r}, got {got!r}"]
+        return [] if got is None else [f"{what}: expected None, got {_kind(got, public)}"]
+    if got == expected:
+        return []
+    return [f"{what}: expected {expected!r}, got {redact.text(repr(got), public, 200)}"]
 
 
 def _gradient_problems(got: dict, expected: dict, tol: Tolerance, public: bool, arg_names: list[str]) -> list[str]:
@@ -145,7 +150,7 @@ def judge_parameters(case: dict, expected: dict, got: dict, tol: Tolerance, publ
     exp, mine = expected["params"], got.get("params") or []
     exp_names, my_names = [n for n, _ in exp], [n for n, _ in mine]
     if exp_names != my_names:
-        lines = [f"expected parameters {exp_names} (in this order), got {my_names}"]
+        lines = [f"expected parameters {exp_names} (in this order), got {redact.names(my_names, exp_names, public)}"]
         if sorted(exp_names) == sorted(my_names):
             lines.append("likely: the parameters are created in a different order, so the seeded random draws land in the wrong matrices")
         return Verdict(FAILED, lines)
@@ -155,7 +160,7 @@ def judge_parameters(case: dict, expected: dict, got: dict, tol: Tolerance, publ
         if case.get("shapes_only"):
             shape = list(e) if isinstance(e, (list, tuple)) else list(e.shape)
             if list(by_name[name].shape) != shape:
-                lines.append(f"parameter {name}: expected shape {shape}, got {fmt_shape(by_name[name])}")
+                lines.append(f"parameter {name}: expected shape {shape}, got {redact.dims(list(by_name[name].shape), set(shape), public)}")
             continue
         lines += compare_values(by_name[name], e, tol, public, f"parameter {name}")
     if lines and not case.get("shapes_only"):
@@ -170,7 +175,7 @@ def judge_parameters(case: dict, expected: dict, got: dict, tol: Tolerance, publ
         if name not in my_buffers:
             lines.append(f"no registered buffer named {name!r} (use self.register_buffer({name!r}, ...))")
         elif list(my_buffers[name]) != list(shape):
-            lines.append(f"buffer {name!r}: expected shape {list(shape)}, got {list(my_buffers[name])}")
+            lines.append(f"buffer {name!r}: expected shape {list(shape)}, got {redact.dims(list(my_buffers[name]), set(shape), public)}")
     if "expect_count" in case:
         count = sum(t.numel() for _, t in mine)
         if count != case["expect_count"]:
@@ -186,7 +191,8 @@ def judge_raises(case: dict, expected: dict, got: dict, tol: Tolerance, public: 
     if error.get("not_attempted"):
         return Verdict(NOT_ATTEMPTED, ["not attempted yet (the stub still raises NotImplementedError)"])
     if error.get("type") != wanted:
-        return Verdict(FAILED, [f"expected {wanted}, got {error.get('type')}: {error.get('message', '')}"[:300]])
+        kind, message = redact.type_name(str(error.get("type")), public), redact.text(str(error.get("message", "")), public)
+        return Verdict(FAILED, [f"expected {wanted}, got {kind}: {message}"[:300]])
     return Verdict(PASSED)
 
 
@@ -196,7 +202,7 @@ def judge_dropout(case: dict, expected: dict, got: dict, tol: Tolerance, public:
     x = case["input"]
     out = got.get("output")
     if not isinstance(out, torch.Tensor) or tuple(out.shape) != tuple(x.shape):
-        return Verdict(FAILED, [f"expected a tensor of shape {fmt_shape(x)}, got {_kind(out)}"])
+        return Verdict(FAILED, [f"expected a tensor of shape {fmt_shape(x)}, got {_kind(out, public, set(x.shape))}"])
     o, xd = out.double(), x.double()
     zero = o.abs() <= 1e-12
     scaled = (o - xd / (1 - p)).abs() <= 1e-5 * (1 + xd.abs())
@@ -227,5 +233,5 @@ JUDGES = {"equal": judge_equal, "parameters": judge_parameters, "raises": judge_
 def judge(case: dict, expected: dict | None, got: dict, tol: Tolerance, public: bool) -> Verdict:
     kind = case.get("judge", "equal")
     if kind != "raises" and not got.get("ok"):
-        return error_verdict(got)
+        return error_verdict(got, public)
     return JUDGES[kind](case, expected or {}, got, tol, public)

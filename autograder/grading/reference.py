@@ -1,8 +1,10 @@
 """The reference side: run a request against the solutions, in the trusted process."""
 from __future__ import annotations
 
+import ast
 import importlib
 import inspect
+import textwrap
 import sys
 from pathlib import Path
 
@@ -37,10 +39,34 @@ class Reference:
         return runtime.run(request, self.workspace)
 
     def source(self, step: str) -> str:
-        return inspect.getsource(self.workspace.standins[step])
+        """The step's code as shipped to a worker: no comments, no docstrings, no markers."""
+        tree = ast.parse(textwrap.dedent(inspect.getsource(self.workspace.standins[step])))
+        for node in ast.walk(tree):
+            body = getattr(node, "body", None)
+            if isinstance(body, list) and body and isinstance(body[0], ast.Expr) \
+                    and isinstance(getattr(body[0], "value", None), ast.Constant) and isinstance(body[0].value.value, str):
+                node.body = body[1:] or [ast.Pass()]
+        return ast.unparse(tree) + "\n"
 
     def standin_sources(self) -> dict[str, str]:
         return {step: self.source(step) for step in self.steps}
+
+    def uses(self) -> dict[str, set[str]]:
+        """For each step, the names its reference code uses (to find the stand-ins a stand-in needs)."""
+        return {step: {n.id for n in ast.walk(ast.parse(src)) if isinstance(n, ast.Name)}
+                for step, src in self.standin_sources().items()}
+
+    def body_lines(self) -> set[str]:
+        """Every substantial line of the reference's code, whitespace-normalized: feedback must quote none."""
+        lines = set()
+        for module in self.modules.values():
+            for line in inspect.getsource(module).splitlines():
+                text = " ".join(line.split())
+                if len(text) >= 16 and not text.startswith(("#", '"', "'")):
+                    lines.add(text)
+        for src in self.standin_sources().values():
+            lines |= {" ".join(line.split()) for line in src.splitlines() if len(line.strip()) >= 16}
+        return lines
 
     def call(self, step: str, *args, **kwargs):
         return self.workspace.standins[step](*args, **kwargs)

@@ -6,6 +6,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from .dependencies import StudentCode, standins_for
 from .workers import WorkerError, Zygote
 
 
@@ -19,7 +20,8 @@ class SubmissionRunner:
 
     def __init__(self, zygote: Zygote, folder: Path, modules: list[str], standin_sources: dict[str, str],
                  time_limits: dict[str, float], limits: dict | None = None, *, uid_base: int = 0,
-                 submission_seconds: float | None = None, module_errors: dict | None = None):
+                 submission_seconds: float | None = None, module_errors: dict | None = None,
+                 reference_uses: dict[str, set[str]] | None = None):
         self.zygote = zygote
         self.folder = Path(folder).resolve()
         self.modules = modules
@@ -32,6 +34,8 @@ class SubmissionRunner:
         self._sandbox = None
         self._step: str | None = None
         self._worker = None
+        self.reference_uses = reference_uses
+        self._student = None
         self.module_errors = module_errors or {}  # found while staging: not UTF-8, a link, a broken notebook
         self.import_errors: dict[str, dict] = {}
         self.output_bytes = 0
@@ -42,7 +46,13 @@ class SubmissionRunner:
         if self._sandbox is None or self._sandbox.dead:
             self._sandbox = self.zygote.open({"folder": str(self.folder), "scratch": str(self.scratch_root / "work"),
                                               "limits": self.limits, "uid_base": self.uid_base})
-        sources = {s: src for s, src in self.standin_sources.items() if s != step}
+        if self.reference_uses is not None:  # only what the step's code uses (dependencies.py)
+            if self._student is None:
+                self._student = StudentCode(self.folder, self.modules)
+            needed = standins_for(step, self._student, self.reference_uses)
+            sources = {s: self.standin_sources[s] for s in needed}
+        else:
+            sources = {s: src for s, src in self.standin_sources.items() if s != step}
         budget = self.time_limits.get(step, 10.0)
         if self.deadline is not None:
             budget = min(budget, self.deadline - time.monotonic())

@@ -15,6 +15,13 @@ from . import standins as standins_mod
 from .submission import describe_exception
 
 
+# Bound before any student code runs: patching torch.equal or Tensor.clone later changes nothing here.
+_equal = torch.equal
+_detach = torch.Tensor.detach
+_clone = torch.Tensor.clone
+_is_tensor = torch.is_tensor
+
+
 def seed(value: int) -> None:
     """``torch.manual_seed`` for the CPU generator, which is all a CPU build draws from.
 
@@ -153,14 +160,14 @@ def run(request: dict, ws: Workspace) -> dict:
             phase = "call"
         for index in request.get("grad_args", []):
             args[index].requires_grad_(True)
-        snapshots = {i: a.detach().clone() for i, a in enumerate(args) if isinstance(a, torch.Tensor)}
+        snapshots = {i: _clone(_detach(a)) for i, a in enumerate(args) if _is_tensor(a)}
         if request.get("forward_seed") is not None:
             seed(request["forward_seed"])
         output = callee(*args, **kwargs)
         answer["output"] = _plain(output)
         answer["output_facts"] = _tensor_facts(output)
         answer["mutated"] = [i for i, before in snapshots.items()
-                             if args[i].shape != before.shape or not torch.equal(args[i].detach(), before)]
+                             if tuple(args[i].shape) != tuple(before.shape) or not _equal(_detach(args[i]), before)]
         answer["modules_after"] = [[(n, p.detach().clone()) for n, p in m.named_parameters()] for m in built]
         upstream = _materialize(request.get("upstream"), ws, built)
         if upstream is not None:

