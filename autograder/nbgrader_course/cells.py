@@ -49,7 +49,3 @@ def test(source: str, grade_id: str, points: float) -> dict:
     """A graded, locked test cell: its points when it runs without an error, else zero."""
     return v4.new_code_cell(source, id=_cell_id(grade_id),
                             metadata=_meta("code", grade_id, grade=True, solution=False, locked=True, points=points))
-
-
-def nbgrader_meta(cell) -> dict | None:
-    return cell.get("metadata", {}).get("nbgrader")

@@ -9,7 +9,7 @@ from nbformat import v4
 
 from autograder import documents
 
-from . import cells, checks, literals, prose, test_code
+from . import cells, checks, graded_cells, literals, prose
 from .collect import Case
 from .sources import ModuleSource, read_module
 
@@ -84,6 +84,6 @@ def build_notebook(course, module: str, solutions: Path, cases: dict[tuple[str, 
                                        f"about_{name}"))
         nb.cells.append(cells.solution(piece, name))
         for count, cspec in spec.counts.items():
-            code = test_code.count_cell(step, count, cspec.points, cases[(step, count)])
+            code = graded_cells.count_cell(step, count, cspec.points, cases[(step, count)])
             nb.cells.append(cells.test(code, f"test_{name}_{count}", cspec.points))
     return nb

@@ -1,0 +1,342 @@
+"""``grade nbgrader``: the nbgrader course it writes, and a real nbgrader round trip.
+
+The fast tests read the source notebooks and run their cells in-process (no kernel, no nbgrader). The
+round trip (slow) runs the real ``nbgrader generate_assignment`` and ``nbgrader autograde`` on three
+students: ``correct`` (the solutions pasted in), ``buggy`` (one step forgets the 1/sqrt(d_k) scaling)
+and ``stubs`` (the released notebooks untouched), and reads their scores from nbgrader's gradebook.
+"""
+from __future__ import annotations
+
+import ast
+import inspect
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from autograder.course import load_course
+from autograder.nbgrader_course import checks
+from autograder.nbgrader_course.sources import read_module
+
+from .conftest import ROOT, run_grade
+
+nbformat = pytest.importorskip("nbformat")
+
+COURSE = load_course(ROOT / "course.yml")
+ASSIGNMENT = COURSE.unit
+NBGRADER = Path(sys.executable).parent / "nbgrader"
+V3_KEYS = {"schema_version", "grade", "locked", "solution", "task", "grade_id", "points", "checksum", "cell_type"}
+BUG_STEP = "trainable_attention.scaled_attention_weights"
+BUG = ("attn_scores / d_k**0.5", "attn_scores")  # forgets the 1/sqrt(d_k) scaling
+STUB = "raise NotImplementedError()"
+
+
+def nbgrader_meta(cell) -> dict:
+    return cell.get("metadata", {}).get("nbgrader") or {}
+
+
+def notebook(folder: Path, module: str):
+    return nbformat.read(str(folder / f"{module}.ipynb"), as_version=4)
+
+
+def solution_region(source: str) -> str:
+    """The student's view of a solution cell: each solution region replaced by the stub."""
+    return re.sub(r"(?m)^([ \t]*)### BEGIN SOLUTION\n(?:.*\n)*?[ \t]*### END SOLUTION$", rf"\1{STUB}", source)
+
+
+@pytest.fixture(scope="module")
+def course_dir(tmp_path_factory) -> Path:
+    dest = tmp_path_factory.mktemp("nbgrader") / "course"
+    result = run_grade("nbgrader", "--course", str(dest))
+    assert result.returncode == 0, result.stderr
+    assert f"{COURSE.max_points():g} of {COURSE.max_points():g} points" in result.stdout
+    return dest
+
+
+@pytest.fixture(scope="module")
+def source(course_dir) -> Path:
+    return course_dir / "source" / ASSIGNMENT
+
+
+# -- the source notebooks -------------------------------------------------------------------------
+def test_config_and_one_notebook_per_module(course_dir, source):
+    config = (course_dir / "nbgrader_config.py").read_text()
+    assert f"c.CourseDirectory.course_id = {ASSIGNMENT!r}" in config
+    assert "c.Execute.timeout = " in config
+    compile(config, "nbgrader_config.py", "exec")
+    assert sorted(p.stem for p in source.glob("*.ipynb")) == sorted(COURSE.modules)
+    for module in COURSE.modules:
+        nb = notebook(source, module)
+        nbformat.validate(nb)
+        assert nb.metadata.kernelspec.name == "python3"
+
+
+def test_cell_metadata_is_nbgrader_schema_3_with_unique_ids(source):
+    for module in COURSE.modules:
+        nb = notebook(source, module)
+        grade_ids = [nbgrader_meta(c)["grade_id"] for c in nb.cells if nbgrader_meta(c)]
+        assert len(grade_ids) == len(set(grade_ids)), module
+        cell_ids = [c.id for c in nb.cells]
+        assert len(cell_ids) == len(set(cell_ids)), module
+        kinds = set()
+        for cell in nb.cells:
+            meta = nbgrader_meta(cell)
+            if not meta:
+                assert cell.cell_type == "markdown"
+                continue
+            assert meta["schema_version"] == 3 and set(meta) <= V3_KEYS and meta["cell_type"] == cell.cell_type
+            if meta["grade"]:
+                kinds.add("test")
+                assert (meta["solution"], meta["locked"]) == (False, True) and meta["points"] > 0
+                assert meta["grade_id"].startswith("test_")
+            elif meta["solution"]:
+                kinds.add("solution")
+                assert meta["locked"] is False and "points" not in meta
+            else:
+                kinds.add("read-only")
+                assert meta["locked"] is True
+        assert kinds == {"test", "solution", "read-only"}, module
+
+
+def test_points_are_course_yml_points_one_test_cell_per_count(source):
+    total = 0.0
+    for module in COURSE.modules:
+        tests = {nbgrader_meta(c)["grade_id"]: nbgrader_meta(c)["points"]
+                 for c in notebook(source, module).cells if nbgrader_meta(c).get("grade")}
+        expected = {f"test_{step.split('.', 1)[1]}_{count}": spec.points
+                    for step, s in COURSE.steps.items() if step.startswith(module + ".")
+                    for count, spec in s.counts.items()}
+        assert tests == expected, module
+        total += sum(tests.values())
+    assert total == COURSE.max_points()
+
+
+def test_solution_cells_hold_the_reference_between_markers(source):
+    for module in COURSE.modules:
+        pieces = read_module(ROOT / "solutions" / f"{module}.py").pieces
+        cells = {nbgrader_meta(c)["grade_id"]: c.source for c in notebook(source, module).cells
+                 if nbgrader_meta(c).get("solution")}
+        for step in COURSE.steps:
+            if step.startswith(module + "."):
+                name = step.split(".", 1)[1]
+                assert cells[name] == pieces[name]
+                assert cells[name].count("### BEGIN SOLUTION") == cells[name].count("### END SOLUTION") >= 1
+
+
+def test_helper_cell_is_the_checks_module_and_setup_silences_warnings(source):
+    for module in COURSE.modules:
+        cells = {nbgrader_meta(c).get("grade_id"): c.source for c in notebook(source, module).cells}
+        assert inspect.getsource(checks).rstrip() in cells["checking_helper"]
+        assert 'warnings.filterwarnings("ignore")' in cells["setup"]
+        assert "book_inputs = torch.tensor([[0.43, 0.15, 0.89]," in cells["setup"]
+
+
+def test_visible_cases_in_the_open_hidden_cases_between_markers(source):
+    for module in COURSE.modules:
+        for cell in notebook(source, module).cells:
+            meta = nbgrader_meta(cell)
+            if not meta.get("grade"):
+                continue
+            step, count = re.match(r"# (\S+) \[(\w+)\]", cell.source).groups()
+            visible, _, rest = cell.source.partition("### BEGIN HIDDEN TESTS")
+            hidden = rest.partition("### END HIDDEN TESTS")[0]
+            public = COURSE.steps[step].counts[count].visibility == "public"
+            assert ("check_" in visible) == public, meta["grade_id"]
+            if not public:
+                assert "check_" in hidden, meta["grade_id"]
+            if count == "gradients":
+                assert "upstream=" in cell.source and "expected_grads=" in cell.source
+
+
+def test_test_cells_are_calls_of_the_checks_only(source):
+    """No test cell ends in a value: nbgrader would read a number as partial credit."""
+    names = {n for n, _ in inspect.getmembers(checks, inspect.isfunction) if n.startswith("check_")}
+    for module in COURSE.modules:
+        for cell in notebook(source, module).cells:
+            if nbgrader_meta(cell).get("grade"):
+                for node in ast.parse(cell.source).body:
+                    assert isinstance(node, ast.Expr) and isinstance(node.value, ast.Call), cell.source[:200]
+                    assert node.value.func.id in names
+
+
+# -- the notebooks' cells, run in-process ---------------------------------------------------------
+def run_cells(nb, replace=None) -> dict[str, BaseException | None]:
+    """Run a notebook's code cells in one namespace; grade_id of each test cell -> what it raised."""
+    namespace: dict = {"__name__": "__main__"}
+    outcomes = {}
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        meta = nbgrader_meta(cell)
+        code = replace(meta, cell.source) if replace else cell.source
+        try:
+            exec(compile(code, meta.get("grade_id", "cell"), "exec"), namespace)  # noqa: S102 - our own notebook
+            error = None
+        except AssertionError as exc:
+            error = exc
+        if meta.get("grade"):
+            outcomes[meta["grade_id"]] = error
+        else:
+            assert error is None, f"{meta.get('grade_id')}: {error}"
+    return outcomes
+
+
+def test_reference_passes_every_test_cell(source):
+    for module in COURSE.modules:
+        outcomes = run_cells(notebook(source, module))
+        assert outcomes and all(e is None for e in outcomes.values()), {k: str(e) for k, e in outcomes.items() if e}
+
+
+def test_a_bug_fails_its_step_only_with_a_teaching_message(source):
+    name = BUG_STEP.split(".", 1)[1]
+
+    def bug(meta, code):
+        return code.replace(*BUG) if meta.get("grade_id") == name else code
+
+    outcomes = run_cells(notebook(source, BUG_STEP.split(".")[0]), bug)
+    failed = {k for k, e in outcomes.items() if e is not None}
+    assert failed == {f"test_{name}_{c}" for c in COURSE.steps[BUG_STEP].counts}
+    message = str(outcomes[f"test_{name}_values"])
+    assert message.startswith(f"{BUG_STEP} [values], case ")
+    assert "expected values:" in message and "got      values:" in message
+    assert "likely: forgot the 1/sqrt(d_k) scaling" in message
+    hidden = str(outcomes[f"test_{name}_randomized"])
+    assert "likely: forgot the 1/sqrt(d_k) scaling" in hidden and "expected values" not in hidden
+
+
+def test_stubs_fail_every_test_cell_as_not_attempted(source):
+    def stub(meta, code):
+        return solution_region(code) if meta.get("solution") else code
+
+    for module in ("simple_attention", "multihead_attention"):
+        outcomes = run_cells(notebook(source, module), stub)
+        assert all(type(e).__name__ == "CheckFailed" for e in outcomes.values())  # the cell's own class
+        assert all("not attempted yet" in str(e) for g, e in outcomes.items() if "errors" not in g)
+
+
+def test_refuses_to_overwrite_without_force(course_dir):
+    result = run_grade("nbgrader", "--course", str(course_dir))
+    assert result.returncode == 2 and "--force" in result.stderr
+
+
+# -- nbgrader itself ------------------------------------------------------------------------------
+def jupyter_env(tmp: Path) -> dict:
+    """An environment where nbgrader runs the venv's Python as its "python3" kernel, and reads no
+    configuration, kernel or IPython profile of the user's."""
+    kernels = tmp / "jupyter-path"
+    spec = kernels / "kernels" / "python3"
+    spec.mkdir(parents=True, exist_ok=True)
+    (spec / "kernel.json").write_text(json.dumps({
+        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "Python 3 (ipykernel)", "language": "python"}))
+    dirs = {name: tmp / name.lower() for name in ("JUPYTER_DATA_DIR", "JUPYTER_CONFIG_DIR", "JUPYTER_RUNTIME_DIR", "IPYTHONDIR")}
+    for d in dirs.values():
+        d.mkdir(exist_ok=True)
+    # nbgrader runs `alembic` from PATH: the venv's bin first.
+    return {**os.environ, **{k: str(v) for k, v in dirs.items()}, "JUPYTER_PATH": str(kernels),
+            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+            "PYTHONWARNINGS": "ignore"}
+
+
+def nbgrader(*args: str, cwd: Path, env: dict, timeout: float) -> subprocess.CompletedProcess:
+    result = subprocess.run([str(NBGRADER), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return result
+
+
+@pytest.fixture(scope="module")
+def released(course_dir, tmp_path_factory) -> tuple[Path, dict]:
+    if not NBGRADER.exists():
+        pytest.skip("nbgrader is not installed (pip install -e '.[test]')")
+    env = jupyter_env(tmp_path_factory.mktemp("jupyter"))
+    nbgrader("generate_assignment", ASSIGNMENT, cwd=course_dir, env=env, timeout=600)
+    return course_dir / "release" / ASSIGNMENT, env
+
+
+def test_release_holds_no_solution_and_no_hidden_test(released, source):
+    release, _ = released
+    for module in COURSE.modules:
+        solution_lines = set()
+        for cell in notebook(source, module).cells:
+            inside = False
+            for line in cell.source.splitlines():
+                if "### BEGIN SOLUTION" in line:
+                    inside = True
+                elif "### END SOLUTION" in line:
+                    inside = False
+                elif inside and line.strip():
+                    solution_lines.add(line.strip())
+        assert solution_lines
+        nb = notebook(release, module)
+        for cell in nb.cells:
+            text = cell.source
+            assert "BEGIN SOLUTION" not in text and "END SOLUTION" not in text
+            assert "BEGIN HIDDEN TESTS" not in text and "END HIDDEN TESTS" not in text
+            if nbgrader_meta(cell).get("grade_id") != "checking_helper":  # checks.py: shares `"""` lines
+                assert not solution_lines & {line.strip() for line in text.splitlines()}, (module, text[:300])
+            if nbgrader_meta(cell).get("solution"):
+                assert STUB in text
+        hidden_only = [c for c in nb.cells if nbgrader_meta(c).get("grade") and "check_" not in c.source]
+        assert hidden_only  # the randomized counts: nothing left to run before grading
+
+
+def submit(course_dir: Path, source: Path, release: Path) -> None:
+    """submitted/<student>/<assignment>/: correct, buggy (one step), stubs (the release untouched)."""
+    bug_name = BUG_STEP.split(".", 1)[1]
+    for student in ("correct", "buggy", "stubs"):
+        folder = course_dir / "submitted" / student / ASSIGNMENT
+        folder.mkdir(parents=True)
+        for module in COURSE.modules:
+            nb = notebook(release, module)
+            answers = {nbgrader_meta(c)["grade_id"]: c.source for c in notebook(source, module).cells
+                       if nbgrader_meta(c).get("solution")}
+            for cell in nb.cells:
+                meta = nbgrader_meta(cell)
+                if student != "stubs" and meta.get("solution"):
+                    cell.source = answers[meta["grade_id"]]
+                    if student == "buggy" and meta["grade_id"] == bug_name:
+                        assert BUG[0] in cell.source
+                        cell.source = cell.source.replace(*BUG)
+            nbformat.write(nb, str(folder / f"{module}.ipynb"))
+
+
+@pytest.fixture(scope="module")
+def gradebook(released, course_dir, source):
+    from nbgrader.api import Gradebook  # noqa: PLC0415
+
+    release, env = released
+    submit(course_dir, source, release)
+    nbgrader("autograde", ASSIGNMENT, cwd=course_dir, env=env, timeout=1800)
+    scores = {}
+    with Gradebook(f"sqlite:///{course_dir / 'gradebook.db'}") as gb:
+        for student in ("correct", "buggy", "stubs"):
+            sub = gb.find_submission(ASSIGNMENT, student)
+            lost = {g.name: g.max_score - g.score for nb in sub.notebooks for g in nb.grades if g.score < g.max_score}
+            scores[student] = (sub.score, sub.max_score, lost)
+    return scores
+
+
+@pytest.mark.slow
+def test_nbgrader_gives_the_solutions_full_marks(gradebook):
+    score, top, lost = gradebook["correct"]
+    assert top == COURSE.max_points()
+    assert (score, lost) == (top, {})
+
+
+@pytest.mark.slow
+def test_nbgrader_takes_exactly_the_buggy_steps_points(gradebook):
+    score, top, lost = gradebook["buggy"]
+    step = COURSE.steps[BUG_STEP]
+    name = BUG_STEP.split(".", 1)[1]
+    assert lost == {f"test_{name}_{c}": spec.points for c, spec in step.counts.items()}
+    assert score == top - sum(spec.points for spec in step.counts.values())
+
+
+@pytest.mark.slow
+def test_nbgrader_gives_untouched_stubs_zero(gradebook):
+    score, top, _ = gradebook["stubs"]
+    assert (score, top) == (0, COURSE.max_points())
