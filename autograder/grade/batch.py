@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import os
 import shutil
 import tempfile
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -98,8 +99,14 @@ def run(grader, jobs: list[Job], out: Path, n_jobs: int, on_done) -> None:
             on_done(future.result())
 
 
-def staging_dir() -> Path:
-    return Path(tempfile.mkdtemp(prefix="grade-staging-"))
+def staging_dir(out: Path) -> Path:
+    """A private staging folder inside ``out``; those of batches that were killed are removed."""
+    out.mkdir(parents=True, exist_ok=True)
+    for old in out.glob(".staging-*"):
+        pid = old.name.rsplit("-", 2)[1] if old.name.count("-") >= 2 else ""
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            shutil.rmtree(old, ignore_errors=True)
+    return Path(tempfile.mkdtemp(prefix=f".staging-{os.getpid()}-", dir=out))
 
 
 def cleanup(path: Path) -> None:

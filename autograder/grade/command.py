@@ -52,7 +52,7 @@ def autograde_command(submissions: tuple[Path, ...], out: Path, course_file: Pat
     n_jobs = n_jobs or os.cpu_count() or 1
     if n_jobs == 1:
         grader.zygote  # noqa: B018 - start it now: it imports torch while we stage
-    staging = batch.staging_dir()
+    staging = batch.staging_dir(out)
     top = course.max_points()
     start = time.monotonic()
     try:

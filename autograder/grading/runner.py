@@ -15,13 +15,30 @@ def limit_error(exc: WorkerError) -> dict:
                                    "where": None, "phase": "the step", "not_attempted": False, "limit": exc.limit}}
 
 
+def _asked_standins(value) -> set[str]:
+    """Steps whose stand-ins a request builds (``{"$module": {"target": ..., "standin": true}}``)."""
+    found: set[str] = set()
+    if isinstance(value, dict):
+        spec = value.get("$module")
+        if isinstance(spec, dict) and spec.get("standin"):
+            found.add(spec["target"])
+        if value.get("standin") and isinstance(value.get("target"), str):
+            found.add(value["target"])
+        for item in value.values():
+            found |= _asked_standins(item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            found |= _asked_standins(item)
+    return found
+
+
 class SubmissionRunner:
     """Executes requests for one submission; a fresh worker per step, killed when the step is done."""
 
     def __init__(self, zygote: Zygote, folder: Path, modules: list[str], standin_sources: dict[str, str],
                  time_limits: dict[str, float], limits: dict | None = None, *, uid_base: int = 0,
                  submission_seconds: float | None = None, module_errors: dict | None = None,
-                 reference_uses: dict[str, set[str]] | None = None):
+                 reference_uses: dict[str, set[str]] | None = None, reuse: bool = True):
         self.zygote = zygote
         self.folder = Path(folder).resolve()
         self.modules = modules
@@ -34,6 +51,10 @@ class SubmissionRunner:
         self._sandbox = None
         self._step: str | None = None
         self._worker = None
+        self._had_standins = False
+        self._holds: set[str] = set()
+        #: serve several steps with one worker while it stays clean (worker/hygiene.py)
+        self.reuse = reuse
         self.reference_uses = reference_uses
         self._student = None
         self.module_errors = module_errors or {}  # found while staging: not UTF-8, a link, a broken notebook
@@ -41,24 +62,43 @@ class SubmissionRunner:
         self.output_bytes = 0
         self.timed_out: dict[str, dict] = {}  # a step that used up its time gets no second budget
 
-    def _start(self, step: str):
+    def _begin(self, step: str, asked: set[str] = frozenset()) -> None:
+        """Start ``step``: on the current worker if it is clean and holds no stand-in, else on a fresh one."""
+        sources = self._standins(step, asked)
+        budget = self.time_limits.get(step, 10.0)
+        if self.deadline is not None:
+            budget = min(budget, self.deadline - time.monotonic())
+        worker = self._worker
+        if worker is not None and not worker.dead and self.reuse and not sources and not self._had_standins:
+            try:
+                worker.begin(budget)
+                if not worker.request({"op": "clean?"})["changed"]:
+                    worker.request({"op": "step"})
+                    self._step = step
+                    return
+            except WorkerError:
+                pass
+        self._start(step, sources, budget)
+        self._worker.request({"op": "step"})
+
+    def _standins(self, step: str, asked: set[str] = frozenset()) -> dict[str, str]:
+        if self.reference_uses is None:
+            return {s: src for s, src in self.standin_sources.items() if s != step}
+        if self._student is None:  # only what the step's code uses (dependencies.py)
+            self._student = StudentCode(self.folder, self.modules)
+        needed = set(standins_for(step, self._student, self.reference_uses)) | (set(asked) - {step})
+        return {s: src for s, src in self.standin_sources.items() if s in needed}
+
+    def _start(self, step: str, sources: dict[str, str], budget: float):
         self.close_worker()
         if self._sandbox is None or self._sandbox.dead:
             self._sandbox = self.zygote.open({"folder": str(self.folder), "scratch": str(self.scratch_root / "work"),
                                               "limits": self.limits, "uid_base": self.uid_base})
-        if self.reference_uses is not None:  # only what the step's code uses (dependencies.py)
-            if self._student is None:
-                self._student = StudentCode(self.folder, self.modules)
-            needed = standins_for(step, self._student, self.reference_uses)
-            sources = {s: self.standin_sources[s] for s in needed}
-        else:
-            sources = {s: src for s, src in self.standin_sources.items() if s != step}
-        budget = self.time_limits.get(step, 10.0)
-        if self.deadline is not None:
-            budget = min(budget, self.deadline - time.monotonic())
         self._output = self.scratch_root / f"{step}.out"
         spawn = {"modules": self.modules, "standins": sources}
         self._worker = self._sandbox.spawn(spawn, self._output, budget)
+        self._had_standins = bool(sources)
+        self._holds = set(sources)
         self._step = step
         hello = self._worker.request(None)
         self.import_errors = {**hello.get("import_errors", {}), **self.module_errors}
@@ -73,8 +113,12 @@ class SubmissionRunner:
             return {"ok": False, "error": {**self.module_errors[module], "phase": f"importing {module}.py",
                                            "not_attempted": False, "import": True}}
         try:
+            asked = _asked_standins(request)  # a request may build other steps' stand-ins (Exercise 3.1)
             if self._step != step or self._worker is None or self._worker.dead:
-                self._start(step)
+                self._begin(step, asked)
+            elif not asked <= self._holds:
+                self._start(step, self._standins(step, asked | self._holds), self._worker.remaining())
+                self._worker.request({"op": "step"})
             if module in self.import_errors:
                 return {"ok": False, "error": {**self.import_errors[module], "phase": f"importing {module}.py",
                                                "not_attempted": False, "import": True}}

@@ -256,6 +256,10 @@ class Worker:
     def remaining(self) -> float:
         return self.budget - (time.monotonic() - self.started)
 
+    def begin(self, budget: float) -> None:
+        """A new step on this worker: a fresh time budget."""
+        self.started, self.budget = time.monotonic(), budget
+
     def request(self, message: dict | None = None):
         """Send ``message`` (or only read, when None) and return the worker's answer."""
         if self.dead:

@@ -51,13 +51,21 @@ def _walk(root: Path, depth: int = 3):
 
 
 def _has_modules(folder: Path, modules: list[str]) -> bool:
-    return any(os.path.lexists(folder / f"{m}{ext}") for m in modules for ext in (".py", ".ipynb")) or \
-        any(p.suffix == ".ipynb" for p in folder.iterdir() if p.is_file() and not p.is_symlink())
+    return any(os.path.lexists(folder / f"{m}{ext}") for m in modules for ext in (".py", ".ipynb"))
+
+
+def _has_notebook(folder: Path, modules: list[str]) -> bool:
+    return any(p.suffix == ".ipynb" for p in folder.iterdir() if p.is_file() and not p.is_symlink())
 
 
 def find_root(unpacked: Path, modules: list[str]) -> tuple[Path | None, str | None]:
-    """The folder holding the modules: the top, or the one nested folder that has them."""
-    found = [d for d in _walk(unpacked) if _has_modules(d, modules)]
+    """The folder holding the modules: the top, or the one nested folder that has them.
+
+    Folders with the modules by name win; a folder with some other notebook (one notebook for all the
+    modules) counts only when no folder has them by name, so a stray Untitled.ipynb hides nothing.
+    """
+    found = [d for d in _walk(unpacked) if _has_modules(d, modules)] or \
+        [d for d in _walk(unpacked) if _has_notebook(d, modules)]
     if not found:
         return None, f"none of {', '.join(m + '.py' for m in modules)} (or a notebook) is in it"
     shallowest = min(len(d.relative_to(unpacked).parts) for d in found)
@@ -144,6 +152,10 @@ def _timestamp(source: Path) -> str | None:
     stamp = folder / "timestamp.txt"
     if source.is_dir() and stamp.is_file() and not stamp.is_symlink():
         text = stamp.read_text(errors="replace").strip()
+        # nbgrader writes "%Y-%m-%d %H:%M:%S.%f %Z", e.g. "2026-12-10 14:03:22.123456 UTC"
+        for zone in (" UTC", " GMT", "Z"):
+            if text.endswith(zone):
+                text = text[: -len(zone)] + "+00:00"
         try:
             when = dt.datetime.fromisoformat(text.replace(" ", "T", 1))
             return (when if when.tzinfo else when.replace(tzinfo=dt.timezone.utc)).isoformat()

@@ -1,4 +1,9 @@
-"""One worker: import the submission, serve the trusted side's requests for one step."""
+"""One worker: import the submission, serve the trusted side's requests for one step or more.
+
+Requests: ``{"op": "step"}`` starts a step (fresh random state), ``{"op": "clean?"}`` asks whether the
+worker is still as it was after import (hygiene.py), ``{"op": "exit"}``; anything else is a call for
+``runtime.run``.
+"""
 from __future__ import annotations
 
 import socket
@@ -6,7 +11,7 @@ import sys
 
 from pathlib import Path
 
-from . import runtime, submission, wire
+from . import hygiene, runtime, submission, wire
 
 
 def serve(channel: socket.socket, folder: str, spawn: dict) -> None:
@@ -21,6 +26,7 @@ def serve(channel: socket.socket, folder: str, spawn: dict) -> None:
     ws = runtime.prepare(folder, modules, sources)
     sources.clear()
     del sources
+    baseline = hygiene.fingerprint(modules)
     wire.send(channel, {"import_errors": errors})
     while True:
         try:
@@ -29,6 +35,13 @@ def serve(channel: socket.socket, folder: str, spawn: dict) -> None:
             return
         if request.get("op") == "exit":
             return
+        if request.get("op") == "step":  # a step begins: the same random state for every step
+            hygiene.fresh_random_state()
+            wire.send(channel, {"ok": True})
+            continue
+        if request.get("op") == "clean?":  # may this worker serve another step?
+            wire.send(channel, {"changed": hygiene.changes(baseline, hygiene.fingerprint(modules))})
+            continue
         answer = runtime.run(request, ws)
         try:
             wire.send(channel, answer)

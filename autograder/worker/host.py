@@ -12,6 +12,7 @@ The host itself never runs student code, so it stays trustworthy for the whole s
 """
 from __future__ import annotations
 
+import gc
 import json
 import os
 import signal
@@ -41,6 +42,7 @@ def run(control: socket.socket, request: dict, plan: sandbox.Plan) -> None:
     workdir = "/tmp/work" if plan.level == sandbox.NAMESPACES else request["scratch"]
     os.makedirs(workdir, mode=0o755, exist_ok=True)
     uid_base, spawned, current = int(request.get("uid_base", 0)), 0, None
+    gc.freeze()  # see zygote.main: forked workers must not copy the host's heap by collecting it
     _reply(control, {"ready": True})
     while True:
         try:
@@ -69,6 +71,12 @@ def run(control: socket.socket, request: dict, plan: sandbox.Plan) -> None:
             os.close(output_fd)
             current = (pid, uid)
             _reply(control, {"ok": True})
+        elif op["op"] == "end" and current is not None and not op.get("wait"):
+            # A finished step: kill first, answer at once, tidy up while the trusted side judges.
+            sandbox.kill_step(plan, *current)
+            _reply(control, {"status": "killed"})
+            _end(plan, current, 0, workdir)
+            current = None
         elif op["op"] == "end":
             status = _end(plan, current, float(op.get("wait", 0)), workdir) if current else "gone"
             current = None

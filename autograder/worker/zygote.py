@@ -11,6 +11,7 @@ serves the trusted side on that socket, and answers ``{"pid": ...}``.
 """
 from __future__ import annotations
 
+import gc
 import json
 import os
 import socket
@@ -57,6 +58,9 @@ def main(control_fd: int, uid_base: int = 0, site_dirs: list[str] | None = None)
     # Orphans (a killed host's confined half) come back to us to be reaped.
     sc.prctl(sc.PR_SET_CHILD_SUBREAPER, 1)
     plan = sandbox.plan_for_zygote(uid_base, site_dirs or [])
+    # Everything loaded so far lives as long as we do: keep the collector from walking (and so
+    # copying, page by page) all of it in every forked child.
+    gc.freeze()
     control.sendall(json.dumps({"isolation": plan.describe(), "level": plan.level}).encode("utf-8") + b"\n")
     while True:
         try:

@@ -1,0 +1,89 @@
+"""Is this worker still as it was after importing the submission? If so, it may serve another step.
+
+A worker serves steps one after another for as long as the previous step left no trace that could reach
+the next: no thread or process still running, no torch setting changed, nothing in torch, its modules,
+builtins or the student's own modules rebound (a monkeypatch), no trace hook, signal handler or global
+module hook added. Any change, and the worker is retired: the next step gets a fresh one, forked from
+the clean host. Each step also starts from the same random state, so a reused worker and a fresh one
+give the same answers.
+"""
+from __future__ import annotations
+
+import builtins
+import math
+import os
+import random
+import signal
+import sys
+import threading
+import warnings
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+_WATCHED = [torch, nn, F, torch.Tensor, nn.Module, nn.Linear, nn.Dropout, nn.Parameter, nn.ModuleList,
+            torch.autograd, torch.linalg, torch.special, torch.random, torch._C._VariableFunctions, torch._C,
+            math, builtins, random, os, sys]
+_SIGNALS = [signal.SIGINT, signal.SIGTERM, signal.SIGALRM, signal.SIGUSR1, signal.SIGCHLD]
+
+
+def _ids(namespace) -> int:
+    try:
+        items = vars(namespace).items()
+    except TypeError:
+        items = ((k, getattr(namespace, k, None)) for k in dir(namespace))
+    return hash(tuple((k, id(v)) for k, v in items if isinstance(k, str)))
+
+
+def _others() -> tuple[int, ...]:
+    """Processes other than us (in a sandbox: all but its init; else our children); our own threads."""
+    me = os.getpid()
+    try:
+        tasks = os.listdir(f"/proc/{me}/task")
+        if os.getppid() == 1:  # the host is PID 1 of our namespace: everything else in here is ours
+            pids = tuple(sorted(int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) not in (1, me)))
+        else:
+            pids = tuple(sorted(int(c) for t in tasks for c in open(f"/proc/{me}/task/{t}/children").read().split()))
+    except OSError:
+        return (-1,)
+    return pids + (len(tasks),)
+
+
+def _torch_state() -> tuple:
+    module = sys.modules["torch.nn.modules.module"]
+    hooks = tuple(id(getattr(module, name)) if getattr(module, name) is None or not hasattr(getattr(module, name), "__len__")
+                  else len(getattr(module, name)) for name in dir(module) if name.startswith("_global_"))
+    return (torch.get_default_dtype(), torch.is_grad_enabled(), torch.is_inference_mode_enabled(),
+            torch.are_deterministic_algorithms_enabled(), torch.is_anomaly_enabled(), torch.get_num_threads(),
+            torch._C._len_torch_function_stack(), torch._C._len_torch_dispatch_stack(), str(torch.get_default_device()),
+            hooks)
+
+
+def fingerprint(student_modules: dict) -> dict:
+    return {
+        "processes or threads": (_others(), threading.active_count()),
+        "torch settings": _torch_state(),
+        "patched names": tuple(_ids(ns) for ns in _WATCHED),
+        "modules": {k: id(v) for k, v in list(sys.modules.items())},
+        "your modules' globals": tuple(_ids(m) for m in student_modules.values()),
+        "hooks": (id(sys.gettrace()), id(sys.getprofile()), sys.getrecursionlimit(), len(warnings.filters),
+                  tuple(id(signal.getsignal(s)) for s in _SIGNALS), os.getcwd()),
+    }
+
+
+def changes(before: dict, after: dict) -> list[str]:
+    found = [key for key in before if key != "modules" and before[key] != after.get(key)]
+    now = after["modules"]  # modules imported since are fine; a module replaced is not
+    if any(now.get(name) != ident for name, ident in before["modules"].items()):
+        found.append("modules")
+    return found
+
+
+def fresh_random_state() -> None:
+    """The same random state at the start of every step, whichever worker serves it."""
+    torch.default_generator.manual_seed(0)
+    random.seed(0)
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:
+        numpy.random.seed(0)
