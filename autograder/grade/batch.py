@@ -59,13 +59,23 @@ def prepare(sources: list[Source], staging: Path, modules: list[str], out: Path,
 _grader = None  # the parent's Grader (course and reference loaded, no zygote), inherited by fork
 
 
-def _start(slots) -> None:
+def start_zygotes(n_jobs: int) -> list:
+    """One zygote per job, started first: each imports torch while this process loads the course."""
+    from autograder.grading.workers import Zygote  # noqa: PLC0415
+
+    return [Zygote(UID_BASE + (i + 1) * UIDS_PER_JOB) for i in range(n_jobs)]
+
+
+def _start(slots, zygotes) -> None:
     from multiprocessing.util import Finalize  # noqa: PLC0415
 
     with slots.get_lock():
         slot = slots.value
         slots.value += 1
-    _grader.for_job(UID_BASE + (slot + 1) * UIDS_PER_JOB).zygote  # noqa: B018 - start it now
+    for i, zygote in enumerate(zygotes):
+        if i != slot:
+            zygote.forget()
+    _grader.adopt(zygotes[slot])
     Finalize(_grader, _grader.close, exitpriority=10)
 
 
@@ -82,18 +92,22 @@ def grade_job(job: Job, out: Path, grader=None) -> dict:
     return {"name": job.source.name, "score": result["score"], "problem": staged.problem}
 
 
-def run(grader, jobs: list[Job], out: Path, n_jobs: int, on_done) -> None:
-    """Grade ``jobs`` with ``n_jobs`` processes; call ``on_done(summary)`` as each one finishes."""
+def run(grader, jobs: list[Job], out: Path, zygotes: list, on_done) -> None:
+    """Grade ``jobs`` with one process per zygote; call ``on_done(summary)`` as each one finishes."""
     global _grader
-    if n_jobs <= 1 or len(jobs) <= 1:
+    while len(zygotes) > max(1, len(jobs)):  # more jobs than submissions: stop the spare ones
+        zygotes.pop().close()
+    if len(zygotes) == 1:
+        grader.adopt(zygotes[0])
         for job in jobs:
             on_done(grade_job(job, out, grader))
         return
+    grader.warm_cache()  # reference answers, computed once here and shared by every job through fork
     _grader = grader
     context = multiprocessing.get_context("fork")
     slots = context.Value("i", 0)
-    with ProcessPoolExecutor(max_workers=min(n_jobs, len(jobs)), mp_context=context, initializer=_start,
-                             initargs=(slots,)) as pool:
+    with ProcessPoolExecutor(max_workers=len(zygotes), mp_context=context, initializer=_start,
+                             initargs=(slots, zygotes)) as pool:
         futures = [pool.submit(grade_job, job, out) for job in jobs]
         for future in as_completed(futures):
             on_done(future.result())

@@ -39,19 +39,22 @@ def autograde_command(submissions: tuple[Path, ...], out: Path, course_file: Pat
     from . import batch, fingerprint, summary  # noqa: PLC0415
     from .session import Grader  # noqa: PLC0415
 
+    n_jobs = n_jobs or os.cpu_count() or 1
+    zygotes = batch.start_zygotes(n_jobs)  # each imports torch while we load the course and stage
     try:
         grader = Grader(course_file)
     except CourseError as exc:
+        for zygote in zygotes:
+            zygote.close()
         _fail(str(exc))
     course = grader.course
     sources, problems = discover(list(submissions), course.modules)
     for problem in problems:
         click.echo(click.style("skipped: ", fg="yellow") + problem, err=True)
     if not sources:
+        for zygote in zygotes:
+            zygote.close()
         _fail("no submission to grade")
-    n_jobs = n_jobs or os.cpu_count() or 1
-    if n_jobs == 1:
-        grader.zygote  # noqa: B018 - start it now: it imports torch while we stage
     staging = batch.staging_dir(out)
     top = course.max_points()
     start = time.monotonic()
@@ -70,11 +73,12 @@ def autograde_command(submissions: tuple[Path, ...], out: Path, course_file: Pat
                 note = f"  ({item['problem']})" if item["problem"] else ""
                 tqdm.write(f"{item['name']}: {item['score']:g}/{top:g}{note}")
 
-            batch.run(grader, todo, out, n_jobs, on_done)
-        isolation = grader.zygote.isolation if n_jobs == 1 else None
+            batch.run(grader, todo, out, zygotes, on_done)
+        isolation = zygotes[0].isolation if len(zygotes) == 1 and todo else None
     finally:
         batch.cleanup(staging)
-        grader.close()
+        for zygote in zygotes:
+            zygote.close()
     stats = summary.write(course, out)
     click.echo(f"graded {len(todo)} submission(s) in {time.monotonic() - start:.1f} s with {n_jobs} job(s): "
                f"{counts['full']} full marks, {counts['partial']} partial, {counts['zero']} zero; "

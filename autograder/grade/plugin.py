@@ -36,7 +36,7 @@ def item_key(item) -> tuple[str | None, str]:
 class GradingPlugin:
     def __init__(self, course: Course, reference, student, *, recorder: list | None = None,
                  visibility: str | None = None, collect_only: bool = False, cache: dict | None = None,
-                 reference_lines: set[str] | None = None):
+                 reference_lines: set[str] | None = None, late_steps=None):
         self.course = course
         self.reference = reference
         self.student = student  # callable(step, request) -> answer
@@ -45,6 +45,7 @@ class GradingPlugin:
         self.collect_only = collect_only
         self.cache = cache
         self.reference_lines = reference_lines or set()
+        self.late_steps = set(late_steps or ())
         self.outcomes: dict[tuple[str, str], Outcome] = {}
         self.collected: list[tuple[str | None, str]] = []
         self.grader_errors: list[str] = []  # for the instructor's log, never for students
@@ -69,8 +70,9 @@ class GradingPlugin:
             if self.visibility and spec.counts[count].visibility != self.visibility:
                 continue
             keep.append(item)
-        # Step by step, in course order: one worker per step, started once.
-        order = {s: i for i, s in enumerate(self.course.steps)}
+        # Step by step, in course order; steps that use others' stand-ins last (their workers hold
+        # reference code and are retired after them, so the others can share one clean worker).
+        order = {s: (s in self.late_steps, i) for i, s in enumerate(self.course.steps)}
         keep.sort(key=lambda i: order[item_key(i)[0]])
         if self.collect_only:
             keep = []

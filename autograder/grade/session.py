@@ -32,6 +32,10 @@ class Grader:
         validate_suites(self.course, self.suites, self.reference)
         self.standins = self.reference.standin_sources()
         self.reference_uses = self.reference.uses()
+        # steps whose reference uses another step's code, or whose cases build other steps' stand-ins
+        short = {s.split(".", 1)[1] for s in self.course.steps}
+        self.late_steps = {s for s, names in self.reference_uses.items() if (names & short) - {s.split(".", 1)[1]}}
+        # ... and, learned while grading, steps whose cases build stand-ins (Exercise 3.1's transfer)
         self.reference_lines = self.reference.body_lines()
         self.uid_base = uid_base
         self._zygote: Zygote | None = None  # started on first use; forked batch jobs start their own
@@ -48,11 +52,12 @@ class Grader:
                                   uid_base=self.uid_base, submission_seconds=self.course.limits.submission_seconds,
                                   module_errors=module_errors, reference_uses=self.reference_uses)
         plugin = GradingPlugin(self.course, self.reference, runner.run, cache=self.cache,
-                               reference_lines=self.reference_lines)
+                               reference_lines=self.reference_lines, late_steps=self.late_steps)
         try:
             run_suites(self.suites, plugin)
         finally:
             runner.close()
+        self.late_steps |= runner.asked_standins
         notes = list(notes or [])
         if runner.output_bytes:
             notes.append(f"Your code printed {runner.output_bytes} bytes while being graded; printed output is not shown here.")
@@ -65,10 +70,16 @@ class Grader:
             self._zygote = Zygote(self.uid_base)
         return self._zygote
 
-    def for_job(self, uid_base: int) -> "Grader":
-        """In a forked batch job: the same course and reference, a zygote and uid range of its own."""
-        self.uid_base, self._zygote = uid_base, None
+    def adopt(self, zygote: Zygote) -> "Grader":
+        """Grade with ``zygote`` (started early; in a forked batch job, that job's own) and its uid range."""
+        self.uid_base, self._zygote = zygote.uid_base, zygote
         return self
+
+    def warm_cache(self) -> None:
+        """Compute every case's reference answer now (the reference grading itself, in process)."""
+        plugin = GradingPlugin(self.course, self.reference, lambda step, request: self.reference.run(request),
+                               cache=self.cache)
+        run_suites(self.suites, plugin)
 
     def close(self) -> None:
         if self._zygote is not None:

@@ -6,6 +6,8 @@ code: ``equal`` (outputs, and gradients when the case has an upstream gradient),
 """
 from __future__ import annotations
 
+import math
+
 import torch
 
 from . import diagnose, redact
@@ -146,6 +148,11 @@ def judge_equal(case: dict, expected: dict, got: dict, tol: Tolerance, public: b
     return Verdict(FAILED if lines else PASSED, lines)
 
 
+def _shape(value) -> list[int]:
+    """A parameter's shape: from a tensor, or as the worker sends it when only shapes are asked for."""
+    return list(value.shape) if isinstance(value, torch.Tensor) else [int(d) for d in value]
+
+
 def judge_parameters(case: dict, expected: dict, got: dict, tol: Tolerance, public: bool) -> Verdict:
     exp, mine = expected["params"], got.get("params") or []
     exp_names, my_names = [n for n, _ in exp], [n for n, _ in mine]
@@ -159,8 +166,9 @@ def judge_parameters(case: dict, expected: dict, got: dict, tol: Tolerance, publ
     for name, e in exp:
         if case.get("shapes_only"):
             shape = list(e) if isinstance(e, (list, tuple)) else list(e.shape)
-            if list(by_name[name].shape) != shape:
-                lines.append(f"parameter {name}: expected shape {shape}, got {redact.dims(list(by_name[name].shape), set(shape), public)}")
+            mine_shape = _shape(by_name[name])
+            if mine_shape != shape:
+                lines.append(f"parameter {name}: expected shape {shape}, got {redact.dims(mine_shape, set(shape), public)}")
             continue
         lines += compare_values(by_name[name], e, tol, public, f"parameter {name}")
     if lines and not case.get("shapes_only"):
@@ -177,7 +185,7 @@ def judge_parameters(case: dict, expected: dict, got: dict, tol: Tolerance, publ
         elif list(my_buffers[name]) != list(shape):
             lines.append(f"buffer {name!r}: expected shape {list(shape)}, got {redact.dims(list(my_buffers[name]), set(shape), public)}")
     if "expect_count" in case:
-        count = sum(t.numel() for _, t in mine)
+        count = sum(math.prod(_shape(t)) for _, t in mine)
         if count != case["expect_count"]:
             lines.append(f"expected {case['expect_count']:,} parameters in all, got {count:,}")
     return Verdict(FAILED if lines else PASSED, lines)

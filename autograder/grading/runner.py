@@ -53,6 +53,7 @@ class SubmissionRunner:
         self._worker = None
         self._had_standins = False
         self._holds: set[str] = set()
+        self.asked_standins: set[str] = set()  # steps whose requests build stand-ins
         #: serve several steps with one worker while it stays clean (worker/hygiene.py)
         self.reuse = reuse
         self.reference_uses = reference_uses
@@ -114,6 +115,8 @@ class SubmissionRunner:
                                            "not_attempted": False, "import": True}}
         try:
             asked = _asked_standins(request)  # a request may build other steps' stand-ins (Exercise 3.1)
+            if asked:
+                self.asked_standins.add(step)
             if self._step != step or self._worker is None or self._worker.dead:
                 self._begin(step, asked)
             elif not asked <= self._holds:

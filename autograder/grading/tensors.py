@@ -65,4 +65,6 @@ def same(got: torch.Tensor, expected: torch.Tensor, tol: Tolerance) -> bool:
         return False
     # The same test as Tolerance.close (|got - expected| <= atol + rtol * |expected|, NaN equal to NaN,
     # infinities equal when of the same sign), in one call.
+    if got.dtype == expected.dtype and got.dtype in (torch.float32, torch.float64):
+        return torch.allclose(got, expected, rtol=tol.rtol, atol=tol.atol, equal_nan=True)
     return torch.allclose(got.double(), expected.double(), rtol=tol.rtol, atol=tol.atol, equal_nan=True)

@@ -7,6 +7,7 @@ a monkeypatch or a changed RNG state in one step cannot reach another.
 """
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import signal
@@ -47,9 +48,9 @@ class WorkerError(Exception):
 
 def site_dirs() -> list[str]:
     dirs = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
-    import torch  # noqa: PLC0415 - only to find where it lives
-
-    dirs.add(str(Path(torch.__file__).resolve().parent.parent))
+    spec = importlib.util.find_spec("torch")  # where it lives, without importing it here
+    if spec is not None and spec.submodule_search_locations:
+        dirs.add(str(Path(list(spec.submodule_search_locations)[0]).resolve().parent))
     return sorted(dirs)
 
 
@@ -76,6 +77,7 @@ class Zygote:
         self.control = ours
         self._reader = ours.makefile("rb")
         self._hello: dict | None = None
+        self.uid_base = uid_base
 
     @property
     def isolation(self) -> str:
@@ -107,6 +109,8 @@ class Zygote:
         return json.loads(line)["status"] if line else "gone"
 
     def close(self) -> None:
+        if self._hello is None:  # still starting (or never used): nothing to wind down
+            self.process.kill()
         try:
             socket.send_fds(self.control, [json.dumps({"op": "quit"}).encode()], [])
         except OSError:
@@ -116,6 +120,12 @@ class Zygote:
             self.process.wait(timeout=5)
         except subprocess.TimeoutExpired:
             self.process.kill()
+            self.process.wait()
+
+    def forget(self) -> None:
+        """In a forked batch job: drop our copy of another job's zygote, without stopping it."""
+        self._reader.close()
+        self.control.close()
 
     def __enter__(self) -> "Zygote":
         return self

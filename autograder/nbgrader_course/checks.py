@@ -264,7 +264,7 @@ def _gradient_problems(output, upstream, grads, step, public):
                 "torch.tensor(...) re-wrap or torch.no_grad() on the way?)"]
     if tuple(output.shape) != tuple(upstream.shape):
         return ["gradients were not checked: your output has the wrong shape"]
-    output.backward(upstream.to(output.dtype))
+    (output * upstream.to(output.dtype)).sum().backward()  # = output.backward(upstream), minus a 1 s import
     problems = []
     for what, tensor, expected in grads:
         if tensor is None:

@@ -23,17 +23,14 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 _WATCHED = [torch, nn, F, torch.Tensor, nn.Module, nn.Linear, nn.Dropout, nn.Parameter, nn.ModuleList,
-            torch.autograd, torch.linalg, torch.special, torch.random, torch._C._VariableFunctions, torch._C,
+            torch.autograd, torch.linalg, torch.special, torch.random, type(torch._C._VariableFunctions),
             math, builtins, random, os, sys]
 _SIGNALS = [signal.SIGINT, signal.SIGTERM, signal.SIGALRM, signal.SIGUSR1, signal.SIGCHLD]
 
 
 def _ids(namespace) -> int:
-    try:
-        items = vars(namespace).items()
-    except TypeError:
-        items = ((k, getattr(namespace, k, None)) for k in dir(namespace))
-    return hash(tuple((k, id(v)) for k, v in items if isinstance(k, str)))
+    names = vars(namespace)
+    return hash((tuple(names), tuple(map(id, names.values()))))
 
 
 def _others() -> tuple[int, ...]:
@@ -65,7 +62,7 @@ def fingerprint(student_modules: dict) -> dict:
         "processes or threads": (_others(), threading.active_count()),
         "torch settings": _torch_state(),
         "patched names": tuple(_ids(ns) for ns in _WATCHED),
-        "modules": {k: id(v) for k, v in list(sys.modules.items())},
+        "modules": dict(zip(list(sys.modules), map(id, list(sys.modules.values())))),
         "your modules' globals": tuple(_ids(m) for m in student_modules.values()),
         "hooks": (id(sys.gettrace()), id(sys.getprofile()), sys.getrecursionlimit(), len(warnings.filters),
                   tuple(id(signal.getsignal(s)) for s in _SIGNALS), os.getcwd()),
@@ -84,6 +81,6 @@ def fresh_random_state() -> None:
     """The same random state at the start of every step, whichever worker serves it."""
     torch.default_generator.manual_seed(0)
     random.seed(0)
-    numpy = sys.modules.get("numpy")
-    if numpy is not None:
-        numpy.random.seed(0)
+    numpy_random = sys.modules.get("numpy.random")  # imported by the zygote, so always here
+    if numpy_random is not None:
+        numpy_random.seed(0)

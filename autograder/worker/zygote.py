@@ -28,9 +28,10 @@ from . import syscalls as sc
 def warm_up() -> None:
     """Pay torch's lazy initialisations once, here, instead of in every forked worker.
 
-    The first backward pass of a process alone costs about 0.4 s (autograd engine start-up); after a
+    The first backward pass of a process alone costs noticeable time (autograd engine start-up); after a
     fork the children inherit the initialised state. Only public, generic operations run here.
     """
+    import numpy.random  # noqa: F401 - imported once here, seeded at every step (hygiene.fresh_random_state)
     import torch.nn as nn
     import torch.nn.functional as F
 
@@ -44,7 +45,7 @@ def warm_up() -> None:
     scores = scores.masked_fill(torch.triu(torch.ones(3, 3, dtype=torch.bool), 1), -torch.inf)
     weights = drop(torch.softmax(scores / 2**0.5, dim=-1))
     out = torch.einsum("bij,bjk->bk", weights, x) + F.scaled_dot_product_attention(x, x, x, is_causal=True).sum(1)
-    out.backward(torch.ones_like(out))
+    (out * torch.ones_like(out)).sum().backward()  # as runtime.run does it
     q = torch.randn(4, 3, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
     q.var(unbiased=False).item()
     header = wire.pack({"w": weights.detach(), "n": (1, 2.0)})
