@@ -21,9 +21,6 @@ from autograder.intake.stage import Staged, stage
 
 from . import fingerprint, results
 
-UID_BASE = 200_000
-UIDS_PER_JOB = 5_000
-
 
 @dataclass
 class Job:
@@ -63,7 +60,7 @@ def start_zygotes(n_jobs: int) -> list:
     """One zygote per job, started first: each imports torch while this process loads the course."""
     from autograder.grading.workers import Zygote  # noqa: PLC0415
 
-    return [Zygote(UID_BASE + (i + 1) * UIDS_PER_JOB) for i in range(n_jobs)]
+    return [Zygote() for _ in range(n_jobs)]
 
 
 def _start(slots, zygotes) -> None:
@@ -114,13 +111,20 @@ def run(grader, jobs: list[Job], out: Path, zygotes: list, on_done) -> None:
 
 
 def staging_dir(out: Path) -> Path:
-    """A private staging folder inside ``out``; those of batches that were killed are removed."""
+    """A staging folder in the system's temporary folder; those of batches that were killed are removed.
+
+    Not inside ``out``: without namespaces, workers read the staged files as an unprivileged uid, which
+    must be able to reach them (``out`` may sit in a private folder).
+    """
     out.mkdir(parents=True, exist_ok=True)
-    for old in out.glob(".staging-*"):
-        pid = old.name.rsplit("-", 2)[1] if old.name.count("-") >= 2 else ""
+    base = Path(tempfile.gettempdir())
+    for old in base.glob("grade-staging-*"):
+        pid = old.name.split("-")[2] if old.name.count("-") >= 3 else ""
         if pid.isdigit() and not Path(f"/proc/{pid}").exists():
             shutil.rmtree(old, ignore_errors=True)
-    return Path(tempfile.mkdtemp(prefix=f".staging-{os.getpid()}-", dir=out))
+    staging = Path(tempfile.mkdtemp(prefix=f"grade-staging-{os.getpid()}-", dir=base))
+    os.chmod(staging, 0o711)  # traversable, not listable
+    return staging
 
 
 def cleanup(path: Path) -> None:

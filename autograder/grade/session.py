@@ -15,7 +15,7 @@ from .suite_runner import run_suites, validate_suites
 
 
 class Grader:
-    def __init__(self, course_file: Path | str, uid_base: int = 200_000):
+    def __init__(self, course_file: Path | str):
         import torch  # noqa: PLC0415
 
         # Reference answers are small: one thread, and no OpenMP pool that a forked batch job would inherit broken.
@@ -37,7 +37,7 @@ class Grader:
         self.late_steps = {s for s, names in self.reference_uses.items() if (names & short) - {s.split(".", 1)[1]}}
         # ... and, learned while grading, steps whose cases build stand-ins (Exercise 3.1's transfer)
         self.reference_lines = self.reference.body_lines()
-        self.uid_base = uid_base
+        self.uid_base = 0  # the zygote's uid block, once there is one
         self._zygote: Zygote | None = None  # started on first use; forked batch jobs start their own
         self.cache: dict = {}  # reference answers, shared by every submission of the batch
 
@@ -67,7 +67,8 @@ class Grader:
     @property
     def zygote(self) -> Zygote:
         if self._zygote is None:
-            self._zygote = Zygote(self.uid_base)
+            self._zygote = Zygote()
+            self.uid_base = self._zygote.uid_base
         return self._zygote
 
     def adopt(self, zygote: Zygote) -> "Grader":

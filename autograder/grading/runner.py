@@ -1,6 +1,7 @@
 """Run one submission's steps, each in its own worker, with stand-ins for the other steps."""
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 import time
@@ -46,6 +47,7 @@ class SubmissionRunner:
         self.time_limits = time_limits
         self.limits = limits or {}
         self.scratch_root = Path(tempfile.mkdtemp(prefix="grade-scratch-"))
+        os.chmod(self.scratch_root, 0o711)  # without namespaces, a worker's uid must reach its scratch folder
         self.uid_base = uid_base
         self.deadline = time.monotonic() + submission_seconds if submission_seconds else None
         self._sandbox = None

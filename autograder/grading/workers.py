@@ -21,11 +21,13 @@ from pathlib import Path
 
 from autograder.worker import wire
 
+from . import uids
+
 WORKER_PACKAGE = Path(__file__).resolve().parent.parent / "worker"
 
 _BOOT = """
 import sys, importlib.util
-control_fd, uid_base, package_dir, *site_dirs = sys.argv[1:]
+control_fd, uid_base, most, package_dir, *site_dirs = sys.argv[1:]
 sys.path.extend(site_dirs)
 spec = importlib.util.spec_from_file_location("attention_worker", package_dir + "/__init__.py",
                                               submodule_search_locations=[package_dir])
@@ -33,7 +35,7 @@ module = importlib.util.module_from_spec(spec)
 sys.modules["attention_worker"] = module
 spec.loader.exec_module(module)
 import attention_worker.zygote as zygote
-zygote.main(int(control_fd), int(uid_base), site_dirs)
+zygote.main(int(control_fd), int(uid_base), site_dirs, most)
 """
 
 
@@ -54,14 +56,24 @@ def site_dirs() -> list[str]:
     return sorted(dirs)
 
 
+def most_isolation() -> str:
+    """The strongest isolation to try: AUTOGRADER_ISOLATION (namespaces, uid+rlimits, rlimits) caps it."""
+    wanted = os.environ.get("AUTOGRADER_ISOLATION", "namespaces")
+    if wanted not in ("namespaces", "uid+rlimits", "rlimits"):
+        raise ValueError(f"AUTOGRADER_ISOLATION={wanted!r}: expected namespaces, uid+rlimits or rlimits")
+    return wanted
+
+
 class Zygote:
     """A preloaded interpreter that forks one worker per step.
 
-    ``uid_base``: workers run as ``uid_base + n`` (n < 5000); zygotes that run side by side (``--jobs``)
-    get disjoint ranges, so one job's fork bomb cannot use up another's process count.
+    Its workers run as the uids of a block it claims for its lifetime (``uids.py``): zygotes that run
+    side by side (``--jobs``, or two graders on one machine) never share a uid, so one job's fork bomb
+    cannot use up another's process count, nor one's clean-up kill another's workers.
     """
 
-    def __init__(self, uid_base: int = 200_000) -> None:
+    def __init__(self) -> None:
+        uid_base, self._uid_lock = uids.claim()
         ours, theirs = socket.socketpair()
         env = {"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
                "LANG": "C.UTF-8", "PYTHONHASHSEED": "0"}
@@ -69,8 +81,8 @@ class Zygote:
             if key in os.environ:
                 env[key] = os.environ[key]
         self.process = subprocess.Popen(
-            [sys.executable, "-I", "-S", "-c", _BOOT, str(theirs.fileno()), str(uid_base), str(WORKER_PACKAGE),
-             *site_dirs()],
+            [sys.executable, "-I", "-S", "-c", _BOOT, str(theirs.fileno()), str(uid_base), most_isolation(),
+             str(WORKER_PACKAGE), *site_dirs()],
             pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, env=env, start_new_session=True,
         )
         theirs.close()
@@ -126,6 +138,7 @@ class Zygote:
         """In a forked batch job: drop our copy of another job's zygote, without stopping it."""
         self._reader.close()
         self.control.close()
+        os.close(self._uid_lock)  # (the lock stays held through the other copies)
 
     def __enter__(self) -> "Zygote":
         return self

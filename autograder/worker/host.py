@@ -55,7 +55,7 @@ def run(control: socket.socket, request: dict, plan: sandbox.Plan) -> None:
         if op["op"] == "spawn":
             if current is not None:
                 _end(plan, current, 0, workdir)
-            uid = uid_base + spawned % 5000  # a fresh uid per step: its own process count
+            uid = uid_base + spawned % 1000  # a fresh uid per worker (of this zygote's block): its own process count
             spawned += 1
             channel_fd, output_fd = fds
             pid = os.fork()

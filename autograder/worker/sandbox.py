@@ -70,15 +70,24 @@ def _allow_list(site_dirs: list[str]) -> list[str]:
     return seen
 
 
-def plan_for_zygote(uid_base: int, site_dirs: list[str], local: bool = False) -> Plan:
-    """Decide, once, what this machine allows; cut the zygote (and so every worker) off the network."""
+LEVELS = (RLIMITS, UID, NAMESPACES)
+
+
+def plan_for_zygote(uid_base: int, site_dirs: list[str], local: bool = False, most: str = NAMESPACES) -> Plan:
+    """Decide, once, what this machine allows (up to ``most``); cut the zygote off the network."""
     if local:
         return Plan(RLIMITS, reason="grade check runs your own code on your own machine")
     plan = Plan(RLIMITS, uid_base=uid_base, binds=_allow_list(site_dirs))
+    if most == RLIMITS:
+        plan.reason = "limited to rlimits by AUTOGRADER_ISOLATION"
+        return plan
     if os.geteuid() != 0:
         plan.reason = "not running as root (no uid change, no namespaces)"
         return plan
     plan.level = UID
+    if most == UID:
+        plan.reason = "limited to uid+rlimits by AUTOGRADER_ISOLATION"
+        return plan
     try:
         sc.unshare(sc.CLONE_NEWNET | sc.CLONE_NEWIPC | sc.CLONE_NEWUTS)
         plan.network_cut = True
@@ -237,15 +246,17 @@ def _build_root(plan: Plan, folder: str, limits: dict) -> None:
     root = plan.root_dir
     sc.mount(None, "/", None, sc.MS_REC | sc.MS_PRIVATE)
     sc.mount("tmpfs", root, "tmpfs", sc.MS_NOSUID | sc.MS_NODEV, "size=1m,mode=0755")
+    # /tmp first: an allow-listed path may live under it (a venv in /tmp/...). Its folders are root's,
+    # in a sticky /tmp, so a worker can neither move nor remove them.
+    os.makedirs(root + "/tmp")
+    size = max(1, int(limits.get("output_mb", 4)))
+    sc.mount("tmpfs", root + "/tmp", "tmpfs", sc.MS_NOSUID | sc.MS_NODEV, f"size={size}m,mode=1777")
     for path in plan.binds:
         _bind(path, root + path)
     _bind(folder, root + SUBMISSION)
     for node in DEV_NODES:
         if os.path.exists(f"/dev/{node}"):
             _bind(f"/dev/{node}", f"{root}/dev/{node}", readonly=False)
-    os.makedirs(root + "/tmp")
-    size = max(1, int(limits.get("output_mb", 4)))
-    sc.mount("tmpfs", root + "/tmp", "tmpfs", sc.MS_NOSUID | sc.MS_NODEV, f"size={size}m,mode=1777")
     os.makedirs(root + "/proc")
     os.makedirs(root + "/.old")
     sc.pivot_root(root, root + "/.old")

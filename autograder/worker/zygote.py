@@ -52,13 +52,14 @@ def warm_up() -> None:
     del header
 
 
-def main(control_fd: int, uid_base: int = 0, site_dirs: list[str] | None = None) -> None:
+def main(control_fd: int, uid_base: int = 0, site_dirs: list[str] | None = None,
+         most: str = sandbox.NAMESPACES) -> None:
     torch.set_num_threads(1)
     warm_up()
     control = socket.socket(fileno=control_fd)
     # Orphans (a killed host's confined half) come back to us to be reaped.
     sc.prctl(sc.PR_SET_CHILD_SUBREAPER, 1)
-    plan = sandbox.plan_for_zygote(uid_base, site_dirs or [])
+    plan = sandbox.plan_for_zygote(uid_base, site_dirs or [], most=most)
     # Everything loaded so far lives as long as we do: keep the collector from walking (and so
     # copying, page by page) all of it in every forked child.
     gc.freeze()
