@@ -106,7 +106,11 @@ def _end(plan: sandbox.Plan, current: tuple[int, int], wait: float, workdir: str
         _, raw = os.waitpid(pid, 0)
         status = describe_status(raw)
     _reap_orphans(plan)
-    sandbox.clear(workdir)
+    if plan.level == sandbox.NAMESPACES:  # all of the sandbox's /tmp: nothing a step wrote reaches the next
+        sandbox.clear("/tmp", keep=plan.under_tmp())
+        os.makedirs(workdir, mode=0o755, exist_ok=True)
+    else:
+        sandbox.clear(workdir)
     return status
 
 

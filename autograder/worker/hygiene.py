@@ -1,7 +1,7 @@
 """Is this worker still as it was after importing the submission? If so, it may serve another step.
 
 A worker serves steps one after another for as long as the previous step left no trace that could reach
-the next: no thread or process still running, no torch setting changed, nothing in torch, its modules,
+the next: no file written, no thread or process still running, no torch setting changed, nothing in torch, its modules,
 builtins or the student's own modules rebound (a monkeypatch), no trace hook, signal handler or global
 module hook added. Any change, and the worker is retired: the next step gets a fresh one, forked from
 the clean host. Each step also starts from the same random state, so a reused worker and a fresh one
@@ -57,8 +57,18 @@ def _torch_state() -> tuple:
             hooks)
 
 
+def _files() -> tuple:
+    """What is in the scratch folder (and, in a sandbox, its /tmp): a step may leave nothing behind."""
+    places = [os.getcwd()] + (["/tmp"] if os.getppid() == 1 else [])
+    try:
+        return tuple(tuple(sorted(os.listdir(p))) for p in places)
+    except OSError:
+        return ("?",)
+
+
 def fingerprint(student_modules: dict) -> dict:
     return {
+        "files": _files(),
         "processes or threads": (_others(), threading.active_count()),
         "torch settings": _torch_state(),
         "patched names": tuple(_ids(ns) for ns in _WATCHED),

@@ -48,6 +48,10 @@ class Plan:
     root_dir: str = ""
     reason: str = ""
 
+    def under_tmp(self) -> set[str]:
+        """Top-level entries of /tmp that lead to an allow-listed mount (a venv under /tmp)."""
+        return {"/tmp/" + p.split("/")[2] for p in self.binds if p.startswith("/tmp/") and len(p.split("/")) > 2}
+
     def describe(self) -> str:
         if self.level == NAMESPACES:
             text = ("namespaces (own PID and mount namespaces, allow-listed read-only filesystem, "
@@ -162,6 +166,7 @@ def confine_step(plan: Plan, uid: int, output_fd: int, workdir: str, limits: dic
     if plan.level == UID:
         os.chown(workdir, uid, uid)
     os.chdir(workdir)
+    os.umask(0o077)  # what a step writes is its own uid's alone
     if plan.level in (NAMESPACES, UID):
         os.setgroups([])
         os.setresgid(uid, uid, uid)
@@ -202,9 +207,14 @@ def kill_step(plan: Plan, pid: int, uid: int) -> None:
         os.waitpid(killer, 0)
 
 
-def clear(workdir: str) -> None:
-    """Empty the scratch directory between steps, so one step leaves nothing for the next."""
+def clear(workdir: str, keep: set[str] = frozenset()) -> None:
+    """Empty the scratch directory between steps, so one step leaves nothing for the next.
+
+    ``keep``: entries that hold allow-listed mounts (root's, read-only; a worker cannot write there).
+    """
     for entry in os.scandir(workdir):
+        if entry.path in keep:
+            continue
         try:
             if entry.is_dir(follow_symlinks=False):
                 shutil.rmtree(entry.path, ignore_errors=True)

@@ -733,6 +733,28 @@ def attention_scores(inputs, query):
     return inputs @ query
 '''}})
 
+sub("stash_between_steps", "lose", ["simple_attention.normalize_sum"],
+    "attention_scores is correct and leaves files in its working folder and in /tmp; normalize_sum is wrong unless it "
+    "finds them: what one step writes must not reach the next (the worker is retired, its scratch emptied)",
+    patch={"simple_attention": {"attention_scores": '''
+def attention_scores(inputs, query):
+    """Correct, and leaves notes for the next step."""
+    for path in ("stash.txt", "/tmp/stash.txt"):
+        try:
+            with open(path, "w") as fh:
+                fh.write("normalize properly\\n")
+        except OSError:
+            pass
+    return inputs @ query
+''', "normalize_sum": '''
+def normalize_sum(scores):
+    """Right only with the note an earlier step left."""
+    import os
+    if any(os.path.exists(p) for p in ("stash.txt", "/tmp/stash.txt")):
+        return scores / scores.sum()
+    return scores / (scores.sum() + 1.0)
+'''}})
+
 sub("daemon_kills_grader", "full", [],
     "attention_scores is correct but double-forks a setsid daemon that sleeps 3 s, writes "
     "/tmp/adversarial-daemon-<random>, then SIGKILLs its ancestors (the zygote and the grader) and every process "
