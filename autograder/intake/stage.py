@@ -54,7 +54,7 @@ def _has_modules(folder: Path, modules: list[str]) -> bool:
     return any(os.path.lexists(folder / f"{m}{ext}") for m in modules for ext in (".py", ".ipynb"))
 
 
-def _has_notebook(folder: Path, modules: list[str]) -> bool:
+def _has_notebook(folder: Path) -> bool:
     return any(p.suffix == ".ipynb" for p in folder.iterdir() if p.is_file() and not p.is_symlink())
 
 
@@ -65,7 +65,7 @@ def find_root(unpacked: Path, modules: list[str]) -> tuple[Path | None, str | No
     modules) counts only when no folder has them by name, so a stray Untitled.ipynb hides nothing.
     """
     found = [d for d in _walk(unpacked) if _has_modules(d, modules)] or \
-        [d for d in _walk(unpacked) if _has_notebook(d, modules)]
+        [d for d in _walk(unpacked) if _has_notebook(d)]
     if not found:
         return None, f"none of {', '.join(m + '.py' for m in modules)} (or a notebook) is in it"
     shallowest = min(len(d.relative_to(unpacked).parts) for d in found)

@@ -28,7 +28,6 @@ import signal
 import sysconfig
 import tempfile
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from . import syscalls as sc
 

@@ -17,7 +17,6 @@ import os
 import socket
 import time
 import traceback
-from pathlib import Path
 
 import torch
 
