@@ -86,7 +86,8 @@ def grade_job(job: Job, out: Path, grader=None) -> dict:
         result = grader.grade(staged.folder, notes=staged.notes, module_errors=staged.module_errors)
     result["extra_data"] = {**job.extra, "isolation": grader.zygote.isolation.split(" ", 1)[0]}
     results.write_atomic(out / job.source.name / "results.json", result)
-    return {"name": job.source.name, "score": result["score"], "problem": staged.problem}
+    return {"name": job.source.name, "score": result["score"], "problem": staged.problem,
+            "isolation": grader.zygote.isolation}
 
 
 def run(grader, jobs: list[Job], out: Path, zygotes: list, on_done) -> None:

@@ -64,17 +64,18 @@ def autograde_command(submissions: tuple[Path, ...], out: Path, course_file: Pat
         if done:
             click.echo(f"{len(done)} submission(s) already graded with the same inputs: skipped (--force regrades)")
         counts = {"full": 0, "partial": 0, "zero": 0}
+        levels: set[str] = set()
         with tqdm(total=len(todo), unit="submission", desc="grading", file=sys.stderr, disable=None) as bar:
             def on_done(item: dict) -> None:
                 key = "full" if item["score"] == top else "zero" if item["score"] == 0 else "partial"
                 counts[key] += 1
+                levels.add(item["isolation"])
                 bar.set_postfix(counts, refresh=False)
                 bar.update(1)
                 note = f"  ({item['problem']})" if item["problem"] else ""
                 tqdm.write(f"{item['name']}: {item['score']:g}/{top:g}{note}")
 
             batch.run(grader, todo, out, zygotes, on_done)
-        isolation = zygotes[0].isolation if len(zygotes) == 1 and todo else None
     finally:
         batch.cleanup(staging)
         for zygote in zygotes:
@@ -83,5 +84,5 @@ def autograde_command(submissions: tuple[Path, ...], out: Path, course_file: Pat
     click.echo(f"graded {len(todo)} submission(s) in {time.monotonic() - start:.1f} s with {n_jobs} job(s): "
                f"{counts['full']} full marks, {counts['partial']} partial, {counts['zero']} zero; "
                f"results in {out}/, class summary in {out}/summary.md ({stats['submissions']} submissions)")
-    if isolation:
-        click.echo(f"isolation: {isolation}")
+    for level in sorted(levels):
+        click.echo(f"isolation: {level}")
