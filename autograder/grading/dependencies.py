@@ -12,8 +12,13 @@ from pathlib import Path
 
 
 def _names(node: ast.AST) -> set[str]:
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} | \
-        {n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute)}
+    names = set()
+    for n in ast.walk(node):
+        if isinstance(n, ast.Name):
+            names.add(n.id)
+        elif isinstance(n, ast.Attribute):
+            names.add(n.attr)
+    return names
 
 
 def top_level(source: str) -> dict[str, ast.AST]:
@@ -38,6 +43,7 @@ class StudentCode:
                 continue
             for name, node in top_level(source).items():
                 self.defs[(module, name)] = node
+        self._names = {key: _names(node) for key, node in self.defs.items()}
 
     def uses(self, step: str) -> set[str]:
         """Names used by the step's definition and, transitively, by the top-level helpers it calls."""
@@ -47,7 +53,7 @@ class StudentCode:
             if current in seen or current not in self.defs:
                 continue
             seen.add(current)
-            found = _names(self.defs[current])
+            found = self._names[current]
             used |= found
             todo += [key for key in self.defs if key[1] in found]
         return used
