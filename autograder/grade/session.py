@@ -32,10 +32,10 @@ class Grader:
         validate_suites(self.course, self.suites, self.reference)
         self.standins = self.reference.standin_sources()
         self.reference_uses = self.reference.uses()
-        # steps whose reference uses another step's code, or whose cases build other steps' stand-ins
+        # steps graded last: those whose reference uses another step's code (and, learned while grading,
+        # those whose cases build other steps' stand-ins: Exercise 3.1's transfer)
         short = {s.split(".", 1)[1] for s in self.course.steps}
         self.late_steps = {s for s, names in self.reference_uses.items() if (names & short) - {s.split(".", 1)[1]}}
-        # ... and, learned while grading, steps whose cases build stand-ins (Exercise 3.1's transfer)
         self.reference_lines = self.reference.body_lines()
         self.uid_base = 0  # the zygote's uid block, once there is one
         self._zygote: Zygote | None = None  # started on first use; forked batch jobs start their own

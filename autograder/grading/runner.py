@@ -33,6 +33,11 @@ def _asked_standins(value) -> set[str]:
     return found
 
 
+def _import_error(errors: dict[str, dict], module: str) -> dict:
+    return {"ok": False, "error": {**errors[module], "phase": f"importing {module}.py", "not_attempted": False,
+                                   "import": True}}
+
+
 _ASKED: dict[int, tuple[dict, set[str]]] = {}
 
 
@@ -66,7 +71,6 @@ class SubmissionRunner:
         self._sandbox = None
         self._step: str | None = None
         self._worker = None
-        self._had_standins = False
         self._holds: set[str] = set()
         self.asked_standins: set[str] = set()  # steps whose requests build stand-ins
         #: serve several steps with one worker while it stays clean (worker/hygiene.py)
@@ -85,7 +89,7 @@ class SubmissionRunner:
         if self.deadline is not None:
             budget = min(budget, self.deadline - time.monotonic())
         worker = self._worker
-        if worker is not None and not worker.dead and self.reuse and not sources and not self._had_standins:
+        if worker is not None and not worker.dead and self.reuse and not sources and not self._holds:
             try:
                 worker.begin(budget)
                 if not worker.request({"op": "clean?"})["changed"]:
@@ -95,7 +99,6 @@ class SubmissionRunner:
             except WorkerError:
                 pass
         self._start(step, sources, budget)
-        self._worker.request({"op": "step"})
 
     def _standins(self, step: str, asked: set[str] = frozenset()) -> dict[str, str]:
         if self.reference_uses is None:
@@ -113,11 +116,11 @@ class SubmissionRunner:
         self._output = self.scratch_root / f"{step}.out"
         spawn = {"modules": self.modules, "standins": sources}
         self._worker = self._sandbox.spawn(spawn, self._output, budget)
-        self._had_standins = bool(sources)
-        self._holds = set(sources)
+        self._holds = set(sources)  # a worker that holds reference code serves no other step
         self._step = step
         hello = self._worker.request(None)
         self.import_errors = {**hello.get("import_errors", {}), **self.module_errors}
+        self._worker.request({"op": "step"})
 
     def run(self, step: str, request: dict) -> dict:
         if step in self.timed_out:
@@ -126,8 +129,7 @@ class SubmissionRunner:
             return limit_error(WorkerError("the submission ran out of its total time limit", limit="submission time"))
         module = step.split(".", 1)[0]
         if module in self.module_errors:  # nothing to run: say what staging found
-            return {"ok": False, "error": {**self.module_errors[module], "phase": f"importing {module}.py",
-                                           "not_attempted": False, "import": True}}
+            return _import_error(self.module_errors, module)
         try:
             asked = _asked(request)  # a request may build other steps' stand-ins (Exercise 3.1)
             if asked:
@@ -136,10 +138,8 @@ class SubmissionRunner:
                 self._begin(step, asked)
             elif not asked <= self._holds:
                 self._start(step, self._standins(step, asked | self._holds), self._worker.remaining())
-                self._worker.request({"op": "step"})
             if module in self.import_errors:
-                return {"ok": False, "error": {**self.import_errors[module], "phase": f"importing {module}.py",
-                                               "not_attempted": False, "import": True}}
+                return _import_error(self.import_errors, module)
             return self._worker.request(request)
         except WorkerError as exc:
             answer = limit_error(exc)
