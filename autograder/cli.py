@@ -24,7 +24,7 @@ def main() -> None:
 @click.option("--step", "steps", multiple=True, help="Only this step (module.name) or module; repeatable.")
 def check(path: Path, as_json: bool, steps: tuple[str, ...]) -> None:
     """Check your exercises (default ./exercises) against the public cases of the course documents."""
-    from autograder.grading.workers import LocalZygote  # noqa: PLC0415 - imports torch
+    from autograder.grading.zygote import LocalZygote  # noqa: PLC0415 - imports torch
 
     if not path.is_dir():
         _fail(f"{path}: no such folder (run grade check from the folder that holds exercises/, or name it)")

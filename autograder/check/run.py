@@ -9,7 +9,7 @@ from autograder.grading.check import Tolerances
 from autograder.grading.runner import SubmissionRunner
 from autograder.grading.tensors import Tolerance
 from autograder.grading.verdict import FAILED, NOT_ATTEMPTED, PASSED
-from autograder.grading.workers import Zygote
+from autograder.grading.zygote import Zygote
 
 
 @dataclass

@@ -1,7 +1,7 @@
 """Grade a batch: stage every submission, skip those already graded, grade the rest in parallel.
 
-Each job (``--jobs``) is a forked grading process with its own zygote and its own range of worker
-uids; it writes each submission's results.json atomically itself, so a batch killed half-way (even
+Each job (``--jobs``) is a forked grading process with its own zygote (a clone of the batch's, forked
+warm) and its own range of worker uids; it writes each submission's results.json atomically itself, so a batch killed half-way (even
 with ``kill -9``) keeps everything finished, and a re-run skips every submission whose results carry
 the same submission and grader hashes.
 """
@@ -56,13 +56,6 @@ def prepare(sources: list[Source], staging: Path, modules: list[str], out: Path,
 _grader = None  # the parent's Grader (course and reference loaded, no zygote), inherited by fork
 
 
-def start_zygotes(n_jobs: int) -> list:
-    """One zygote per job, started first: each imports torch while this process loads the course."""
-    from autograder.grading.workers import Zygote  # noqa: PLC0415
-
-    return [Zygote() for _ in range(n_jobs)]
-
-
 def _start(slots, zygotes) -> None:
     from multiprocessing.util import Finalize  # noqa: PLC0415
 
@@ -90,25 +83,29 @@ def grade_job(job: Job, out: Path, grader=None) -> dict:
             "isolation": grader.zygote.isolation}
 
 
-def run(grader, jobs: list[Job], out: Path, zygotes: list, on_done) -> None:
-    """Grade ``jobs`` with one process per zygote; call ``on_done(summary)`` as each one finishes."""
+def run(grader, jobs: list[Job], out: Path, zygote, n_jobs: int, on_done) -> None:
+    """Grade ``jobs`` in ``n_jobs`` processes, each with a clone of ``zygote``; call ``on_done`` per submission."""
     global _grader
-    while len(zygotes) > max(1, len(jobs)):  # more jobs than submissions: stop the spare ones
-        zygotes.pop().close()
-    if len(zygotes) == 1:
-        grader.adopt(zygotes[0])
+    n_jobs = max(1, min(n_jobs, len(jobs)))
+    if n_jobs == 1:
+        grader.adopt(zygote)
         for job in jobs:
             on_done(grade_job(job, out, grader))
         return
     grader.warm_cache()  # reference answers, computed once here and shared by every job through fork
     _grader = grader
+    clones = [zygote.clone() for _ in range(n_jobs)]  # forked warm, each with its own uid block
     context = multiprocessing.get_context("fork")
     slots = context.Value("i", 0)
-    with ProcessPoolExecutor(max_workers=len(zygotes), mp_context=context, initializer=_start,
-                             initargs=(slots, zygotes)) as pool:
-        futures = [pool.submit(grade_job, job, out) for job in jobs]
-        for future in as_completed(futures):
-            on_done(future.result())
+    try:
+        with ProcessPoolExecutor(max_workers=n_jobs, mp_context=context, initializer=_start,
+                                 initargs=(slots, [*clones, zygote])) as pool:
+            futures = [pool.submit(grade_job, job, out) for job in jobs]
+            for future in as_completed(futures):
+                on_done(future.result())
+    finally:
+        for clone in clones:
+            clone.close()
 
 
 def staging_dir(out: Path) -> Path:

@@ -31,29 +31,39 @@ def autograde_command(submissions: tuple[Path, ...], out: Path, course_file: Pat
     already graded with the same submission and grader (content hashes), so an interrupted batch
     resumes where it stopped.
     """
+    from autograder.grading.zygote import Zygote  # noqa: PLC0415 - no torch: the zygote starts first
+
+    zygote = Zygote()  # it imports torch while we import ours and load the course
+    try:
+        grader = _load(course_file)
+        _grade(grader, submissions, out, n_jobs or os.cpu_count() or 1, force, zygote)
+    finally:
+        zygote.close()
+
+
+def _load(course_file: Path):
+    from autograder.course import CourseError  # noqa: PLC0415
+
+    from .session import Grader  # noqa: PLC0415 - imports torch
+
+    try:
+        return Grader(course_file)
+    except CourseError as exc:
+        _fail(str(exc))
+
+
+def _grade(grader, submissions: tuple[Path, ...], out: Path, n_jobs: int, force: bool, zygote) -> None:
     from tqdm import tqdm  # noqa: PLC0415
 
-    from autograder.course import CourseError  # noqa: PLC0415
     from autograder.intake.discover import discover  # noqa: PLC0415
 
     from . import batch, fingerprint, summary  # noqa: PLC0415
-    from .session import Grader  # noqa: PLC0415
 
-    n_jobs = n_jobs or os.cpu_count() or 1
-    zygotes = batch.start_zygotes(n_jobs)  # each imports torch while we load the course and stage
-    try:
-        grader = Grader(course_file)
-    except CourseError as exc:
-        for zygote in zygotes:
-            zygote.close()
-        _fail(str(exc))
     course = grader.course
     sources, problems = discover(list(submissions), course.modules)
     for problem in problems:
         click.echo(click.style("skipped: ", fg="yellow") + problem, err=True)
     if not sources:
-        for zygote in zygotes:
-            zygote.close()
         _fail("no submission to grade")
     staging = batch.staging_dir(out)
     top = course.max_points()
@@ -75,11 +85,9 @@ def autograde_command(submissions: tuple[Path, ...], out: Path, course_file: Pat
                 note = f"  ({item['problem']})" if item["problem"] else ""
                 tqdm.write(f"{item['name']}: {item['score']:g}/{top:g}{note}")
 
-            batch.run(grader, todo, out, zygotes, on_done)
+            batch.run(grader, todo, out, zygote, n_jobs, on_done)
     finally:
         batch.cleanup(staging)
-        for zygote in zygotes:
-            zygote.close()
     stats = summary.write(course, out)
     click.echo(f"graded {len(todo)} submission(s) in {time.monotonic() - start:.1f} s with {n_jobs} job(s): "
                f"{counts['full']} full marks, {counts['partial']} partial, {counts['zero']} zero; "

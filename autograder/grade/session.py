@@ -7,7 +7,7 @@ from pathlib import Path
 from autograder.course import CourseError, load_course
 from autograder.grading.reference import Reference
 from autograder.grading.runner import SubmissionRunner
-from autograder.grading.workers import Zygote
+from autograder.grading.zygote import Zygote
 
 from . import results
 from .plugin import GradingPlugin

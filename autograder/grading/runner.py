@@ -8,7 +8,8 @@ import time
 from pathlib import Path
 
 from .dependencies import StudentCode, standins_for
-from .workers import WorkerError, Zygote
+from .workers import WorkerError
+from .zygote import Zygote
 
 
 def limit_error(exc: WorkerError) -> dict:

@@ -7,7 +7,8 @@ site-packages and nothing of the instructor's repository but this package.
 Control channel (a Unix socket inherited as a file descriptor): the zygote first says which isolation
 level the machine allows; then the trusted side sends a JSON ``open`` request with one end of a fresh
 socket pair attached (SCM_RIGHTS); the zygote forks a host for that submission (``host.py``), which
-serves the trusted side on that socket, and answers ``{"pid": ...}``.
+serves the trusted side on that socket, and answers ``{"pid": ...}``. A ``clone`` request forks a copy of
+the zygote itself, serving the attached socket: a batch job's own zygote, without a second ``import torch``.
 """
 from __future__ import annotations
 
@@ -56,12 +57,19 @@ def main(control_fd: int, uid_base: int = 0, site_dirs: list[str] | None = None,
     torch.set_num_threads(1)
     warm_up()
     control = socket.socket(fileno=control_fd)
-    # Orphans (a killed host's confined half) come back to us to be reaped.
-    sc.prctl(sc.PR_SET_CHILD_SUBREAPER, 1)
     plan = sandbox.plan_for_zygote(uid_base, site_dirs or [], most=most)
     # Everything loaded so far lives as long as we do: keep the collector from walking (and so
     # copying, page by page) all of it in every forked child.
     gc.freeze()
+    serve(control, plan)
+    wait_for_clones()
+    os._exit(0)
+
+
+def serve(control: socket.socket, plan: sandbox.Plan) -> None:
+    """Say the isolation level, then answer ``open``, ``clone``, ``reap`` and ``quit`` until told to stop."""
+    # Orphans (a killed host's confined half) come back to us to be reaped.
+    sc.prctl(sc.PR_SET_CHILD_SUBREAPER, 1)
     control.sendall(json.dumps({"isolation": plan.describe(), "level": plan.level}).encode("utf-8") + b"\n")
     while True:
         try:
@@ -82,15 +90,41 @@ def main(control_fd: int, uid_base: int = 0, site_dirs: list[str] | None = None,
         if pid == 0:
             try:
                 control.close()
-                host.run(socket.socket(fileno=channel_fd), request, plan)
+                if request.get("op") == "clone":  # a copy of this zygote for another batch job
+                    _finished.clear()
+                    _clones.clear()
+                    serve(socket.socket(fileno=channel_fd), plan)
+                    wait_for_clones()
+                else:
+                    host.run(socket.socket(fileno=channel_fd), request, plan)
             except BaseException:  # noqa: BLE001 - a bug of ours: say so on the grader's stderr
                 traceback.print_exc()
                 os._exit(70)
             finally:
                 os._exit(0)
         os.close(channel_fd)
+        if request.get("op") == "clone":
+            _clones.add(pid)
         control.sendall(json.dumps({"pid": pid}).encode("utf-8") + b"\n")
-    os._exit(0)
+
+
+#: the clones forked for other batch jobs: reaped before this zygote exits
+_clones: set[int] = set()
+
+
+def wait_for_clones(seconds: float = 10.0) -> None:
+    """Give each clone time to wind down (its own channel says quit), then kill what is left."""
+    deadline = time.monotonic() + seconds
+    while _clones and time.monotonic() < deadline:
+        reap_finished()
+        _clones.difference_update(_finished)
+        time.sleep(0.01)
+    for pid in _clones:
+        try:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+        except (ProcessLookupError, ChildProcessError):
+            pass
 
 
 #: how recently ended workers ended, kept until the trusted side asks (it asks only after a death)

@@ -1,0 +1,236 @@
+"""Start the zygote: the preloaded interpreter that forks one host per submission.
+
+The zygote is a separate interpreter started with ``sys.executable -I -S``: it imports torch and the
+``autograder.worker`` package only, so nothing it or its children can read holds the reference
+solutions or the hidden suites. Starting it needs no torch here: ``grade autograde`` starts it first
+thing, so its ``import torch`` runs beside the grader's own. A batch's jobs each get a clone, forked
+from the warm zygote in milliseconds, with a uid block of its own.
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import sysconfig
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from . import uids
+
+if TYPE_CHECKING:
+    from .workers import Sandbox
+
+WORKER_PACKAGE = Path(__file__).resolve().parent.parent / "worker"
+
+_BOOT = """
+import sys, importlib.util
+control_fd, uid_base, most, package_dir, *site_dirs = sys.argv[1:]
+sys.path.extend(site_dirs)
+spec = importlib.util.spec_from_file_location("attention_worker", package_dir + "/__init__.py",
+                                              submodule_search_locations=[package_dir])
+module = importlib.util.module_from_spec(spec)
+sys.modules["attention_worker"] = module
+spec.loader.exec_module(module)
+import attention_worker.zygote as zygote
+zygote.main(int(control_fd), int(uid_base), site_dirs, most)
+"""
+
+
+
+def site_dirs() -> list[str]:
+    dirs = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
+    spec = importlib.util.find_spec("torch")  # where it lives, without importing it here
+    if spec is not None and spec.submodule_search_locations:
+        dirs.add(str(Path(list(spec.submodule_search_locations)[0]).resolve().parent))
+    return sorted(dirs)
+
+
+def most_isolation() -> str:
+    """The strongest isolation to try: AUTOGRADER_ISOLATION (namespaces, uid+rlimits, rlimits) caps it."""
+    wanted = os.environ.get("AUTOGRADER_ISOLATION", "namespaces")
+    if wanted not in ("namespaces", "uid+rlimits", "rlimits"):
+        raise ValueError(f"AUTOGRADER_ISOLATION={wanted!r}: expected namespaces, uid+rlimits or rlimits")
+    return wanted
+
+
+class Zygote:
+    """A preloaded interpreter that forks one host per submission.
+
+    Its workers run as the uids of a block it claims for its lifetime (``uids.py``): zygotes that run
+    side by side (``--jobs``, or two graders on one machine) never share a uid, so one job's fork bomb
+    cannot use up another's process count, nor one's clean-up kill another's workers.
+    """
+
+    def __init__(self) -> None:
+        uid_base, self._uid_lock = uids.claim()
+        ours, theirs = socket.socketpair()
+        env = {"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+               "LANG": "C.UTF-8", "PYTHONHASHSEED": "0"}
+        for key in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
+            if key in os.environ:
+                env[key] = os.environ[key]
+        self.process: subprocess.Popen | None = subprocess.Popen(
+            [sys.executable, "-I", "-S", "-c", _BOOT, str(theirs.fileno()), str(uid_base), most_isolation(),
+             str(WORKER_PACKAGE), *site_dirs()],
+            pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, env=env, start_new_session=True,
+        )
+        theirs.close()
+        self._connect(ours, uid_base)
+
+    def _connect(self, control: socket.socket, uid_base: int) -> None:
+        self.control = control
+        self._reader = control.makefile("rb")
+        self._hello: dict | None = None
+        self.uid_base = uid_base
+        self._closed = False
+
+    def clone(self) -> "Zygote":
+        """A copy of this zygote, forked from it warm (no second ``import torch``), for one batch job.
+
+        It has its own control channel and its own uid block; this zygote reaps it when it ends.
+        """
+        self.isolation  # noqa: B018 - the start-up line comes first on the control channel
+        uid_base, lock = uids.claim()
+        ours, theirs = socket.socketpair()
+        try:
+            socket.send_fds(self.control, [json.dumps({"op": "clone"}).encode("utf-8")], [theirs.fileno()])
+        finally:
+            theirs.close()
+        if not self._reader.readline():
+            os.close(lock)
+            raise RuntimeError("the grading zygote exited; see its output above")
+        copy = object.__new__(type(self))
+        copy.process, copy._uid_lock = None, lock
+        copy._connect(ours, uid_base)
+        return copy
+
+    @property
+    def isolation(self) -> str:
+        """What confines the workers, as the zygote found it at start-up (waits for its start-up)."""
+        if self._hello is None:
+            line = self._reader.readline()
+            if not line:
+                raise RuntimeError("the grading zygote exited during start-up; see its output above")
+            self._hello = json.loads(line)
+        return self._hello["isolation"]
+
+    def open(self, request: dict) -> "Sandbox":
+        """Fork a host for one submission (``request``: folder, scratch, limits, uid_base)."""
+        from .workers import Sandbox  # noqa: PLC0415 - imports torch (the wire), which this module does not
+
+        self.isolation  # noqa: B018 - the start-up line comes first on the control channel
+        ours, theirs = socket.socketpair()
+        try:
+            socket.send_fds(self.control, [json.dumps({"op": "open", **request}).encode("utf-8")], [theirs.fileno()])
+        finally:
+            theirs.close()
+        line = self._reader.readline()
+        if not line:
+            raise RuntimeError("the grading zygote exited; see its output above")
+        return Sandbox(ours, json.loads(line)["pid"], self)
+
+    def reap(self, pid: int) -> str:
+        """How a host ended: ``exit N``, ``signal NAME``, or ``running`` if it would not die."""
+        socket.send_fds(self.control, [json.dumps({"op": "reap", "pid": pid}).encode("utf-8")], [])
+        line = self._reader.readline()
+        return json.loads(line)["status"] if line else "gone"
+
+    def close(self) -> None:
+        """Stop the zygote (a clone is reaped by the zygote it was forked from)."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._hello is None and self.process is not None:  # still starting, or never used
+            self.process.kill()
+        try:
+            socket.send_fds(self.control, [json.dumps({"op": "quit"}).encode()], [])
+        except OSError:
+            pass
+        self._reader.close()
+        self.control.close()
+        os.close(self._uid_lock)
+        if self.process is None:
+            return
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+    def forget(self) -> None:
+        """In a forked batch job: drop our copy of another job's zygote, without stopping it."""
+        self._closed = True
+        self._reader.close()
+        self.control.close()
+        os.close(self._uid_lock)  # (the lock stays held through the other copies)
+
+    def __enter__(self) -> "Zygote":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class LocalZygote(Zygote):
+    """Fork hosts straight from this process: for ``grade check`` on a student's own machine.
+
+    Nothing secret lives in a student's ``grade check`` process (only public cases), so it can be its
+    own zygote and save a second ``import torch``. Each step still runs in its own forked worker, with
+    the time, memory and output limits; no namespaces or uid change (see sandbox.py, level rlimits).
+    """
+
+    def __init__(self) -> None:  # noqa: D107 - no separate interpreter
+        import torch  # noqa: PLC0415
+
+        from autograder.worker import sandbox, zygote  # noqa: PLC0415
+
+        # One intra-op thread, before any thread pool exists: an OpenMP pool does not survive fork().
+        torch.set_num_threads(1)
+        zygote.warm_up()
+        self._children: set[int] = set()
+        self._plan = sandbox.plan_for_zygote(0, [], local=True)
+
+    @property
+    def isolation(self) -> str:
+        return self._plan.describe()
+
+    def open(self, request: dict) -> "Sandbox":
+        from autograder.worker import host  # noqa: PLC0415
+
+        from .workers import Sandbox  # noqa: PLC0415
+
+        ours, theirs = socket.socketpair()
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - runs in the child
+            try:
+                ours.close()
+                host.run(theirs, request, self._plan)
+            finally:
+                os._exit(0)
+        theirs.close()
+        self._children.add(pid)
+        return Sandbox(ours, pid, self)
+
+    def reap(self, pid: int) -> str:
+        from autograder.worker.host import describe_status  # noqa: PLC0415
+
+        self._children.discard(pid)
+        for _ in range(400):
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                return describe_status(status)
+            time.sleep(0.005)
+        return "running"
+
+    def close(self) -> None:
+        for pid in list(self._children):
+            try:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+            except (ChildProcessError, ProcessLookupError):
+                pass
