@@ -48,44 +48,36 @@ class GradingPlugin:
         self.late_steps = set(late_steps or ())
         self.outcomes: dict[tuple[str, str], Outcome] = {}
         self.collected: list[tuple[str | None, str]] = []
+        self.items: list = []  # every test pytest collected (before selection)
         self.grader_errors: list[str] = []  # for the instructor's log, never for students
 
-    @pytest.fixture
-    def check(self, request):
-        step, count = item_key(request.node)
+    def new_check(self, step: str, count: str) -> Check:
         visibility = self.course.steps[step].counts[count].visibility
-        c = Check(step, count, self.student, self.reference, tolerances_for(self.course, step),
-                  recorder=self.recorder, public_count=visibility == "public", cache=self.cache)
-        request.node.grading_check = c
-        return c
+        return Check(step, count, self.student, self.reference, tolerances_for(self.course, step),
+                     recorder=self.recorder, public_count=visibility == "public", cache=self.cache)
 
-    def pytest_collection_modifyitems(self, session, config, items):
-        self.collected = [item_key(i) for i in items]
+    def select(self, items: list, key=item_key) -> list:
+        """The tests to run, in grading order: course steps in order, steps using stand-ins last."""
         keep = []
         for item in items:
-            step, count = item_key(item)
+            step, count = key(item)
             spec = self.course.steps.get(step)
             if spec is None or count not in spec.counts:
                 continue
             if self.visibility and spec.counts[count].visibility != self.visibility:
                 continue
             keep.append(item)
-        # Step by step, in course order; steps that use others' stand-ins last (their workers hold
-        # reference code and are retired after them, so the others can share one clean worker).
+        # Steps that use others' stand-ins last (their workers hold reference code and are retired
+        # after them, so the others can share one clean worker).
         order = {s: (s in self.late_steps, i) for i, s in enumerate(self.course.steps)}
-        keep.sort(key=lambda i: order[item_key(i)[0]])
-        if self.collect_only:
-            keep = []
-        items[:] = keep
+        keep.sort(key=lambda i: order[key(i)[0]])
+        return [] if self.collect_only else keep
 
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_pyfunc_call(self, pyfuncitem):
-        """Call the test ourselves: a failure becomes feedback, not a pytest traceback (slow to format)."""
-        step, count = item_key(pyfuncitem)
+    def run_test(self, step: str, count: str, test, check: Check | None, nodeid: str) -> None:
+        """Run one test (``test()``) and record its count's outcome: a failure becomes feedback."""
         outcome = Outcome(step, count)
-        args = {name: pyfuncitem.funcargs[name] for name in pyfuncitem._fixtureinfo.argnames}
         try:
-            pyfuncitem.obj(**args)
+            test()
         except StepFailure as exc:
             outcome.status = exc.verdict.status
             outcome.feedback = redact.reference_lines(exc.feedback(), self.reference_lines)
@@ -93,10 +85,27 @@ class GradingPlugin:
             outcome.status = FAILED
             outcome.feedback = (f"{step} [{count}]: the grader itself failed on this count; please tell your "
                                 f"instructor ({type(exc).__name__}: {str(exc)[:300]})")
-            self.grader_errors.append(f"{pyfuncitem.nodeid}: {traceback.format_exc(limit=-3)}")
-        check = getattr(pyfuncitem, "grading_check", None)
+            self.grader_errors.append(f"{nodeid}: {traceback.format_exc(limit=-3)}")
         outcome.cases = getattr(check, "cases_run", 0)
         self.outcomes[(step, count)] = outcome
+
+    # -- as a pytest plugin ----------------------------------------------------------------------
+    @pytest.fixture
+    def check(self, request):
+        request.node.grading_check = c = self.new_check(*item_key(request.node))
+        return c
+
+    def pytest_collection_modifyitems(self, session, config, items):
+        self.collected = [item_key(i) for i in items]
+        self.items = list(items)
+        items[:] = self.select(items)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_pyfunc_call(self, pyfuncitem):
+        """Call the test ourselves: a failure becomes feedback, not a pytest traceback (slow to format)."""
+        args = {name: pyfuncitem.funcargs[name] for name in pyfuncitem._fixtureinfo.argnames}
+        self.run_test(*item_key(pyfuncitem), lambda: pyfuncitem.obj(**args),
+                      getattr(pyfuncitem, "grading_check", None), pyfuncitem.nodeid)
         return True
 
     def pytest_runtest_logreport(self, report):

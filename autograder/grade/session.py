@@ -9,7 +9,7 @@ from autograder.grading.reference import Reference
 from autograder.grading.runner import SubmissionRunner
 from autograder.grading.zygote import Zygote
 
-from . import results
+from . import direct, results
 from .plugin import GradingPlugin
 from .suite_runner import run_suites, validate_suites
 
@@ -29,7 +29,8 @@ class Grader:
             self.reference = Reference(self.root / self.course.solutions, self.course.modules, list(self.course.steps))
         except (FileNotFoundError, LookupError, ImportError, SyntaxError) as exc:
             raise CourseError(f"cannot load the reference solutions: {exc}") from None
-        validate_suites(self.course, self.suites, self.reference)
+        #: the hidden tests as direct calls (one pytest collection for the whole batch), or None: pytest.main
+        self.tests = direct.plan(self.suites, validate_suites(self.course, self.suites, self.reference))
         self.standins = self.reference.standin_sources()
         self.reference_uses = self.reference.uses()
         # steps graded last: those whose reference uses another step's code (and, learned while grading,
@@ -54,7 +55,7 @@ class Grader:
         plugin = GradingPlugin(self.course, self.reference, runner.run, cache=self.cache,
                                reference_lines=self.reference_lines, late_steps=self.late_steps)
         try:
-            run_suites(self.suites, plugin)
+            self._run(plugin)
         finally:
             runner.close()
         self.late_steps |= runner.asked_standins
@@ -80,7 +81,13 @@ class Grader:
         """Compute every case's reference answer now (the reference grading itself, in process)."""
         plugin = GradingPlugin(self.course, self.reference, lambda step, request: self.reference.run(request),
                                cache=self.cache)
-        run_suites(self.suites, plugin)
+        self._run(plugin)
+
+    def _run(self, plugin: GradingPlugin) -> None:
+        if self.tests is not None:
+            direct.run(self.tests, plugin)
+        else:
+            run_suites(self.suites, plugin)
 
     def close(self) -> None:
         if self._zygote is not None:

@@ -31,8 +31,10 @@ def run_suites(suites: Path, plugin: GradingPlugin, allow_empty: bool = False) -
     return int(code)
 
 
-def validate_suites(course: Course, suites: Path, reference) -> None:
-    """Every count in course.yml has a test, and every test has a count: else stop before grading."""
+def validate_suites(course: Course, suites: Path, reference) -> list:
+    """Every count in course.yml has a test, and every test has a count: else stop before grading.
+
+    Returns the collected pytest items."""
     if not suites.is_dir():
         raise CourseError(f"the hidden suites are missing: {suites} is not a folder (course.yml 'suites')")
     plugin = GradingPlugin(course, reference, student=None, collect_only=True)
@@ -51,3 +53,4 @@ def validate_suites(course: Course, suites: Path, reference) -> None:
             problems.append(f"{suites.name}/: test_{count} of {step} has no points in course.yml")
     if problems:
         raise CourseError("\n".join(problems))
+    return plugin.items

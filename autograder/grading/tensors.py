@@ -66,5 +66,6 @@ def same(got: torch.Tensor, expected: torch.Tensor, tol: Tolerance) -> bool:
     # The same test as Tolerance.close (|got - expected| <= atol + rtol * |expected|, NaN equal to NaN,
     # infinities equal when of the same sign), in one call.
     if got.dtype == expected.dtype and got.dtype in (torch.float32, torch.float64):
-        return torch.allclose(got, expected, rtol=tol.rtol, atol=tol.atol, equal_nan=True)
+        # Bit-for-bit equal is the common case for a correct answer, and 5x cheaper to establish.
+        return torch.equal(got, expected) or torch.allclose(got, expected, rtol=tol.rtol, atol=tol.atol, equal_nan=True)
     return torch.allclose(got.double(), expected.double(), rtol=tol.rtol, atol=tol.atol, equal_nan=True)

@@ -1,0 +1,61 @@
+"""The hidden tests are collected by pytest once per batch and then called directly: same results.
+
+A suite that needs pytest's machinery (a fixture or a conftest.py of its own) makes every
+submission go through ``pytest.main`` instead, still with the same results.
+"""
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from autograder.grade.session import Grader
+
+from .conftest import CORPUS, ROOT
+
+SUBMISSIONS = ["bug_no_scaling", "bug_mha_no_out_proj", "bug_transfer_no_transpose", "stubs"]
+
+
+def _view(result: dict) -> list:
+    return [(t["name"], t["score"], t["output"]) for t in result["tests"]]
+
+
+@pytest.fixture(scope="module")
+def grader():
+    with Grader(ROOT / "course.yml") as g:
+        yield g
+
+
+def test_the_unit_suites_run_directly(grader):
+    assert grader.tests is not None
+    assert {(t.step, t.count) for t in grader.tests} == {
+        (step, count) for step, spec in grader.course.steps.items() for count in spec.counts}
+
+
+@pytest.mark.parametrize("name", SUBMISSIONS)
+def test_direct_calls_grade_as_pytest_does(grader, name):
+    direct = grader.grade(CORPUS / name)
+    tests, grader.tests = grader.tests, None  # the pytest.main path
+    try:
+        through_pytest = grader.grade(CORPUS / name)
+    finally:
+        grader.tests = tests
+    assert direct["score"] == through_pytest["score"] < 81
+    assert _view(direct) == _view(through_pytest)
+
+
+def test_a_suite_with_its_own_fixture_runs_through_pytest(tmp_path):
+    suites = tmp_path / "suites"
+    shutil.copytree(ROOT / "autograder" / "suites", suites, ignore=shutil.ignore_patterns("__pycache__"))
+    (suites / "conftest.py").write_text(
+        "import pytest\n\n\n@pytest.fixture(autouse=True)\ndef instructor_setup():\n    yield\n")
+    course = tmp_path / "course.yml"
+    course.write_text((ROOT / "course.yml").read_text()
+                      .replace("solutions: solutions", f"solutions: {ROOT / 'solutions'}")
+                      .replace("suites: autograder/suites", f"suites: {suites}"))
+    with Grader(course) as g:
+        assert g.tests is None
+        result = g.grade(CORPUS / "bug_no_scaling")
+    with Grader(ROOT / "course.yml") as g:
+        expected = g.grade(CORPUS / "bug_no_scaling")
+    assert _view(result) == _view(expected)
