@@ -6,7 +6,7 @@ from pathlib import Path
 
 from autograder.course import CourseError, load_course
 from autograder.grading.reference import Reference
-from autograder.grading.runner import SubmissionRunner
+from autograder.grading.runner import SubmissionRunner, asked_standins
 from autograder.grading.zygote import Zygote
 
 from . import direct, results
@@ -41,6 +41,7 @@ class Grader:
         self.uid_base = 0  # the zygote's uid block, once there is one
         self._zygote: Zygote | None = None  # started on first use; forked batch jobs start their own
         self.cache: dict = {}  # reference answers, shared by every submission of the batch
+        self.asked: dict[str, set[str]] = {}  # per step: the stand-ins its requests build (Exercise 3.1)
 
     def limits(self) -> dict:
         lim = self.course.limits
@@ -48,10 +49,13 @@ class Grader:
 
     def grade(self, folder: Path, notes: list[str] | None = None, module_errors: dict | None = None) -> dict:
         start = time.monotonic()
+        if not self.cache:  # every submission, the first one included, sees the same requests in the same order
+            self.warm_cache()
         times = {step: self.course.step_time(step) for step in self.course.steps}
         runner = SubmissionRunner(self.zygote, folder, self.course.modules, self.standins, times, self.limits(),
                                   uid_base=self.uid_base, submission_seconds=self.course.limits.submission_seconds,
-                                  module_errors=module_errors, reference_uses=self.reference_uses)
+                                  module_errors=module_errors, reference_uses=self.reference_uses,
+                                  late_steps=self.late_steps, asked=self.asked)
         plugin = GradingPlugin(self.course, self.reference, runner.run, cache=self.cache,
                                reference_lines=self.reference_lines, late_steps=self.late_steps)
         try:
@@ -78,10 +82,18 @@ class Grader:
         return self
 
     def warm_cache(self) -> None:
-        """Compute every case's reference answer now (the reference grading itself, in process)."""
+        """Compute every case's reference answer now (the reference grading itself, in process).
+
+        Also learn which steps' requests build other steps' stand-ins: those steps are graded last.
+        """
         plugin = GradingPlugin(self.course, self.reference, lambda step, request: self.reference.run(request),
                                cache=self.cache)
         self._run(plugin)
+        for (step, *_), (case, _expected) in self.cache.items():
+            asked = asked_standins(case["request"]) - {step}
+            if asked:
+                self.asked.setdefault(step, set()).update(asked)
+        self.late_steps |= set(self.asked)
 
     def _run(self, plugin: GradingPlugin) -> None:
         if self.tests is not None:

@@ -20,6 +20,11 @@ from .tensors import Tolerance
 from .verdict import FAILED, StepFailure, Verdict
 
 
+#: parameters with more values than this in all are compared on a sample of every SAMPLE_STRIDE-th value
+SAMPLE_ABOVE = 200_000
+SAMPLE_STRIDE = 97
+
+
 @dataclass
 class Tolerances:
     float32: Tolerance
@@ -129,18 +134,27 @@ class Check:
         expected = self._reference(request)
         case_ = {"name": case, "public": public, "request": request, "judge": "parameters",
                  "shapes_only": shapes_only}
+        if not shapes_only and sum(t.numel() for _, t in expected["params"]) > SAMPLE_ABOVE:
+            # Millions of values: compare every k-th one (k prime, so the sample crosses rows and columns).
+            request["param_stride"] = case_["param_stride"] = SAMPLE_STRIDE
+            expected = self._reference(request)
         if expect_count is not None:
             case_["expect_count"] = expect_count
         return case_, expected
 
     def module(self, init_args, x, *, case: str, seed: int, public: bool = False, init_kwargs: dict | None = None,
                train: bool = False, forward_seed: int | None = None, grad: bool = False,
-               mistakes: dict[str, Callable] | None = None) -> dict:
-        """Forward (and backward, when ``grad``) with the reference's weights loaded into the student's module."""
-        return self._evaluate(*self._cached(case, lambda: self._build_module(
-            init_args, x, case, seed, public, init_kwargs, train, forward_seed, grad, mistakes)))
+               mistakes: dict[str, Callable] | None = None, with_parameters: bool = False) -> dict:
+        """Forward (and backward, when ``grad``) with the reference's weights loaded into the student's module.
 
-    def _build_module(self, init_args, x, case, seed, public, init_kwargs, train, forward_seed, grad, mistakes):
+        ``with_parameters``: first compare the parameters the module drew after ``torch.manual_seed(seed)``
+        (as :meth:`parameters` does), from the same construction: one module built instead of two.
+        """
+        return self._evaluate(*self._cached(case, lambda: self._build_module(
+            init_args, x, case, seed, public, init_kwargs, train, forward_seed, grad, mistakes, with_parameters)))
+
+    def _build_module(self, init_args, x, case, seed, public, init_kwargs, train, forward_seed, grad, mistakes,
+                      with_parameters=False):
         request = self._module_request(init_args, init_kwargs, seed)
         request.update(forward_args=[x], train=train, forward_seed=forward_seed)
         if grad:
@@ -150,15 +164,21 @@ class Check:
         if grad:
             request["upstream"] = upstream_for(self.step, case, expected["output"])
             expected = self._reference(request)
-        request["want_params"] = False  # the student's module gets ours loaded: no need to send them back
+        if with_parameters and sum(t.numel() for _, t in expected["params"]) > SAMPLE_ABOVE:
+            request["param_stride"] = SAMPLE_STRIDE
+        if with_parameters:
+            expected = self._reference(request)
+        else:
+            request["want_params"] = False  # the student's module gets ours loaded: no need to send them back
         wrong = {}
         if mistakes:
-            params = {n: t for n, t in expected["params"]}
+            params = request["load_params"]
             for label, fn in mistakes.items():
                 with torch.no_grad():
                     wrong[label] = fn(params, x.detach())
         case_ = {"name": case, "public": public, "request": request, "judge": "equal", "mistakes": wrong,
-                 "arg_names": ["the input x"]}
+                 "arg_names": ["the input x"], "with_parameters": with_parameters,
+                 "param_stride": request.get("param_stride")}
         return case_, expected
 
     def raises(self, exception: str, init_args, *, case: str, public: bool = False,

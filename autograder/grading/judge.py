@@ -163,16 +163,22 @@ def judge_parameters(case: dict, expected: dict, got: dict, tol: Tolerance, publ
         return Verdict(FAILED, lines)
     lines = []
     by_name = dict(mine)
+    stride = case.get("param_stride")
+    # the shapes: sent apart when the values are a sample (or not sent at all)
+    exp_shapes = dict(expected.get("param_shapes") or [(n, _shape(t)) for n, t in exp])
+    my_shapes = dict(got.get("param_shapes") or [(n, _shape(t)) for n, t in mine])
     for name, e in exp:
-        if case.get("shapes_only"):
-            shape = list(e) if isinstance(e, (list, tuple)) else list(e.shape)
-            mine_shape = _shape(by_name[name])
+        shape, mine_shape = list(exp_shapes[name]), list(my_shapes.get(name, []))
+        if case.get("shapes_only") or stride:
             if mine_shape != shape:
                 lines.append(f"parameter {name}: expected shape {shape}, got {redact.dims(mine_shape, set(shape), public)}")
-            continue
-        lines += compare_values(by_name[name], e, tol, public, f"parameter {name}")
+            if case.get("shapes_only") or mine_shape != shape:
+                continue
+        label = f"parameter {name}" + (f" (compared on every {stride}th value)" if stride else "")
+        lines += compare_values(by_name[name], e, tol, public, label)
     if lines and not case.get("shapes_only"):
-        swapped = {n for n, e in exp for m, g in mine if n != m and tuple(e.shape) == tuple(g.shape) and same(g, e, tol)}
+        swapped = {n for n, e in exp for m, g in mine if n != m and list(exp_shapes[n]) == list(my_shapes.get(m, []))
+                   and tuple(e.shape) == tuple(g.shape) and same(g, e, tol)}
         if swapped:
             lines.append("likely: the random draws landed in other parameters: create them in the specified order")
         else:
@@ -185,7 +191,7 @@ def judge_parameters(case: dict, expected: dict, got: dict, tol: Tolerance, publ
         elif list(my_buffers[name]) != list(shape):
             lines.append(f"buffer {name!r}: expected shape {list(shape)}, got {redact.dims(list(my_buffers[name]), set(shape), public)}")
     if "expect_count" in case:
-        count = sum(math.prod(_shape(t)) for _, t in mine)
+        count = sum(math.prod(shape) for shape in my_shapes.values())
         if count != case["expect_count"]:
             lines.append(f"expected {case['expect_count']:,} parameters in all, got {count:,}")
     return Verdict(FAILED if lines else PASSED, lines)
@@ -242,4 +248,8 @@ def judge(case: dict, expected: dict | None, got: dict, tol: Tolerance, public: 
     kind = case.get("judge", "equal")
     if kind != "raises" and not got.get("ok"):
         return error_verdict(got, public)
+    if case.get("with_parameters"):  # the module's own parameters first (drawn before ours were loaded)
+        verdict = judge_parameters(case, expected or {}, got, tol, public)
+        if not verdict.passed:
+            return verdict
     return JUDGES[kind](case, expected or {}, got, tol, public)

@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 from .dependencies import StudentCode, standins_for
+from .per_request import PerRequest
 from .workers import WorkerError
 from .zygote import Zygote
 
@@ -17,7 +18,7 @@ def limit_error(exc: WorkerError) -> dict:
                                    "where": None, "phase": "the step", "not_attempted": False, "limit": exc.limit}}
 
 
-def _asked_standins(value) -> set[str]:
+def asked_standins(value) -> set[str]:
     """Steps whose stand-ins a request builds (``{"$module": {"target": ..., "standin": true}}``)."""
     found: set[str] = set()
     if isinstance(value, dict):
@@ -27,10 +28,10 @@ def _asked_standins(value) -> set[str]:
         if value.get("standin") and isinstance(value.get("target"), str):
             found.add(value["target"])
         for item in value.values():
-            found |= _asked_standins(item)
+            found |= asked_standins(item)
     elif isinstance(value, (list, tuple)):
         for item in value:
-            found |= _asked_standins(item)
+            found |= asked_standins(item)
     return found
 
 
@@ -39,17 +40,8 @@ def _import_error(errors: dict[str, dict], module: str) -> dict:
                                    "import": True}}
 
 
-_ASKED: dict[int, tuple[dict, set[str]]] = {}
-
-
-def _asked(request: dict) -> set[str]:
-    """``_asked_standins``, remembered per request: a batch sends the same (cached) requests again and again."""
-    hit = _ASKED.get(id(request))
-    if hit is None or hit[0] is not request:
-        if len(_ASKED) > 4096:  # requests built afresh each time (dropout, raises) must not pile up
-            _ASKED.clear()
-        hit = _ASKED[id(request)] = (request, _asked_standins(request))
-    return hit[1]
+#: the stand-ins each request builds (a request may build other steps' stand-ins: Exercise 3.1)
+_asked = PerRequest(asked_standins)
 
 
 class SubmissionRunner:
@@ -58,7 +50,8 @@ class SubmissionRunner:
     def __init__(self, zygote: Zygote, folder: Path, modules: list[str], standin_sources: dict[str, str],
                  time_limits: dict[str, float], limits: dict | None = None, *, uid_base: int = 0,
                  submission_seconds: float | None = None, module_errors: dict | None = None,
-                 reference_uses: dict[str, set[str]] | None = None, reuse: bool = True):
+                 reference_uses: dict[str, set[str]] | None = None, reuse: bool = True,
+                 late_steps: set[str] | None = None, asked: dict[str, set[str]] | None = None):
         self.zygote = zygote
         self.folder = Path(folder).resolve()
         self.modules = modules
@@ -77,6 +70,9 @@ class SubmissionRunner:
         #: serve several steps with one worker while it stays clean (worker/hygiene.py)
         self.reuse = reuse
         self.reference_uses = reference_uses
+        self.late_steps = set(late_steps or ())  # graded last, all of them by one worker when they can be
+        self.asked = asked or {}
+        self._late: set[str] | None = None
         self._student = None
         self.module_errors = module_errors or {}  # found while staging: not UTF-8, a link, a broken notebook
         self.import_errors: dict[str, dict] = {}
@@ -90,7 +86,8 @@ class SubmissionRunner:
         if self.deadline is not None:
             budget = min(budget, self.deadline - time.monotonic())
         worker = self._worker
-        if worker is not None and not worker.dead and self.reuse and not sources and not self._holds:
+        if (worker is not None and not worker.dead and self.reuse and set(sources) <= self._holds
+                and (not self._holds or step in self.late_steps and self._holds == self._late_standins())):
             try:
                 worker.begin(budget)
                 if not worker.request({"op": "clean?"})["changed"]:
@@ -104,10 +101,24 @@ class SubmissionRunner:
     def _standins(self, step: str, asked: set[str] = frozenset()) -> dict[str, str]:
         if self.reference_uses is None:
             return {s: src for s, src in self.standin_sources.items() if s != step}
-        if self._student is None:  # only what the step's code uses (dependencies.py)
-            self._student = StudentCode(self.folder, self.modules)
-        needed = set(standins_for(step, self._student, self.reference_uses)) | (set(asked) - {step})
+        needed = self._needed(step) | (set(asked) - {step})
+        if step in self.late_steps and needed <= self._late_standins():
+            needed = self._late_standins()
         return {s: src for s, src in self.standin_sources.items() if s in needed}
+
+    def _needed(self, step: str) -> set[str]:
+        """The stand-ins the step's code uses (dependencies.py) and those its requests build."""
+        if self._student is None:
+            self._student = StudentCode(self.folder, self.modules)
+        return set(standins_for(step, self._student, self.reference_uses)) | (self.asked.get(step, set()) - {step})
+
+    def _late_standins(self) -> set[str]:
+        """What one worker serving every late step holds: the union of their needs, if none of the
+        late steps is among them (a step is never graded beside its own reference); else nothing."""
+        if self._late is None:
+            union = set().union(*(self._needed(s) for s in self.late_steps))
+            self._late = union if union and not union & self.late_steps else set()
+        return self._late
 
     def _start(self, step: str, sources: dict[str, str], budget: float):
         self.close_worker()
@@ -132,7 +143,7 @@ class SubmissionRunner:
         if module in self.module_errors:  # nothing to run: say what staging found
             return _import_error(self.module_errors, module)
         try:
-            asked = _asked(request)  # a request may build other steps' stand-ins (Exercise 3.1)
+            asked = _asked(request)
             if asked:
                 self.asked_standins.add(step)
             if self._step != step or self._worker is None or self._worker.dead:

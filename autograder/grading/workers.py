@@ -16,8 +16,13 @@ from typing import TYPE_CHECKING
 
 from autograder.worker import wire
 
+from .per_request import PerRequest
+
 if TYPE_CHECKING:
     from .zygote import Zygote
+
+#: each request packed once: a batch sends the same requests to every submission
+_frame = PerRequest(wire.pack)
 
 
 class WorkerError(Exception):
@@ -118,7 +123,7 @@ class Worker:
         self.sock.settimeout(left)
         try:
             if message is not None:
-                wire.send(self.sock, message)
+                self.sock.sendall(_frame(message) if "kind" in message else wire.pack(message))
             return wire.recv(self.sock)
         except (socket.timeout, TimeoutError):
             self.kill()

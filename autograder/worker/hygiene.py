@@ -28,9 +28,13 @@ _WATCHED = [torch, nn, F, torch.Tensor, nn.Module, nn.Linear, nn.Dropout, nn.Par
 _SIGNALS = [signal.SIGINT, signal.SIGTERM, signal.SIGALRM, signal.SIGUSR1, signal.SIGCHLD]
 
 
-def _ids(namespace) -> int:
-    names = vars(namespace)
-    return hash((tuple(names), tuple(map(id, names.values()))))
+def _ids(namespace) -> tuple[int, ...]:
+    """The identities of what a namespace binds, in order: any name added, removed or rebound changes it."""
+    return tuple(map(id, vars(namespace).values()))
+
+
+def _modules() -> tuple[tuple, tuple]:
+    return tuple(sys.modules), tuple(map(id, sys.modules.values()))
 
 
 def _others() -> tuple[int, ...]:
@@ -72,7 +76,7 @@ def fingerprint(student_modules: dict) -> dict:
         "processes or threads": (_others(), threading.active_count()),
         "torch settings": _torch_state(),
         "patched names": tuple(_ids(ns) for ns in _WATCHED),
-        "modules": dict(zip(list(sys.modules), map(id, list(sys.modules.values())))),
+        "modules": _modules(),
         "your modules' globals": tuple(_ids(m) for m in student_modules.values()),
         "hooks": (id(sys.gettrace()), id(sys.getprofile()), sys.getrecursionlimit(), len(warnings.filters),
                   tuple(id(signal.getsignal(s)) for s in _SIGNALS), os.getcwd()),
@@ -81,8 +85,9 @@ def fingerprint(student_modules: dict) -> dict:
 
 def changes(before: dict, after: dict) -> list[str]:
     found = [key for key in before if key != "modules" and before[key] != after.get(key)]
-    now = after["modules"]  # modules imported since are fine; a module replaced is not
-    if any(now.get(name) != ident for name, ident in before["modules"].items()):
+    (names, ids), (now_names, now_ids) = before["modules"], after["modules"]
+    n = len(names)  # modules imported since come after: fine; a module replaced or removed is not
+    if now_names[:n] != names or now_ids[:n] != ids:
         found.append("modules")
     return found
 
