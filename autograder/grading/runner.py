@@ -85,12 +85,17 @@ class SubmissionRunner:
         budget = self.time_limits.get(step, 10.0)
         if self.deadline is not None:
             budget = min(budget, self.deadline - time.monotonic())
-        worker = self._worker
-        if (worker is not None and not worker.dead and self.reuse and set(sources) <= self._holds
-                and (not self._holds or step in self.late_steps and self._holds == self._late_standins())):
+        worker, late = self._worker, self._late_standins()
+        # A clean worker serves the next step if it holds no stand-in and needs none; the steps graded
+        # last (with stand-ins) share one worker, which takes their stand-ins on when the first begins.
+        shared = step in self.late_steps and late and set(sources) <= late and self._holds <= late
+        if worker is not None and not worker.dead and self.reuse and (shared or not (sources or self._holds)):
             try:
                 worker.begin(budget)
                 if not worker.request({"op": "clean?"})["changed"]:
+                    if shared and self._holds != late:
+                        worker.request({"op": "standins", "standins": self._sources(late)})
+                        self._holds = set(late)
                     worker.request({"op": "step"})
                     self._step = step
                     return
@@ -104,7 +109,10 @@ class SubmissionRunner:
         needed = self._needed(step) | (set(asked) - {step})
         if step in self.late_steps and needed <= self._late_standins():
             needed = self._late_standins()
-        return {s: src for s, src in self.standin_sources.items() if s in needed}
+        return self._sources(needed)
+
+    def _sources(self, steps: set[str]) -> dict[str, str]:
+        return {s: src for s, src in self.standin_sources.items() if s in steps}
 
     def _needed(self, step: str) -> set[str]:
         """The stand-ins the step's code uses (dependencies.py) and those its requests build."""

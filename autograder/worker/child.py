@@ -1,8 +1,9 @@
 """One worker: import the submission, serve the trusted side's requests for one step or more.
 
 Requests: ``{"op": "step"}`` starts a step (fresh random state), ``{"op": "clean?"}`` asks whether the
-worker is still as it was after import (hygiene.py), ``{"op": "exit"}``; anything else is a call for
-``runtime.run``.
+worker is still as it was after import (hygiene.py), ``{"op": "standins", "standins": {...}}`` builds
+and substitutes stand-ins in a clean worker (for the steps graded last), ``{"op": "exit"}``; anything
+else is a call for ``runtime.run``.
 """
 from __future__ import annotations
 
@@ -41,6 +42,12 @@ def serve(channel: socket.socket, folder: str, spawn: dict) -> None:
             continue
         if request.get("op") == "clean?":  # may this worker serve another step?
             wire.send(channel, {"changed": hygiene.changes(baseline, hygiene.fingerprint(modules))})
+            continue
+        if request.get("op") == "standins":  # a clean worker takes on the steps graded with stand-ins
+            ws.add_standins(request.pop("standins"))
+            request.clear()
+            baseline = hygiene.fingerprint(modules)
+            wire.send(channel, {"ok": True})
             continue
         answer = runtime.run(request, ws)
         try:

@@ -43,6 +43,13 @@ class Workspace:
         self.modules = modules
         self.standins = standins
 
+    def add_standins(self, sources: dict[str, str]) -> None:
+        """Build stand-ins (their sources are cleared once built) and substitute them in the student's modules."""
+        objects = standins_mod.build(sources)
+        sources.clear()
+        standins_mod.substitute(self.modules, objects)
+        self.standins.update(objects)
+
     def resolve(self, target: str, standin: bool = False):
         if standin and target in self.standins:
             return self.standins[target]
@@ -202,6 +209,7 @@ def run(request: dict, ws: Workspace) -> dict:
 
 
 def prepare(folder: Path, modules: dict[str, types.ModuleType], standin_sources: dict[str, str]) -> Workspace:
-    objects = standins_mod.build(standin_sources) if standin_sources else {}
-    standins_mod.substitute(modules, objects)
-    return Workspace(folder, modules, objects)
+    ws = Workspace(folder, modules, {})
+    if standin_sources:
+        ws.add_standins(standin_sources)
+    return ws
