@@ -148,7 +148,8 @@ class Check:
         """Forward (and backward, when ``grad``) with the reference's weights loaded into the student's module.
 
         ``with_parameters``: first compare the parameters the module drew after ``torch.manual_seed(seed)``
-        (as :meth:`parameters` does), from the same construction: one module built instead of two.
+        (as :meth:`parameters` does), from the same construction, then the forward pass with those (equal
+        to ours when they pass): one module built instead of two, and no weights sent.
         """
         return self._evaluate(*self._cached(case, lambda: self._build_module(
             init_args, x, case, seed, public, init_kwargs, train, forward_seed, grad, mistakes, with_parameters)))
@@ -160,7 +161,11 @@ class Check:
         if grad:
             request["grad_args"] = [0]
         expected = self._reference(request)
-        request["load_params"] = {n: t for n, t in expected["params"]}
+        ours = {n: t for n, t in expected["params"]}
+        if not with_parameters:
+            request["load_params"] = ours
+        # else the student's module keeps its own seeded parameters: they are judged first, so the forward
+        # pass is judged only when they are ours (and millions of values need not be sent to the worker)
         if grad:
             request["upstream"] = upstream_for(self.step, case, expected["output"])
             expected = self._reference(request)
@@ -172,7 +177,7 @@ class Check:
             request["want_params"] = False  # the student's module gets ours loaded: no need to send them back
         wrong = {}
         if mistakes:
-            params = request["load_params"]
+            params = ours
             for label, fn in mistakes.items():
                 with torch.no_grad():
                     wrong[label] = fn(params, x.detach())

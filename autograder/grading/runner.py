@@ -92,11 +92,11 @@ class SubmissionRunner:
         if worker is not None and not worker.dead and self.reuse and (shared or not (sources or self._holds)):
             try:
                 worker.begin(budget)
-                if not worker.request({"op": "clean?"})["changed"]:
-                    if shared and self._holds != late:
-                        worker.request({"op": "standins", "standins": self._sources(late)})
-                        self._holds = set(late)
-                    worker.request({"op": "step"})
+                clean = True
+                if shared and self._holds != late:
+                    clean = not worker.request({"op": "standins", "standins": self._sources(late), "if_clean": True})["changed"]
+                    self._holds = set(late) if clean else self._holds
+                if clean and not worker.request({"op": "step", "if_clean": True})["changed"]:
                     self._step = step
                     return
             except WorkerError:

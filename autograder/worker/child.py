@@ -1,9 +1,9 @@
 """One worker: import the submission, serve the trusted side's requests for one step or more.
 
-Requests: ``{"op": "step"}`` starts a step (fresh random state), ``{"op": "clean?"}`` asks whether the
-worker is still as it was after import (hygiene.py), ``{"op": "standins", "standins": {...}}`` builds
-and substitutes stand-ins in a clean worker (for the steps graded last), ``{"op": "exit"}``; anything
-else is a call for ``runtime.run``.
+Requests: ``{"op": "step"}`` starts a step (fresh random state); ``{"op": "standins", "standins": {...}}``
+builds and substitutes stand-ins (for the steps graded last); with ``"if_clean": true`` either does so
+only if the worker is still as it was after import (hygiene.py), else answers what changed;
+``{"op": "exit"}``; anything else is a call for ``runtime.run``.
 """
 from __future__ import annotations
 
@@ -36,18 +36,18 @@ def serve(channel: socket.socket, folder: str, spawn: dict) -> None:
             return
         if request.get("op") == "exit":
             return
-        if request.get("op") == "step":  # a step begins: the same random state for every step
-            hygiene.fresh_random_state()
-            wire.send(channel, {"ok": True})
-            continue
-        if request.get("op") == "clean?":  # may this worker serve another step?
-            wire.send(channel, {"changed": hygiene.changes(baseline, hygiene.fingerprint(modules))})
-            continue
-        if request.get("op") == "standins":  # a clean worker takes on the steps graded with stand-ins
-            ws.add_standins(request.pop("standins"))
-            request.clear()
-            baseline = hygiene.fingerprint(modules)
-            wire.send(channel, {"ok": True})
+        if request.get("op") in ("step", "standins"):
+            # A worker that served a step serves another only if it is still as it was after import.
+            changed = hygiene.changes(baseline, hygiene.fingerprint(modules)) if request.get("if_clean") else []
+            if changed:
+                request.clear()
+            elif request["op"] == "standins":  # a clean worker takes on the steps graded with stand-ins
+                ws.add_standins(request.pop("standins"))
+                request.clear()
+                baseline = hygiene.fingerprint(modules)
+            else:  # a step begins: the same random state for every step
+                hygiene.fresh_random_state()
+            wire.send(channel, {"changed": changed})
             continue
         answer = runtime.run(request, ws)
         try:
