@@ -69,7 +69,8 @@ class Zygote:
     def __init__(self) -> None:
         uid_base, self._uid_lock = uids.claim()
         ours, theirs = socket.socketpair()
-        env = {"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+        # one thread everywhere: a thread pool (OpenMP, MKL, numpy's OpenBLAS) does not survive fork()
+        env = {"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
                "LANG": "C.UTF-8", "PYTHONHASHSEED": "0"}
         for key in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
             if key in os.environ:
