@@ -1,11 +1,13 @@
 """Benchmark: seconds per graded submission and per `grade check`, against a bare `import torch`.
 
-Usage: python bench/run.py [--n 24] [--repeat 3] [--jobs N]
+Usage: python bench/run.py [--n 96] [--repeat 3] [--jobs N]
 
-Generates N submissions (copies of the corpus's correct and buggy samples), grades them with
-`grade autograde --jobs N` (default: the number of cores) with full isolation, and times, in the same
-run: a bare `python -c "import torch"` (the floor a process-per-submission design pays), `grade check`
-on the full unit, and their ratios. Medians of --repeat runs. Prints a Markdown block to paste into
+Generates N submissions (default 96, a class; copies of the corpus's correct, buggy and stub
+samples), grades them with `grade autograde --jobs N` (default: the number of cores) with full
+isolation, and times, in the same run: a bare `python -c "import torch"` (the floor a
+process-per-submission design pays), `grade check` on the full unit, and their ratios. Each repeat
+times the three back to back; figures are medians of --repeat runs, ratios the median of each
+repeat's own ratio (the machine's speed drifts between repeats). Prints a Markdown block to paste into
 bench/RESULTS.md, with the isolation level the grader reported.
 """
 from __future__ import annotations
@@ -35,7 +37,7 @@ def timed(cmd: list[str], cwd: Path = ROOT) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--n", type=int, default=24)
+    parser.add_argument("--n", type=int, default=96)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     args = parser.parse_args()
@@ -51,16 +53,19 @@ def main() -> None:
         batch.append(timed([*grade, "autograde", str(subs), "--out", str(out), "--jobs", str(args.jobs)]) / args.n)
         check.append(timed([*grade, "check", str(CORPUS / "correct_einsum")]))
     t, b, c = (statistics.median(x) for x in (torch_import, batch, check))
+    rb = statistics.median(x / y for x, y in zip(batch, torch_import))
+    rc = statistics.median(x / y for x, y in zip(check, torch_import))
     isolation = subprocess.run([*grade, "autograde", str(subs / "student000"), "--out", str(work / "iso"), "--jobs", "1"],
                                cwd=ROOT, capture_output=True, text=True).stdout.strip().splitlines()[-1]
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}")
-    print(f"submissions: {args.n}; jobs: {args.jobs}; runs: {args.repeat} (medians)")
+    print(f"submissions: {args.n}; jobs: {args.jobs}; runs: {args.repeat} (medians; ratios paired run by run)")
     print(isolation)
     print("| figure | seconds | ratio to bare import torch |")
     print("| --- | --- | --- |")
     print(f"| bare `python -c 'import torch'` | {t:.2f} | 1.00 |")
-    print(f"| `grade autograde --jobs {args.jobs}`, per submission (batch of {args.n}, start-up included) | {b:.2f} | {b / t:.2f} |")
-    print(f"| `grade check` on the full unit | {c:.2f} | {c / t:.2f} |")
+    print(f"| `grade autograde --jobs {args.jobs}`, per submission (batch of {args.n}, start-up included) "
+          f"| {b:.2f} | {rb:.2f} |")
+    print(f"| `grade check` on the full unit | {c:.2f} | {rc:.2f} |")
     shutil.rmtree(work, ignore_errors=True)
 
 

@@ -182,8 +182,9 @@ class Check:
                 with torch.no_grad():
                     wrong[label] = fn(params, x.detach())
         case_ = {"name": case, "public": public, "request": request, "judge": "equal", "mistakes": wrong,
-                 "arg_names": ["the input x"], "with_parameters": with_parameters,
-                 "param_stride": request.get("param_stride")}
+                 "arg_names": ["the input x"]}
+        if with_parameters:
+            case_.update(with_parameters=True, param_stride=request.get("param_stride"))
         return case_, expected
 
     def raises(self, exception: str, init_args, *, case: str, public: bool = False,
