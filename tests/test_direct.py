@@ -59,3 +59,26 @@ def test_a_suite_with_its_own_fixture_runs_through_pytest(tmp_path):
     with Grader(ROOT / "course.yml") as g:
         expected = g.grade(CORPUS / "bug_no_scaling")
     assert _view(result) == _view(expected)
+
+
+def test_a_skipped_test_gives_no_outcome_on_either_path(tmp_path):
+    suites = tmp_path / "suites_with_a_skip"  # its own package name: pytest imports suites by it
+    shutil.copytree(ROOT / "autograder" / "suites", suites, ignore=shutil.ignore_patterns("__pycache__"))
+    path = suites / "test_simple_attention.py"
+    text = path.read_text()
+    first = "    def test_values(self, check):\n"
+    assert first in text
+    docstring, body = text.split("\n", 1)
+    path.write_text(docstring + "\nimport pytest\n" + body.replace(first, first + "        pytest.skip('not this term')\n", 1))
+    course = tmp_path / "course.yml"
+    course.write_text((ROOT / "course.yml").read_text()
+                      .replace("solutions: solutions", f"solutions: {ROOT / 'solutions'}")
+                      .replace("suites: autograder/suites", f"suites: {suites}"))
+    with Grader(course) as g:
+        assert g.tests is not None
+        direct = g.grade(CORPUS / "correct_einsum")
+        g.tests = None
+        through_pytest = g.grade(CORPUS / "correct_einsum")
+    assert _view(direct) == _view(through_pytest)
+    values = [t for t in direct["tests"] if t["name"].startswith("simple_attention.attention_scores values")]
+    assert values and values[0]["score"] == 0 and direct["score"] == 80

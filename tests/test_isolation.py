@@ -60,3 +60,29 @@ def test_an_unknown_isolation_level_is_refused(tmp_path):
     result = run_grade("autograde", str(SAMPLES / "alice"), "--out", str(tmp_path), env={"AUTOGRADER_ISOLATION": "chroot"})
     assert result.returncode != 0
     assert "AUTOGRADER_ISOLATION='chroot'" in result.stderr
+
+
+def test_a_reused_worker_gets_each_step_s_cpu_budget_within_the_submission_s():
+    """The CPU limit is the step's budget, renewed for each step a worker serves, never above the hard one."""
+    import math
+    import resource
+
+    from autograder.worker import sandbox
+
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - child
+        try:
+            sandbox._limit(resource.RLIMIT_CPU, 3, 50)
+            assert resource.getrlimit(resource.RLIMIT_CPU) == (3, 50)
+            sandbox.renew_cpu(20)
+            usage = resource.getrusage(resource.RUSAGE_SELF)
+            soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
+            expected = math.ceil(usage.ru_utime + usage.ru_stime + 20) + 1  # measured just after: never less
+            assert hard == 50 and soft in (expected - 1, expected)
+            sandbox.renew_cpu(100)
+            assert resource.getrlimit(resource.RLIMIT_CPU) == (50, 50)
+            os._exit(0)
+        except BaseException:  # noqa: BLE001
+            os._exit(1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0

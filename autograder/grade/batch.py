@@ -94,10 +94,12 @@ def run(grader, jobs: list[Job], out: Path, zygote, n_jobs: int, on_done) -> Non
         return
     grader.warm_cache()  # reference answers, computed once here and shared by every job through fork
     _grader = grader
-    clones = [zygote.clone() for _ in range(n_jobs)]  # forked warm, each with its own uid block
+    clones = []
     context = multiprocessing.get_context("fork")
     slots = context.Value("i", 0)
     try:
+        for _ in range(n_jobs):
+            clones.append(zygote.clone())  # forked warm, each with its own uid block
         with ProcessPoolExecutor(max_workers=n_jobs, mp_context=context, initializer=_start,
                                  initargs=(slots, [*clones, zygote])) as pool:
             futures = [pool.submit(grade_job, job, out) for job in jobs]

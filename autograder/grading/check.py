@@ -190,18 +190,23 @@ class Check:
     def raises(self, exception: str, init_args, *, case: str, public: bool = False,
                init_kwargs: dict | None = None) -> dict:
         """Constructing the module with ``init_args`` must raise ``exception`` (a class name)."""
+        return self._evaluate(*self._cached(case, lambda: self._build_raises(exception, init_args, case, public,
+                                                                            init_kwargs)))
+
+    def _build_raises(self, exception, init_args, case, public, init_kwargs):
         request = {**self._module_request(init_args, init_kwargs, 0), "construct_only": True, "expect_error": exception}
         expected = self._reference(request)
         if expected.get("ok") or expected["error"]["type"] != exception:
             raise RuntimeError(f"the reference does not raise {exception} for {init_args}")
-        return self._evaluate({"name": case, "public": public, "request": request, "judge": "raises",
-                               "exception": exception}, {})
+        return {"name": case, "public": public, "request": request, "judge": "raises", "exception": exception}, {}
 
     def dropout(self, x: torch.Tensor, p: float, *, case: str, seed: int, public: bool = False,
                 needs_graph: bool = False) -> dict:
         """Judge dropout by its properties (machine-independent, so it may be public)."""
-        args = [x.clone().requires_grad_(needs_graph)]
-        request = {"kind": "function", "target": self.step, "args": [x, p], "seed": seed,
-                   "grad_args": [0] if needs_graph else []}
-        return self._evaluate({"name": case, "public": public, "request": request, "judge": "dropout",
-                               "p": p, "input": args[0].detach(), "needs_graph": needs_graph}, {})
+        def build():
+            request = {"kind": "function", "target": self.step, "args": [x, p], "seed": seed,
+                       "grad_args": [0] if needs_graph else []}
+            return {"name": case, "public": public, "request": request, "judge": "dropout", "p": p,
+                    "input": x.detach().clone(), "needs_graph": needs_graph}, {}
+
+        return self._evaluate(*self._cached(case, build))

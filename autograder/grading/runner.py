@@ -61,6 +61,7 @@ class SubmissionRunner:
         self.scratch_root = Path(tempfile.mkdtemp(prefix="grade-scratch-"))
         os.chmod(self.scratch_root, 0o711)  # without namespaces, a worker's uid must reach its scratch folder
         self.uid_base = uid_base
+        self.submission_seconds = submission_seconds
         self.deadline = time.monotonic() + submission_seconds if submission_seconds else None
         self._sandbox = None
         self._step: str | None = None
@@ -94,9 +95,10 @@ class SubmissionRunner:
                 worker.begin(budget)
                 clean = True
                 if shared and self._holds != late:
-                    clean = not worker.request({"op": "standins", "standins": self._sources(late), "if_clean": True})["changed"]
+                    clean = not worker.request({"op": "standins", "standins": self._sources(late), "if_clean": True,
+                                                "cpu_seconds": budget})["changed"]
                     self._holds = set(late) if clean else self._holds
-                if clean and not worker.request({"op": "step", "if_clean": True})["changed"]:
+                if clean and not worker.request({"op": "step", "if_clean": True, "cpu_seconds": budget})["changed"]:
                     self._step = step
                     return
             except WorkerError:
@@ -135,7 +137,7 @@ class SubmissionRunner:
                                               "limits": self.limits, "uid_base": self.uid_base})
         self._output = self.scratch_root / f"{step}.out"
         spawn = {"modules": self.modules, "standins": sources}
-        self._worker = self._sandbox.spawn(spawn, self._output, budget)
+        self._worker = self._sandbox.spawn(spawn, self._output, budget, self.submission_seconds)
         self._holds = set(sources)  # a worker that holds reference code serves no other step
         self._step = step
         hello = self._worker.request(None)

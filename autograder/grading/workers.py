@@ -60,11 +60,13 @@ class Sandbox:
             raise WorkerError("the submission's sandbox stopped answering")
         return json.loads(line)
 
-    def spawn(self, spawn: dict, output: Path, budget: float) -> "Worker":
+    def spawn(self, spawn: dict, output: Path, budget: float, total: float | None = None) -> "Worker":
+        """A worker for one step (``budget`` seconds of CPU), or several in turn (``total``: at most, in all)."""
         ours, theirs = socket.socketpair()
         out = os.open(output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        limits = {"cpu_seconds": budget, "cpu_total_seconds": total or budget}
         try:
-            self._ask({"op": "spawn", "spawn": spawn, "limits": {"cpu_seconds": budget}}, 30, [theirs.fileno(), out])
+            self._ask({"op": "spawn", "spawn": spawn, "limits": limits}, 30, [theirs.fileno(), out])
         finally:
             theirs.close()
             os.close(out)

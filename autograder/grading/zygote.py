@@ -100,11 +100,14 @@ class Zygote:
         ours, theirs = socket.socketpair()
         try:
             socket.send_fds(self.control, [json.dumps({"op": "clone"}).encode("utf-8")], [theirs.fileno()])
+            if not self._reader.readline():
+                raise RuntimeError("the grading zygote exited; see its output above")
+        except BaseException:
+            ours.close()
+            os.close(lock)
+            raise
         finally:
             theirs.close()
-        if not self._reader.readline():
-            os.close(lock)
-            raise RuntimeError("the grading zygote exited; see its output above")
         copy = object.__new__(type(self))
         copy.process, copy._uid_lock = None, lock
         copy._connect(ours, uid_base)
@@ -158,7 +161,7 @@ class Zygote:
         if self.process is None:
             return
         try:
-            self.process.wait(timeout=10)
+            self.process.wait(timeout=15)  # it gives its clones up to 10 s to wind down
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()

@@ -71,6 +71,7 @@ class TestGPT2SmallAttention:
 
     def test_forward(self, check):
         # One construction serves both: the parameters drawn after torch.manual_seed(123), then the forward pass
-        # with ours loaded (building 2.4 M parameters is most of this step's cost).
+        # with those same parameters, judged only once they match ours (building 2.4 M parameters is most of
+        # this step's cost).
         check.module([], rand(1, 4, 768, seed=170), seed=123, with_parameters=True,
                      case="parameters drawn after torch.manual_seed(123), then forward on a (1, 4, 768) input")

@@ -12,7 +12,7 @@ import sys
 
 from pathlib import Path
 
-from . import hygiene, runtime, submission, wire
+from . import hygiene, runtime, sandbox, submission, wire
 
 
 def serve(channel: socket.socket, folder: str, spawn: dict) -> None:
@@ -39,6 +39,7 @@ def serve(channel: socket.socket, folder: str, spawn: dict) -> None:
         if request.get("op") in ("step", "standins"):
             # A worker that served a step serves another only if it is still as it was after import.
             changed = hygiene.changes(baseline, hygiene.fingerprint(modules)) if request.get("if_clean") else []
+            cpu_seconds = request.get("cpu_seconds")
             if changed:
                 request.clear()
             elif request["op"] == "standins":  # a clean worker takes on the steps graded with stand-ins
@@ -47,6 +48,8 @@ def serve(channel: socket.socket, folder: str, spawn: dict) -> None:
                 baseline = hygiene.fingerprint(modules)
             else:  # a step begins: the same random state for every step
                 hygiene.fresh_random_state()
+            if not changed and cpu_seconds:  # this step's CPU budget, from now
+                sandbox.renew_cpu(float(cpu_seconds))
             wire.send(channel, {"changed": changed})
             continue
         answer = runtime.run(request, ws)

@@ -28,9 +28,10 @@ _WATCHED = [torch, nn, F, torch.Tensor, nn.Module, nn.Linear, nn.Dropout, nn.Par
 _SIGNALS = [signal.SIGINT, signal.SIGTERM, signal.SIGALRM, signal.SIGUSR1, signal.SIGCHLD]
 
 
-def _ids(namespace) -> tuple[int, ...]:
-    """The identities of what a namespace binds, in order: any name added, removed or rebound changes it."""
-    return tuple(map(id, vars(namespace).values()))
+def _ids(namespace) -> tuple[tuple, tuple[int, ...]]:
+    """A namespace's names and the identities of what they bind: any name added, removed or rebound changes it."""
+    names = vars(namespace)
+    return tuple(names), tuple(map(id, names.values()))
 
 
 def _modules() -> tuple[tuple, tuple]:

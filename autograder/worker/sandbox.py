@@ -142,7 +142,8 @@ def enter(folder: str, plan: Plan, limits: dict, keep_fds: list[int] = ()) -> st
     os.setsid()
     if plan.level != NAMESPACES:
         return folder
-    sc.unshare(sc.CLONE_NEWNS | sc.CLONE_NEWPID)
+    # IPC too: System V objects outlive their processes, so nothing one submission leaves reaches the next
+    sc.unshare(sc.CLONE_NEWNS | sc.CLONE_NEWPID | sc.CLONE_NEWIPC)
     _build_root(plan, folder, limits)
     child = os.fork()
     if child:
@@ -175,7 +176,10 @@ def confine_step(plan: Plan, uid: int, output_fd: int, workdir: str, limits: dic
     sc.prctl(sc.PR_SET_NO_NEW_PRIVS, 1)
     _limit(resource.RLIMIT_AS, limits.get("memory_mb") and limits["memory_mb"] * 2**20)
     _limit(resource.RLIMIT_FSIZE, limits.get("output_mb") and limits["output_mb"] * 2**20)
-    _limit(resource.RLIMIT_CPU, limits.get("cpu_seconds") and math.ceil(limits["cpu_seconds"]) + 1)
+    # CPU: the step's budget now; up to the submission's, for later steps this worker may serve (renew_cpu)
+    if limits.get("cpu_seconds"):
+        step_cpu = math.ceil(limits["cpu_seconds"]) + 1
+        _limit(resource.RLIMIT_CPU, step_cpu, math.ceil(limits.get("cpu_total_seconds") or 0) + 1)
     _limit(resource.RLIMIT_CORE, 0)
     _limit(resource.RLIMIT_NOFILE, 256)
 
@@ -223,14 +227,25 @@ def clear(workdir: str, keep: set[str] = frozenset()) -> None:
             pass
 
 
-def _limit(kind: int, value) -> None:
+def _limit(kind: int, value, ceiling=None) -> None:
+    """Set the soft limit to ``value`` and the hard one to ``ceiling`` (default: ``value``), never raising it."""
     if value is None:
         return
     soft, hard = resource.getrlimit(kind)
-    value = int(value)
+    value, ceiling = int(value), int(value if ceiling is None else max(ceiling, value))
+    if hard != resource.RLIM_INFINITY:
+        value, ceiling = min(value, hard), min(ceiling, hard)
+    resource.setrlimit(kind, (value, ceiling))
+
+
+def renew_cpu(seconds: float) -> None:
+    """In a worker that serves another step: a CPU limit of ``seconds`` more, within its hard limit."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    value = math.ceil(usage.ru_utime + usage.ru_stime + seconds) + 1
     if hard != resource.RLIM_INFINITY:
         value = min(value, hard)
-    resource.setrlimit(kind, (value, value))
+    resource.setrlimit(resource.RLIMIT_CPU, (value, hard))
 
 
 def _bind(source: str, target: str, readonly: bool = True) -> None:

@@ -93,6 +93,8 @@ def serve(control: socket.socket, plan: sandbox.Plan) -> None:
                 if request.get("op") == "clone":  # a copy of this zygote for another batch job
                     _finished.clear()
                     _clones.clear()
+                    if plan.network_cut:  # its own network (abstract sockets), IPC and host name, as ours
+                        sc.unshare(sc.CLONE_NEWNET | sc.CLONE_NEWIPC | sc.CLONE_NEWUTS)
                     serve(socket.socket(fileno=channel_fd), plan)
                     wait_for_clones()
                 else:
