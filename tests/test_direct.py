@@ -69,7 +69,8 @@ def test_a_skipped_test_gives_no_outcome_on_either_path(tmp_path):
     first = "    def test_values(self, check):\n"
     assert first in text
     docstring, body = text.split("\n", 1)
-    path.write_text(docstring + "\nimport pytest\n" + body.replace(first, first + "        pytest.skip('not this term')\n", 1))
+    skipped = body.replace(first, first + "        pytest.skip('not this term')\n", 1)
+    path.write_text(docstring + "\nimport pytest\n" + skipped)
     course = tmp_path / "course.yml"
     course.write_text((ROOT / "course.yml").read_text()
                       .replace("solutions: solutions", f"solutions: {ROOT / 'solutions'}")

@@ -12,14 +12,18 @@ import socket
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from autograder.worker import wire
 
 from .per_request import PerRequest
 
-if TYPE_CHECKING:
-    from .zygote import Zygote
+
+class Reaper(Protocol):
+    """What a sandbox needs of the zygote that forked its host (``zygote.py``)."""
+
+    def reap(self, pid: int) -> str: ...
+
 
 #: each request packed once: a batch sends the same requests to every submission
 _frame = PerRequest(wire.pack)
@@ -37,7 +41,7 @@ class WorkerError(Exception):
 class Sandbox:
     """The trusted side's handle on one submission's host: spawn a worker per step, end it."""
 
-    def __init__(self, control: socket.socket, pid: int, zygote: Zygote):
+    def __init__(self, control: socket.socket, pid: int, zygote: Reaper):
         self.control = control
         self.pid = pid
         self.zygote = zygote
