@@ -45,7 +45,8 @@ _asked = PerRequest(asked_standins)
 
 
 class SubmissionRunner:
-    """Executes requests for one submission; a fresh worker per step, killed when the step is done."""
+    """Executes requests for one submission, in its own sandbox: one worker serves step after step while it
+    stays clean (a fresh one otherwise); the steps graded with stand-ins come last, in one worker."""
 
     def __init__(self, zygote: Zygote, folder: Path, modules: list[str], standin_sources: dict[str, str],
                  time_limits: dict[str, float], limits: dict | None = None, *, uid_base: int = 0,
@@ -81,7 +82,7 @@ class SubmissionRunner:
         self.timed_out: dict[str, dict] = {}  # a step that used up its time gets no second budget
 
     def _begin(self, step: str, asked: set[str] = frozenset()) -> None:
-        """Start ``step``: on the current worker if it is clean and holds no stand-in, else on a fresh one."""
+        """Start ``step``: on the current worker if it is clean and may serve it, else on a fresh one."""
         sources = self._standins(step, asked)
         budget = self.time_limits.get(step, 10.0)
         if self.deadline is not None:
