@@ -33,7 +33,7 @@ class Grader:
         self.tests = direct.plan(self.suites, validate_suites(self.course, self.suites, self.reference))
         self.standins = self.reference.standin_sources()
         self.reference_uses = self.reference.uses()
-        # steps graded last: those whose reference uses another step's code (and, learned while grading,
+        # steps graded last: those whose reference uses another step's code (and, learned by warm_cache,
         # those whose cases build other steps' stand-ins: Exercise 3.1's transfer)
         short = {s.split(".", 1)[1] for s in self.course.steps}
         self.late_steps = {s for s, names in self.reference_uses.items() if (names & short) - {s.split(".", 1)[1]}}
@@ -62,7 +62,6 @@ class Grader:
             self._run(plugin)
         finally:
             runner.close()
-        self.late_steps |= runner.asked_standins
         notes = list(notes or [])
         if runner.output_bytes:
             notes.append(f"Your code printed {runner.output_bytes} bytes while being graded; printed output is not shown here.")

@@ -68,7 +68,6 @@ class SubmissionRunner:
         self._step: str | None = None
         self._worker = None
         self._holds: set[str] = set()
-        self.asked_standins: set[str] = set()  # steps whose requests build stand-ins
         #: serve several steps with one worker while it stays clean (worker/hygiene.py)
         self.reuse = reuse
         self.reference_uses = reference_uses
@@ -155,8 +154,6 @@ class SubmissionRunner:
             return _import_error(self.module_errors, module)
         try:
             asked = _asked(request)
-            if asked:
-                self.asked_standins.add(step)
             if self._step != step or self._worker is None or self._worker.dead:
                 self._begin(step, asked)
             elif not asked <= self._holds:
