@@ -5,6 +5,7 @@ import time
 from pathlib import Path
 
 from autograder.course import CourseError, load_course
+from autograder.grading.dependencies import StandinPolicy
 from autograder.grading.reference import Reference
 from autograder.grading.runner import SubmissionRunner, asked_standins
 from autograder.grading.zygote import Zygote
@@ -31,12 +32,11 @@ class Grader:
             raise CourseError(f"cannot load the reference solutions: {exc}") from None
         #: the hidden tests as direct calls (one pytest collection for the whole batch), or None: pytest.main
         self.tests = direct.plan(self.suites, validate_suites(self.course, self.suites, self.reference))
-        self.standins = self.reference.standin_sources()
-        self.reference_uses = self.reference.uses()
+        self.standin_code = self.reference.standin_code()
+        self.policy = StandinPolicy(self.reference.uses())
         # steps graded last: those whose reference uses another step's code (and, learned by warm_cache,
         # those whose cases build other steps' stand-ins: Exercise 3.1's transfer)
-        short = {s.split(".", 1)[1] for s in self.course.steps}
-        self.late_steps = {s for s, names in self.reference_uses.items() if (names & short) - {s.split(".", 1)[1]}}
+        self.late_steps = {s for s in self.course.steps if self.policy.needs(s)}
         self.reference_lines = self.reference.body_lines()
         self.uid_base = 0  # the zygote's uid block, once there is one
         self._zygote: Zygote | None = None  # started on first use; forked batch jobs start their own
@@ -52,10 +52,9 @@ class Grader:
         if not self.cache:  # every submission, the first one included, sees the same requests in the same order
             self.warm_cache()
         times = {step: self.course.step_time(step) for step in self.course.steps}
-        runner = SubmissionRunner(self.zygote, folder, self.course.modules, self.standins, times, self.limits(),
+        runner = SubmissionRunner(self.zygote, folder, self.course.modules, self.standin_code, times, self.limits(),
                                   uid_base=self.uid_base, submission_seconds=self.course.limits.submission_seconds,
-                                  module_errors=module_errors, reference_uses=self.reference_uses,
-                                  late_steps=self.late_steps, asked=self.asked)
+                                  module_errors=module_errors, policy=self.policy, asked=self.asked)
         plugin = GradingPlugin(self.course, self.reference, runner.run, cache=self.cache,
                                reference_lines=self.reference_lines, late_steps=self.late_steps)
         try:

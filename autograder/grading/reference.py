@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 import ast
+import base64
 import importlib
 import inspect
+import marshal
 import textwrap
 import sys
 from pathlib import Path
@@ -36,7 +38,9 @@ class Reference:
         self.workspace = runtime.Workspace(None, self.modules, objects)
 
     def run(self, request: dict) -> dict:
-        return runtime.run(request, self.workspace)
+        answer = runtime.run(request, self.workspace)
+        answer.pop("args_after", None)  # what a student's call did to its inputs; the reference's need no check
+        return answer
 
     def source(self, step: str) -> str:
         """The step's code as shipped to a worker: no comments, no docstrings, no markers."""
@@ -50,6 +54,15 @@ class Reference:
 
     def standin_sources(self) -> dict[str, str]:
         return {step: self.source(step) for step in self.steps}
+
+    def standin_code(self) -> dict[str, str]:
+        """Each step's stand-in as a worker receives it: compiled here, marshalled, base64 for the JSON header.
+
+        The sandbox gets bytecode only: no line of the reference's source, in any encoding, is ever in a
+        worker's memory (tracebacks through a stand-in name ``<stand-in step>`` and show no text).
+        """
+        return {step: base64.b64encode(marshal.dumps(compile(src, f"<stand-in {step}>", "exec"))).decode("ascii")
+                for step, src in self.standin_sources().items()}
 
     def uses(self) -> dict[str, set[str]]:
         """For each step, the names its reference code uses (to find the stand-ins a stand-in needs)."""
@@ -67,6 +80,3 @@ class Reference:
         for src in self.standin_sources().values():
             lines |= {" ".join(line.split()) for line in src.splitlines() if len(line.strip()) >= 16}
         return lines
-
-    def call(self, step: str, *args, **kwargs):
-        return self.workspace.standins[step](*args, **kwargs)

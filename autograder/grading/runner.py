@@ -7,7 +7,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from .dependencies import StudentCode, standins_for
+from .dependencies import StandinPolicy
 from .per_request import PerRequest
 from .workers import WorkerError
 from .zygote import Zygote
@@ -46,17 +46,17 @@ _asked = PerRequest(asked_standins)
 
 class SubmissionRunner:
     """Executes requests for one submission, in its own sandbox: one worker serves step after step while it
-    stays clean (a fresh one otherwise); the steps graded with stand-ins come last, in one worker."""
+    stays clean (a fresh one otherwise). A worker holds stand-ins only for what the graded step's reference
+    calls (dependencies.py); it serves a later step only if that step may hold all it already holds."""
 
-    def __init__(self, zygote: Zygote, folder: Path, modules: list[str], standin_sources: dict[str, str],
+    def __init__(self, zygote: Zygote, folder: Path, modules: list[str], standin_code: dict[str, str],
                  time_limits: dict[str, float], limits: dict | None = None, *, uid_base: int = 0,
                  submission_seconds: float | None = None, module_errors: dict | None = None,
-                 reference_uses: dict[str, set[str]] | None = None, reuse: bool = True,
-                 late_steps: set[str] | None = None, asked: dict[str, set[str]] | None = None):
+                 policy: StandinPolicy | None = None, asked: dict[str, set[str]] | None = None):
         self.zygote = zygote
         self.folder = Path(folder).resolve()
         self.modules = modules
-        self.standin_sources = standin_sources
+        self.standin_code = standin_code  # step -> its compiled reference (reference.standin_code), never source
         self.time_limits = time_limits
         self.limits = limits or {}
         self.scratch_root = Path(tempfile.mkdtemp(prefix="grade-scratch-"))
@@ -68,80 +68,57 @@ class SubmissionRunner:
         self._step: str | None = None
         self._worker = None
         self._holds: set[str] = set()
-        #: serve several steps with one worker while it stays clean (worker/hygiene.py)
-        self.reuse = reuse
-        self.reference_uses = reference_uses
-        self.late_steps = set(late_steps or ())  # graded last, all of them by one worker when they can be
+        self.policy = policy or StandinPolicy({})
         self.asked = asked or {}
-        self._late: set[str] | None = None
-        self._student = None
         self.module_errors = module_errors or {}  # found while staging: not UTF-8, a link, a broken notebook
         self.import_errors: dict[str, dict] = {}
         self.output_bytes = 0
         self.timed_out: dict[str, dict] = {}  # a step that used up its time gets no second budget
 
+    def _needed(self, step: str, asked: set[str] = frozenset()) -> set[str]:
+        """The stand-ins ``step``'s worker holds: chosen by the reference and the suite, never the student."""
+        return {s for s in self.policy.needs(step, self.asked.get(step, set()) | set(asked)) if s in self.standin_code}
+
     def _begin(self, step: str, asked: set[str] = frozenset()) -> None:
-        """Start ``step``: on the current worker if it is clean and may serve it, else on a fresh one."""
-        sources = self._standins(step, asked)
+        """Start ``step``: on the current worker if it is clean and holds nothing the step may not hold."""
+        needed = self._needed(step, asked)
         budget = self.time_limits.get(step, 10.0)
         if self.deadline is not None:
             budget = min(budget, self.deadline - time.monotonic())
-        worker, late = self._worker, self._late_standins()
-        # A clean worker serves the next step if it holds no stand-in and needs none; the steps graded
-        # last (with stand-ins) share one worker, which takes their stand-ins on when the first begins.
-        shared = step in self.late_steps and late and set(sources) <= late and self._holds <= late
-        if worker is not None and not worker.dead and self.reuse and (shared or not (sources or self._holds)):
+        worker = self._worker
+        if worker is not None and not worker.dead and self._holds <= needed:
             try:
                 worker.begin(budget)
-                clean = True
-                if shared and self._holds != late:
-                    clean = not worker.request({"op": "standins", "standins": self._sources(late), "if_clean": True,
+                clean, extra = True, needed - self._holds
+                if extra:  # the worker takes on what this step may hold besides, if it is still clean
+                    clean = not worker.request({"op": "standins", "standins": self._code(extra), "if_clean": True,
                                                 "cpu_seconds": budget})["changed"]
-                    self._holds = set(late) if clean else self._holds
+                    self._holds |= extra if clean else set()
                 if clean and not worker.request({"op": "step", "if_clean": True, "cpu_seconds": budget})["changed"]:
                     self._step = step
                     return
             except WorkerError:
                 pass
-        self._start(step, sources, budget)
+        self._start(step, needed, budget)
 
-    def _standins(self, step: str, asked: set[str] = frozenset()) -> dict[str, str]:
-        if self.reference_uses is None:
-            return {s: src for s, src in self.standin_sources.items() if s != step}
-        needed = self._needed(step) | (set(asked) - {step})
-        if step in self.late_steps and needed <= self._late_standins():
-            needed = self._late_standins()
-        return self._sources(needed)
+    def _code(self, steps: set[str]) -> dict[str, str]:
+        return {s: code for s, code in self.standin_code.items() if s in steps}  # in unit order
 
-    def _sources(self, steps: set[str]) -> dict[str, str]:
-        return {s: src for s, src in self.standin_sources.items() if s in steps}
-
-    def _needed(self, step: str) -> set[str]:
-        """The stand-ins the step's code uses (dependencies.py) and those its requests build."""
-        if self._student is None:
-            self._student = StudentCode(self.folder, self.modules)
-        return set(standins_for(step, self._student, self.reference_uses)) | (self.asked.get(step, set()) - {step})
-
-    def _late_standins(self) -> set[str]:
-        """What one worker serving every late step holds: the union of their needs, if none of the
-        late steps is among them (a step is never graded beside its own reference); else nothing."""
-        if self._late is None:
-            union = set().union(*(self._needed(s) for s in self.late_steps))
-            self._late = union if union and not union & self.late_steps else set()
-        return self._late
-
-    def _start(self, step: str, sources: dict[str, str], budget: float):
+    def _start(self, step: str, needed: set[str], budget: float):
         self.close_worker()
         if self._sandbox is None or self._sandbox.dead:
             self._sandbox = self.zygote.open({"folder": str(self.folder), "scratch": str(self.scratch_root / "work"),
                                               "limits": self.limits, "uid_base": self.uid_base})
         self._output = self.scratch_root / f"{step}.out"
-        spawn = {"modules": self.modules, "standins": sources}
-        self._worker = self._sandbox.spawn(spawn, self._output, budget, self.submission_seconds)
-        self._holds = set(sources)  # a worker that holds reference code serves no other step
+        # The stand-ins go over the worker's own channel, compiled: the host never holds them, and no
+        # source text of the reference ever reaches the sandbox.
+        self._worker = self._sandbox.spawn({"modules": self.modules}, self._output, budget, self.submission_seconds)
+        self._holds = set(needed)
         self._step = step
         hello = self._worker.request(None)
         self.import_errors = {**hello.get("import_errors", {}), **self.module_errors}
+        if needed:
+            self._worker.request({"op": "standins", "standins": self._code(needed)})
         self._worker.request({"op": "step"})
 
     def run(self, step: str, request: dict) -> dict:
@@ -156,8 +133,8 @@ class SubmissionRunner:
             asked = _asked(request)
             if self._step != step or self._worker is None or self._worker.dead:
                 self._begin(step, asked)
-            elif not asked <= self._holds:
-                self._start(step, self._standins(step, asked | self._holds), self._worker.remaining())
+            elif not self._needed(step, asked) <= self._holds:
+                self._start(step, self._needed(step, asked), self._worker.remaining())
             if module in self.import_errors:
                 return _import_error(self.import_errors, module)
             return self._worker.request(request)

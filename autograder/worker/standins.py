@@ -2,10 +2,13 @@
 
 So that one bug costs points once: while ``multihead_attention.MultiHeadAttentionWrapper`` is graded,
 every name in the student's modules that refers to the student's own ``CausalAttention`` refers to the
-stand-in instead. The trusted side sends the stand-in sources; the step being graded never gets one.
+stand-in instead. The trusted side chooses them from the reference alone and sends them compiled
+(marshalled bytecode, never source text); the step being graded never gets one.
 """
 from __future__ import annotations
 
+import base64
+import marshal
 import math
 import types
 
@@ -14,17 +17,17 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 
-def build(sources: dict[str, str]) -> dict[str, object]:
-    """Execute stand-in sources (step id -> source) and return step id -> object.
+def build(compiled: dict[str, str]) -> dict[str, object]:
+    """Execute stand-ins (step id -> base64 of marshalled bytecode) and return step id -> object.
 
-    Sources come in unit order, so a stand-in finds the ones it uses (the wrapper's CausalAttention)
+    They come in unit order, so a stand-in finds the ones it uses (the wrapper's CausalAttention)
     among those built before it, by name.
     """
     shared: dict[str, object] = {}
     objects: dict[str, object] = {}
-    for step, source in sources.items():
+    for step, code in compiled.items():
         namespace = {"torch": torch, "nn": nn, "F": F, "math": math, **shared}
-        exec(compile(source, f"<stand-in {step}>", "exec"), namespace)  # noqa: S102 - trusted source
+        exec(marshal.loads(base64.b64decode(code)), namespace)  # noqa: S102 - the trusted side's bytecode
         name = step.split(".", 1)[1]
         objects[step] = namespace[name]
         shared[name] = namespace[name]
