@@ -126,6 +126,25 @@ def _gradient_problems(got: dict, expected: dict, tol: Tolerance, public: bool, 
     return problems
 
 
+def mutated(case: dict, got: dict) -> list[int]:
+    """The arguments the student's code modified in place: what came back after the call, compared here
+    with what was sent (the worker's own word on it could be forged)."""
+    request = case.get("request", {})
+    sent = request.get("forward_args") if request.get("kind") == "module" else request.get("args")
+    after = got.get("args_after")
+    if not isinstance(sent, (list, tuple)) or not isinstance(after, (list, tuple)):
+        return []
+    changed = []
+    for i, (before, now) in enumerate(zip(sent, after)):
+        if not isinstance(before, torch.Tensor):
+            continue
+        if not isinstance(now, torch.Tensor) or now.shape != before.shape or now.dtype != before.dtype:
+            changed.append(i)
+        elif not torch.equal(now, before) and not bool(((now == before) | (now.isnan() & before.isnan())).all()):
+            changed.append(i)
+    return changed
+
+
 def judge_equal(case: dict, expected: dict, got: dict, tol: Tolerance, public: bool) -> Verdict:
     lines: list[str] = []
     for field in case.get("fields", ["output"]):
@@ -138,8 +157,9 @@ def judge_equal(case: dict, expected: dict, got: dict, tol: Tolerance, public: b
         for i, (fe, fg) in enumerate(zip(facts_e, facts_g or [])):
             if fe and fe.get("parameter") and not (fg or {}).get("parameter"):
                 lines.append(f"output[{i}] should be an nn.Parameter (so that training can update it)")
-    if got.get("mutated"):
-        names = [case.get("arg_names", [])[i] if i < len(case.get("arg_names", [])) else f"argument {i}" for i in got["mutated"]]
+    changed = mutated(case, got)
+    if changed:
+        names = [case.get("arg_names", [])[i] if i < len(case.get("arg_names", [])) else f"argument {i}" for i in changed]
         lines.append(f"your code modified its input in place ({', '.join(names)}): use out-of-place operations (x / s, not x /= s)")
     grads = _gradient_problems(got, expected, tol, public, case.get("arg_names", []))
     if grads and lines and not any(g.startswith(("the gradient was cut", "no gradient", "parameter")) for g in grads):
@@ -237,7 +257,7 @@ def judge_dropout(case: dict, expected: dict, got: dict, tol: Tolerance, public:
     facts = got.get("output_facts") or {}
     if case.get("needs_graph") and not facts.get("requires_grad"):
         lines.append("the gradient was cut: the output of dropout must stay in the autograd graph")
-    if got.get("mutated"):
+    if mutated(case, got):
         lines.append("your code modified its input in place: use the out-of-place dropout")
     return Verdict(FAILED if lines else PASSED, lines)
 

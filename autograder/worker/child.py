@@ -3,7 +3,8 @@
 Requests: ``{"op": "step"}`` starts a step (fresh random state); ``{"op": "standins", "standins": {...}}``
 builds and substitutes stand-ins (for the steps graded last); with ``"if_clean": true`` either does so
 only if the worker is still as it was after import (hygiene.py), else answers what changed;
-``{"op": "exit"}``; anything else is a call for ``runtime.run``.
+``{"op": "exit"}``; anything else is a call for ``runtime.run``, whose answer is sent only if the worker's
+own machinery is as it was before student code ran (integrity.py).
 """
 from __future__ import annotations
 
@@ -12,49 +13,61 @@ import sys
 
 from pathlib import Path
 
-from . import hygiene, runtime, sandbox, submission, wire
+from . import hygiene, integrity, runtime, sandbox, submission, wire
 
 
-def serve(channel: socket.socket, folder: str, spawn: dict) -> None:
-    """Serve one step: the host has confined this process already."""
+def serve(channel: socket.socket, folder: str, spawn: dict, shared: tuple[str, ...] = ()) -> None:
+    """Serve one step or more: the host has confined this process already.
+
+    What this loop calls after student code has run (``run``, ``send``, the integrity check) is bound to
+    locals here, before the submission is imported: a frame walk can read this frame's locals but not
+    rebind them. Stand-ins arrive on this channel as bytecode (``standins`` op), never in the spawn message.
+    """
     folder = Path(folder)
+    run, send, recv, WireError = runtime.run, wire.send, wire.recv, wire.WireError
+    watched = integrity.watched(__package__)
+    check = integrity.snapshot
+    check_code, check_defaults = check.__code__, check.__defaults__
     # The grader's own modules stay loaded but are not findable by name from student code.
     for name in [n for n in sys.modules if n[:1] == "a" and n.startswith(("attention_worker", "autograder"))]:
         del sys.modules[name]
+    baseline_ids = check(watched)
     modules, errors = submission.load(folder, spawn["modules"])
-    # Build the stand-ins, then drop their source: nothing keeps the text reachable from frames or gc.
-    sources = spawn.pop("standins", {})
-    ws = runtime.prepare(folder, modules, sources)
-    sources.clear()
-    del sources
-    baseline = hygiene.fingerprint(modules)
-    wire.send(channel, {"import_errors": errors})
+    ws = runtime.prepare(folder, modules)
+    baseline = hygiene.fingerprint(modules, shared)
+    send(channel, {"import_errors": errors})
     while True:
         try:
-            request = wire.recv(channel)
-        except wire.WireError:
+            request = recv(channel)
+        except WireError:
             return
         if request.get("op") == "exit":
             return
         if request.get("op") in ("step", "standins"):
             # A worker that served a step serves another only if it is still as it was after import.
-            changed = hygiene.changes(baseline, hygiene.fingerprint(modules)) if request.get("if_clean") else []
+            changed = hygiene.changes(baseline, hygiene.fingerprint(modules, shared)) if request.get("if_clean") else []
             cpu_seconds = request.get("cpu_seconds")
             if changed:
                 request.clear()
-            elif request["op"] == "standins":  # a clean worker takes on the steps graded with stand-ins
+            elif request["op"] == "standins":  # the stand-ins this step's reference calls, built and substituted
                 ws.add_standins(request.pop("standins"))
                 request.clear()
-                baseline = hygiene.fingerprint(modules)
+                baseline = hygiene.fingerprint(modules, shared)
             else:  # a step begins: the same random state for every step
                 hygiene.fresh_random_state()
             if not changed and cpu_seconds:  # this step's CPU budget, from now
                 sandbox.renew_cpu(float(cpu_seconds))
-            wire.send(channel, {"changed": changed})
+            send(channel, {"changed": changed})
             continue
-        answer = runtime.run(request, ws)
+        answer = run(request, ws)
+        if check.__code__ is not check_code or check.__defaults__ is not check_defaults or check(watched) != baseline_ids:
+            send(channel, {"ok": False, "error": {"type": "Tampering", "phase": "the step", "not_attempted": False,
+                                                  "where": None, "tampered": True,
+                                                  "message": "your code changed the grader's own functions while it "
+                                                             "ran: this check scores zero"}})
+            return  # retired: the next step gets a fresh worker
         try:
-            wire.send(channel, answer)
+            send(channel, answer)
         except TypeError as exc:  # something un-sendable slipped through
-            wire.send(channel, {"ok": False, "error": {"type": "TypeError", "message": str(exc), "where": None,
-                                                      "phase": "returning the result", "not_attempted": False}})
+            send(channel, {"ok": False, "error": {"type": "TypeError", "message": str(exc), "where": None,
+                                                  "phase": "returning the result", "not_attempted": False}})

@@ -62,9 +62,10 @@ def run(control: socket.socket, request: dict, plan: sandbox.Plan) -> None:
             if pid == 0:  # pragma: no cover - the worker
                 try:
                     control.close()
-                    step_limits = {**limits, **op.get("limits", {})}
+                    spawn, step_limits = op["spawn"], {**limits, **op.get("limits", {})}
+                    del message, op, fds, request  # the raw requests do not outlive the fork in a frame
                     sandbox.confine_step(plan, uid, output_fd, workdir, step_limits)
-                    child.serve(socket.socket(fileno=channel_fd), folder, op["spawn"])
+                    child.serve(socket.socket(fileno=channel_fd), folder, spawn, plan.shared_dirs())
                 finally:
                     os._exit(0)
             os.close(channel_fd)

@@ -15,11 +15,17 @@ from . import standins as standins_mod
 from .submission import describe_exception
 
 
-# Bound before any student code runs: patching torch.equal or Tensor.clone later changes nothing here.
-_equal = torch.equal
+# Bound before any student code runs, and only C-level callables: the facts a worker reports about its own
+# objects (the output's type, whether it has a graph) are computed with these inside ``run``'s own frame,
+# from locals bound at its entry, so rebinding names in this module (a frame walk to our globals) or in
+# torch changes nothing. What can be judged on the trusted side is: inputs modified in place are found
+# there, from the arguments sent back after the call.
+_C_TENSOR = torch._C.TensorBase
+_BOUND = (type, torch.Tensor, torch.nn.Parameter, _C_TENSOR.__dict__["requires_grad"].__get__,
+          _C_TENSOR.__dict__["grad_fn"].__get__, _C_TENSOR.__dict__["grad"].__get__, _C_TENSOR.detach,
+          _C_TENSOR.clone, isinstance, _C_TENSOR, tuple, list, len, str, bool, int)
 _detach = torch.Tensor.detach
 _clone = torch.Tensor.clone
-_is_tensor = torch.is_tensor
 
 
 def seed(value: int) -> None:
@@ -47,10 +53,10 @@ class Workspace:
         self.modules = modules
         self.standins = standins
 
-    def add_standins(self, sources: dict[str, str]) -> None:
-        """Build stand-ins (their sources are cleared once built) and substitute them in the student's modules."""
-        objects = standins_mod.build(sources)
-        sources.clear()
+    def add_standins(self, compiled: dict[str, str]) -> None:
+        """Build stand-ins (bytecode, cleared once built) and substitute them in the student's modules."""
+        objects = standins_mod.build(compiled)
+        compiled.clear()
         standins_mod.substitute(self.modules, objects)
         self.standins.update(objects)
 
@@ -111,22 +117,18 @@ def _plain(value, depth: int = 0):
     return {"$unsupported": type(value).__name__ if isinstance(type(value).__name__, str) else "object"}
 
 
-def _tensor_facts(value):
-    if isinstance(value, torch.Tensor):
-        return {
-            "class": type(value).__name__,
-            "parameter": isinstance(value, torch.nn.Parameter),
-            "requires_grad": bool(value.requires_grad),
-            "grad_fn": type(value.grad_fn).__name__ if value.grad_fn is not None else None,
-            "device": str(value.device),
-        }
-    if type(value) in (tuple, list):
-        return [_tensor_facts(v) for v in value]
-    return None
-
-
 def run(request: dict, ws: Workspace) -> dict:
-    """Run one request; never raises (errors are part of the answer)."""
+    """Run one request; never raises (errors are part of the answer).
+
+    Everything used after student code starts running is a local bound here, at entry, to a C-level
+    callable (``_BOUND``); the answer is assembled only once the last student code (backward hooks
+    included) has run, so nothing the student's code does to module globals or to objects reachable from
+    this frame changes a fact.
+    """
+    (type_, Tensor, Parameter, requires_grad, grad_fn, grad, detach, clone, isinstance_, TensorBase,
+     tuple_, list_, len_, str_, bool_, int_) = _BOUND
+
+    plain, describe, materialize = _plain, describe_exception, _materialize
     phase = "setup"
     try:
         built: list = []
@@ -136,7 +138,7 @@ def run(request: dict, ws: Workspace) -> dict:
         answer: dict = {"ok": True}
         if request["kind"] == "module":
             phase = "__init__"
-            init_args = _materialize(request.get("init_args", []), ws, built)
+            init_args = materialize(request.get("init_args", []), ws, built)
             module = target(*init_args, **request.get("init_kwargs", {}))
             if not isinstance(module, torch.nn.Module):
                 raise TypeError(f"{request['target']}(...) did not create an nn.Module")
@@ -144,17 +146,16 @@ def run(request: dict, ws: Workspace) -> dict:
                 answer["params"] = [(n, list(p.shape)) for n, p in module.named_parameters()]
             elif request.get("param_stride"):  # GPT-2 sizes: every k-th value of the large ones, with the shapes
                 stride = int(request["param_stride"])
-                answer["params"] = [(n, _clone(_detach(p).reshape(-1)[::stride] if p.numel() > SAMPLE_FROM else _detach(p)))
+                answer["params"] = [(n, clone(detach(p).reshape(-1)[::stride] if p.numel() > SAMPLE_FROM else detach(p)))
                                     for n, p in module.named_parameters()]
                 answer["param_shapes"] = [(n, list(p.shape)) for n, p in module.named_parameters()]
             elif request.get("want_params", True):
-                answer["params"] = [(n, p.detach().clone()) for n, p in module.named_parameters()]
+                answer["params"] = [(n, clone(detach(p))) for n, p in module.named_parameters()]
             answer["buffers"] = [(n, list(b.shape)) for n, b in module.named_buffers()]
-            answer["module_facts"] = {n: type(m).__name__ for n, m in module.named_children()}
             if request.get("construct_only"):
                 return answer
             phase = "loading the reference weights"
-            load = _materialize(request.get("load_params"), ws, built)
+            load = materialize(request.get("load_params"), ws, built)
             if load:
                 own = dict(module.named_parameters())
                 missing = [n for n in load if n not in own]
@@ -167,54 +168,67 @@ def run(request: dict, ws: Workspace) -> dict:
                         own[name].copy_(tensor)
             module.train(bool(request.get("train", False)))
             callee = module
-            params = dict(module.named_parameters())
-            args = _materialize(request.get("forward_args", []), ws, built)
+            params = tuple_(dict(module.named_parameters()).items())
+            args = materialize(request.get("forward_args", []), ws, built)
             kwargs = {}
             phase = "forward"
         else:
-            params = {}
+            params = ()
             callee = target
-            args = _materialize(request.get("args", []), ws, built)
-            kwargs = _materialize(request.get("kwargs", {}), ws, built)
+            args = materialize(request.get("args", []), ws, built)
+            kwargs = materialize(request.get("kwargs", {}), ws, built)
             phase = "call"
-        for index in request.get("grad_args", []):
+        grad_args = tuple_(int_(i) for i in request.get("grad_args", []))
+        for index in grad_args:
             args[index].requires_grad_(True)
-        snapshots = {i: _clone(_detach(a)) for i, a in enumerate(args) if _is_tensor(a)}
+        args = tuple_(args)  # what the student's code may not swap: the very tensors it was given
+        upstream = materialize(request.get("upstream"), ws, built)
         if request.get("forward_seed") is not None:
             seed(request["forward_seed"])
         output = callee(*args, **kwargs)
-        answer["output"] = _plain(output)
-        answer["output_facts"] = _tensor_facts(output)
-        answer["mutated"] = [i for i, before in snapshots.items()
-                             if tuple(args[i].shape) != tuple(before.shape) or not _equal(_detach(args[i]), before)]
-        answer["modules_after"] = [[(n, p.detach().clone()) for n, p in m.named_parameters()] for m in built]
-        upstream = _materialize(request.get("upstream"), ws, built)
+        sent = plain(output)
+        answer = {**answer, "output": sent}
+        modules_after = [[(n, clone(detach(p))) for n, p in m.named_parameters()] for m in built]
+        backward = None
         if upstream is not None:
             phase = "backward"
-            if not isinstance(output, torch.Tensor):
-                answer["backward"] = "not a tensor"
-            elif not output.requires_grad:
-                answer["backward"] = "no graph"
-            elif tuple(output.shape) != tuple(upstream.shape):
-                answer["backward"] = "shape"
+            if not isinstance_(output, TensorBase):
+                backward = "not a tensor"
+            elif not requires_grad(output):
+                backward = "no graph"
+            elif tuple_(output.shape) != tuple_(upstream.shape):
+                backward = "shape"
             else:
                 # The same gradients as output.backward(upstream) (d sum(out * up) / d out = up, exactly),
                 # without torch's import of its symbolic-shapes machinery on an explicit gradient (~1 s).
                 (output * upstream.to(output.dtype)).sum().backward()
-                answer["backward"] = "done"
-                answer["input_grads"] = {str(i): (args[i].grad if args[i].grad is not None else None)
-                                         for i in request.get("grad_args", [])}
-                answer["param_grads"] = {n: p.grad for n, p in params.items()}
+                backward = "done"
+        # No student code runs from here on: the facts, from C-level callables bound at entry.
+        outputs = output if type_(output) is tuple_ or type_(output) is list_ else None
+        facts = []
+        for value in (outputs if outputs is not None else (output,)):
+            if isinstance_(value, TensorBase):
+                fn = grad_fn(value)
+                facts.append({"class": str_(type_(value).__name__), "parameter": type_(value) is Parameter,
+                              "requires_grad": bool_(requires_grad(value)),
+                              "grad_fn": str_(type_(fn).__name__) if fn is not None else None})
+            else:
+                facts.append(None)
+        answer["output_facts"] = facts if outputs is not None else facts[0]
+        answer["args_after"] = [clone(detach(a)) if isinstance_(a, TensorBase) else None for a in args]
+        answer["modules_after"] = modules_after
+        if backward is not None:
+            answer["backward"] = backward
+        if backward == "done":
+            answer["input_grads"] = {str_(i): grad(args[i]) for i in grad_args}
+            answer["param_grads"] = {n: grad(p) for n, p in params}
         return answer
     except BaseException as exc:  # noqa: BLE001 - SystemExit, KeyboardInterrupt and custom BaseExceptions too
-        error = describe_exception(exc, ws.folder)
+        error = describe(exc, ws.folder)
         error["phase"] = phase
         error["not_attempted"] = isinstance(exc, NotImplementedError)
         return {"ok": False, "error": error}
 
 
-def prepare(folder: Path, modules: dict[str, types.ModuleType], standin_sources: dict[str, str]) -> Workspace:
-    ws = Workspace(folder, modules, {})
-    if standin_sources:
-        ws.add_standins(standin_sources)
-    return ws
+def prepare(folder: Path, modules: dict[str, types.ModuleType]) -> Workspace:
+    return Workspace(folder, modules, {})
