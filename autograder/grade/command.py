@@ -23,8 +23,14 @@ def _fail(message: str) -> None:
 @click.option("--jobs", "-j", "n_jobs", type=click.IntRange(min=1), default=None,
               help="Submissions graded in parallel  [default: the number of cores]")
 @click.option("--force", is_flag=True, help="Regrade submissions already graded with the same inputs.")
+@click.option("--times", "times_file", type=click.Path(path_type=Path, exists=True, dir_okay=False),
+              help="CSV 'submission,submitted_at' from the LMS: when each was handed in (a submission's own files "
+                   "never say; without a time, grade export counts it on time and names it).")
+@click.option("--trust-submissions", is_flag=True,
+              help="Grade several submissions even where the isolation (rlimits) cannot keep one submission's "
+                   "files, IPC and processes from the next: only for code you trust.")
 def autograde_command(submissions: tuple[Path, ...], out: Path, course_file: Path, n_jobs: int | None,
-                      force: bool) -> None:
+                      force: bool, times_file: Path | None, trust_submissions: bool) -> None:
     """Grade SUBMISSIONS (folders, .zip archives, notebooks, or folders of them) with the hidden suites.
 
     Each submission's results.json is written as soon as it is graded; a re-run skips submissions
@@ -33,10 +39,16 @@ def autograde_command(submissions: tuple[Path, ...], out: Path, course_file: Pat
     """
     from autograder.grading.zygote import Zygote  # noqa: PLC0415 - no torch: the zygote starts first
 
+    from autograder.intake import times  # noqa: PLC0415
+
+    try:
+        submitted = times.read(times_file) if times_file else {}
+    except times.TimesError as exc:
+        _fail(str(exc))
     zygote = Zygote()  # it imports torch while we import ours and load the course
     try:
         grader = _load(course_file)
-        _grade(grader, submissions, out, n_jobs or os.cpu_count() or 1, force, zygote)
+        _grade(grader, submissions, out, n_jobs or os.cpu_count() or 1, force, zygote, trust_submissions, submitted)
     finally:
         zygote.close()
 
@@ -52,7 +64,8 @@ def _load(course_file: Path):
         _fail(str(exc))
 
 
-def _grade(grader, submissions: tuple[Path, ...], out: Path, n_jobs: int, force: bool, zygote) -> None:
+def _grade(grader, submissions: tuple[Path, ...], out: Path, n_jobs: int, force: bool, zygote,
+           trust_submissions: bool = False, submitted: dict[str, str] | None = None) -> None:
     from tqdm import tqdm  # noqa: PLC0415
 
     from autograder.intake.discover import discover  # noqa: PLC0415
@@ -70,7 +83,12 @@ def _grade(grader, submissions: tuple[Path, ...], out: Path, n_jobs: int, force:
     start = time.monotonic()
     try:
         todo, done = batch.prepare(sources, staging, course.modules, out, fingerprint.grader(grader.course_file, course),
-                                   force)
+                                   force, submitted)
+        if len(todo) > 1 and zygote.level == "rlimits" and not trust_submissions:
+            _fail(f"{len(todo)} submissions to grade, but the isolation here is only {zygote.isolation}.\n"
+                  "At this level student code runs as you: what one submission leaves (files, IPC objects, "
+                  "processes) could reach the next, so grade autograde grades one submission per run. Run it as "
+                  "root on Linux (namespaces), or pass --trust-submissions for code you trust.")
         if done:
             click.echo(f"{len(done)} submission(s) already graded with the same inputs: skipped (--force regrades)")
         counts = {"full": 0, "partial": 0, "zero": 0}

@@ -123,6 +123,12 @@ class Zygote:
             self._hello = json.loads(line)
         return self._hello["isolation"]
 
+    @property
+    def level(self) -> str:
+        """The isolation level alone: ``namespaces``, ``uid+rlimits`` or ``rlimits``."""
+        self.isolation  # noqa: B018 - the start-up line
+        return self._hello["level"]
+
     def open(self, request: dict) -> "Sandbox":
         """Fork a host for one submission (``request``: folder, scratch, limits, uid_base)."""
         from .workers import Sandbox  # noqa: PLC0415 - imports torch (the wire), which this module does not
@@ -202,6 +208,10 @@ class LocalZygote(Zygote):
     @property
     def isolation(self) -> str:
         return self._plan.describe()
+
+    @property
+    def level(self) -> str:
+        return self._plan.level
 
     def open(self, request: dict) -> "Sandbox":
         from autograder.worker import host  # noqa: PLC0415

@@ -22,6 +22,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from . import leftovers
+
 _WATCHED = [torch, nn, F, torch.Tensor, nn.Module, nn.Linear, nn.Dropout, nn.Parameter, nn.ModuleList,
             torch.autograd, torch.linalg, torch.special, torch.random, type(torch._C._VariableFunctions),
             math, builtins, random, os, sys]
@@ -62,18 +64,21 @@ def _torch_state() -> tuple:
             hooks)
 
 
-def _files() -> tuple:
-    """What is in the scratch folder (and, in a sandbox, its /tmp): a step may leave nothing behind."""
+def _files(shared: tuple[str, ...]) -> tuple:
+    """What is in the scratch folder (and, in a sandbox, its /tmp; else what we own in the machine's shared
+    folders): a step may leave nothing behind."""
     places = [os.getcwd()] + (["/tmp"] if os.getppid() == 1 else [])
     try:
-        return tuple(tuple(sorted(os.listdir(p))) for p in places)
+        return tuple(tuple(sorted(os.listdir(p))) for p in places) + tuple(leftovers.owned_files(os.getuid(), shared))
     except OSError:
         return ("?",)
 
 
-def fingerprint(student_modules: dict) -> dict:
+def fingerprint(student_modules: dict, shared: tuple[str, ...] = ()) -> dict:
+    """``shared``: machine-wide folders this worker can write to (none with namespaces)."""
     return {
-        "files": _files(),
+        "files": _files(shared),
+        "IPC objects": tuple(leftovers.ipc_objects(os.getuid())),
         "processes or threads": (_others(), threading.active_count()),
         "torch settings": _torch_state(),
         "patched names": tuple(_ids(ns) for ns in _WATCHED),

@@ -29,6 +29,7 @@ import sysconfig
 import tempfile
 from dataclasses import dataclass, field
 
+from . import cgroups, leftovers
 from . import syscalls as sc
 
 NAMESPACES = "namespaces"
@@ -46,6 +47,8 @@ class Plan:
     binds: list[str] = field(default_factory=list)
     root_dir: str = ""
     reason: str = ""
+    groups: cgroups.Groups = field(default_factory=cgroups.Groups)  # per-submission memory and process count
+    groups_reason: str = ""
 
     def under_tmp(self) -> set[str]:
         """Top-level entries of /tmp that lead to an allow-listed mount (a venv under /tmp)."""
@@ -60,7 +63,16 @@ class Plan:
             text = "uid+rlimits (unprivileged uid per worker; limits on time, memory, processes, file size and output)"
         else:
             text = "rlimits (limits on time, memory, file size and output; no namespaces, no uid change)"
+        if self.level != RLIMITS:
+            text += "; " + (self.groups.describe() or f"memory limited per process only ({self.groups_reason})")
         return text + (f"; stronger isolation unavailable: {self.reason}" if self.reason else "")
+
+    def shared_dirs(self) -> tuple[str, ...]:
+        """Machine-wide folders a worker may write to (with namespaces it sees none of them)."""
+        return leftovers.SHARED_DIRS if self.level == UID else ()
+
+    def group_name(self, host_pid: int) -> str:
+        return f"h{host_pid}"
 
 
 def _allow_list(site_dirs: list[str]) -> list[str]:
@@ -88,6 +100,7 @@ def plan_for_zygote(uid_base: int, site_dirs: list[str], local: bool = False, mo
         plan.reason = "not running as root (no uid change, no namespaces)"
         return plan
     plan.level = UID
+    plan.groups, plan.groups_reason = cgroups.probe(f"attention-grader-{os.getpid()}")
     if most == UID:
         plan.reason = "limited to uid+rlimits by AUTOGRADER_ISOLATION"
         return plan
@@ -140,6 +153,9 @@ def enter(folder: str, plan: Plan, limits: dict, keep_fds: list[int] = ()) -> st
     the new PID namespace: when it dies, every process in there dies with it.
     """
     os.setsid()
+    if plan.groups.usable:  # before any worker exists: all of them count against the submission's budget
+        processes = limits.get("processes")
+        plan.groups.create(plan.group_name(os.getpid()), limits.get("memory_mb"), processes and processes + 8)
     if plan.level != NAMESPACES:
         return folder
     # IPC too: System V objects outlive their processes, so nothing one submission leaves reaches the next
@@ -168,6 +184,10 @@ def confine_step(plan: Plan, uid: int, output_fd: int, workdir: str, limits: dic
     os.chdir(workdir)
     os.umask(0o077)  # what a step writes is its own uid's alone
     if plan.level in (NAMESPACES, UID):
+        try:  # an IPC namespace per worker: its System V objects and POSIX queues die with it
+            sc.unshare(sc.CLONE_NEWIPC)
+        except OSError:  # under uid+rlimits the host removes what the uid left instead (leftovers.py)
+            pass
         os.setgroups([])
         os.setresgid(uid, uid, uid)
         os.setresuid(uid, uid, uid)
@@ -198,16 +218,22 @@ def kill_step(plan: Plan, pid: int, uid: int) -> None:
         except (ProcessLookupError, PermissionError):
             pass
     if plan.level == UID:  # daemons that left the session: everything running as the step's uid
-        killer = os.fork()
-        if killer == 0:  # pragma: no cover - child
-            try:
-                os.setresuid(uid, uid, uid)
-                os.kill(-1, signal.SIGKILL)
-            except OSError:
-                pass
-            finally:
-                os._exit(0)
-        os.waitpid(killer, 0)
+        _kill_uid(uid)
+        leftovers.sweep(uid)  # and what it left in the machine's shared folders and IPC
+
+
+def _kill_uid(uid: int) -> None:
+    """Kill every process running as ``uid``: kill(-1) from a child that has become that uid."""
+    killer = os.fork()
+    if killer == 0:  # pragma: no cover - child
+        try:
+            os.setresuid(uid, uid, uid)
+            os.kill(-1, signal.SIGKILL)
+        except OSError:
+            pass
+        finally:
+            os._exit(0)
+    os.waitpid(killer, 0)
 
 
 def clear(workdir: str, keep: set[str] = frozenset()) -> None:

@@ -21,7 +21,7 @@ import traceback
 
 import torch
 
-from . import host, sandbox
+from . import cgroups, host, sandbox
 from . import syscalls as sc
 
 
@@ -63,6 +63,8 @@ def main(control_fd: int, uid_base: int = 0, site_dirs: list[str] | None = None,
     gc.freeze()
     serve(control, plan)
     wait_for_clones()
+    _drop_groups(wait=2.0)
+    cgroups.release(plan.groups)
     os._exit(0)
 
 
@@ -70,6 +72,8 @@ def serve(control: socket.socket, plan: sandbox.Plan) -> None:
     """Say the isolation level, then answer ``open``, ``clone``, ``reap`` and ``quit`` until told to stop."""
     # Orphans (a killed host's confined half) come back to us to be reaped.
     sc.prctl(sc.PR_SET_CHILD_SUBREAPER, 1)
+    global _plan
+    _plan = plan
     control.sendall(json.dumps({"isolation": plan.describe(), "level": plan.level}).encode("utf-8") + b"\n")
     while True:
         try:
@@ -80,6 +84,7 @@ def serve(control: socket.socket, plan: sandbox.Plan) -> None:
             break
         request = json.loads(message.decode("utf-8"))
         reap_finished()
+        _drop_groups()
         if request.get("op") == "quit":
             break
         if request.get("op") == "reap":
@@ -143,8 +148,29 @@ def reap_finished() -> None:
         if pid == 0:
             return
         _finished[pid] = host.describe_status(status)
+        _ended_hosts.add(pid)
         if len(_finished) > 4096:
             _finished.pop(next(iter(_finished)))
+
+
+#: the plan this zygote serves, and the hosts reaped whose control group may still need removing
+_plan: sandbox.Plan | None = None
+_ended_hosts: set[int] = set()
+
+
+def _drop_groups(wait: float = 0.0) -> None:
+    """Remove the control groups of hosts that have ended (retried until their processes are gone)."""
+    if _plan is None or not _plan.groups.usable:
+        _ended_hosts.clear()
+        return
+    deadline = time.monotonic() + wait
+    while _ended_hosts:
+        for pid in list(_ended_hosts):
+            if _plan.groups.remove(_plan.group_name(pid)):
+                _ended_hosts.discard(pid)
+        if not _ended_hosts or time.monotonic() >= deadline:
+            return
+        time.sleep(0.01)
 
 
 def reap(pid: int) -> str:
@@ -157,6 +183,7 @@ def reap(pid: int) -> str:
         except ChildProcessError:
             return _finished.pop(pid, "gone")
         if done:
+            _ended_hosts.add(pid)
             return host.describe_status(status)
         time.sleep(0.005)
     return "running"
