@@ -97,7 +97,7 @@ def test_every_submission_gets_results_with_its_identity(batch):
         extra = result["extra_data"]
         assert set(extra) >= {"submission", "submitted_at", "submission_hash", "grader_hash", "isolation"}
         assert extra["submission"] == name
-        assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?\+00:00", extra["submitted_at"])
+        assert extra["submitted_at"] is None  # the submission's own files never say (intake/times.py)
         assert re.fullmatch(r"[0-9a-f]{16}", extra["submission_hash"])
         assert re.fullmatch(r"[0-9a-f]{16}", extra["grader_hash"])
         assert extra["isolation"] and " " not in extra["isolation"]

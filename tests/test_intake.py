@@ -381,30 +381,32 @@ def test_a_stray_notebook_does_not_hide_the_modules_in_a_subfolder(tmp_path, sta
 
 
 # -- when it was handed in -----------------------------------------------------------------------
-def test_timestamp_txt_is_when_it_was_submitted(tmp_path, staging):
-    source = write_modules(tmp_path / "alice")
-    (source / "timestamp.txt").write_text("2026-12-10 14:03:22.123456\n")
-    staged = stage(source, "alice", staging, MODULES)
-    assert staged.submitted_at == "2026-12-10T14:03:22.123456+00:00"
-    assert not (staged.folder / "timestamp.txt").exists()
+def test_the_lms_times_file_is_read_with_offsets(tmp_path):
+    from autograder.intake import times
+
+    path = tmp_path / "times.csv"
+    path.write_text("submission,submitted_at\nalice,2026-12-10 14:03:22.123456 UTC\nbob,2026-12-11T09:00:00+01:00\n")
+    assert times.read(path) == {"alice": "2026-12-10T14:03:22.123456+00:00", "bob": "2026-12-11T09:00:00+01:00"}
 
 
-def test_nbgraders_own_timestamp_format_is_understood(tmp_path, staging):
+@pytest.mark.parametrize("text, where", [("name,time\nalice,2026-12-10T14:03:22+00:00\n", "line 1"),
+                                         ("submission,submitted_at\nalice,yesterday\n", "line 2"),
+                                         ("submission,submitted_at\nalice,2026-12-10T14:03:22\n", "line 2")])
+def test_a_broken_times_file_says_where(tmp_path, text, where):
+    from autograder.intake import times
+
+    path = tmp_path / "times.csv"
+    path.write_text(text)
+    with pytest.raises(times.TimesError, match=where):
+        times.read(path)
+
+
+def test_nbgraders_collected_timestamp_is_understood(tmp_path):
     # nbgrader writes timestamp.txt with its default timestamp_format "%Y-%m-%d %H:%M:%S.%f %Z".
-    source = write_modules(tmp_path / "alice")
-    (source / "timestamp.txt").write_text("2026-12-10 14:03:22.123456 UTC")
-    staged = stage(source, "alice", staging, MODULES)
-    assert staged.submitted_at == "2026-12-10T14:03:22.123456+00:00"
+    from autograder.intake import times
 
-
-def test_without_timestamp_the_newest_file_counts(tmp_path, staging):
-    source = write_modules(tmp_path / "alice")
-    when = 1_790_000_000
-    for path in source.iterdir():
-        os.utime(path, (when - 100, when - 100))
-    os.utime(source / f"{MODULES[1]}.py", (when, when))
-    staged = stage(source, "alice", staging, MODULES)
-    assert staged.submitted_at == "2026-09-21T14:13:20+00:00"
+    (tmp_path / "timestamp.txt").write_text("2026-12-10 14:03:22.123456 UTC")
+    assert times.nbgrader_stamp(tmp_path) == "2026-12-10T14:03:22.123456+00:00"
 
 
 # -- discover ------------------------------------------------------------------------------------

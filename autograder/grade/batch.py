@@ -38,16 +38,20 @@ def _previous(path: Path) -> dict:
 
 
 def prepare(sources: list[Source], staging: Path, modules: list[str], out: Path, grader_hash: str,
-            force: bool) -> tuple[list[Job], list[Job]]:
-    """Stage each source; return (to grade, already graded with the same inputs)."""
+            force: bool, times: dict[str, str] | None = None) -> tuple[list[Job], list[Job]]:
+    """Stage each source; return (to grade, already graded with the same inputs).
+
+    ``times``: when each was handed in, as the platform recorded it (intake/times.py); else unknown.
+    """
     todo, done = [], []
     for source in sources:
         staged = stage(source.path, source.name, staging, modules)
         digest = fingerprint.submission(staged.folder, {"errors": staged.module_errors, "problem": staged.problem})
-        job = Job(source, staged, digest, {"submission": source.name, "submitted_at": staged.submitted_at,
+        job = Job(source, staged, digest, {"submission": source.name, "submitted_at": (times or {}).get(source.name),
                                            "submission_hash": digest, "grader_hash": grader_hash})
         before = _previous(out / source.name / "results.json")
-        same = before.get("submission_hash") == digest and before.get("grader_hash") == grader_hash
+        same = (before.get("submission_hash") == digest and before.get("grader_hash") == grader_hash
+                and before.get("submitted_at") == job.extra["submitted_at"])
         (done if same and not force else todo).append(job)
     return todo, done
 

@@ -47,12 +47,25 @@ def failure(message: str, started: float) -> dict:
             "visibility": "visible", "stdout_visibility": "hidden", "tests": []}
 
 
+def submitted_at(root: Path) -> str | None:
+    """When Gradescope says the student submitted (``submission_metadata.json``'s ``created_at``)."""
+    try:
+        return str(json.loads((root / "submission_metadata.json").read_text(encoding="utf-8"))["created_at"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
 def grade(source: Path, folder: Path, timeout: float, started: float) -> dict:
     with tempfile.TemporaryDirectory(prefix="gradescope-results-") as tmp:
-        out = Path(tmp)
+        out = Path(tmp) / "results"
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(source), os.environ.get("PYTHONPATH")]))}
         cmd = [sys.executable, "-m", "autograder.cli", "autograde", str(folder), "--out", str(out),
                "--course", str(source / "course.yml")]
+        created = submitted_at(source.parent)
+        if created:  # the platform's own record, beside (never inside) the submission
+            times = out.parent / "times.csv"
+            times.write_text(f"submission,submitted_at\n{folder.name},{created}\n", encoding="utf-8")
+            cmd += ["--times", str(times)]
         try:
             done = subprocess.run(cmd, cwd=source, env=env, capture_output=True, text=True, timeout=timeout)
         except subprocess.TimeoutExpired:

@@ -8,8 +8,6 @@ Files that cannot be used become per-module errors, so only the steps of that mo
 """
 from __future__ import annotations
 
-import datetime as dt
-import json
 import os
 import shutil
 import tempfile
@@ -31,7 +29,6 @@ class Staged:
     notes: list[str] = field(default_factory=list)
     module_errors: dict[str, dict] = field(default_factory=dict)
     problem: str | None = None
-    submitted_at: str | None = None
 
 
 def _walk(root: Path, depth: int = 3):
@@ -146,39 +143,9 @@ def copy_modules(root: Path, dest: Path, modules: list[str]) -> Staged:
     return staged
 
 
-def _timestamp(source: Path) -> str | None:
-    """When it was handed in: nbgrader's timestamp.txt, Gradescope's metadata, else the newest file."""
-    folder = source if source.is_dir() else source.parent
-    stamp = folder / "timestamp.txt"
-    if source.is_dir() and stamp.is_file() and not stamp.is_symlink():
-        text = stamp.read_text(errors="replace").strip()
-        # nbgrader writes "%Y-%m-%d %H:%M:%S.%f %Z", e.g. "2026-12-10 14:03:22.123456 UTC"
-        for zone in (" UTC", " GMT", "Z"):
-            if text.endswith(zone):
-                text = text[: -len(zone)] + "+00:00"
-        try:
-            when = dt.datetime.fromisoformat(text.replace(" ", "T", 1))
-            return (when if when.tzinfo else when.replace(tzinfo=dt.timezone.utc)).isoformat()
-        except ValueError:
-            pass
-    meta = folder.parent / "submission_metadata.json"
-    if source.is_dir() and meta.is_file():
-        try:
-            return str(json.loads(meta.read_text())["created_at"])
-        except (ValueError, KeyError, TypeError):
-            pass
-    try:
-        files = [source] if source.is_file() else [p for p in source.rglob("*") if p.is_file() and not p.is_symlink()]
-        newest = max((p.stat().st_mtime for p in files), default=source.stat().st_mtime)
-    except OSError:
-        return None
-    return dt.datetime.fromtimestamp(int(newest), dt.timezone.utc).isoformat()
-
-
 def stage(source: Path, name: str, staging: Path, modules: list[str]) -> Staged:
     """Stage ``source`` (folder, .zip or .ipynb) as ``staging/name``."""
     dest = staging / name
-    when = _timestamp(source)
     try:
         if source.is_symlink():
             return Staged(name, None, problem=f"{source.name} is a symbolic link; hand in the folder or archive itself")
@@ -188,7 +155,7 @@ def stage(source: Path, name: str, staging: Path, modules: list[str]) -> Staged:
                 notes = archive.extract(source, unpacked)
                 root, problem = find_root(unpacked, modules)
                 if problem:
-                    return Staged(name, None, notes=notes, problem=f"{source.name}: {problem}", submitted_at=when)
+                    return Staged(name, None, notes=notes, problem=f"{source.name}: {problem}")
                 staged = copy_modules(root, dest, modules)
                 staged.notes[:0] = notes
             finally:
@@ -203,15 +170,15 @@ def stage(source: Path, name: str, staging: Path, modules: list[str]) -> Staged:
         elif source.is_dir():
             root, problem = find_root(source, modules)
             if problem:
-                return Staged(name, None, problem=f"{source.name}/: {problem}", submitted_at=when)
+                return Staged(name, None, problem=f"{source.name}/: {problem}")
             staged = copy_modules(root, dest, modules)
         else:
             return Staged(name, None, problem=f"{source.name}: expected a folder, a .zip archive or a notebook")
     except archive.ArchiveError as exc:
-        return Staged(name, None, problem=str(exc), submitted_at=when)
+        return Staged(name, None, problem=str(exc))
     for path in [dest, *dest.iterdir()]:
         os.chmod(path, 0o755 if path.is_dir() else 0o644)
-    staged.name, staged.submitted_at = name, when
+    staged.name = name
     if len(staged.module_errors) == len(modules) and all(e["type"] == "MissingModule" for e in staged.module_errors.values()):
         staged.problem = f"{source.name}: none of {', '.join(m + '.py' for m in modules)} is in it"
     return staged
