@@ -18,10 +18,15 @@ def stripped(mod):
     return "".join(l for l in text.splitlines(True) if l.strip() not in ("### BEGIN SOLUTION", "### END SOLUTION"))
 
 
+def stub(mod):
+    """The student's starting point: exercises/<mod>.py, every step raising NotImplementedError."""
+    return (ROOT / "exercises" / f"{mod}.py").read_text()
+
+
 def replace_function(src, name, new):
-    """Replace the top-level ``def name`` (through the line before the next top-level statement)."""
+    """Replace the top-level ``def name`` or ``class name`` (through the line before the next top-level statement)."""
     lines = src.splitlines(True)
-    start = next(i for i, l in enumerate(lines) if l.startswith(f"def {name}("))
+    start = next(i for i, l in enumerate(lines) if l.startswith((f"def {name}(", f"class {name}(")))
     end = start + 1
     while end < len(lines) and (lines[end].startswith((" ", "\t")) or not lines[end].strip()):
         end += 1
@@ -34,9 +39,14 @@ def replace_function(src, name, new):
 SUBS = {}
 
 
-def sub(name, expect, steps=(), why="", files=None, symlinks=None, patch=None, raw=None):
+def sub(name, expect, steps=(), why="", files=None, symlinks=None, patch=None, raw=None, base="solutions",
+        append=None, control=None, score=None, extra=None):
+    """``base``: "solutions" (the reference, markers removed) or "stubs" (exercises/, as handed out);
+    ``append``: module -> code added at its end; ``control``: the honest twin (same code, no trick);
+    ``score``: the exact score a sound grader gives; ``extra``: more manifest keys."""
     SUBS[name] = dict(expect=expect, steps=list(steps), why=why, files=files or {}, symlinks=symlinks or {},
-                      patch=patch or {}, raw=raw or {})
+                      patch=patch or {}, raw=raw or {}, base=base, append=append or {}, control=control,
+                      score=score, extra=extra or {})
 
 
 SA = "simple_attention.attention_scores"
@@ -995,6 +1005,478 @@ def init_qkv(d_in, d_out):
 '''}})
 
 
+# ---------------------------------------------------------------------------------------------- reference code reachable from the worker (issue 15)
+# Each trick below has an honest control: the same code without the trick (manifest: "control"). A sound grader
+# gives the trick exactly what it gives its control ("score").
+def _course():
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    from autograder.course import load_course
+    return load_course(ROOT / "course.yml")
+
+
+COURSE = _course()
+ALL_STEPS = list(COURSE.steps)
+MAX_POINTS = COURSE.max_points()
+
+
+def all_but(*kept):
+    return [s for s in ALL_STEPS if s not in kept]
+
+
+def score_losing(steps, counts=None):
+    """The score when ``steps`` lose their points (only ``counts`` of them, when given)."""
+    return MAX_POINTS - sum(c.points for s in steps for name, c in COURSE.steps[s].counts.items()
+                            if counts is None or name in counts)
+
+
+def score_passing(passing):
+    """The score when only these counts pass (step -> counts)."""
+    return sum(COURSE.steps[s].counts[c].points for s, counts in passing.items() for c in counts)
+
+OTHER_STEP_NAMES = sorted({s.split(".", 1)[1] for s in ALL_STEPS} - {"attention_scores"})
+
+#: attention_scores, correct, with a dead branch that merely names every other step: dependencies.standins_for
+#: then ships all of their reference code to this step's worker
+NAMES_EVERY_STEP = '''
+def attention_scores(inputs, query):
+    """Correct. The dead branch never runs: naming the other steps is enough to be sent their reference code."""
+    if False:
+        (%s)
+    return inputs @ query
+''' % ",\n         ".join(", ".join(OTHER_STEP_NAMES[i:i + 4]) for i in range(0, len(OTHER_STEP_NAMES), 4))
+
+SHM_KEY = 0x41545431  # "ATT1": a fixed System V IPC key, as two friends would agree on
+SHM_LIB = '''
+# ---- a System V shared-memory segment through libc (ctypes; no third-party package)
+_ADV_KEY = %d
+_ADV_SIZE = 1 << 20
+_ADV_MAGIC = b"ATT1"
+
+
+def _adv_segment(create):
+    """Attach the segment (created with mode 0666 if asked: the next step runs under another uid); (libc, address) or None."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.shmget.restype, libc.shmget.argtypes = ctypes.c_int, [ctypes.c_int, ctypes.c_size_t, ctypes.c_int]
+    libc.shmat.restype, libc.shmat.argtypes = ctypes.c_void_p, [ctypes.c_int, ctypes.c_void_p, ctypes.c_int]
+    libc.shmdt.restype, libc.shmdt.argtypes = ctypes.c_int, [ctypes.c_void_p]
+    shmid = libc.shmget(_ADV_KEY, _ADV_SIZE if create else 0, (0o1000 if create else 0) | 0o666)
+    if shmid < 0:
+        return None
+    addr = libc.shmat(shmid, None, 0)
+    if addr is None or addr == ctypes.c_void_p(-1).value:
+        return None
+    return libc, addr
+
+
+def _adv_read():
+    """step id -> source, as stashed in the segment (empty if there is none)."""
+    import ctypes, json, struct
+    seg = _adv_segment(False)
+    if seg is None:
+        return {}
+    libc, addr = seg
+    try:
+        head = ctypes.string_at(addr, 8)
+        if head[:4] != _ADV_MAGIC:
+            return {}
+        (size,) = struct.unpack("<I", head[4:])
+        return json.loads(ctypes.string_at(addr + 8, min(size, _ADV_SIZE - 8)).decode())
+    except Exception:
+        return {}
+    finally:
+        libc.shmdt(addr)
+
+
+def _adv_restore(namespace, module, keep=()):
+    """Rebuild every stashed step as the grader builds its stand-ins, and bind this module's in its globals."""
+    import math
+    import torch.nn.functional as F
+    shared = {}
+    for step, source in _adv_read().items():
+        name = step.split(".", 1)[1]
+        scope = {"torch": torch, "nn": torch.nn, "F": F, "math": math, **shared}
+        try:
+            exec(compile(source, "<stashed " + step + ">", "exec"), scope)
+        except Exception:
+            continue
+        shared[name] = scope[name]
+        if step.split(".", 1)[0] == module and name not in keep:
+            namespace[name] = scope[name]
+''' % SHM_KEY
+
+SHM_STASH = '''
+
+def _adv_sources():
+    """The stand-in sources shipped to this worker: the host's spawn request (host.run's message/op) is still on
+    the stack of this forked process."""
+    import gc, json, sys
+    found = {}
+
+    def take(value):
+        if isinstance(value, (bytes, bytearray)):
+            try:
+                value = json.loads(bytes(value).decode())
+            except Exception:
+                return
+        if isinstance(value, dict):
+            spawn = value.get("spawn", value)
+            standins = spawn.get("standins") if isinstance(spawn, dict) else None
+            if isinstance(standins, dict):
+                found.update((k, v) for k, v in standins.items() if isinstance(v, str))
+
+    frame = sys._getframe(1)
+    while frame is not None:
+        for key in ("message", "op", "spawn", "request"):
+            take(frame.f_locals.get(key))
+        frame = frame.f_back
+    if not found:
+        for obj in gc.get_objects():
+            if isinstance(obj, dict) and isinstance(obj.get("standins"), dict):
+                take(obj)
+    return found
+
+
+def _adv_stash(own):
+    """Add the stand-in sources found here (and this student's own code) to the segment."""
+    import ctypes, json, struct
+    sources = _adv_sources()
+    if not sources:
+        return
+    stash = _adv_read()
+    stash.update(own)
+    stash.update(sources)
+    data = json.dumps(stash).encode()
+    seg = _adv_segment(True)
+    if seg is None or len(data) > _ADV_SIZE - 8:
+        return
+    libc, addr = seg
+    try:
+        ctypes.memmove(addr + 8, data, len(data))
+        ctypes.memmove(addr, _ADV_MAGIC + struct.pack("<I", len(data)), 8)
+    finally:
+        libc.shmdt(addr)
+'''
+
+OWN_ATTENTION_SCORES = {"simple_attention.attention_scores":
+                        "def attention_scores(inputs, query):\n    return inputs @ query\n"}
+
+
+def shm_append(stash):
+    """Module-level code for every module: (stash, in simple_attention, imported first), then restore."""
+    out = {}
+    for mod in MODULES:
+        code = SHM_LIB
+        if stash and mod == "simple_attention":
+            code += SHM_STASH + f"\n\n_adv_stash({OWN_ATTENTION_SCORES!r})\n"
+        keep = ("attention_scores",) if stash and mod == "simple_attention" else ()
+        code += f"_adv_restore(globals(), {mod!r}, keep={keep!r})\n"
+        out[mod] = code
+    return out
+
+
+sub("stash_standins_sysv_shm", "lose", all_but(SA),
+    "stubs from exercises/ except attention_scores (correct), whose dead branch names every other step, so its "
+    "worker is sent all their reference code; at import, simple_attention finds it on the stack (host.run's "
+    "message/op) and stores it in a System V shared-memory segment (ctypes shmget, fixed key 0x41545431, mode "
+    "0666); every module, at import, rebuilds the stashed reference steps and binds them over its stubs: it must "
+    "score what its control scores",
+    base="stubs", patch={"simple_attention": {"attention_scores": NAMES_EVERY_STEP}}, append=shm_append(True),
+    control="stash_standins_sysv_shm_control", score=score_losing(all_but(SA)))
+sub("stash_standins_sysv_shm_control", "lose", all_but(SA),
+    "control of stash_standins_sysv_shm: the same stubs and attention_scores (with its dead branch naming every "
+    "step), no stash", base="stubs", patch={"simple_attention": {"attention_scores": NAMES_EVERY_STEP}},
+    score=score_losing(all_but(SA)))
+sub("stash_reader_sysv_shm", "lose", ALL_STEPS,
+    "every step is the stub from exercises/; every module, at import, rebuilds whatever steps another submission "
+    "stored in the System V segment with key 0x41545431 (see stash_standins_sysv_shm) and binds them over its "
+    "stubs: nothing of another submission may reach it (under uid+rlimits the segment lives in the machine's IPC "
+    "namespace; graded after the stash, or after any earlier grading run, it gets 81/81)",
+    base="stubs", append=shm_append(False), control="stash_reader_sysv_shm_control", score=score_losing(ALL_STEPS),
+    extra={"graded_after": "stash_standins_sysv_shm"})
+sub("stash_reader_sysv_shm_control", "lose", ALL_STEPS,
+    "control of stash_reader_sysv_shm: the stubs from exercises/, unchanged", base="stubs",
+    score=score_losing(ALL_STEPS))
+
+# --------------------------------------------------------------------------- delegation to the shipped reference
+DELEGATE_V1 = '''
+class SelfAttention_v1(nn.Module):
+    """Parameters as specified; forward has no attention maths: it runs the grader's own MultiHeadAttention.forward."""
+
+    def __init__(self, d_in, d_out):
+        super().__init__()
+        self.W_query = nn.Parameter(torch.rand(d_in, d_out))
+        self.W_key = nn.Parameter(torch.rand(d_in, d_out))
+        self.W_value = nn.Parameter(torch.rand(d_in, d_out))
+
+    def forward(self, x):
+%s
+'''
+DELEGATE_V2 = '''
+class SelfAttention_v2(nn.Module):
+    """Layers as specified; forward has no attention maths: it runs the grader's own MultiHeadAttention.forward."""
+
+    def __init__(self, d_in, d_out, qkv_bias=False):
+        super().__init__()
+        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
+
+    def forward(self, x):
+%s
+'''
+DELEGATE_CA = '''
+class CausalAttention(nn.Module):
+    """Layers, dropout and mask as specified; forward has no attention maths: it runs the grader's own
+    MultiHeadAttention.forward."""
+
+    def __init__(self, d_in, d_out, context_length, dropout, qkv_bias=False):
+        super().__init__()
+        self.d_out = d_out
+        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.dropout = nn.Dropout(dropout)
+        self.register_buffer("mask", torch.triu(torch.ones(context_length, context_length), diagonal=1))
+
+    def forward(self, x):
+%s
+'''
+PROXY_V1 = '''        import types
+        from . import multihead_attention as mha  # its MultiHeadAttention is the grader's stand-in by now
+        d_out, T = self.W_query.shape[1], x.shape[0]
+        proxy = types.SimpleNamespace(
+            W_query=lambda t: t @ self.W_query, W_key=lambda t: t @ self.W_key, W_value=lambda t: t @ self.W_value,
+            num_heads=1, head_dim=d_out, d_out=d_out, out_proj=lambda t: t, dropout=lambda t: t, mask=torch.zeros(T, T))
+        return mha.MultiHeadAttention.forward(proxy, x.unsqueeze(0)).squeeze(0)'''
+PROXY_V2 = '''        import types
+        from . import multihead_attention as mha  # its MultiHeadAttention is the grader's stand-in by now
+        d_out, T = self.W_query.out_features, x.shape[0]
+        proxy = types.SimpleNamespace(
+            W_query=self.W_query, W_key=self.W_key, W_value=self.W_value,
+            num_heads=1, head_dim=d_out, d_out=d_out, out_proj=lambda t: t, dropout=lambda t: t, mask=torch.zeros(T, T))
+        return mha.MultiHeadAttention.forward(proxy, x.unsqueeze(0)).squeeze(0)'''
+PROXY_CA = '''        import types
+        from . import multihead_attention as mha  # its MultiHeadAttention is the grader's stand-in by now
+        proxy = types.SimpleNamespace(
+            W_query=self.W_query, W_key=self.W_key, W_value=self.W_value,
+            num_heads=1, head_dim=self.d_out, d_out=self.d_out, out_proj=lambda t: t, dropout=self.dropout,
+            mask=self.mask)
+        return mha.MultiHeadAttention.forward(proxy, x)'''
+
+
+def stub_forward(step):
+    return f'        raise NotImplementedError("{step}: not attempted yet")'
+
+
+DELEGATED = ["trainable_attention.SelfAttention_v1", "trainable_attention.SelfAttention_v2",
+             "causal_attention.CausalAttention"]
+sub("delegate_to_reference_mha", "lose", ALL_STEPS,
+    "stubs from exercises/, except the __init__ of SelfAttention_v1/v2 and CausalAttention (parameters as "
+    "specified) and their forwards, which do no attention maths: they call mha.MultiHeadAttention.forward (the "
+    "grader's reference stand-in, shipped because the forward names it) on a one-head proxy of their own layers: "
+    "the forwards must earn nothing (the score of the control)",
+    base="stubs", patch={"trainable_attention": {"SelfAttention_v1": DELEGATE_V1 % PROXY_V1,
+                                                  "SelfAttention_v2": DELEGATE_V2 % PROXY_V2},
+                         "causal_attention": {"CausalAttention": DELEGATE_CA % PROXY_CA}},
+    control="delegate_to_reference_mha_control", score=score_passing({s: ["parameters"] for s in DELEGATED}))
+sub("delegate_to_reference_mha_control", "lose", ALL_STEPS,
+    "control of delegate_to_reference_mha: the same __init__s, forwards left as stubs (NotImplementedError)",
+    base="stubs", patch={"trainable_attention": {"SelfAttention_v1": DELEGATE_V1 % stub_forward(DELEGATED[0]),
+                                                  "SelfAttention_v2": DELEGATE_V2 % stub_forward(DELEGATED[1])},
+                         "causal_attention": {"CausalAttention": DELEGATE_CA % stub_forward(DELEGATED[2])}},
+    score=score_passing({s: ["parameters"] for s in DELEGATED}))
+
+# --------------------------------------------------------------------------- the reference in the feedback, encoded
+LEAK_B85 = '''
+def attention_scores(inputs, query):
+    """Raises with the reference CausalAttention (shipped because the dead branch names it, found in host.run's
+    ``message`` on the stack), as base85(zlib(source)): no line of it is readable as is."""
+    import base64, json, sys, zlib
+    if False:
+        CausalAttention
+    source = ""
+    frame = sys._getframe(1)
+    while frame is not None and not source:
+        raw = frame.f_locals.get("message")
+        if isinstance(raw, (bytes, bytearray)):
+            try:
+                source = json.loads(bytes(raw).decode())["spawn"]["standins"]["causal_attention.CausalAttention"]
+            except Exception:
+                pass
+        frame = frame.f_back
+    raise RuntimeError(%s)
+'''
+sub("leak_source_base85", "lose", [SA],
+    "attention_scores names CausalAttention in a dead branch (so its worker is sent that reference), finds the "
+    "source in host.run's message on the stack and raises RuntimeError(base85(zlib(source))): the feedback must "
+    "hold nothing that decodes to a solution line (tests/leak_scan.py)",
+    patch={"simple_attention": {"attention_scores": LEAK_B85 % (
+        "base64.b85encode(zlib.compress(source.encode(), 9)).decode()")}},
+    control="leak_source_base85_control", score=score_losing([SA]), extra={"no_decodable_solution_lines": True})
+sub("leak_source_base85_control", "lose", [SA],
+    "control of leak_source_base85: the same step (dead branch, stack search), raising base85(zlib()) of a "
+    "harmless text instead of what it found",
+    patch={"simple_attention": {"attention_scores": LEAK_B85 % (
+        "base64.b85encode(zlib.compress(b'not the reference ' * 20, 9)).decode()")}},
+    score=score_losing([SA]))
+
+# --------------------------------------------------------------------------- forged worker facts, by a frame walk
+FORGE_HELPER = '''
+def _forge():
+    """Walk up to runtime.run and rebind its module's globals: every tensor a parameter with a graph, no input
+    ever modified."""
+    import sys
+    frame = sys._getframe(1)
+    while frame is not None:
+        g = frame.f_globals
+        if "_tensor_facts" in g and "_equal" in g:
+            if not getattr(g["_tensor_facts"], "_forged", False):
+                real = g["_tensor_facts"]
+
+                def forged(value, _real=real):
+                    facts = _real(value)
+                    for item in facts if isinstance(facts, list) else [facts]:
+                        if isinstance(item, dict):
+                            item.update(parameter=True, requires_grad=True, grad_fn=item.get("grad_fn") or "MulBackward0")
+                    return facts
+
+                forged._forged = True
+                g["_tensor_facts"] = forged
+                g["_equal"] = lambda *a, **k: True
+            return
+        frame = frame.f_back
+
+
+'''
+
+
+def forge_patches(forge):
+    call = "    _forge()\n" if forge else ""
+    return {
+        "simple_attention": {"normalize_sum": (FORGE_HELPER if forge else "") + '''
+def normalize_sum(scores):
+    """Right values; zeroes its input in place when no gradient is asked for (an honest bug)."""
+%s    out = scores / scores.sum()
+    if not scores.requires_grad:
+        with torch.no_grad():
+            scores.zero_()
+    return out
+''' % call},
+        "trainable_attention": {"init_qkv": (FORGE_HELPER if forge else "") + '''
+def init_qkv(d_in, d_out):
+    """Right values, as plain tensors instead of nn.Parameter (an honest bug)."""
+%s    W_query = torch.rand(d_in, d_out)
+    W_key = torch.rand(d_in, d_out)
+    W_value = torch.rand(d_in, d_out)
+    return W_query, W_key, W_value
+''' % call},
+        "causal_attention": {"apply_dropout": (FORGE_HELPER if forge else "") + '''
+def apply_dropout(attn_weights, p):
+    """Right values, cut from the graph (an honest bug)."""
+%s    return torch.nn.functional.dropout(attn_weights, p=p, training=True).detach()
+''' % call},
+    }
+
+
+FORGE_STEPS = ["simple_attention.normalize_sum", "trainable_attention.init_qkv", "causal_attention.apply_dropout"]
+#: normalize_sum mutates only where no gradient is asked for (its values count); the other two lose every count
+FORGE_SCORE = score_losing(["simple_attention.normalize_sum"], ["values"]) - (MAX_POINTS - score_losing(FORGE_STEPS[1:]))
+sub("forge_facts_frame_walk", "lose", FORGE_STEPS,
+    "three honest bugs (normalize_sum zeroes its input in place, init_qkv returns plain tensors, apply_dropout "
+    "detaches its output), each step first walking sys._getframe up to runtime.run and rebinding its module "
+    "globals _tensor_facts (always a parameter with a graph) and _equal (always equal): it must score what its "
+    "control scores", patch=forge_patches(True), control="forge_facts_frame_walk_control", score=FORGE_SCORE)
+sub("forge_facts_frame_walk_control", "lose", FORGE_STEPS,
+    "control of forge_facts_frame_walk: the same three bugs, no forgery", patch=forge_patches(False),
+    score=FORGE_SCORE)
+
+HOOK_STEP = '''
+def normalize_sum(scores):
+    """Right values and gradients; zeroes its input's data in place every time (an honest bug).%s"""
+    out = scores.clone() / scores.clone().sum()
+%s    scores.data.zero_()
+    return out
+'''
+HOOK_CODE = '''    if out.requires_grad:
+        def hide(grad):
+            import sys
+            frame = sys._getframe(1)
+            while frame is not None:
+                answer = frame.f_locals.get("answer") if frame.f_code.co_name == "run" else None
+                if isinstance(answer, dict) and "mutated" in answer:
+                    answer["mutated"] = []
+                    break
+                frame = frame.f_back
+            return grad
+        out.register_hook(hide)
+'''
+sub("forge_answer_backward_hook", "lose", ["simple_attention.normalize_sum"],
+    "normalize_sum zeroes its input's .data in place every time (an honest bug) and registers a backward hook on "
+    "its output that walks up to runtime.run and empties answer['mutated'] (the answer dict is shared with the "
+    "frame's f_locals): the counts with a backward (gradients) would hide the bug; it must score what its control "
+    "scores",
+    patch={"simple_attention": {"normalize_sum": HOOK_STEP % (" A backward hook hides it.", HOOK_CODE)}},
+    control="forge_answer_backward_hook_control", score=score_losing(["simple_attention.normalize_sum"]))
+sub("forge_answer_backward_hook_control", "lose", ["simple_attention.normalize_sum"],
+    "control of forge_answer_backward_hook: the same bug, no hook",
+    patch={"simple_attention": {"normalize_sum": HOOK_STEP % ("", "")}},
+    score=score_losing(["simple_attention.normalize_sum"]))
+
+# --------------------------------------------------------------------------- a submission dating itself
+EARLY = "2020-01-01 00:00:00"
+sub("timestamp_in_submission", "full", [],
+    f"a correct submission holding a timestamp.txt that says {EARLY} (nbgrader's format): the student's own files "
+    "(timestamp.txt, file modification times) must not decide when it was handed in (extra_data.submitted_at)",
+    files={"timestamp.txt": EARLY + "\n"}, control="timestamp_in_submission_control", score=MAX_POINTS,
+    extra={"forged_submitted_at": "2020-01-01T00:00:00+00:00"})
+sub("timestamp_in_submission_control", "full", [],
+    "control of timestamp_in_submission: the same correct submission, no timestamp.txt", score=MAX_POINTS)
+
+# --------------------------------------------------------------------------- memory, per process only
+FORK_MEMORY = '''
+_DONE = []
+
+
+def attention_scores(inputs, query):
+    """Correct; the first call in a worker waits for %s"""
+    import os, time
+    size = 1536 * 2**20
+    children = []
+    for _ in range(0 if _DONE else %d):
+        pid = os.fork()
+        if pid == 0:
+            try:
+                hog = b"\\x01" * size  # every page written
+                time.sleep(1)
+            finally:
+                os._exit(0)
+        children.append(pid)
+    if not _DONE and not children:
+        hog = b"\\x01" * size
+        time.sleep(1)
+        del hog
+    for pid in children:
+        os.waitpid(pid, 0)
+    _DONE.append(True)
+    return inputs @ query
+'''
+sub("fork_children_memory", "lose", [SA],
+    "attention_scores (its first call in a worker) forks 5 children that each write 1.5 GB at once (7.5 GB in "
+    "all, bounded), sleep 1 s and exit; then returns the right value: the step's memory limit must hold for all "
+    "its processes together",
+    patch={"simple_attention": {"attention_scores": FORK_MEMORY % (
+        "five forked children that each write 1.5 GB at once (7.5 GB in all) and exit 1 s later.", 5)}},
+    control="fork_children_memory_control", score=score_losing([SA]))
+sub("fork_children_memory_control", "full", [],
+    "control of fork_children_memory: the same step writing 1.5 GB once, in the worker itself (within the "
+    "per-process limit), no child",
+    patch={"simple_attention": {"attention_scores": FORK_MEMORY % (
+        "itself to write 1.5 GB (no child) and 1 s.", 0)}},
+    score=MAX_POINTS)
+
+
 def build():
     if OUT.exists():
         for p in OUT.iterdir():
@@ -1002,6 +1484,8 @@ def build():
                 shutil.rmtree(p)
     OUT.mkdir(parents=True, exist_ok=True)
     manifest = {}
+    missing = [spec["control"] for spec in SUBS.values() if spec["control"] and spec["control"] not in SUBS]
+    assert not missing, f"controls not in the corpus: {missing}"
     for name, spec in SUBS.items():
         d = OUT / name
         d.mkdir()
@@ -1009,9 +1493,11 @@ def build():
         for mod in MODULES:
             if f"{mod}.py" in spec["symlinks"]:
                 continue
-            src = stripped(mod)
+            src = stripped(mod) if spec["base"] == "solutions" else stub(mod)
             for fn, new in spec["patch"].get(mod, {}).items():
                 src = replace_function(src, fn, new)
+            if mod in spec["append"]:
+                src = src.rstrip("\n") + "\n\n" + spec["append"][mod].strip("\n") + "\n"
             data = src.encode()
             if mod in spec["raw"]:
                 first, rest = data.split(b"\n", 1)
@@ -1025,6 +1511,11 @@ def build():
         if spec["expect"] == "lose":
             entry["steps"] = spec["steps"]
         entry["why"] = spec["why"]
+        if spec["control"]:
+            entry["control"] = spec["control"]
+        if spec["score"] is not None:
+            entry["score"] = spec["score"]
+        entry.update(spec["extra"])
         manifest[name] = entry
     (OUT / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
     print(len(manifest), "submissions")

@@ -1,0 +1,71 @@
+"""Simplified self-attention: no trainable weights (book section 3.3).
+
+Every step works on plain tensors: ``inputs`` is ``[T, d]`` (one row per token).
+"""
+import torch
+
+
+def attention_scores(inputs, query):
+    """Correct. The dead branch never runs: naming the other steps is enough to be sent their reference code."""
+    if False:
+        (CausalAttention, MultiHeadAttention, MultiHeadAttentionWrapper, SelfAttention_v1,
+         SelfAttention_v2, all_attention_scores, all_attention_weights, all_context_vectors,
+         apply_dropout, attention_scores_for_query, causal_attention_weights, context_vector,
+         dot_product_variance, gpt2_small_attention, init_qkv, mask_and_renormalize,
+         normalize_sum, project, scaled_attention_weights, simple_causal_mask,
+         softmax_naive, transfer_weights)
+    return inputs @ query
+
+
+def normalize_sum(scores):
+    """Normalize scores so that they sum to 1, by dividing by their sum (not a softmax).
+
+    Shapes: scores [T] -> weights [T].
+    Hint: ``scores / scores.sum()``.
+    """
+    raise NotImplementedError("simple_attention.normalize_sum: not attempted yet")
+
+
+def softmax_naive(x):
+    """The naive softmax along dim 0: exp(x) / sum(exp(x)).
+
+    Shapes: x [T] -> [T]; every entry positive, summing to 1.
+    Hint: ``torch.exp`` and ``.sum(dim=0)``; no max-subtraction is expected here.
+    """
+    raise NotImplementedError("simple_attention.softmax_naive: not attempted yet")
+
+
+def context_vector(inputs, attn_weights):
+    """Context vector: the attention-weighted sum of the input tokens.
+
+    Shapes: inputs [T, d], attn_weights [T] -> context [d] = sum_i attn_weights[i] * inputs[i].
+    Hint: a loop accumulating ``attn_weights[i] * inputs[i]``, or one product ``attn_weights @ inputs``.
+    """
+    raise NotImplementedError("simple_attention.context_vector: not attempted yet")
+
+
+def all_attention_scores(inputs):
+    """Attention scores between every pair of tokens.
+
+    Shapes: inputs [T, d] -> scores [T, T], where scores[i, j] = dot(inputs[i], inputs[j]).
+    Hint: a double loop works; ``inputs @ inputs.T`` does it at once.
+    """
+    raise NotImplementedError("simple_attention.all_attention_scores: not attempted yet")
+
+
+def all_attention_weights(attn_scores):
+    """Attention weights for every query: softmax over the last dim, so each row sums to 1.
+
+    Shapes: attn_scores [T, T] -> weights [T, T].
+    Hint: ``torch.softmax(..., dim=-1)``; dim=0 would normalize columns instead of rows.
+    """
+    raise NotImplementedError("simple_attention.all_attention_weights: not attempted yet")
+
+
+def all_context_vectors(inputs, attn_weights):
+    """All context vectors at once: row i is the weighted sum of the inputs with weights row i.
+
+    Shapes: inputs [T, d], attn_weights [T, T] -> contexts [T, d].
+    Hint: one matrix product; mind the order of the operands.
+    """
+    raise NotImplementedError("simple_attention.all_context_vectors: not attempted yet")
