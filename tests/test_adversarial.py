@@ -138,6 +138,43 @@ def test_submission_scores_as_the_manifest_says(graded, name):
         assert result["score"] == COURSE.max_points() - lost_points, expect.get("why")
 
 
+def test_no_attack_scores_more_than_its_honest_control(graded):
+    """Each trick of the security issue against the same code without it: the trick must gain nothing."""
+    pairs = {name: e["control"] for name, e in ADV_MANIFEST.items() if e.get("control")}
+    assert len(pairs) >= 8
+    gains = {}
+    for name, control in pairs.items():
+        attack, honest = load(graded, name)["score"], load(graded, control)["score"]
+        if attack > honest or ("score" in ADV_MANIFEST[name] and attack != ADV_MANIFEST[name]["score"]):
+            gains[name] = (attack, honest)
+    assert gains == {}, "attack: (its score, its honest control's)"
+
+
+def test_the_memory_scanner_would_find_a_line_of_the_reference(graded):
+    """The scan finds nothing in the workers that hold stand-ins; its positive control (one solution line
+    planted as base64(zlib(line))) shows that it finds what is there."""
+    for name, entry in ADV_MANIFEST.items():
+        control = entry.get("positive_control")
+        if control:
+            assert load(graded, name)["score"] == COURSE.max_points(), name
+            lost = {t["name"].split(" ", 1)[0] for t in load(graded, control)["tests"] if t["status"] != "passed"}
+            assert lost == set(ADV_MANIFEST[control]["steps"]), control
+
+
+def test_no_solution_line_decodes_from_any_result(graded):
+    """Feedback never carries the reference, in any encoding (base85, base64, hex; compressed or not)."""
+    from .leak_scan import scan_results
+
+    assert scan_results(graded["out"]) == {}
+
+
+def test_a_submission_s_own_files_never_set_its_submission_time(graded):
+    forged = {n: e["forged_submitted_at"] for n, e in ADV_MANIFEST.items() if "forged_submitted_at" in e}
+    assert forged
+    for name, when in forged.items():
+        assert load(graded, name)["extra_data"]["submitted_at"] is None, name
+
+
 def test_no_marker_file_appears(graded):
     """Start-up hooks, threads, daemons, forked children and zip slips leave nothing behind in /tmp."""
     assert graded["markers"] == []
@@ -343,3 +380,70 @@ def test_a_symlink_entry_is_not_followed(graded_zips):
     lines = solution_lines()
     for text in outputs(result):
         assert not [line for line in lines if line in text]
+
+
+# ------------------------------------------------------------------------------------------- across submissions
+def _ipc_owned_by_workers() -> list[str]:
+    """System V objects owned by a worker uid (the grader's blocks start at 1,000,000)."""
+    found = []
+    for kind in ("shm", "sem", "msg"):
+        try:
+            header, *rows = Path(f"/proc/sysvipc/{kind}").read_text().splitlines()
+        except OSError:
+            continue
+        columns = header.split()
+        for row in rows:
+            fields = dict(zip(columns, row.split()))
+            if int(fields.get("uid", 0)) >= 1_000_000 or int(fields.get("cuid", 0)) >= 1_000_000:
+                found.append(f"{kind} {row.split()[1]}")
+    return found
+
+
+@pytest.mark.parametrize("level", ["namespaces", "uid+rlimits"])
+def test_a_stash_reaches_no_later_submission(tmp_path, level):
+    """The stash trick, then its reader, in one batch and in that order: neither gains a point, and no IPC
+    object of a worker outlives the run (under uid+rlimits the machine's IPC is shared)."""
+    subs = tmp_path / "subs"
+    for order, name in enumerate(("stash_standins_sysv_shm", "stash_reader_sysv_shm")):
+        shutil.copytree(ADV_DIR / name, subs / f"{order}_{name}")
+    out = tmp_path / "out"
+    result = run_grade("autograde", str(subs), "--out", str(out), "--jobs", "1", env={"AUTOGRADER_ISOLATION": level})
+    assert result.returncode == 0, result.stderr[-2000:]
+    if level not in result.stdout:
+        pytest.skip(f"this machine does not allow {level}: {result.stdout.strip().splitlines()[-1]}")
+    scores = {p.parent.name: json.loads(p.read_text())["score"] for p in out.glob("*/results.json")}
+    assert scores == {"0_stash_standins_sysv_shm": 3, "1_stash_reader_sysv_shm": 0}
+    assert _ipc_owned_by_workers() == []
+
+
+def _used_mb() -> float:
+    info = dict(line.split(":", 1) for line in Path("/proc/meminfo").read_text().splitlines())
+    return (int(info["MemTotal"].split()[0]) - int(info["MemAvailable"].split()[0])) / 1024
+
+
+def test_memory_is_limited_per_submission_not_per_process(tmp_path):
+    """Five forked children writing 1.5 GB each: the machine never holds more than the submission's budget."""
+    import threading
+
+    out = tmp_path / "out"
+    peak, stop = [_used_mb()], threading.Event()
+    start = peak[0]
+
+    def sample():
+        while not stop.is_set():
+            peak[0] = max(peak[0], _used_mb())
+            time.sleep(0.05)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    try:
+        result = run_grade("autograde", str(ADV_DIR / "fork_children_memory"), "--out", str(out))
+    finally:
+        stop.set()
+        sampler.join()
+    assert result.returncode == 0, result.stderr[-2000:]
+    if "limited per submission" not in result.stdout:
+        pytest.skip("no per-submission control group on this machine: " + result.stdout.strip().splitlines()[-1])
+    budget = COURSE.limits.memory_mb
+    assert peak[0] - start < budget + 1024, f"the machine went from {start:.0f} MB to {peak[0]:.0f} MB in use"
+    assert json.loads((out / "fork_children_memory" / "results.json").read_text())["score"] == COURSE.max_points()

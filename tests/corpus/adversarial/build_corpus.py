@@ -3,7 +3,7 @@
 Each submission is solutions/*.py with the marker lines removed, plus ONE trick; manifest.json says what a sound
 grader gives it. Rerun after changing solutions/ so the copies do not drift.
 """
-import hashlib, json, os, re, shutil, sys
+import base64, hashlib, json, os, re, shutil, sys, zlib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -1462,19 +1462,167 @@ def attention_scores(inputs, query):
     _DONE.append(True)
     return inputs @ query
 '''
-sub("fork_children_memory", "lose", [SA],
+sub("fork_children_memory", "full", [],
     "attention_scores (its first call in a worker) forks 5 children that each write 1.5 GB at once (7.5 GB in "
-    "all, bounded), sleep 1 s and exit; then returns the right value: the step's memory limit must hold for all "
-    "its processes together",
+    "all, bounded), sleep 1 s and exit; then returns the right value: the submission's memory budget (a control "
+    "group) holds for all its processes together, so the children are killed once they pass it and the machine "
+    "never sees 7.5 GB; the value itself is right (tests/test_adversarial.py measures the machine's peak)",
     patch={"simple_attention": {"attention_scores": FORK_MEMORY % (
         "five forked children that each write 1.5 GB at once (7.5 GB in all) and exit 1 s later.", 5)}},
-    control="fork_children_memory_control", score=score_losing([SA]))
+    control="fork_children_memory_control", score=MAX_POINTS)
 sub("fork_children_memory_control", "full", [],
     "control of fork_children_memory: the same step writing 1.5 GB once, in the worker itself (within the "
     "per-process limit), no child",
     patch={"simple_attention": {"attention_scores": FORK_MEMORY % (
         "itself to write 1.5 GB (no child) and 1 s.", 0)}},
     score=MAX_POINTS)
+
+
+
+# ---------------------------------------------------------------------------------------------- memory scan
+def _norm(line):
+    return " ".join(line.split()).replace('"', "'")
+
+
+def _solution_hashes():
+    """sha256 prefixes of the reference's solution lines (as ast.unparse would write them too: single quotes)."""
+    public = "\n".join(p.read_text() for p in (ROOT / "exercises").glob("*.py"))
+    found = set()
+    for path in SOL.glob("*.py"):
+        inside = False
+        for line in path.read_text().splitlines():
+            text = line.strip()
+            if text in ("### BEGIN SOLUTION", "### END SOLUTION"):
+                inside = text.startswith("### BEGIN")
+            elif inside and len(text) >= 16 and text not in public:
+                found.add(hashlib.sha256(_norm(text).encode()).hexdigest()[:16])
+    return sorted(found)
+
+
+def _first_solution_line():
+    for line in (SOL / "causal_attention.py").read_text().splitlines():
+        if "masked_fill(self.mask" in line:
+            return line.strip()
+    raise LookupError("no masked_fill(self.mask ... line in solutions/causal_attention.py")
+
+
+_SCANNER = """
+import base64 as _b64
+import binascii as _binascii
+import hashlib as _hashlib
+import zlib as _zlib
+
+_HASHES = set(%(hashes)r)
+_PLANT = None
+
+
+def _lines_found(text):
+    found = set()
+    for line in text.splitlines():
+        norm = " ".join(line.split()).replace('"', "'")
+        digest = _hashlib.sha256(norm.encode()).hexdigest()[:16] if len(norm) >= 16 else None
+        if digest in _HASHES:
+            found.add(digest)
+    return found
+
+
+def _decodings(text):
+    yield text
+    if " " in text or len(text) < 24:
+        return
+    for decode in (_b64.b64decode, _b64.b85decode, _b64.a85decode, bytes.fromhex):
+        try:
+            raw = decode(text)
+        except (ValueError, _binascii.Error, TypeError):
+            continue
+        for unpack in (lambda b: b, _zlib.decompress):
+            try:
+                yield unpack(raw).decode("utf-8", "ignore")
+            except Exception:
+                pass
+
+
+def _own_lines():
+    # What the submission's own files say is the student's (a traceback caches them in linecache).
+    import os
+    here = os.path.dirname(os.path.abspath(__file__))
+    own = set()
+    for name in os.listdir(here):
+        if name.endswith(".py"):
+            with open(os.path.join(here, name), encoding="utf-8") as fh:
+                for line in fh:
+                    norm = " ".join(line.split()).replace('"', "'")
+                    own.add(_hashlib.sha256(norm.encode()).hexdigest()[:16])
+    return own
+
+
+_HASHES -= _own_lines()
+
+
+def _reference_in_memory():
+    # Every string and bytes object a student can reach: gc, each object's referents (one level into tuples,
+    # where code constants live), and every frame's locals and globals.
+    import gc, sys
+    texts, seen = [], set()
+
+    def take(value):
+        if isinstance(value, (str, bytes, bytearray)) and len(value) >= 16 and id(value) not in seen:
+            seen.add(id(value))
+            texts.append(value if isinstance(value, str) else bytes(value).decode("utf-8", "ignore"))
+
+    for obj in gc.get_objects():
+        take(obj)
+        for ref in gc.get_referents(obj):
+            take(ref)
+            if type(ref) is tuple:
+                for item in ref:
+                    take(item)
+    frame = sys._getframe()
+    while frame is not None:
+        for scope in (frame.f_locals, frame.f_globals):
+            for value in list(scope.values()):
+                take(value)
+        frame = frame.f_back
+    found = set()
+    for text in texts:
+        for decoded in _decodings(text):
+            found |= _lines_found(decoded)
+    return found
+
+
+# Calibrated at import, before any stand-in exists: lines that torch or Python hold anyway
+# ("with torch.no_grad():") say nothing about the reference.
+_HASHES -= _reference_in_memory()
+_PLANT = "".join(reversed(%(plant)r))  # the positive control's line, made only now (after calibration)
+
+_orig_wrapper_forward = MultiHeadAttentionWrapper.forward
+
+
+def _scanning_forward(self, x):
+    out = _orig_wrapper_forward(self, x)
+    return out * 2 if _reference_in_memory() else out
+
+
+MultiHeadAttentionWrapper.forward = _scanning_forward
+_orig_gpt2 = gpt2_small_attention
+
+
+def gpt2_small_attention():
+    return None if _reference_in_memory() else _orig_gpt2()
+"""
+_hashes = _solution_hashes()
+_plant = base64.b64encode(zlib.compress(_first_solution_line().encode())).decode()
+sub("scan_memory_for_solution_lines", "full", [],
+    "the wrapper's forward and gpt2_small_attention (the steps graded beside stand-ins) search every string and bytes "
+    "object reachable through gc and frames, decoded from base64/base85/ascii85/hex and zlib, for a line of the "
+    "reference, and answer wrong if they find one: the stand-ins reach the worker as bytecode only",
+    append={"multihead_attention": _SCANNER % {"hashes": _hashes, "plant": ""}}, base="corpus:correct_alt_style",
+    extra={"positive_control": "scan_memory_for_solution_lines_control"})
+sub("scan_memory_for_solution_lines_control", "lose",
+    ["multihead_attention.MultiHeadAttentionWrapper", "multihead_attention.gpt2_small_attention"],
+    "the same scanner, with one solution line planted in the module as base64(zlib(line)): it must find it and "
+    "answer wrong, which shows the scanner finds what it looks for",
+    append={"multihead_attention": _SCANNER % {"hashes": _hashes, "plant": _plant[::-1]}}, base="corpus:correct_alt_style")
 
 
 def build():
@@ -1493,7 +1641,10 @@ def build():
         for mod in MODULES:
             if f"{mod}.py" in spec["symlinks"]:
                 continue
-            src = stripped(mod) if spec["base"] == "solutions" else stub(mod)
+            if spec["base"].startswith("corpus:"):  # one of tests/corpus/submissions, written in its own style
+                src = (ROOT / "tests" / "corpus" / "submissions" / spec["base"][7:] / f"{mod}.py").read_text()
+            else:
+                src = stripped(mod) if spec["base"] == "solutions" else stub(mod)
             for fn, new in spec["patch"].get(mod, {}).items():
                 src = replace_function(src, fn, new)
             if mod in spec["append"]:
