@@ -284,19 +284,34 @@ def test_release_holds_no_solution_and_no_hidden_test(released, source):
         assert hidden_only  # the randomized counts: nothing left to run before grading
 
 
+#: four lines in the first solution cell that make every check_* of the kernel a no-op before each cell
+PATCH_CHECKS = """ip = get_ipython()
+def _ok(*a, **k): return None
+ip.events.register("pre_run_cell", lambda *a, **k: [ip.user_ns.__setitem__(n, _ok) for n in list(ip.user_ns) if n.startswith("check_")])
+"""
+STUDENTS = ("correct", "buggy", "stubs", "patcher")
+#: when each handed in, as nbgrader's own timestamp.txt records it
+STAMPS = {s: f"2026-12-1{i} 10:00:00.000000 UTC" for i, s in enumerate(STUDENTS)}
+
+
 def submit(course_dir: Path, source: Path, release: Path) -> None:
-    """submitted/<student>/<assignment>/: correct, buggy (one step), stubs (the release untouched)."""
+    """submitted/<student>/<assignment>/: correct, buggy (one step), stubs (the release untouched), and
+    patcher (the release untouched but for PATCH_CHECKS in its first solution cell)."""
     bug_name = BUG_STEP.split(".", 1)[1]
-    for student in ("correct", "buggy", "stubs"):
+    for student in STUDENTS:
         folder = course_dir / "submitted" / student / ASSIGNMENT
         folder.mkdir(parents=True)
+        (folder / "timestamp.txt").write_text(STAMPS[student])
+        patched = False
         for module in COURSE.modules:
             nb = notebook(release, module)
             answers = {nbgrader_meta(c)["grade_id"]: c.source for c in notebook(source, module).cells
                        if nbgrader_meta(c).get("solution")}
             for cell in nb.cells:
                 meta = nbgrader_meta(cell)
-                if student != "stubs" and meta.get("solution"):
+                if student == "patcher" and meta.get("solution") and not patched:
+                    cell.source, patched = PATCH_CHECKS + cell.source, True
+                if student in ("correct", "buggy") and meta.get("solution"):
                     cell.source = answers[meta["grade_id"]]
                     if student == "buggy" and meta["grade_id"] == bug_name:
                         assert BUG[0] in cell.source
@@ -313,7 +328,7 @@ def gradebook(released, course_dir, source):
     nbgrader("autograde", ASSIGNMENT, cwd=course_dir, env=env, timeout=1800)
     scores = {}
     with Gradebook(f"sqlite:///{course_dir / 'gradebook.db'}") as gb:
-        for student in ("correct", "buggy", "stubs"):
+        for student in STUDENTS:
             sub = gb.find_submission(ASSIGNMENT, student)
             lost = {g.name: g.max_score - g.score for nb in sub.notebooks for g in nb.grades if g.score < g.max_score}
             scores[student] = (sub.score, sub.max_score, lost)
@@ -340,3 +355,32 @@ def test_nbgrader_takes_exactly_the_buggy_steps_points(gradebook):
 def test_nbgrader_gives_untouched_stubs_zero(gradebook):
     score, top, _ = gradebook["stubs"]
     assert (score, top) == (0, COURSE.max_points())
+
+
+@pytest.fixture(scope="module")
+def sandboxed(gradebook, course_dir, tmp_path_factory):
+    """The same submitted/ graded by the kit, in its sandbox: ``grade autograde --nbgrader``."""
+    out = tmp_path_factory.mktemp("nbgrader-sandboxed")
+    result = run_grade("autograde", "--nbgrader", str(course_dir), "--out", str(out), timeout=900)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return {s: json.loads((out / s / "results.json").read_text()) for s in STUDENTS}
+
+
+@pytest.mark.slow
+def test_the_sandboxed_path_grades_the_honest_notebooks_as_nbgrader_does(gradebook, sandboxed):
+    for student in ("correct", "buggy", "stubs"):
+        assert sandboxed[student]["score"] == gradebook[student][0], student
+
+
+@pytest.mark.slow
+def test_a_notebook_that_patches_the_checks_gets_nothing_through_the_sandbox(gradebook, sandboxed):
+    """In nbgrader's own kernel the patch passes every test cell (documented: nbgrader autograde is unsafe for
+    untrusted students); graded by the kit, the checks are not the student's to patch."""
+    assert sandboxed["patcher"]["score"] == 0
+    assert gradebook["patcher"][0] > 0  # what nbgrader autograde gives it: why docs/nbgrader.md warns
+
+
+@pytest.mark.slow
+def test_submission_times_are_nbgraders_own(sandboxed):
+    for student, stamp in STAMPS.items():
+        assert sandboxed[student]["extra_data"]["submitted_at"] == stamp.replace(" UTC", "+00:00").replace(" ", "T", 1)

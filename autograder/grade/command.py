@@ -15,7 +15,7 @@ def _fail(message: str) -> None:
 
 
 @click.command("autograde")
-@click.argument("submissions", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.argument("submissions", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--out", "out", required=True, type=click.Path(path_type=Path),
               help="Write DIR/<name>/results.json (Gradescope format) and DIR/summary.{json,md}.")
 @click.option("--course", "course_file", default=Path("course.yml"), type=click.Path(path_type=Path),
@@ -26,11 +26,16 @@ def _fail(message: str) -> None:
 @click.option("--times", "times_file", type=click.Path(path_type=Path, exists=True, dir_okay=False),
               help="CSV 'submission,submitted_at' from the LMS: when each was handed in (a submission's own files "
                    "never say; without a time, grade export counts it on time and names it).")
+@click.option("--nbgrader", "nbgrader_course", type=click.Path(path_type=Path, file_okay=False),
+              help="Grade an nbgrader course's submitted/<student>/<assignment>/ notebooks in the sandbox "
+                   "(student id = result name, nbgrader's timestamp = submission time).")
+@click.option("--assignment", help="With --nbgrader: the assignment (default: the only one submitted).")
 @click.option("--trust-submissions", is_flag=True,
               help="Grade several submissions even where the isolation (rlimits) cannot keep one submission's "
                    "files, IPC and processes from the next: only for code you trust.")
 def autograde_command(submissions: tuple[Path, ...], out: Path, course_file: Path, n_jobs: int | None,
-                      force: bool, times_file: Path | None, trust_submissions: bool) -> None:
+                      force: bool, times_file: Path | None, nbgrader_course: Path | None, assignment: str | None,
+                      trust_submissions: bool) -> None:
     """Grade SUBMISSIONS (folders, .zip archives, notebooks, or folders of them) with the hidden suites.
 
     Each submission's results.json is written as soon as it is graded; a re-run skips submissions
@@ -41,14 +46,23 @@ def autograde_command(submissions: tuple[Path, ...], out: Path, course_file: Pat
 
     from autograder.intake import times  # noqa: PLC0415
 
+    from autograder.intake.discover import nbgrader_submissions  # noqa: PLC0415
+
+    if bool(submissions) == bool(nbgrader_course):
+        _fail("give SUBMISSIONS (folders, .zip archives, notebooks) or --nbgrader COURSE_DIR, not both or neither")
     try:
         submitted = times.read(times_file) if times_file else {}
     except times.TimesError as exc:
         _fail(str(exc))
+    found = None
+    if nbgrader_course:
+        sources, stamps, problems = nbgrader_submissions(nbgrader_course, assignment)
+        found, submitted = (sources, problems), {**stamps, **submitted}
     zygote = Zygote()  # it imports torch while we import ours and load the course
     try:
         grader = _load(course_file)
-        _grade(grader, submissions, out, n_jobs or os.cpu_count() or 1, force, zygote, trust_submissions, submitted)
+        _grade(grader, submissions, out, n_jobs or os.cpu_count() or 1, force, zygote, trust_submissions, submitted,
+               found)
     finally:
         zygote.close()
 
@@ -65,7 +79,7 @@ def _load(course_file: Path):
 
 
 def _grade(grader, submissions: tuple[Path, ...], out: Path, n_jobs: int, force: bool, zygote,
-           trust_submissions: bool = False, submitted: dict[str, str] | None = None) -> None:
+           trust_submissions: bool = False, submitted: dict[str, str] | None = None, found=None) -> None:
     from tqdm import tqdm  # noqa: PLC0415
 
     from autograder.intake.discover import discover  # noqa: PLC0415
@@ -73,7 +87,7 @@ def _grade(grader, submissions: tuple[Path, ...], out: Path, n_jobs: int, force:
     from . import batch, fingerprint, summary  # noqa: PLC0415
 
     course = grader.course
-    sources, problems = discover(list(submissions), course.modules)
+    sources, problems = found if found is not None else discover(list(submissions), course.modules)
     for problem in problems:
         click.echo(click.style("skipped: ", fg="yellow") + problem, err=True)
     if not sources:

@@ -47,3 +47,32 @@ def discover(paths: list[Path], modules: list[str]) -> tuple[list[Source], list[
         problems.append(f"several submissions are named {name!r} ({paths_}); their results would overwrite "
                         "each other, so none of them was graded: rename all but one")
     return [s for s in found if s.name not in dupes], problems
+
+
+def nbgrader_submissions(course_dir: Path, assignment: str | None) -> tuple[list[Source], dict[str, str], list[str]]:
+    """An nbgrader course's ``submitted/<student>/<assignment>/``: one submission per student, named after the
+    student, with the time nbgrader recorded (its ``timestamp.txt``)."""
+    from .times import nbgrader_stamp  # noqa: PLC0415
+
+    submitted = Path(course_dir) / "submitted"
+    if not submitted.is_dir():
+        return [], {}, [f"{course_dir}: not an nbgrader course folder (no submitted/ in it; run nbgrader collect first)"]
+    students = sorted(p for p in submitted.iterdir() if p.is_dir() and not p.name.startswith("."))
+    if assignment is None:
+        names = sorted({a.name for s in students for a in s.iterdir() if a.is_dir() and not a.name.startswith(".")})
+        if len(names) != 1:
+            return [], {}, [f"{submitted}: assignments {', '.join(names) or 'none'}: say which with --assignment"]
+        assignment = names[0]
+    found, times, problems = [], {}, []
+    for student in students:
+        folder = student / assignment
+        if not folder.is_dir():
+            problems.append(f"{student.name}: no submission of {assignment} in {student}")
+            continue
+        found.append(Source(student.name, folder.absolute()))
+        when = nbgrader_stamp(folder)
+        if when:
+            times[student.name] = when
+    if not found:
+        problems.append(f"{submitted}: no student submitted {assignment}")
+    return found, times, problems

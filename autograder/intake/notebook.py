@@ -9,8 +9,18 @@ class NotebookError(Exception):
     """The notebook cannot be read; the message says why."""
 
 
+def _kit_check_cell(cell: dict) -> bool:
+    """A cell ``grade nbgrader`` wrote to check answers (a graded test cell, the checking helper): the hidden
+    suites judge a submission in the sandbox, so the notebook's own checks are not part of its code."""
+    meta = cell.get("metadata")
+    nb = meta.get("nbgrader") if isinstance(meta, dict) else None
+    return isinstance(nb, dict) and (nb.get("grade") is True or nb.get("grade_id") == "checking_helper")
+
+
 def to_source(path: Path) -> str:
-    """The notebook's code cells, in order, as one module; IPython magics and shell lines commented out."""
+    """The notebook's code cells, in order, as one module; IPython magics and shell lines commented out.
+
+    The test cells and checking helper of an nbgrader notebook are left out (``_kit_check_cell``)."""
     try:
         data = json.loads(path.read_bytes().decode("utf-8"))
     except UnicodeDecodeError:
@@ -23,7 +33,7 @@ def to_source(path: Path) -> str:
         raise NotebookError(f"{path.name} is not a valid notebook: it has no list of cells (nbformat 4 expected)")
     chunks = []
     for number, cell in enumerate(cells, start=1):
-        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
+        if not isinstance(cell, dict) or cell.get("cell_type") != "code" or _kit_check_cell(cell):
             continue
         source = cell.get("source", "")
         if isinstance(source, list):

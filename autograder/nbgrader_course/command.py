@@ -34,3 +34,7 @@ def nbgrader_command(dest: Path, course_file: Path, assignment: str | None, forc
         click.echo(f"{summary['folder'] / (module + '.ipynb')}: {points:g} points")
     click.echo(f"{sum(summary['points'].values()):g} of {summary['total']:g} points in {len(summary['points'])} "
                f"notebooks; next, in {dest}: nbgrader generate_assignment {summary['assignment']}")
+    click.echo(click.style("warning: ", fg="yellow") + "nbgrader autograde runs student code beside the checks in one "
+               "kernel, unsandboxed: a notebook can patch the checks and award itself points. For untrusted students "
+               f"grade the collected notebooks with: grade autograde --nbgrader {dest} --out results "
+               "(docs/nbgrader.md)")
