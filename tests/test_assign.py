@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import ast
-import filecmp
 
 import pytest
 
@@ -50,13 +49,57 @@ def test_marker_errors_name_the_line():
         strip_solutions("def f():\n    ### END SOLUTION\n", "m", "f.py")
 
 
+def differences(recorded, shipped, where="cases") -> list[str]:
+    """Where two recordings of the public cases differ beyond the course tolerance (float32: rtol 1e-4, atol
+    1e-5; float64: 1e-7, 1e-9): another CPU's rounding is not a drift, a changed solution is."""
+    import math
+
+    import torch
+
+    if isinstance(recorded, torch.Tensor) or isinstance(shipped, torch.Tensor):
+        if not (isinstance(recorded, torch.Tensor) and isinstance(shipped, torch.Tensor)):
+            return [f"{where}: a tensor on one side only"]
+        if recorded.shape != shipped.shape or recorded.dtype != shipped.dtype:
+            return [f"{where}: {tuple(recorded.shape)} {recorded.dtype} vs {tuple(shipped.shape)} {shipped.dtype}"]
+        if recorded.is_floating_point():
+            rtol, atol = (1e-7, 1e-9) if recorded.dtype == torch.float64 else (1e-4, 1e-5)
+            same = torch.allclose(recorded, shipped, rtol=rtol, atol=atol, equal_nan=True)
+        else:
+            same = torch.equal(recorded, shipped)
+        return [] if same else [f"{where}: values differ beyond the tolerance"]
+    if isinstance(recorded, dict) and isinstance(shipped, dict):
+        if recorded.keys() != shipped.keys():
+            return [f"{where}: keys {sorted(recorded.keys() ^ shipped.keys())} on one side only"]
+        return [d for k in recorded for d in differences(recorded[k], shipped[k], f"{where}.{k}")]
+    if isinstance(recorded, (list, tuple)) and isinstance(shipped, (list, tuple)):
+        if len(recorded) != len(shipped):
+            return [f"{where}: {len(recorded)} vs {len(shipped)} items"]
+        return [d for i, (a, b) in enumerate(zip(recorded, shipped)) for d in differences(a, b, f"{where}[{i}]")]
+    if isinstance(recorded, float) and isinstance(shipped, float):
+        return [] if math.isclose(recorded, shipped, rel_tol=1e-4, abs_tol=1e-5) else [f"{where}: {recorded} vs {shipped}"]
+    return [] if recorded == shipped else [f"{where}: {recorded!r} vs {shipped!r}"]
+
+
+def test_the_drift_check_ignores_rounding_and_catches_a_changed_value():
+    import torch
+
+    a = {"cases": [{"expected": torch.tensor([0.4419, 0.6515]), "n": 2}]}
+    rounding = {"cases": [{"expected": torch.tensor([0.4419 + 9.5e-7, 0.6515]), "n": 2}]}
+    changed = {"cases": [{"expected": torch.tensor([0.4419 * 1.01, 0.6515]), "n": 2}]}
+    assert differences(a, rounding) == []
+    assert differences(a, changed) == ["cases.cases[0].expected: values differ beyond the tolerance"]
+    assert differences(a, {"cases": [{"expected": torch.tensor([0.4419, 0.6515]), "n": 3}]})
+
+
 @pytest.mark.slow
+@pytest.mark.numerics
 def test_public_cases_are_what_the_reference_records(tmp_path):
-    """The committed public cases (shipped for grade check) are exactly what `grade assign` records."""
+    """The committed public cases (shipped for grade check) are what `grade assign` records on this machine,
+    within the course tolerance: CPUs round differently (an AMD EPYC moves 465 of 888 tensors by <= 9.5e-7)."""
     from autograder.assign.build import assign
+    from autograder.check import public_cases
 
     summary = assign(ROOT / "course.yml", exercises=tmp_path / "exercises", cases_dir=tmp_path)
     assert summary["public_cases"] > 100
-    shipped = ROOT / "autograder" / "check"
-    for name in ("public_cases.json", "public_cases.safetensors"):
-        assert filecmp.cmp(tmp_path / name, shipped / name, shallow=False), f"{name} drifted: run `grade assign`"
+    found = differences(public_cases.load(tmp_path), public_cases.load())
+    assert found == [], f"the public cases drifted from solutions/ (run `grade assign`): {found[:5]}"

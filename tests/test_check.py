@@ -33,6 +33,7 @@ def test_untouched_stubs_are_not_attempted(student_copy):
     assert not (student_copy / "autograder" / "suites").exists() and not (student_copy / "solutions").exists()
 
 
+@pytest.mark.numerics
 def test_a_correct_submission_passes_every_public_check(student_copy):
     result = check(student_copy, str(CORPUS / "correct_loops"))
     assert result.returncode == 0, result.stdout + result.stderr

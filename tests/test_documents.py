@@ -494,6 +494,7 @@ def printed_precision_mismatches(ref: torch.Tensor, expected: Expected) -> list[
     return bad
 
 
+@pytest.mark.numerics
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_printed_value(case: Printed):
     expected = parse_printed(case.printed)

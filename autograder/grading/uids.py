@@ -7,7 +7,6 @@ block's lock file for as long as it lives.
 """
 from __future__ import annotations
 
-import fcntl
 import os
 from pathlib import Path
 
@@ -36,6 +35,8 @@ def claim() -> tuple[int, int]:
         block = (start + i) % BLOCKS
         fd = os.open(folder / f"{block}.lock", os.O_RDWR | os.O_CREAT, 0o600)
         try:
+            import fcntl  # noqa: PLC0415 - POSIX: only a grader with its own uids (never grade check) gets here
+
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)

@@ -72,7 +72,7 @@ class Zygote:
         # one thread everywhere: a thread pool (OpenMP, MKL, numpy's OpenBLAS) does not survive fork()
         env = {"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
                "LANG": "C.UTF-8", "PYTHONHASHSEED": "0"}
-        for key in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
+        for key in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "ATEN_CPU_CAPABILITY"):  # the same kernels as ours
             if key in os.environ:
                 env[key] = os.environ[key]
         self.process: subprocess.Popen | None = subprocess.Popen(
@@ -186,12 +186,14 @@ class Zygote:
         self.close()
 
 
-class LocalZygote(Zygote):
-    """Fork hosts straight from this process: for ``grade check`` on a student's own machine.
+class LocalZygote:
+    """Hosts for ``grade check`` on a student's own machine, without a second interpreter.
 
     Nothing secret lives in a student's ``grade check`` process (only public cases), so it can be its
-    own zygote and save a second ``import torch``. Each step still runs in its own forked worker, with
-    the time, memory and output limits; no namespaces or uid change (see sandbox.py, level rlimits).
+    own zygote and save a second ``import torch``: it forks each submission's host, which forks a worker
+    per step, with the time, memory and output limits (sandbox.py, level rlimits). Where ``os.fork`` does
+    not exist (Windows), each worker is a process of its own instead (``spawned.py``), the time limit
+    kept from here.
     """
 
     def __init__(self) -> None:  # noqa: D107 - no separate interpreter
@@ -199,21 +201,28 @@ class LocalZygote(Zygote):
 
         from autograder.worker import sandbox, zygote  # noqa: PLC0415
 
-        # One intra-op thread, before any thread pool exists: an OpenMP pool does not survive fork().
-        torch.set_num_threads(1)
-        zygote.warm_up()
+        self.forks = hasattr(os, "fork")
+        if self.forks:
+            # One intra-op thread, before any thread pool exists: an OpenMP pool does not survive fork().
+            torch.set_num_threads(1)
+            zygote.warm_up()
         self._children: set[int] = set()
         self._plan = sandbox.plan_for_zygote(0, [], local=True)
 
     @property
     def isolation(self) -> str:
-        return self._plan.describe()
+        how = "" if self.forks else "; each worker a process of its own (no fork on this system)"
+        return self._plan.describe() + how
 
     @property
     def level(self) -> str:
         return self._plan.level
 
-    def open(self, request: dict) -> "Sandbox":
+    def open(self, request: dict):
+        if not self.forks:
+            from .spawned import SpawnedSandbox  # noqa: PLC0415
+
+            return SpawnedSandbox(request)
         from autograder.worker import host  # noqa: PLC0415
 
         from .workers import Sandbox  # noqa: PLC0415
@@ -248,3 +257,10 @@ class LocalZygote(Zygote):
                 os.waitpid(pid, 0)
             except (ChildProcessError, ProcessLookupError):
                 pass
+        self._children.clear()
+
+    def __enter__(self) -> "LocalZygote":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

@@ -17,7 +17,7 @@ build-backend = "setuptools.build_meta"
 name = "attention-exercises"
 version = "{version}"
 description = "Exercises on attention mechanisms, with grade check (public checks only)"
-requires-python = ">=3.11,<3.12"
+requires-python = ">=3.10"  # and whatever torch 2.13.0 has wheels for: pip says if yours has none
 dependencies = [
     # The CPU build of torch: pip install -r requirements.txt installs it from {TORCH_CPU_INDEX}
 {deps}
@@ -43,10 +43,11 @@ Your exercises are in `exercises/` ({files}). Each function or class raises
 
 ## Install (once)
 
-With Python 3.11, from this folder:
+With Python 3.10 or newer (any version torch 2.13.0 has a wheel for; pip says so if yours has none), on
+Linux, macOS or Windows, from this folder:
 
 ```
-python3.11 -m venv .venv
+python3 -m venv .venv
 source .venv/bin/activate            # Windows: .venv\\Scripts\\activate
 pip install -r requirements.txt      # the exact versions the checks were made with (torch CPU build)
 pip install --no-deps .              # the `grade` command

@@ -27,7 +27,8 @@ from . import leftovers
 _WATCHED = [torch, nn, F, torch.Tensor, nn.Module, nn.Linear, nn.Dropout, nn.Parameter, nn.ModuleList,
             torch.autograd, torch.linalg, torch.special, torch.random, type(torch._C._VariableFunctions),
             math, builtins, random, os, sys]
-_SIGNALS = [signal.SIGINT, signal.SIGTERM, signal.SIGALRM, signal.SIGUSR1, signal.SIGCHLD]
+_SIGNALS = [getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGALRM", "SIGUSR1", "SIGCHLD") if hasattr(signal, n)]
+_uid = getattr(os, "getuid", lambda: -1)  # no uids on Windows
 
 
 def _ids(namespace) -> tuple[tuple, tuple[int, ...]]:
@@ -69,7 +70,7 @@ def _files(shared: tuple[str, ...]) -> tuple:
     folders): a step may leave nothing behind."""
     places = [os.getcwd()] + (["/tmp"] if os.getppid() == 1 else [])
     try:
-        return tuple(tuple(sorted(os.listdir(p))) for p in places) + tuple(leftovers.owned_files(os.getuid(), shared))
+        return tuple(tuple(sorted(os.listdir(p))) for p in places) + tuple(leftovers.owned_files(_uid(), shared))
     except OSError:
         return ("?",)
 
@@ -78,7 +79,7 @@ def fingerprint(student_modules: dict, shared: tuple[str, ...] = ()) -> dict:
     """``shared``: machine-wide folders this worker can write to (none with namespaces)."""
     return {
         "files": _files(shared),
-        "IPC objects": tuple(leftovers.ipc_objects(os.getuid())),
+        "IPC objects": tuple(leftovers.ipc_objects(_uid())),
         "processes or threads": (_others(), threading.active_count()),
         "torch settings": _torch_state(),
         "patched names": tuple(_ids(ns) for ns in _WATCHED),

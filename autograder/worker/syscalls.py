@@ -26,7 +26,7 @@ PR_SET_CHILD_SUBREAPER = 36
 PR_SET_NO_NEW_PRIVS = 38
 
 _PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}.get(platform.machine())
-_libc = ctypes.CDLL(None, use_errno=True)
+_libc = ctypes.CDLL(None, use_errno=True) if os.name == "posix" else None  # Linux only; never called elsewhere
 
 
 def _check(result: int, what: str) -> None:

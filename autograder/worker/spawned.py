@@ -1,0 +1,36 @@
+"""A worker started as a process of its own, for machines without ``fork`` (a student's Windows laptop).
+
+``grade check`` normally forks its workers from a warm process. Where ``os.fork`` does not exist, the
+trusted side starts ``python -m autograder.worker.spawned PORT FOLDER MODULES LIMITS`` instead; the worker
+connects back to 127.0.0.1:PORT, proves it is the one started (a one-time token from its environment),
+applies what limits the platform has, and serves the same requests as a forked worker (``child.serve``).
+"""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+
+
+def main(argv: list[str]) -> None:
+    port, folder, modules, limits = int(argv[0]), argv[1], json.loads(argv[2]), json.loads(argv[3])
+    token = os.environ.pop("AUTOGRADER_WORKER_TOKEN", "")
+    channel = socket.create_connection(("127.0.0.1", port), timeout=60)
+    channel.settimeout(None)
+    channel.sendall(token.encode("ascii"))
+    import torch  # noqa: PLC0415 - after connecting: the parent's time budget counts from its start
+
+    from . import child, sandbox  # noqa: PLC0415
+
+    torch.set_num_threads(1)
+    sandbox.limit_process(limits)  # memory and file size where the platform has rlimits
+    child.serve(channel, folder, {"modules": modules})
+
+
+if __name__ == "__main__":
+    try:
+        main(sys.argv[1:])
+    finally:
+        sys.stdout.flush()
+        os._exit(0)

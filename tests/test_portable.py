@@ -1,0 +1,97 @@
+"""`grade check` on a student's laptop: Linux, macOS, and Windows, where there is no fork, resource or fcntl.
+
+Windows cannot be run here, so the test takes its POSIX-only parts away on Linux: a sitecustomize.py that
+every Python process of the run imports (the `grade check` process and its workers) hides `resource` and
+`fcntl` and deletes `os.fork`. The same submissions must then get the same rows, points and words.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from .conftest import CORPUS, ROOT, run_grade
+
+HIDE_POSIX = """import os, sys
+sys.modules["resource"] = None  # import resource -> ImportError, as on Windows
+sys.modules["fcntl"] = None
+del os.fork
+"""
+SUBMISSIONS = ["correct_loops", "bug_no_scaling", "bug_mask_after_softmax_no_renorm", "stubs"]
+
+
+@pytest.fixture(scope="module")
+def student_copy(tmp_path_factory):
+    home = tmp_path_factory.mktemp("student")
+    shutil.copytree(ROOT / "autograder", home / "autograder",
+                    ignore=shutil.ignore_patterns("suites", "__pycache__", "assign"))
+    shim = tmp_path_factory.mktemp("no-posix")
+    (shim / "sitecustomize.py").write_text(HIDE_POSIX)
+    return home, shim
+
+
+def check(home, folder, shim=None):
+    paths = [str(home)] + ([str(shim)] if shim else [])
+    return run_grade("check", str(folder), "--json", cwd=home, env={"PYTHONPATH": os.pathsep.join(paths)}, timeout=600)
+
+
+def test_the_shim_really_takes_fork_resource_and_fcntl_away(student_copy):
+    home, shim = student_copy
+    code = "import os\ntry:\n import resource\nexcept ImportError:\n print('no resource')\nprint(hasattr(os, 'fork'))"
+    out = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": str(shim)},
+                         capture_output=True, text=True, timeout=60)
+    assert out.stdout.split() == ["no", "resource", "False"], out.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", SUBMISSIONS)
+def test_grade_check_without_posix_gives_the_same_results(student_copy, name):
+    home, shim = student_copy
+    normal, portable = check(home, CORPUS / name), check(home, CORPUS / name, shim)
+    assert portable.returncode == normal.returncode, portable.stderr[-2000:]
+    a, b = json.loads(normal.stdout), json.loads(portable.stdout)
+    a.pop("isolation", None), b.pop("isolation", None)
+    assert a == b
+
+
+def test_the_student_code_imports_nothing_posix_only_at_the_top():
+    """grade check's modules import resource and fcntl only where they are used (never on its own path)."""
+    import ast
+
+    from autograder.release.student_code import student_package
+
+    for rel, path in student_package().items():
+        if not rel.endswith(".py") or not hasattr(path, "read_text"):
+            continue
+        top = [n for n in ast.parse(path.read_text()).body if isinstance(n, (ast.Import, ast.ImportFrom))]
+        names = {a.name for n in top for a in n.names} | {n.module for n in top if isinstance(n, ast.ImportFrom)}
+        assert not names & {"resource", "fcntl", "pwd", "grp", "termios"}, (rel, names)
+
+
+def test_the_student_code_compiles_on_other_pythons(tmp_path):
+    """The bundle installs on any Python that torch 2.13.0 has wheels for: its code must not need 3.11."""
+    from autograder.release.student_code import student_package
+
+    folder = tmp_path / "autograder"
+    for rel, path in student_package().items():
+        if rel.endswith(".py"):
+            (folder / rel).parent.mkdir(parents=True, exist_ok=True)
+            (folder / rel).write_bytes(path if isinstance(path, bytes) else path.read_bytes())
+    tried = []
+    for version in ("3.10", "3.12", "3.13"):
+        found = sorted(Path.home().glob(f".pyenv/versions/{version}.*/bin/python")) or [shutil.which(f"python{version}")]
+        python = str(found[-1]) if found[-1] else None
+        if python is None:
+            continue
+        out = subprocess.run([python, "-m", "compileall", "-q", str(folder)], capture_output=True, text=True, timeout=120)
+        if out.returncode == 127 or "command not found" in out.stderr or "not installed" in out.stderr:
+            continue
+        assert out.returncode == 0, (version, out.stdout[-2000:], out.stderr[-2000:])
+        tried.append(version)
+    if not tried:
+        pytest.skip("no other Python version installed here")
