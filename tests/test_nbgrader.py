@@ -382,5 +382,8 @@ def test_a_notebook_that_patches_the_checks_gets_nothing_through_the_sandbox(gra
 
 @pytest.mark.slow
 def test_submission_times_are_nbgraders_own(sandboxed):
+    from datetime import datetime, timezone
+
     for student, stamp in STAMPS.items():
-        assert sandboxed[student]["extra_data"]["submitted_at"] == stamp.replace(" UTC", "+00:00").replace(" ", "T", 1)
+        expected = datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S.%f UTC").replace(tzinfo=timezone.utc)
+        assert datetime.fromisoformat(sandboxed[student]["extra_data"]["submitted_at"]) == expected
