@@ -387,3 +387,30 @@ def test_submission_times_are_nbgraders_own(sandboxed):
     for student, stamp in STAMPS.items():
         expected = datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S.%f UTC").replace(tzinfo=timezone.utc)
         assert datetime.fromisoformat(sandboxed[student]["extra_data"]["submitted_at"]) == expected
+
+
+@pytest.fixture(scope="module")
+def exported(sandboxed, released, course_dir):
+    """nbgrader's own export and feedback, after the kit wrote its grades into the gradebook."""
+    _, env = released
+    nbgrader("export", cwd=course_dir, env=env, timeout=600)
+    nbgrader("generate_feedback", ASSIGNMENT, cwd=course_dir, env=env, timeout=900)
+    import csv
+
+    with open(course_dir / "grades.csv", newline="") as fh:
+        rows = {r["student_id"]: r for r in csv.DictReader(fh) if r["assignment"] == ASSIGNMENT}
+    return rows
+
+
+@pytest.mark.slow
+def test_nbgrader_export_shows_the_kits_scores(sandboxed, exported):
+    for student in STUDENTS:
+        assert float(exported[student]["raw_score"]) == sandboxed[student]["score"], student
+    assert float(exported["patcher"]["raw_score"]) == 0  # not what nbgrader's own kernel gave it
+
+
+@pytest.mark.slow
+def test_nbgrader_feedback_carries_the_kits_words(exported, course_dir):
+    page = (course_dir / "feedback" / "buggy" / ASSIGNMENT / f"{BUG_STEP.split('.')[0]}.html").read_text()
+    assert "likely: forgot the 1/sqrt(d_k) scaling" in page
+    assert "passed (1/1)" in page

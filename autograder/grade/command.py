@@ -63,8 +63,39 @@ def autograde_command(submissions: tuple[Path, ...], out: Path, course_file: Pat
         grader = _load(course_file)
         _grade(grader, submissions, out, n_jobs or os.cpu_count() or 1, force, zygote, trust_submissions, submitted,
                found)
+        if found and found[0]:
+            _to_nbgrader(nbgrader_course, found[0], out)
     finally:
         zygote.close()
+
+
+def _to_nbgrader(course_dir: Path, sources, out: Path) -> None:
+    """Each student's points into nbgrader's gradebook, their feedback into autograded/ notebooks."""
+    import json  # noqa: PLC0415
+
+    try:
+        from autograder.nbgrader_course import gradebook  # noqa: PLC0415
+        import nbgrader.api  # noqa: F401, PLC0415
+    except ImportError:
+        click.echo(click.style("warning: ", fg="yellow") + "nbgrader is not installed here: the results are in "
+                   f"{out}/, but nbgrader's gradebook was not updated (pip install nbgrader)", err=True)
+        return
+    results = {}
+    for source in sources:
+        try:
+            results[source.name] = json.loads((out / source.name / "results.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+    assignment = sources[0].path.name
+    try:
+        cells = gradebook.write(course_dir, assignment, results)
+    except gradebook.GradebookError as exc:
+        _fail(str(exc))
+    for source in sources:
+        if source.name in results:
+            gradebook.feedback_notebooks(course_dir, assignment, source.name, source.path, results[source.name])
+    click.echo(f"nbgrader: {cells} grades of {len(results)} student(s) written to the gradebook of {course_dir}; "
+               f"feedback notebooks in {course_dir}/autograded/ (nbgrader generate_feedback {assignment})")
 
 
 def _load(course_file: Path):

@@ -1,0 +1,92 @@
+"""Put the kit's grades where nbgrader looks for them: its gradebook, and ``autograded/`` notebooks.
+
+After ``grade autograde --nbgrader COURSE_DIR`` has graded each student in the sandbox, each count's
+points go into nbgrader's own gradebook (the real database, through ``nbgrader.api.Gradebook``), as the
+auto score of the test cell that ``grade nbgrader`` wrote for that count (``test_<name>_<count>`` in the
+module's notebook). ``nbgrader export`` and the formgrader then show the kit's scores. Each student's
+notebooks are also written to ``autograded/<student>/<assignment>/`` with the kit's feedback as the test
+cells' outputs, so that ``nbgrader generate_feedback`` renders it.
+"""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+
+class GradebookError(Exception):
+    """The gradebook cannot take the grades; the message says what to run first."""
+
+
+def test_cell(test_name: str) -> tuple[str, str]:
+    """A results.json test name ("module.step count: title") -> (notebook, grade_id) of its test cell."""
+    step, count = test_name.split(":", 1)[0].split(" ", 1)
+    module, name = step.split(".", 1)
+    return module, f"test_{name}_{count}"
+
+
+def write(course_dir: Path, assignment: str, results: dict[str, dict], db_url: str | None = None) -> int:
+    """Record each student's points (``results``: student -> results.json) in nbgrader's gradebook."""
+    from nbgrader.api import Gradebook, MissingEntry  # noqa: PLC0415 - an optional dependency
+
+    db_url = db_url or f"sqlite:///{Path(course_dir).resolve() / 'gradebook.db'}"
+    written = 0
+    with Gradebook(db_url) as gb:
+        try:
+            gb.find_assignment(assignment)
+        except MissingEntry:
+            raise GradebookError(f"the gradebook has no assignment {assignment!r}: run `nbgrader generate_assignment "
+                                 f"{assignment}` in {course_dir} first") from None
+        for student, result in sorted(results.items()):
+            gb.update_or_create_student(student)
+            when = (result.get("extra_data") or {}).get("submitted_at")
+            try:
+                submission = gb.find_submission(assignment, student)
+                if when:
+                    from nbgrader.utils import parse_utc  # noqa: PLC0415
+
+                    submission.timestamp = parse_utc(when)
+            except MissingEntry:
+                gb.add_submission(assignment, student, **({"timestamp": when} if when else {}))
+            for test in result.get("tests", []):
+                notebook, grade_id = test_cell(test["name"])
+                try:
+                    grade = gb.find_grade(grade_id, notebook, assignment, student)
+                except MissingEntry:
+                    raise GradebookError(f"the gradebook's {assignment}/{notebook} has no test cell {grade_id}: "
+                                         "regenerate the course with grade nbgrader --force and nbgrader "
+                                         "generate_assignment --force") from None
+                grade.auto_score = float(test["score"])
+                grade.manual_score = None  # the kit's grade, not an earlier hand-entered one
+                written += 1
+            gb.db.commit()
+    return written
+
+
+def feedback_notebooks(course_dir: Path, assignment: str, student: str, submitted: Path, result: dict) -> Path:
+    """``autograded/<student>/<assignment>/``: the submitted notebooks, each test cell showing the kit's verdict."""
+    import nbformat  # noqa: PLC0415
+
+    by_cell = {test_cell(t["name"]): t for t in result.get("tests", [])}
+    dest = Path(course_dir) / "autograded" / student / assignment
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.mkdir(parents=True)
+    for path in sorted(submitted.glob("*.ipynb")):
+        nb = nbformat.read(str(path), as_version=4)
+        for cell in nb.cells:
+            meta = cell.get("metadata", {}).get("nbgrader", {})
+            test = by_cell.get((path.stem, meta.get("grade_id")))
+            if cell.get("cell_type") != "code" or test is None:
+                continue
+            points = f"{test['score']:g}/{test['max_score']:g}"
+            if test["status"] == "passed":
+                cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=f"passed ({points})\n")]
+            else:
+                lines = (test.get("output") or "failed").splitlines()
+                cell.outputs = [nbformat.v4.new_output("error", ename="CheckFailed", evalue=lines[0],
+                                                       traceback=[f"CheckFailed ({points})", *lines])]
+        nbformat.write(nb, str(dest / path.name))
+    stamp = submitted / "timestamp.txt"
+    if stamp.is_file():
+        shutil.copyfile(stamp, dest / "timestamp.txt")
+    return dest
