@@ -175,3 +175,36 @@ def test_a_buggy_submission_loses_exactly_its_step(autograder_zip, tmp_path):
     lost = sum(t["max_score"] for t in failed)
     assert lost == sum(c.points for c in COURSE.steps[BUGGY_STEP].counts.values())
     assert results["score"] == COURSE.max_points() - lost
+
+
+# -- every form a student may upload, as grade autograde takes it ------------------------------------
+def _forms(tmp: Path) -> dict[str, callable]:
+    from .submission_forms import module_notebooks, one_notebook, zipped
+
+    source = CORPUS / "bug_no_scaling"
+    return {
+        "py files": lambda sub: [shutil.copyfile(p, sub / p.name) for p in source.glob("*.py")],
+        "a zip": lambda sub: zipped(source, sub / "attention.zip"),
+        "a zip of a folder": lambda sub: zipped(source, sub / "mine.zip", prefix="my attention/"),
+        "one notebook per module": lambda sub: module_notebooks(source, sub),
+        "one notebook for all": lambda sub: one_notebook(source, sub, headings=True),
+        "one notebook for all, no headings": lambda sub: one_notebook(source, sub, headings=False),
+    }
+
+
+@pytest.mark.slow
+def test_every_form_grades_as_grade_autograde_grades_the_folder(autograder_zip, tmp_path):
+    from .conftest import run_grade
+
+    out = tmp_path / "folder-results"
+    assert run_grade("autograde", str(CORPUS / "bug_no_scaling"), "--out", str(out)).returncode == 0
+    expected = json.loads((out / "bug_no_scaling" / "results.json").read_text())
+    for i, (form, put) in enumerate(_forms(tmp_path).items()):
+        root = gradescope_root(tmp_path / f"form{i}", autograder_zip)
+        (root / "submission_metadata.json").write_text(json.dumps({"created_at": "2026-12-10T14:03:22.5-08:00"}))
+        put(root / "submission")
+        _, results = run_autograder(root)
+        assert results["score"] == expected["score"], (form, results["output"])
+        assert [(t["name"], t["status"]) for t in results["tests"]] == \
+            [(t["name"], t["status"]) for t in expected["tests"]], form
+        assert results["extra_data"]["submitted_at"] == "2026-12-10T14:03:22.500000-08:00", form

@@ -472,3 +472,56 @@ def test_discover_then_stage_every_kind(tmp_path, staging):
     # a notebook not named after a module supplies every module: here, all get carol's cells
     assert staged["carol"].problem is None and staged["carol"].module_errors == {}
     assert sorted(p.name for p in staging.iterdir()) == ["alice", "bob", "carol"]
+
+
+# -- one notebook for every module ---------------------------------------------------------------
+STEPS = {"simple_attention": ["attention_scores", "context_vector"],
+         "trainable_attention": ["init_qkv", "context_vector"]}
+
+
+def _nb(path, cells):
+    path.write_text(json.dumps({"cells": [{"cell_type": k, "metadata": {}, "source": s,
+                                           **({"outputs": [], "execution_count": None} if k == "code" else {})}
+                                          for k, s in cells], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    return path
+
+
+def test_one_notebook_is_split_by_its_headings(tmp_path):
+    from autograder.intake import notebook
+
+    path = _nb(tmp_path / "all.ipynb", [
+        ("code", "import torch"),
+        ("markdown", "# Part 1: simple_attention"),
+        ("code", "def attention_scores(x, q):\n    return x @ q"),
+        ("code", "def context_vector(x, w):\n    return 'simple'"),
+        ("markdown", "# trainable_attention"),
+        ("code", "def context_vector(w, v):\n    return 'trainable'"),
+    ])
+    sources, notes = notebook.split(path, STEPS)
+    assert notes == []
+    assert "'simple'" in sources["simple_attention"] and "'trainable'" not in sources["simple_attention"]
+    assert "'trainable'" in sources["trainable_attention"] and "'simple'" not in sources["trainable_attention"]
+    assert all("import torch" in s for s in sources.values())
+
+
+def test_one_notebook_without_headings_follows_its_order(tmp_path):
+    from autograder.intake import notebook
+
+    path = _nb(tmp_path / "all.ipynb", [
+        ("code", "def attention_scores(x, q):\n    return x @ q"),
+        ("code", "def context_vector(x, w):\n    return 'simple'"),
+        ("code", "def init_qkv(d_in, d_out):\n    return 1"),
+        ("code", "def context_vector(w, v):\n    return 'trainable'"),
+    ])
+    sources, notes = notebook.split(path, STEPS)
+    assert notes == []
+    assert "'trainable'" not in sources["simple_attention"] and "'simple'" not in sources["trainable_attention"]
+
+
+def test_a_name_the_notebook_cannot_place_is_said_with_its_cell(tmp_path):
+    from autograder.intake import notebook
+
+    path = _nb(tmp_path / "all.ipynb", [("code", "import torch"),
+                                        ("code", "def context_vector(x, w):\n    return 1")])
+    _, notes = notebook.split(path, STEPS)
+    assert len(notes) == 1 and "code cell 2" in notes[0] and "context_vector" in notes[0] and "heading" in notes[0]

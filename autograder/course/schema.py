@@ -124,5 +124,13 @@ class Course(Strict):
     def tolerances(self, step: str) -> Tolerances:
         return self.steps[step].tolerance or self.defaults.tolerance
 
+    def steps_by_module(self) -> dict[str, list[str]]:
+        """module -> the names of its steps (``context_vector`` may be in two modules)."""
+        found: dict[str, list[str]] = {m: [] for m in self.modules}
+        for step in self.steps:
+            module, name = step.split(".", 1)
+            found[module].append(name)
+        return found
+
     def max_points(self) -> float:
         return sum(c.points for s in self.steps.values() for c in s.counts.values())

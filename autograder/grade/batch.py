@@ -38,16 +38,17 @@ def _previous(path: Path) -> dict:
 
 
 def prepare(sources: list[Source], staging: Path, modules: list[str], out: Path, grader_hash: str,
-            force: bool, times: dict[str, str] | None = None) -> tuple[list[Job], list[Job]]:
+            force: bool, times: dict[str, str] | None = None,
+            steps: dict[str, list[str]] | None = None) -> tuple[list[Job], list[Job]]:
     """Stage each source; return (to grade, already graded with the same inputs).
 
     ``times``: when each was handed in, as the platform recorded it (intake/times.py); else unknown.
     """
     todo, done = [], []
     for source in sources:
-        staged = stage(source.path, source.name, staging, modules)
+        staged = stage(source.path, source.name, staging, modules, steps)
         digest = fingerprint.submission(staged.folder, {"errors": staged.module_errors, "problem": staged.problem})
-        job = Job(source, staged, digest, {"submission": source.name, "submitted_at": (times or {}).get(source.name),
+        job = Job(source, staged, digest, {"submission": source.name, "submitted_at": (times or {}).get(source.name, (times or {}).get("*")),
                                            "submission_hash": digest, "grader_hash": grader_hash})
         before = _previous(out / source.name / "results.json")
         same = (before.get("submission_hash") == digest and before.get("grader_hash") == grader_hash

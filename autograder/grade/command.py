@@ -128,7 +128,7 @@ def _grade(grader, submissions: tuple[Path, ...], out: Path, n_jobs: int, force:
     start = time.monotonic()
     try:
         todo, done = batch.prepare(sources, staging, course.modules, out, fingerprint.grader(grader.course_file, course),
-                                   force, submitted)
+                                   force, submitted, course.steps_by_module())
         if len(todo) > 1 and zygote.level == "rlimits" and not trust_submissions:
             _fail(f"{len(todo)} submissions to grade, but the isolation here is only {zygote.isolation}.\n"
                   "At this level student code runs as you: what one submission leaves (files, IPC objects, "

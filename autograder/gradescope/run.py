@@ -30,12 +30,17 @@ def unit_modules(source: Path) -> list[str]:
 
 
 def locate(submission: Path, modules: list[str]) -> Path | None:
-    """The shallowest folder under ``submission`` (itself included) holding one of ``modules``."""
+    """What to grade, as ``grade autograde`` takes it: the shallowest folder under ``submission`` (itself
+    included) holding one of ``modules`` (as .py or .ipynb) or a notebook, else the one .zip uploaded."""
     level = [submission]
     while level:
         for folder in level:
-            if any((folder / f"{m}.py").is_file() for m in modules):
+            if any((folder / f"{m}.py").is_file() or (folder / f"{m}.ipynb").is_file() for m in modules) \
+                    or any(folder.glob("*.ipynb")):
                 return folder
+            zips = sorted(p for p in folder.glob("*.zip") if p.is_file() and not p.is_symlink())
+            if len(zips) == 1:
+                return zips[0]
         level = sorted(child for folder in level for child in folder.iterdir()
                        if child.is_dir() and not child.is_symlink() and not child.name.startswith(".")
                        and child.name not in SKIP_DIRS)
@@ -64,7 +69,7 @@ def grade(source: Path, folder: Path, timeout: float, started: float) -> dict:
         created = submitted_at(source.parent)
         if created:  # the platform's own record, beside (never inside) the submission
             times = out.parent / "times.csv"
-            times.write_text(f"submission,submitted_at\n{folder.name},{created}\n", encoding="utf-8")
+            times.write_text(f"submission,submitted_at\n*,{created}\n", encoding="utf-8")  # this run's one submission
             cmd += ["--times", str(times)]
         try:
             done = subprocess.run(cmd, cwd=source, env=env, capture_output=True, text=True, timeout=timeout)
@@ -96,8 +101,8 @@ def main() -> int:
         folder = locate(submission, modules) if submission.is_dir() else None
         if folder is None:
             names = ", ".join(f"{m}.py" for m in modules)
-            result = failure(f"None of the exercise files ({names}) is in your submission. Upload them as they "
-                             "are, without renaming them.", started)
+            result = failure(f"None of the exercise files ({names}, or the notebooks of the same names) is in your "
+                             "submission. Upload them as they are, without renaming them, or as one .zip.", started)
         else:
             result = grade(source, folder, float(os.environ.get("AUTOGRADER_TIMEOUT", DEFAULT_TIMEOUT)), started)
     except Exception as exc:  # noqa: BLE001 - whatever happens, Gradescope gets a results.json

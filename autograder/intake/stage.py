@@ -93,8 +93,10 @@ def _read_source(path: Path, label: str) -> tuple[bytes | None, str | None]:
     return data, None
 
 
-def copy_modules(root: Path, dest: Path, modules: list[str]) -> Staged:
+def copy_modules(root: Path, dest: Path, modules: list[str], steps: dict[str, list[str]] | None = None) -> Staged:
+    """``steps`` (module -> its step names) lets one notebook for all modules be split by its structure."""
     staged = Staged(dest.name, dest)
+    split: dict[str, dict[str, str]] = {}
     dest.mkdir(parents=True, exist_ok=True)
     entries = {e.name: e for e in os.scandir(root)}
     notebooks = sorted(n for n, e in entries.items() if n.endswith(".ipynb") and e.is_file(follow_symlinks=False))
@@ -128,7 +130,14 @@ def copy_modules(root: Path, dest: Path, modules: list[str]) -> Staged:
         if not sources:
             continue
         try:
-            text = "\n".join(notebook.to_source(root / n) for n in sources)
+            if own not in notebooks and steps:
+                for n in sources:
+                    if n not in split:
+                        split[n], unclear = notebook.split(root / n, steps)
+                        staged.notes += unclear
+                text = "\n".join(split[n][module] for n in sources)
+            else:
+                text = "\n".join(notebook.to_source(root / n) for n in sources)
         except notebook.NotebookError as exc:
             staged.module_errors[module] = _module_error("MalformedNotebook", str(exc))
             continue
@@ -143,7 +152,7 @@ def copy_modules(root: Path, dest: Path, modules: list[str]) -> Staged:
     return staged
 
 
-def stage(source: Path, name: str, staging: Path, modules: list[str]) -> Staged:
+def stage(source: Path, name: str, staging: Path, modules: list[str], steps: dict[str, list[str]] | None = None) -> Staged:
     """Stage ``source`` (folder, .zip or .ipynb) as ``staging/name``."""
     dest = staging / name
     try:
@@ -156,7 +165,7 @@ def stage(source: Path, name: str, staging: Path, modules: list[str]) -> Staged:
                 root, problem = find_root(unpacked, modules)
                 if problem:
                     return Staged(name, None, notes=notes, problem=f"{source.name}: {problem}")
-                staged = copy_modules(root, dest, modules)
+                staged = copy_modules(root, dest, modules, steps)
                 staged.notes[:0] = notes
             finally:
                 shutil.rmtree(unpacked, ignore_errors=True)
@@ -164,14 +173,14 @@ def stage(source: Path, name: str, staging: Path, modules: list[str]) -> Staged:
             single = Path(tempfile.mkdtemp(prefix="nb-", dir=staging))
             try:
                 shutil.copyfile(source, single / source.name)
-                staged = copy_modules(single, dest, modules)
+                staged = copy_modules(single, dest, modules, steps)
             finally:
                 shutil.rmtree(single, ignore_errors=True)
         elif source.is_dir():
             root, problem = find_root(source, modules)
             if problem:
                 return Staged(name, None, problem=f"{source.name}/: {problem}")
-            staged = copy_modules(root, dest, modules)
+            staged = copy_modules(root, dest, modules, steps)
         else:
             return Staged(name, None, problem=f"{source.name}: expected a folder, a .zip archive or a notebook")
     except archive.ArchiveError as exc:

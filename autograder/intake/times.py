@@ -30,7 +30,8 @@ def parse(text: str) -> str:
 
 
 def read(path: Path) -> dict[str, str]:
-    """``submission,submitted_at`` rows (a header line first) -> {submission name: ISO time}."""
+    """``submission,submitted_at`` rows (a header line first) -> {submission name: ISO time}; the name ``*``
+    stands for every submission of the run that has no row of its own."""
     try:
         rows = list(csv.reader(Path(path).read_text(encoding="utf-8-sig").splitlines()))
     except (OSError, UnicodeDecodeError) as exc:
