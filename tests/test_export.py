@@ -259,3 +259,17 @@ def test_late_policy_exact_rounding_and_undated():
     assert late.apply(8) == pytest.approx(6.8)
     assert assess(policy, None).status == UNDATED
     assert assess(None, policy.due + timedelta(days=9)).penalty == 0
+
+
+def test_times_from_the_lms_win_and_undated_students_are_named(setup):
+    """--times gives the platform's time (erin had none; carol's LMS time is on time); without it, a warning."""
+    result, _ = export(setup, "csv")
+    warning = next(line for line in result.stderr.splitlines() if "no submission time from the platform" in line)
+    assert "Eddy, Erin" in warning and "--times" in warning
+    (setup / "times.csv").write_text("submission,submitted_at\nerin,2025-03-16T11:59:00+01:00\n"
+                                     "carol,2025-03-14T20:00:00+01:00\n")
+    result, text = export(setup, "csv", "--times", str(setup / "times.csv"))
+    assert result.returncode == 0, result.stderr
+    assert not any("no submission time from the platform" in line for line in result.stderr.splitlines())
+    assert any("Eddy, Erin" in line and "2 day(s) late" in line for line in result.stderr.splitlines())
+    assert not any("Cole, Carol" in line and "late" in line for line in result.stderr.splitlines())

@@ -30,10 +30,13 @@ def _fail(message: str) -> None:
               help="Rescale scores so that a full score is worth this much (default: course.yml's points).")
 @click.option("--missing", type=click.Choice(["blank", "zero"]), default="blank", show_default=True,
               help="Roster students without a submission: no grade, or 0.")
+@click.option("--times", "times_file", metavar="FILE", type=click.Path(path_type=Path, exists=True, dir_okay=False),
+              help="CSV 'submission,submitted_at' from the LMS: these times win over the ones in results.json.")
 @click.option("--moodle-user", type=click.Choice(["email", "idnumber", "username"]), default="email",
               show_default=True, help="Moodle format: the user field the first column holds.")
 def export_command(results_dir: Path, roster_file: Path, fmt: str, out: Path | None, course_file: Path,
-                   assignment: str | None, points: float | None, missing: str, moodle_user: str) -> None:
+                   assignment: str | None, points: float | None, missing: str, moodle_user: str,
+                   times_file: Path | None = None) -> None:
     """Write the grades of DIR's results.json files as a Canvas, Moodle or plain CSV gradebook file."""
     import io  # noqa: PLC0415
 
@@ -56,6 +59,18 @@ def export_command(results_dir: Path, roster_file: Path, fmt: str, out: Path | N
     if not results_dir.is_dir():
         _fail(f"{results_dir}: no such folder (give the --out folder of grade autograde)")
     submissions, unreadable = read_dir(results_dir)
+    if times_file:
+        import dataclasses  # noqa: PLC0415
+        from datetime import datetime  # noqa: PLC0415
+
+        from autograder.intake import times  # noqa: PLC0415
+
+        try:
+            when = times.read(times_file)
+        except times.TimesError as exc:
+            _fail(str(exc))
+        submissions = [dataclasses.replace(s, submitted_at=datetime.fromisoformat(when[s.name])) if s.name in when
+                       else s for s in submissions]
     if not submissions and not unreadable:
         _fail(f"{results_dir}: no submission folder in it (expected {results_dir}/<name>/results.json)")
 

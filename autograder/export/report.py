@@ -59,6 +59,10 @@ def warnings(book: Gradebook, options: ExportOptions, fmt: str) -> list[str]:
         who = next((e.student.label for e in book.entries if e.unreadable is bad), None)
         tail = f" ({who}: no grade exported)" if who else ""
         lines.append(f"unreadable {bad.path}: {bad.reason}{tail}")
+    undated = [e.student.label for e in book.entries if e.status == UNDATED]
+    if undated:
+        lines.append(f"{len(undated)} student(s) have no submission time from the platform, so no late penalty was "
+                     f"applied: {_names(undated)} (give the LMS's times with --times times.csv)")
     for sub in book.max_mismatch:
         lines.append(f"{sub.path}: tests add up to {number(sub.max_score)} points but course.yml to "
                      f"{number(book.max_points)}: graded with another course.yml?")
