@@ -267,8 +267,10 @@ def test_a_batch_killed_half_way_resumes(tmp_path):
             time.sleep(0.05)
         assert process.poll() is None, "the batch ended before a single results.json appeared"
         spawned |= _descendants(process.pid)
-        os.killpg(process.pid, signal.SIGKILL)
+        assert len(spawned) >= 4, spawned  # jobs, the zygote and its clones, hosts, workers
+        os.kill(process.pid, signal.SIGKILL)  # the grader alone, as `kill -9 PID` does: not its process group
         process.wait(timeout=30)
+        killed_at = time.monotonic()
     finally:
         log.close()
         if process.poll() is None:
@@ -276,12 +278,11 @@ def test_a_batch_killed_half_way_resumes(tmp_path):
             process.wait()
 
     try:
-        # nothing the batch started outlives it for long (zygotes, grading workers)
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline and any(_alive(p) for p in spawned):
-            time.sleep(0.2)
+        # nothing the batch started outlives it by more than 2 s (jobs, zygotes, hosts, workers)
+        while time.monotonic() < killed_at + 2 and any(_alive(p) for p in spawned):
+            time.sleep(0.05)
         left = sorted(p for p in spawned if _alive(p))
-        assert left == [], f"processes still running after the batch was killed: {left}"
+        assert left == [], f"processes still running 2 s after the batch was killed: {left}"
     finally:
         for pid in spawned:
             if _alive(pid):
@@ -313,6 +314,8 @@ def test_a_batch_killed_half_way_resumes(tmp_path):
         assert load(out, name)["score"] == load(out, names[THREE.index(name[:-1])])["score"]
     summary = json.loads((out / "summary.json").read_text())
     assert summary["submissions"] == len(names)
+    # the killed run's folders in the temp folder were swept by the resumed run, which left none of its own
+    assert sorted(p.name for p in scratch.iterdir()) == []
 
 
 # -- what cannot be graded -----------------------------------------------------------------------
@@ -358,3 +361,17 @@ def test_a_mistake_in_course_yml_stops_before_grading(tmp_path):
     assert "did you mean 'counts'?" in result.stderr
     assert "Traceback" not in result.stderr
     assert not list(out.rglob("results.json")) and not (out / "summary.json").exists()
+
+
+def test_a_run_leaves_nothing_in_the_temp_folder_and_sweeps_dead_runs(tmp_path):
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    dead = scratch / "grade-root-999999999-abcd"  # a killed run's: its process is gone
+    dead.mkdir()
+    (scratch / "grade-scratch-999999999-x" / "work").mkdir(parents=True)
+    live = scratch / f"grade-staging-{os.getpid()}-keep"  # a live process's: not ours to remove
+    live.mkdir()
+    subs = copy_samples(tmp_path / "subs", ["alice", "bob"])
+    result = run_grade("autograde", str(subs), "--out", str(tmp_path / "out"), env={"TMPDIR": str(scratch)})
+    assert result.returncode == 0, result.stderr
+    assert sorted(p.name for p in scratch.iterdir()) == [live.name]

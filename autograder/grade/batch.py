@@ -11,7 +11,6 @@ import json
 import multiprocessing
 import os
 import shutil
-import tempfile
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -61,8 +60,12 @@ def prepare(sources: list[Source], staging: Path, modules: list[str], out: Path,
 _grader = None  # the parent's Grader (course and reference loaded, no zygote), inherited by fork
 
 
-def _start(slots, zygotes) -> None:
+def _start(slots, zygotes, parent: int) -> None:
     from multiprocessing.util import Finalize  # noqa: PLC0415
+
+    from autograder.worker.syscalls import die_with_parent  # noqa: PLC0415
+
+    die_with_parent(parent)  # a job never outlives the batch (kill -9 included)
 
     with slots.get_lock():
         slot = slots.value
@@ -106,7 +109,7 @@ def run(grader, jobs: list[Job], out: Path, zygote, n_jobs: int, on_done) -> Non
         for _ in range(n_jobs):
             clones.append(zygote.clone())  # forked warm, each with its own uid block
         with ProcessPoolExecutor(max_workers=n_jobs, mp_context=context, initializer=_start,
-                                 initargs=(slots, [*clones, zygote])) as pool:
+                                 initargs=(slots, [*clones, zygote], os.getpid())) as pool:
             futures = [pool.submit(grade_job, job, out) for job in jobs]
             for future in as_completed(futures):
                 on_done(future.result())
@@ -121,15 +124,10 @@ def staging_dir(out: Path) -> Path:
     Not inside ``out``: without namespaces, workers read the staged files as an unprivileged uid, which
     must be able to reach them (``out`` may sit in a private folder).
     """
+    from autograder.worker import tempdirs  # noqa: PLC0415
+
     out.mkdir(parents=True, exist_ok=True)
-    base = Path(tempfile.gettempdir())
-    for old in base.glob("grade-staging-*"):
-        pid = old.name.split("-")[2] if old.name.count("-") >= 3 else ""
-        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
-            shutil.rmtree(old, ignore_errors=True)
-    staging = Path(tempfile.mkdtemp(prefix=f"grade-staging-{os.getpid()}-", dir=base))
-    os.chmod(staging, 0o711)  # traversable, not listable
-    return staging
+    return tempdirs.make("grade-staging-", mode=0o711)  # traversable, not listable
 
 
 def cleanup(path: Path) -> None:

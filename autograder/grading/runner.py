@@ -3,9 +3,10 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 import time
 from pathlib import Path
+
+from autograder.worker import tempdirs
 
 from .dependencies import StandinPolicy
 from .per_request import PerRequest
@@ -59,8 +60,8 @@ class SubmissionRunner:
         self.standin_code = standin_code  # step -> its compiled reference (reference.standin_code), never source
         self.time_limits = time_limits
         self.limits = limits or {}
-        self.scratch_root = Path(tempfile.mkdtemp(prefix="grade-scratch-"))
-        os.chmod(self.scratch_root, 0o711)  # without namespaces, a worker's uid must reach its scratch folder
+        # without namespaces, a worker's uid must reach its scratch folder: traversable, not listable
+        self.scratch_root = tempdirs.make("grade-scratch-", mode=0o711)
         self.uid_base = uid_base
         self.submission_seconds = submission_seconds
         self.deadline = time.monotonic() + submission_seconds if submission_seconds else None

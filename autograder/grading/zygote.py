@@ -29,13 +29,15 @@ WORKER_PACKAGE = Path(__file__).resolve().parent.parent / "worker"
 
 _BOOT = """
 import sys, importlib.util
-control_fd, uid_base, most, package_dir, *site_dirs = sys.argv[1:]
+control_fd, parent, uid_base, most, package_dir, *site_dirs = sys.argv[1:]
 sys.path.extend(site_dirs)
 spec = importlib.util.spec_from_file_location("attention_worker", package_dir + "/__init__.py",
                                               submodule_search_locations=[package_dir])
 module = importlib.util.module_from_spec(spec)
 sys.modules["attention_worker"] = module
 spec.loader.exec_module(module)
+import attention_worker.syscalls as syscalls
+syscalls.die_with_parent(int(parent))
 import attention_worker.zygote as zygote
 zygote.main(int(control_fd), int(uid_base), site_dirs, most)
 """
@@ -72,11 +74,11 @@ class Zygote:
         # one thread everywhere: a thread pool (OpenMP, MKL, numpy's OpenBLAS) does not survive fork()
         env = {"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
                "LANG": "C.UTF-8", "PYTHONHASHSEED": "0"}
-        for key in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "ATEN_CPU_CAPABILITY"):  # the same kernels as ours
+        for key in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "ATEN_CPU_CAPABILITY", "TMPDIR"):  # as ours
             if key in os.environ:
                 env[key] = os.environ[key]
         self.process: subprocess.Popen | None = subprocess.Popen(
-            [sys.executable, "-I", "-S", "-c", _BOOT, str(theirs.fileno()), str(uid_base), most_isolation(),
+            [sys.executable, "-I", "-S", "-c", _BOOT, str(theirs.fileno()), str(os.getpid()), str(uid_base), most_isolation(),
              str(WORKER_PACKAGE), *site_dirs()],
             pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, env=env, start_new_session=True,
         )
@@ -227,10 +229,14 @@ class LocalZygote:
 
         from .workers import Sandbox  # noqa: PLC0415
 
+        from autograder.worker import sandbox  # noqa: PLC0415
+
         ours, theirs = socket.socketpair()
+        me = os.getpid()
         pid = os.fork()
         if pid == 0:  # pragma: no cover - runs in the child
             try:
+                sandbox.die_with(me)
                 ours.close()
                 host.run(theirs, request, self._plan)
             finally:

@@ -12,6 +12,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+from . import tempdirs
+
 
 def _own_groups() -> dict[str, str]:
     """controller -> our group's path inside its hierarchy ("" key: the cgroup v2 hierarchy)."""
@@ -124,6 +126,8 @@ def probe(tag: str) -> tuple[Groups, str]:
         groups = Groups({c: os.path.join(mounts[c], own.get(c, "/").lstrip("/"), tag) for c in ("memory", "pids")}, "v1")
     if not groups.usable:
         return Groups(), "no writable memory and pids cgroup controllers"
+    for parent in groups.parents.values():  # the groups of graders that were killed
+        _sweep(os.path.dirname(parent), tag.rsplit("-", 1)[0] + "-")
     try:  # a real trial: a group with limits that this process joins and leaves again
         for kind, parent in groups.parents.items():
             os.makedirs(parent, exist_ok=True)
@@ -148,6 +152,17 @@ def probe(tag: str) -> tuple[Groups, str]:
                 pass
         return Groups(), f"cgroups refused ({exc})"
     return groups, ""
+
+
+def _sweep(folder: str, prefix: str) -> None:
+    try:
+        entries = [e for e in os.scandir(folder) if e.name.startswith(prefix) and e.is_dir()]
+    except OSError:
+        return
+    for entry in entries:
+        pid = entry.name[len(prefix):]
+        if pid.isdigit() and not tempdirs.alive(int(pid)):
+            release(Groups({"x": entry.path}))
 
 
 def release(groups: Groups) -> None:

@@ -58,9 +58,11 @@ def run(control: socket.socket, request: dict, plan: sandbox.Plan) -> None:
             uid = uid_base + spawned % 1000  # a fresh uid per worker (of this zygote's block): its own process count
             spawned += 1
             channel_fd, output_fd = fds
+            host_pid = os.getpid()
             pid = os.fork()
             if pid == 0:  # pragma: no cover - the worker
                 try:
+                    sandbox.die_with(host_pid)
                     control.close()
                     spawn, step_limits = op["spawn"], {**limits, **op.get("limits", {})}
                     del message, op, fds, request  # the raw requests do not outlive the fork in a frame

@@ -29,10 +29,9 @@ except ImportError:  # pragma: no cover - tested by hiding it (tests/test_portab
 import shutil
 import signal
 import sysconfig
-import tempfile
 from dataclasses import dataclass, field
 
-from . import cgroups, leftovers
+from . import cgroups, leftovers, tempdirs
 from . import syscalls as sc
 
 NAMESPACES = "namespaces"
@@ -112,7 +111,7 @@ def plan_for_zygote(uid_base: int, site_dirs: list[str], local: bool = False, mo
         plan.network_cut = True
     except OSError as exc:
         plan.reason = f"no network namespace ({exc.strerror})"
-    plan.root_dir = tempfile.mkdtemp(prefix="grade-root-")
+    plan.root_dir = str(tempdirs.make("grade-root-"))  # removed by the zygote when it ends (zygote.main)
     error = _probe(plan)
     if error is None and plan.network_cut:
         plan.level = NAMESPACES
@@ -124,7 +123,7 @@ def plan_for_zygote(uid_base: int, site_dirs: list[str], local: bool = False, mo
 def _probe(plan: Plan) -> str | None:
     """Fork a child that sets up a namespaced worker; return why it failed, or None."""
     read, write = os.pipe()
-    folder = tempfile.mkdtemp(prefix="grade-probe-")
+    folder = str(tempdirs.make("grade-probe-"))
     pid = os.fork()
     if pid == 0:  # pragma: no cover - child
         os.close(read)
@@ -193,7 +192,9 @@ def confine_step(plan: Plan, uid: int, output_fd: int, workdir: str, limits: dic
             pass
         os.setgroups([])
         os.setresgid(uid, uid, uid)
+        parent = os.getppid()
         os.setresuid(uid, uid, uid)
+        sc.die_with_parent(parent)  # again: the change of uid cleared it
         # per uid: only meaningful once the worker has a uid of its own
         _limit(resource.RLIMIT_NPROC, limits.get("processes"))
     sc.prctl(sc.PR_SET_NO_NEW_PRIVS, 1)
@@ -205,6 +206,12 @@ def confine_step(plan: Plan, uid: int, output_fd: int, workdir: str, limits: dic
         _limit(resource.RLIMIT_CPU, step_cpu, math.ceil(limits.get("cpu_total_seconds") or 0) + 1)
     _limit(resource.RLIMIT_CORE, 0)
     _limit(resource.RLIMIT_NOFILE, 256)
+
+
+def die_with(parent: int) -> None:
+    """This process dies with ``parent`` (Linux; elsewhere the parent's time limit ends it)."""
+    if os.name == "posix":
+        sc.die_with_parent(parent)
 
 
 def limit_process(limits: dict) -> None:

@@ -65,6 +65,11 @@ def main(control_fd: int, uid_base: int = 0, site_dirs: list[str] | None = None,
     wait_for_clones()
     _drop_groups(wait=2.0)
     cgroups.release(plan.groups)
+    if plan.root_dir:
+        try:
+            os.rmdir(plan.root_dir)  # the namespaces' mount point: empty out here
+        except OSError:
+            pass
     os._exit(0)
 
 
@@ -91,9 +96,11 @@ def serve(control: socket.socket, plan: sandbox.Plan) -> None:
             control.sendall(json.dumps({"status": reap(int(request["pid"]))}).encode("utf-8") + b"\n")
             continue
         channel_fd = fds[0]
+        me = os.getpid()
         pid = os.fork()
         if pid == 0:
             try:
+                sc.die_with_parent(me)  # a clone or a host never outlives its zygote
                 control.close()
                 if request.get("op") == "clone":  # a copy of this zygote for another batch job
                     _finished.clear()
