@@ -375,3 +375,30 @@ def test_a_run_leaves_nothing_in_the_temp_folder_and_sweeps_dead_runs(tmp_path):
     result = run_grade("autograde", str(subs), "--out", str(tmp_path / "out"), env={"TMPDIR": str(scratch)})
     assert result.returncode == 0, result.stderr
     assert sorted(p.name for p in scratch.iterdir()) == [live.name]
+
+
+def test_the_graders_own_errors_are_logged_named_and_fail_the_run(tmp_path):
+    """A bug in a hidden suite: the student reads that the grader failed, the instructor gets the traceback."""
+    course = tmp_path / "course"
+    course.mkdir()
+    shutil.copy(ROOT / "course.yml", course / "course.yml")
+    shutil.copytree(ROOT / "solutions", course / "solutions")
+    suites = course / "autograder" / "suites"
+    shutil.copytree(ROOT / "autograder" / "suites", suites)
+    path = suites / "test_simple_attention.py"
+    text = path.read_text()
+    marker = "    def test_values(self, check):\n"
+    assert marker in text
+    path.write_text(text.replace(marker, marker + "        raise RuntimeError('a bug in the suite: boom')\n", 1))
+    subs = copy_samples(tmp_path / "subs", ["alice"])
+    out = tmp_path / "out"
+    result = run_grade("autograde", str(subs), "--out", str(out), "--course", str(course / "course.yml"))
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert "the grader itself failed while grading 1 submission(s) (alice)" in result.stderr
+    log = (out / "grader_errors.log").read_text()
+    assert "=== alice ===" in log and "boom" in log
+    assert json.loads((out / "summary.json").read_text())["grader_errors"] == ["alice"]
+    assert "The grader itself failed" in (out / "summary.md").read_text()
+    alice = load(out, "alice")
+    assert alice["extra_data"]["grader_errors"] >= 1
+    assert all("boom" not in t["output"] for t in alice["tests"])  # the traceback is the instructor's

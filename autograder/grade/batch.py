@@ -85,10 +85,12 @@ def grade_job(job: Job, out: Path, grader=None) -> dict:
         result = results.rejected(grader.course, staged.problem, staged.notes)
     else:
         result = grader.grade(staged.folder, notes=staged.notes, module_errors=staged.module_errors)
-    result["extra_data"] = {**job.extra, "isolation": grader.zygote.isolation.split(" ", 1)[0]}
+    errors = [] if staged.problem else list(getattr(grader, "last_grader_errors", []))
+    result["extra_data"] = {**job.extra, "isolation": grader.zygote.isolation.split(" ", 1)[0],
+                            "grader_errors": len(errors)}
     results.write_atomic(out / job.source.name / "results.json", result)
     return {"name": job.source.name, "score": result["score"], "problem": staged.problem,
-            "isolation": grader.zygote.isolation}
+            "isolation": grader.zygote.isolation, "grader_errors": errors}
 
 
 def run(grader, jobs: list[Job], out: Path, zygote, n_jobs: int, on_done) -> None:

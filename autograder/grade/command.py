@@ -61,12 +61,17 @@ def autograde_command(submissions: tuple[Path, ...], out: Path, course_file: Pat
     zygote = Zygote()  # it imports torch while we import ours and load the course
     try:
         grader = _load(course_file)
-        _grade(grader, submissions, out, n_jobs or os.cpu_count() or 1, force, zygote, trust_submissions, submitted,
-               found)
+        logged = _grade(grader, submissions, out, n_jobs or os.cpu_count() or 1, force, zygote, trust_submissions,
+                        submitted, found)
         if found and found[0]:
             _to_nbgrader(nbgrader_course, found[0], out)
     finally:
         zygote.close()
+    if logged:  # a bug of the grader's must not pass for a student's failure, nor for a clean run
+        click.echo(click.style("error: ", fg="red") + f"the grader itself failed while grading {len(logged)} "
+                   f"submission(s) ({', '.join(sorted(logged)[:10])}): their results tell the students so; the "
+                   f"tracebacks are in {out / 'grader_errors.log'}", err=True)
+        sys.exit(3)
 
 
 def _to_nbgrader(course_dir: Path, sources, out: Path) -> None:
@@ -110,12 +115,12 @@ def _load(course_file: Path):
 
 
 def _grade(grader, submissions: tuple[Path, ...], out: Path, n_jobs: int, force: bool, zygote,
-           trust_submissions: bool = False, submitted: dict[str, str] | None = None, found=None) -> None:
+           trust_submissions: bool = False, submitted: dict[str, str] | None = None, found=None) -> dict[str, str]:
     from tqdm import tqdm  # noqa: PLC0415
 
     from autograder.intake.discover import discover  # noqa: PLC0415
 
-    from . import batch, fingerprint, summary  # noqa: PLC0415
+    from . import batch, fingerprint, grader_log, summary  # noqa: PLC0415
 
     course = grader.course
     sources, problems = found if found is not None else discover(list(submissions), course.modules)
@@ -138,11 +143,13 @@ def _grade(grader, submissions: tuple[Path, ...], out: Path, n_jobs: int, force:
             click.echo(f"{len(done)} submission(s) already graded with the same inputs: skipped (--force regrades)")
         counts = {"full": 0, "partial": 0, "zero": 0}
         levels: set[str] = set()
+        grader_errors: dict[str, list[str]] = {}
         with tqdm(total=len(todo), unit="submission", desc="grading", file=sys.stderr, disable=None) as bar:
             def on_done(item: dict) -> None:
                 key = "full" if item["score"] == top else "zero" if item["score"] == 0 else "partial"
                 counts[key] += 1
                 levels.add(item["isolation"])
+                grader_errors[item["name"]] = item.get("grader_errors", [])
                 bar.set_postfix(counts, refresh=False)
                 bar.update(1)
                 note = f"  ({item['problem']})" if item["problem"] else ""
@@ -151,9 +158,11 @@ def _grade(grader, submissions: tuple[Path, ...], out: Path, n_jobs: int, force:
             batch.run(grader, todo, out, zygote, n_jobs, on_done)
     finally:
         batch.cleanup(staging)
-    stats = summary.write(course, out)
+    logged = grader_log.update(out, [job.source.name for job in todo], grader_errors)
+    stats = summary.write(course, out, sorted(logged))
     click.echo(f"graded {len(todo)} submission(s) in {time.monotonic() - start:.1f} s with {n_jobs} job(s): "
                f"{counts['full']} full marks, {counts['partial']} partial, {counts['zero']} zero; "
                f"results in {out}/, class summary in {out}/summary.md ({stats['submissions']} submissions)")
     for level in sorted(levels):
         click.echo(f"isolation: {level}")
+    return logged

@@ -83,8 +83,10 @@ class GradingPlugin:
             outcome.feedback = redact.reference_lines(exc.feedback(), self.reference_lines)
         except Exception as exc:  # noqa: BLE001 - a bug in a suite must not stop the batch
             outcome.status = FAILED
-            outcome.feedback = (f"{step} [{count}]: the grader itself failed on this count; please tell your "
-                                f"instructor ({type(exc).__name__}: {str(exc)[:300]})")
+            # The student reads that it is not their fault; the text, which may quote hidden values, is the
+            # instructor's (grader_errors.log).
+            outcome.feedback = (f"{step} [{count}]: the grader itself failed on this count, not your code; please "
+                                f"tell your instructor ({type(exc).__name__})")
             self.grader_errors.append(f"{nodeid}: {traceback.format_exc(limit=-3)}")
         outcome.cases = getattr(check, "cases_run", 0)
         self.outcomes[(step, count)] = outcome

@@ -61,6 +61,8 @@ class Grader:
             self._run(plugin)
         finally:
             runner.close()
+        #: the grader's own failures while grading it (a bug in a suite): for the instructor's log only
+        self.last_grader_errors = list(plugin.grader_errors)
         notes = list(notes or [])
         if runner.output_bytes:
             notes.append(f"Your code printed {runner.output_bytes} bytes while being graded; printed output is not shown here.")

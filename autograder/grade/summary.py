@@ -20,7 +20,7 @@ def collect(out: Path) -> dict[str, dict]:
     return results
 
 
-def build(course: Course, results: dict[str, dict]) -> dict:
+def build(course: Course, results: dict[str, dict], grader_errors: list[str] = ()) -> dict:
     top = course.max_points()
     scores = sorted(r.get("score", 0.0) for r in results.values())
     steps = {}
@@ -46,6 +46,7 @@ def build(course: Course, results: dict[str, dict]) -> dict:
         "distribution": [{"from_percent": 10 * i, "to_percent": 10 * (i + 1), "submissions": n}
                          for i, n in enumerate(buckets)],
         "steps": steps,
+        "grader_errors": list(grader_errors),  # submissions where the grader itself failed (grader_errors.log)
     }
 
 
@@ -57,11 +58,15 @@ def as_markdown(summary: dict) -> str:
     lines += [f"| {b['from_percent']}-{b['to_percent']}% | {b['submissions']} |" for b in summary["distribution"]]
     lines += ["", "| step | passed | pass rate |", "| --- | --- | --- |"]
     lines += [f"| {step} ({s['title']}) | {s['passed']} | {100 * s['pass_rate']:.0f}% |" for step, s in summary["steps"].items()]
+    if summary.get("grader_errors"):
+        lines += ["", f"**The grader itself failed** while grading {len(summary['grader_errors'])} submission(s): "
+                  f"{', '.join(summary['grader_errors'])}. Their tracebacks are in grader_errors.log; fix the "
+                  "suite and re-run (the grader's hash changes, so they are graded again)."]
     return "\n".join(lines) + "\n"
 
 
-def write(course: Course, out: Path) -> dict:
-    summary = build(course, collect(out))
+def write(course: Course, out: Path, grader_errors: list[str] = ()) -> dict:
+    summary = build(course, collect(out), grader_errors)
     write_atomic(out / "summary.json", summary)
     (out / "summary.md").write_text(as_markdown(summary), encoding="utf-8")
     return summary
