@@ -26,17 +26,35 @@ def check(path: Path, as_json: bool, steps: tuple[str, ...]) -> None:
     """Check your exercises (default ./exercises) against the public cases of the course documents."""
     from autograder.grading.zygote import LocalZygote  # noqa: PLC0415 - imports torch
 
-    if not path.is_dir():
+    import difflib  # noqa: PLC0415
+
+    if path.is_file() and path.suffix == ".py":  # one module: check it, in its folder
+        steps = steps or (path.stem,)
+        click.echo(f"checking {path.stem} in {path.parent}/ (grade check takes a folder; this is the file's)", err=True)
+        path = path.parent
+    elif path.is_file():
+        _fail(f"{path}: grade check takes the folder that holds your exercise files (such as exercises/), "
+              "not a single file")
+    elif not path.is_dir():
         _fail(f"{path}: no such folder (run grade check from the folder that holds exercises/, or name it)")
+    from autograder.check import public_cases  # noqa: PLC0415
+
+    try:
+        data = public_cases.load()
+    except FileNotFoundError as exc:
+        _fail(str(exc))
+    known = list(data["steps"]) + data["modules"]
+    for step in steps:
+        if step not in known:
+            near = difflib.get_close_matches(step, known, n=3, cutoff=0.5) or \
+                [k for k in known if k.endswith("." + step)]
+            _fail(f"--step {step}: no such step or module" +
+                  (f" (did you mean {', '.join(near)}?)" if near else f"; the modules are {', '.join(data['modules'])}"))
     zygote = LocalZygote()
     try:
-        from autograder.check import public_cases, report  # noqa: PLC0415
+        from autograder.check import report  # noqa: PLC0415
         from autograder.check.run import run_check  # noqa: PLC0415
 
-        try:
-            data = public_cases.load()
-        except FileNotFoundError as exc:
-            _fail(str(exc))
         modules = data["modules"]
         if not any((path / f"{m}.py").exists() for m in modules):
             _fail(f"{path}: none of {', '.join(m + '.py' for m in modules)} is here")
@@ -50,7 +68,7 @@ def check(path: Path, as_json: bool, steps: tuple[str, ...]) -> None:
         text = report.details(results)
         if text:
             click.echo(text)
-    sys.exit(0 if all(r.status == "passed" for r in results) else 1)
+    sys.exit(0 if results and all(r.status == "passed" for r in results) else 1)
 
 
 @main.command()

@@ -402,3 +402,27 @@ def test_the_graders_own_errors_are_logged_named_and_fail_the_run(tmp_path):
     alice = load(out, "alice")
     assert alice["extra_data"]["grader_errors"] >= 1
     assert all("boom" not in t["output"] for t in alice["tests"])  # the traceback is the instructor's
+
+
+def test_a_students_own_line_is_never_redacted(tmp_path):
+    """A notebook whose indentation is broken on a line that the reference also has: the student sees it."""
+    from .submission_forms import module_notebooks
+
+    folder = tmp_path / "py"
+    folder.mkdir()
+    for source in (ROOT / "solutions").glob("*.py"):
+        kept = [l for l in source.read_text().splitlines(True) if "### " not in l or "SOLUTION" not in l]
+        (folder / source.name).write_text("".join(kept))
+    path = folder / "simple_attention.py"
+    text = path.read_text()
+    line = "    return inputs @ query\n"
+    assert line in text
+    path.write_text(text.replace(line, "      return inputs @ query\n", 1))  # unexpected indent
+    subs = tmp_path / "subs"
+    module_notebooks(folder, subs / "nina")
+    out = tmp_path / "out"
+    autograde(str(subs), "--out", str(out))
+    outputs = "\n".join(t["output"] for t in load(out, "nina")["tests"] if t["name"].startswith("simple_attention."))
+    assert "IndentationError" in outputs or "unexpected indent" in outputs
+    assert "return inputs @ query" in outputs
+    assert "[removed" not in outputs

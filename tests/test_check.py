@@ -56,3 +56,53 @@ def test_step_filter_and_missing_folder(student_copy):
     assert "causal_attention.CausalAttention" in result.stdout and "simple_attention" not in result.stdout
     missing = check(student_copy, str(student_copy / "nope"))
     assert missing.returncode == 2 and "no such folder" in missing.stderr
+
+
+# -- what a student hits in the first days (issue 10) ----------------------------------------------------
+def test_an_unknown_step_says_the_nearest_names(student_copy):
+    result = check(student_copy, "--step", "causal_atention")
+    assert result.returncode == 2 and "did you mean causal_attention" in result.stderr
+    result = check(student_copy, "--step", "nosuch")
+    assert result.returncode == 2 and "no such step or module" in result.stderr and "0/0" not in result.stdout
+
+
+def test_a_file_is_checked_in_its_folder(student_copy):
+    result = check(student_copy, str(CORPUS / "correct_loops" / "simple_attention.py"))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "simple_attention.attention_scores" in result.stdout and "trainable_attention" not in result.stdout
+    assert "no such folder" not in result.stderr
+
+
+def test_a_step_is_blocked_not_failed_by_the_step_it_builds_on(student_copy):
+    result = check(student_copy, str(CORPUS / "bug_param_order"), "--step", "trainable_attention.transfer_weights")
+    assert "trainable_attention.transfer_weights" in result.stdout
+    row = next(line for line in result.stdout.splitlines() if line.startswith("trainable_attention.transfer_weights"))
+    assert "blocked" in row and "fix trainable_attention.SelfAttention_v1 first" in row
+    assert "expected 'W_query', got 'W_key'" not in result.stdout
+    wrapper = check(student_copy, str(CORPUS / "bug_mask_not_sliced"), "--json")
+    steps = {s["step"]: s for s in json.loads(wrapper.stdout)["steps"]}
+    assert steps["causal_attention.CausalAttention"]["status"] == "failed"
+    assert steps["multihead_attention.MultiHeadAttentionWrapper"]["status"] == "blocked"
+    assert steps["multihead_attention.MultiHeadAttentionWrapper"]["blocked_by"] == "causal_attention.CausalAttention"
+
+
+def test_a_syntax_error_is_shown_once_with_the_steps_it_blocks(student_copy):
+    result = check(student_copy, str(CORPUS / "syntax_error"))
+    assert result.returncode == 1
+    assert result.stdout.count("SyntaxError") == 1, result.stdout
+    blocks = next(line for line in result.stdout.splitlines() if "it blocks:" in line)
+    assert blocks.count(".") >= 3  # several steps of the module
+
+
+def test_students_see_what_their_code_printed_under_the_step(student_copy, tmp_path):
+    folder = tmp_path / "printing"
+    shutil.copytree(CORPUS / "bug_no_scaling", folder)
+    path = folder / "trainable_attention.py"
+    text = path.read_text()
+    anchor = "def scaled_attention_weights("
+    head, rest = text.split(anchor, 1)
+    signature, body = rest.split(":\n", 1)
+    path.write_text(head + anchor + signature + ":\n    print('DEBUG scores', flush=False)\n" + body)
+    result = check(student_copy, str(folder), "--step", "trainable_attention.scaled_attention_weights")
+    assert "your code printed while trainable_attention.scaled_attention_weights was checked" in result.stdout
+    assert "| DEBUG scores" in result.stdout

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from autograder.grade.plugin import GradingPlugin, tolerances_for
 from autograder.grade.suite_runner import run_suites
+from autograder.grading.dependencies import StandinPolicy
+from autograder.grading.runner import asked_standins
 from autograder.grading.verdict import PASSED
 
 
@@ -14,6 +16,10 @@ def record_public_cases(course, reference, suites) -> dict:
     broken = [f"{s} [{c}]: {o.feedback}" for (s, c), o in plugin.outcomes.items() if o.status != PASSED]
     if broken:
         raise RuntimeError("the reference solutions fail their own public checks:\n" + "\n".join(broken))
+    policy = StandinPolicy(reference.uses())
+    asked: dict[str, set[str]] = {}
+    for case in recorder:
+        asked.setdefault(case["step"], set()).update(asked_standins(case["request"]) - {case["step"]})
     steps = {}
     for step, spec in course.steps.items():
         tol = tolerances_for(course, step)
@@ -22,6 +28,8 @@ def record_public_cases(course, reference, suites) -> dict:
             "counts": {c: {"points": cs.points, "visibility": cs.visibility} for c, cs in spec.counts.items()},
             "tolerance": {"float32": [tol.float32.rtol, tol.float32.atol], "float64": [tol.float64.rtol, tol.float64.atol]},
             "time_limit": course.step_time(step),
+            # the steps it builds on: grade check shows it as blocked while one of those fails
+            "uses": sorted(policy.needs(step, asked.get(step, set())), key=list(course.steps).index),
         }
     cases = [{k: v for k, v in case.items()} for case in recorder]
     return {"unit": course.unit, "title": course.title, "modules": course.modules, "steps": steps, "cases": cases}

@@ -5,9 +5,10 @@ import click
 
 from autograder.grading.verdict import FAILED, NOT_ATTEMPTED, PASSED
 
-from .run import StepResult
+from .run import BLOCKED, StepResult
 
-MARK = {PASSED: ("passed", "green"), FAILED: ("FAILED", "red"), NOT_ATTEMPTED: ("not attempted", "yellow")}
+MARK = {PASSED: ("passed", "green"), FAILED: ("FAILED", "red"), NOT_ATTEMPTED: ("not attempted", "yellow"),
+        BLOCKED: ("blocked", "yellow")}
 
 
 def table(results: list[StepResult], color: bool) -> str:
@@ -17,7 +18,8 @@ def table(results: list[StepResult], color: bool) -> str:
     for r in results:
         label, fg = MARK[r.status]
         status = click.style(f"{label:<13}", fg=fg) if color else f"{label:<13}"
-        lines.append(f"{r.step:<{width}}  {status}  {r.points:g}/{r.max_points:g}")
+        after = f"  (fix {r.blocked_by} first)" if r.blocked_by else ""
+        lines.append(f"{r.step:<{width}}  {status}  {r.points:g}/{r.max_points:g}{after}")
     total = sum(r.points for r in results)
     top = sum(r.max_points for r in results)
     lines.append("-" * (width + 24))
@@ -27,11 +29,27 @@ def table(results: list[StepResult], color: bool) -> str:
 
 def details(results: list[StepResult]) -> str:
     out = []
+    imports: dict[str, tuple[list[str], list[str]]] = {}  # module -> (its error, the steps it blocks)
     for r in results:
+        if r.import_error:
+            failed = next(c for c in r.counts if c.import_error)
+            imports.setdefault(r.import_error, (failed.feedback, []))[1].append(r.step)
+            continue
+        if r.blocked_by:
+            out.append(f"\n{r.step} ({r.title}): blocked: it builds on {r.blocked_by}, which fails its own checks; "
+                       "fix that first (the hidden grading checks this step beside a correct one)")
+            continue
         for c in r.counts:
             if c.status == FAILED:
                 out.append(f"\n{r.step} [{c.count}] ({r.title}), case {c.case!r}:")
                 out += ["  " + line for line in c.feedback]
+        if r.printed and r.status == FAILED:
+            out.append(f"  your code printed while {r.step} was checked:")
+            out += ["  | " + line for line in r.printed.rstrip("\n").splitlines()]
+    for module, (feedback, steps) in imports.items():
+        out.append(f"\n{module}.py does not import, so none of its steps can be checked:")
+        out += ["  " + line for line in feedback]
+        out.append(f"  it blocks: {', '.join(steps)}")
     attempted_none = [r.step for r in results if r.status == NOT_ATTEMPTED]
     if attempted_none:
         out.append(f"\nNot attempted yet: {', '.join(attempted_none)}.")
@@ -43,7 +61,7 @@ def as_json(results: list[StepResult]) -> dict:
         "score": sum(r.points for r in results),
         "max_score": sum(r.max_points for r in results),
         "steps": [{"step": r.step, "title": r.title, "status": r.status, "points": r.points,
-                   "max_points": r.max_points,
+                   "max_points": r.max_points, "blocked_by": r.blocked_by, "printed": r.printed,
                    "counts": [{"count": c.count, "status": c.status, "points": c.points, "max_points": c.max_points,
                                "case": c.case, "feedback": c.feedback} for c in r.counts]}
                   for r in results],

@@ -12,6 +12,10 @@ from autograder.grading.verdict import FAILED, NOT_ATTEMPTED, PASSED
 from autograder.grading.zygote import Zygote
 
 
+#: a step whose check failed while a step it builds on fails too: not counted as the student's error here
+BLOCKED = "blocked"
+
+
 @dataclass
 class CountResult:
     count: str
@@ -20,6 +24,7 @@ class CountResult:
     max_points: float = 0.0
     feedback: list[str] = field(default_factory=list)
     case: str = ""
+    import_error: str | None = None  # the module that did not import, when that is why it failed
 
 
 @dataclass
@@ -27,13 +32,21 @@ class StepResult:
     step: str
     title: str
     counts: list[CountResult]
+    blocked_by: str | None = None  # the step it builds on that fails (fix that first)
+    printed: str = ""  # what the student's code printed while this step was checked
 
     @property
     def status(self) -> str:
+        if self.blocked_by:
+            return BLOCKED
         statuses = {c.status for c in self.counts}
         if statuses == {NOT_ATTEMPTED}:
             return NOT_ATTEMPTED
         return PASSED if statuses == {PASSED} else FAILED
+
+    @property
+    def import_error(self) -> str | None:
+        return next((c.import_error for c in self.counts if c.import_error), None)
 
     @property
     def points(self) -> float:
@@ -49,17 +62,32 @@ def _tolerances(spec: dict) -> Tolerances:
     return Tolerances(Tolerance(*t["float32"]), Tolerance(*t["float64"]))
 
 
+def selected(data: dict, steps: list[str] | None) -> list[str]:
+    """The steps to show: all, or those named (a step, or a whole module)."""
+    return [s for s in data["steps"] if not steps or s in steps or s.split(".", 1)[0] in steps]
+
+
 def run_check(folder: Path, data: dict, zygote: Zygote, steps: list[str] | None = None) -> list[StepResult]:
+    """Each selected step's public counts; a step is checked after the steps it builds on (run too, unshown),
+    and shows as blocked, not failed, when one of those fails."""
     by_count: dict[tuple[str, str], list[dict]] = {}
     for case in data["cases"]:
         by_count.setdefault((case["step"], case["count"]), []).append(case)
     times = {s: spec["time_limit"] for s, spec in data["steps"].items()}
+    shown = selected(data, steps)
+    uses = {s: spec.get("uses", []) for s, spec in data["steps"].items()}
+    needed, todo = set(shown), list(shown)
+    while todo:
+        for other in uses.get(todo.pop(), []):
+            if other not in needed:
+                needed.add(other)
+                todo.append(other)
     # No stand-ins on the student side: they are reference code, which a student copy never has.
     runner = SubmissionRunner(zygote, folder, data["modules"], {}, times)
-    results = []
+    results, status = [], {}
     try:
         for step, spec in data["steps"].items():
-            if steps and step not in steps and step.split(".", 1)[0] not in steps:
+            if step not in needed:
                 continue
             counts = []
             for count, cspec in spec["counts"].items():
@@ -72,11 +100,20 @@ def run_check(folder: Path, data: dict, zygote: Zygote, steps: list[str] | None 
                     verdict = judges.judge(case, case["expected"], got, tol.for_answer(case["expected"]), True)
                     if not verdict.passed:
                         result.status, result.feedback, result.case = verdict.status, verdict.lines, case["name"]
+                        if (got.get("error") or {}).get("import"):
+                            result.import_error = step.split(".", 1)[0]
                         break
                 result.points = result.max_points if result.status == PASSED else 0.0
                 counts.append(result)
-            if counts:
-                results.append(StepResult(step, spec["title"], counts))
+            if not counts:
+                continue
+            step_result = StepResult(step, spec["title"], counts, printed=runner.printed())
+            failing = [d for d in uses.get(step, []) if status.get(d, PASSED) != PASSED]
+            if step_result.status == FAILED and failing and not step_result.import_error:
+                step_result.blocked_by = failing[0]
+            status[step] = step_result.status
+            if step in shown:
+                results.append(step_result)
     finally:
         runner.close()
     return results

@@ -15,6 +15,18 @@ from .plugin import GradingPlugin
 from .suite_runner import run_suites, validate_suites
 
 
+def _own_lines(folder: Path) -> set[str]:
+    """The student's own lines (whitespace-normalized), in the staged submission's source files."""
+    lines: set[str] = set()
+    for path in Path(folder).glob("*.py"):
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        lines.update(" ".join(line.split()) for line in text.splitlines())
+    return lines
+
+
 class Grader:
     def __init__(self, course_file: Path | str):
         import torch  # noqa: PLC0415
@@ -55,8 +67,12 @@ class Grader:
         runner = SubmissionRunner(self.zygote, folder, self.course.modules, self.standin_code, times, self.limits(),
                                   uid_base=self.uid_base, submission_seconds=self.course.limits.submission_seconds,
                                   module_errors=module_errors, policy=self.policy, asked=self.asked)
+        # A line the student wrote is theirs to see, even where the reference has the same line: only text
+        # that comes from nowhere in their own files can be a quote of the reference.
+        own = _own_lines(folder)
         plugin = GradingPlugin(self.course, self.reference, runner.run, cache=self.cache,
-                               reference_lines=self.reference_lines, late_steps=self.late_steps)
+                               reference_lines={line for line in self.reference_lines if line not in own},
+                               late_steps=self.late_steps)
         try:
             self._run(plugin)
         finally:

@@ -97,6 +97,7 @@ class SubmissionRunner:
                     self._holds |= extra if clean else set()
                 if clean and not worker.request({"op": "step", "if_clean": True, "cpu_seconds": budget})["changed"]:
                     self._step = step
+                    self._mark_output()
                     return
             except WorkerError:
                 pass
@@ -121,6 +122,27 @@ class SubmissionRunner:
         if needed:
             self._worker.request({"op": "standins", "standins": self._code(needed)})
         self._worker.request({"op": "step"})
+        self._mark_output()
+
+    def _mark_output(self) -> None:
+        try:
+            self._printed_from = (self._output, self._output.stat().st_size)
+        except OSError:
+            self._printed_from = (self._output, 0)
+
+    def printed(self, limit: int = 4000) -> str:
+        """What the current step's code printed so far (the worker flushes after each request), capped."""
+        path, start = getattr(self, "_printed_from", (None, 0))
+        if path is None:
+            return ""
+        try:
+            with open(path, "rb") as fh:
+                fh.seek(start)
+                data = fh.read(limit + 1)
+        except OSError:
+            return ""
+        text = data[:limit].decode("utf-8", errors="replace")
+        return text + ("\n[... more output cut]" if len(data) > limit else "")
 
     def run(self, step: str, request: dict) -> dict:
         if step in self.timed_out:
