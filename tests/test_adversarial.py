@@ -180,6 +180,25 @@ def test_no_marker_file_appears(graded):
     assert graded["markers"] == []
 
 
+def test_the_marker_tricks_do_write_their_markers_when_not_confined(tmp_path):
+    """The control of the test above: unconfined, a sitecustomize.py and a thread left running write their markers."""
+    import subprocess
+    import sys
+
+    clean_markers()
+    try:
+        subprocess.run([sys.executable, "-c", "pass"], env={"PYTHONPATH": str(ADV_DIR / "sitecustomize_in_submission"),
+                                                            "PATH": "/usr/bin:/bin"}, timeout=60, check=False)
+        code = ("import sys, torch; sys.path.insert(0, sys.argv[1]); import simple_attention as m; "
+                "m.attention_scores(torch.rand(6, 3), torch.rand(3))")
+        subprocess.run([sys.executable, "-c", code, str(ADV_DIR / "background_thread")], timeout=120, check=True)
+        names = sorted(p.name for p in markers())
+        assert "adversarial-background_thread-marker" in names, names
+        assert any("sitecustomize" in n for n in names), names
+    finally:
+        clean_markers()
+
+
 def test_no_forged_results_anywhere(graded):
     assert graded["forged"] == []
     total_counts = sum(len(s.counts) for s in COURSE.steps.values())

@@ -73,12 +73,23 @@ def test_feedback_names_the_misconception(graded):
     assert "different order" in order or "wrong parameters" in order or "in the specified order" in order
 
 
+VALUES_SHOWN = ("expected row", "got      row", "expected values", "got      values", "|difference|")
+
+
 def test_hidden_cases_show_no_values(graded):
-    for name in ("bug_no_scaling", "bug_mask_after_softmax_no_renorm", "bug_dropout_on_scores"):
-        for test in load(graded, name)["tests"]:
-            if test["visibility"] != "visible" and test["status"] == "failed":
-                assert "expected row" not in test["output"] and "got      row" not in test["output"]
-                assert "|difference|" not in test["output"]
+    controls = 0
+    for name in ("bug_no_scaling", "bug_mask_after_softmax_no_renorm", "bug_softmax_dim0", "bug_dropout_on_scores"):
+        tests = load(graded, name)["tests"]
+        hidden = [t for t in tests if t["visibility"] != "visible" and t["status"] == "failed"]
+        public = [t for t in tests if t["visibility"] == "visible" and t["status"] == "failed"]
+        assert hidden, f"{name}: no hidden count caught the bug, so nothing here was checked"
+        if public:  # the control: the same bug's public failures do show values, in the words looked for below
+            assert any(phrase in t["output"] for t in public for phrase in VALUES_SHOWN), name
+            controls += 1
+        for test in hidden:
+            shown = [phrase for phrase in VALUES_SHOWN if phrase in test["output"]]
+            assert shown == [], f"{name} {test['name']}: {shown}"
+    assert controls >= 3
 
 
 def test_broken_files_get_clear_messages(graded):
