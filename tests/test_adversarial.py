@@ -186,12 +186,15 @@ def test_the_marker_tricks_do_write_their_markers_when_not_confined(tmp_path):
     import sys
 
     clean_markers()
+    for name in ("sitecustomize_in_submission", "background_thread"):  # copies: nothing is written into the corpus
+        shutil.copytree(ADV_DIR / name, tmp_path / name)
+    env = {"PATH": "/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1"}
     try:
-        subprocess.run([sys.executable, "-c", "pass"], env={"PYTHONPATH": str(ADV_DIR / "sitecustomize_in_submission"),
-                                                            "PATH": "/usr/bin:/bin"}, timeout=60, check=False)
+        subprocess.run([sys.executable, "-c", "pass"], env={**env, "PYTHONPATH": str(tmp_path / "sitecustomize_in_submission")},
+                       timeout=60, check=False)
         code = ("import sys, torch; sys.path.insert(0, sys.argv[1]); import simple_attention as m; "
                 "m.attention_scores(torch.rand(6, 3), torch.rand(3))")
-        subprocess.run([sys.executable, "-c", code, str(ADV_DIR / "background_thread")], timeout=120, check=True)
+        subprocess.run([sys.executable, "-c", code, str(tmp_path / "background_thread")], env=env, timeout=120, check=True)
         names = sorted(p.name for p in markers())
         assert "adversarial-background_thread-marker" in names, names
         assert any("sitecustomize" in n for n in names), names

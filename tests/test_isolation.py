@@ -87,3 +87,49 @@ def test_a_reused_worker_gets_each_step_s_cpu_budget_within_the_submission_s():
             os._exit(1)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+def _in_a_child(install: bool) -> dict:
+    """Run a few system calls in a forked child, with or without the workers' seccomp filter."""
+    import ctypes
+    import threading
+
+    from autograder.worker import seccomp
+
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - child
+        try:
+            os.close(read)
+            if install:
+                seccomp.install()
+            libc = ctypes.CDLL(None, use_errno=True)
+            found = {"unshare": libc.unshare(0)}
+            if install:  # (a raw clone that went through would leave two of us here)
+                found["ptrace"] = libc.syscall(101, 0, 0, 0, 0)
+                found["clone_newuser"] = libc.syscall(56, 0x10000000 | 17, 0, 0, 0, 0)
+            thread = threading.Thread(target=lambda: None)
+            thread.start()
+            thread.join()
+            child = os.fork()
+            if child == 0:
+                os._exit(7)
+            found["fork"] = os.waitstatus_to_exitcode(os.waitpid(child, 0)[1])
+            os.write(write, json.dumps(found).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    os.waitpid(pid, 0)
+    with os.fdopen(read) as fh:
+        return json.loads(fh.read() or "{}")
+
+
+def test_the_seccomp_filter_refuses_what_grading_never_needs():
+    from autograder.worker import seccomp
+
+    if not seccomp.supported():
+        pytest.skip("the filter is described for x86_64 only")
+    without, with_filter = _in_a_child(False), _in_a_child(True)
+    assert without["unshare"] == 0  # the control: unshare(0) is allowed without the filter
+    assert with_filter["unshare"] == -1 and with_filter["ptrace"] == -1 and with_filter["clone_newuser"] == -1
+    assert with_filter["fork"] == 7  # fork and threads still work

@@ -31,7 +31,7 @@ import signal
 import sysconfig
 from dataclasses import dataclass, field
 
-from . import cgroups, leftovers, tempdirs
+from . import cgroups, leftovers, seccomp, tempdirs
 from . import syscalls as sc
 
 NAMESPACES = "namespaces"
@@ -67,6 +67,7 @@ class Plan:
             text = "rlimits (limits on time, memory, file size and output; no namespaces, no uid change)"
         if self.level != RLIMITS:
             text += "; " + (self.groups.describe() or f"memory limited per process only ({self.groups_reason})")
+            text += "; " + ("seccomp filter" if seccomp.supported() else "no seccomp filter on this architecture")
         return text + (f"; stronger isolation unavailable: {self.reason}" if self.reason else "")
 
     def shared_dirs(self) -> tuple[str, ...]:
@@ -198,6 +199,8 @@ def confine_step(plan: Plan, uid: int, output_fd: int, workdir: str, limits: dic
         # per uid: only meaningful once the worker has a uid of its own
         _limit(resource.RLIMIT_NPROC, limits.get("processes"))
     sc.prctl(sc.PR_SET_NO_NEW_PRIVS, 1)
+    if plan.level in (NAMESPACES, UID):
+        seccomp.install()  # the system calls grading never needs: refused (seccomp.py)
     _limit(resource.RLIMIT_AS, limits.get("memory_mb") and limits["memory_mb"] * 2**20)
     _limit(resource.RLIMIT_FSIZE, limits.get("output_mb") and limits["output_mb"] * 2**20)
     # CPU: the step's budget now; up to the submission's, for later steps this worker may serve (renew_cpu)
