@@ -7,7 +7,6 @@ the same submission and grader hashes.
 """
 from __future__ import annotations
 
-import json
 import multiprocessing
 import os
 import shutil
@@ -17,6 +16,8 @@ from pathlib import Path
 
 from autograder.intake.discover import Source
 from autograder.intake.stage import Staged, stage
+
+from autograder.outputs import results as results_model
 
 from . import fingerprint, results
 
@@ -31,8 +32,8 @@ class Job:
 
 def _previous(path: Path) -> dict:
     try:
-        return json.loads(path.read_text(encoding="utf-8")).get("extra_data", {})
-    except (OSError, ValueError, AttributeError):
+        return results_model.read(path).extra_data.model_dump()
+    except results_model.ResultsError:
         return {}
 
 

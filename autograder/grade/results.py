@@ -6,12 +6,8 @@ Specification: https://gradescope-autograders.readthedocs.io/en/latest/specs/ (`
 """
 from __future__ import annotations
 
-import json
-import os
-import tempfile
-from pathlib import Path
-
 from autograder.course import Course
+from autograder.outputs.results import Results, write_atomic  # noqa: F401 - write_atomic: the writer's
 
 from .plugin import FAILED, NOT_ATTEMPTED, PASSED, Outcome
 
@@ -58,21 +54,4 @@ def build(course: Course, outcomes: dict[tuple[str, str], Outcome], *, notes: li
               "stdout_visibility": "hidden", "tests": tests}
     if execution_time is not None:
         result["execution_time"] = round(execution_time, 3)
-    return result
-
-
-def write_atomic(path: Path, data: dict) -> None:
-    """Write JSON so that a reader (or a resumed batch) never sees a half-written file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, indent=2, sort_keys=False)
-            fh.write("\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o644)  # mkstemp makes it private; results are for the course staff to read
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    return Results.model_validate(result).as_json()  # the one model every reader uses

@@ -1,21 +1,20 @@
 """The class summary written next to the results: per-step pass rates and the score distribution."""
 from __future__ import annotations
 
-import json
 import statistics
 from pathlib import Path
 
 from autograder.course import Course
 
-from .results import write_atomic
+from autograder.outputs.results import ResultsError, read, write_atomic
 
 
 def collect(out: Path) -> dict[str, dict]:
     results = {}
     for path in sorted(out.glob("*/results.json")):
         try:
-            results[path.parent.name] = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            results[path.parent.name] = read(path).as_json()
+        except ResultsError:
             continue
     return results
 

@@ -1,0 +1,155 @@
+"""``results.json``: one model, used by everything that writes or reads it.
+
+The format is Gradescope's (https://gradescope-autograders.readthedocs.io/en/latest/specs/): ``score``,
+``execution_time``, ``output``, ``visibility``, ``stdout_visibility``, ``tests[]`` (``name``, ``number``,
+``score``, ``max_score``, ``status``, ``output``, ``tags``, ``visibility``), plus the kit's ``extra_data``
+(``submission``, ``submitted_at``, ``submission_hash``, ``grader_hash``, ``isolation``, ``grader_errors``).
+``grade autograde`` writes it (``write_atomic``); resume, the class summary and ``grade export`` read it
+(``read``), and a file they cannot use is said in the reader's terms (``ResultsError``).
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from datetime import datetime
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+
+
+class ResultsError(ValueError):
+    """A results.json that cannot be used; the message says why, in a reader's terms."""
+
+
+def _finite(value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ValueError("not a finite number")
+    return float(value)
+
+
+class Test(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    name: str = ""
+    number: str | None = None
+    score: float = 0.0
+    max_score: float
+    status: Literal["passed", "failed"] | None = None
+    output: str = ""
+    tags: list[str] = []
+    visibility: str | None = None
+
+    _number = field_validator("score", "max_score", mode="before")(lambda cls, v: _finite(v))
+
+    @property
+    def step(self) -> str:
+        return self.name.split(" ", 1)[0]
+
+    @property
+    def count(self) -> str:
+        return self.name.split(":", 1)[0].split(" ", 1)[-1]
+
+
+class ExtraData(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    submission: str | None = None
+    submitted_at: str | None = None  # ISO 8601 with its UTC offset, from the platform only (intake/times.py)
+    submission_hash: str | None = None
+    grader_hash: str | None = None
+    isolation: str | None = None
+    grader_errors: int = 0
+
+    @field_validator("submitted_at")
+    @classmethod
+    def _aware(cls, value):
+        if value is None:
+            return value
+        try:
+            when = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+        except ValueError:
+            raise ValueError(f"extra_data.submitted_at is not an ISO-8601 date and time ({value!r})") from None
+        if when.tzinfo is None:
+            raise ValueError(f"extra_data.submitted_at has no UTC offset ({value!r}): cannot tell whether it was late")
+        return value
+
+    @property
+    def submitted_time(self) -> datetime | None:
+        return datetime.fromisoformat(self.submitted_at.replace("Z", "+00:00")) if self.submitted_at else None
+
+
+class Results(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    score: float
+    execution_time: float | None = None
+    output: str = ""
+    visibility: str = "visible"
+    stdout_visibility: str = "hidden"
+    tests: list[Test] = []
+    extra_data: ExtraData = ExtraData()
+
+    _number = field_validator("score", mode="before")(lambda cls, v: _finite(v))
+
+    @property
+    def max_score(self) -> float | None:
+        return float(sum(t.max_score for t in self.tests)) if self.tests else None
+
+    def as_json(self) -> dict:
+        return self.model_dump(mode="json", exclude_none=True)
+
+
+def _reason(error: ValidationError, data: dict) -> str:
+    first = error.errors()[0]
+    where = first["loc"]
+    if where[:1] == ("score",):
+        return f"no numeric top-level 'score' (got {data.get('score')!r})"
+    if where[:1] == ("tests",) and where[-1:] in (("max_score",), ("score",)):
+        return f"a test in 'tests' has no numeric '{where[-1]}'"
+    if where[:2] == ("extra_data", "submitted_at"):
+        return str(first.get("ctx", {}).get("error") or first["msg"]).removeprefix("Value error, ")
+    return f"{'.'.join(map(str, where)) or 'the file'}: {first['msg']}"
+
+
+def parse(data) -> Results:
+    if not isinstance(data, dict):
+        raise ResultsError("not a JSON object")
+    try:
+        return Results.model_validate(data)
+    except ValidationError as exc:
+        raise ResultsError(_reason(exc, data)) from None
+
+
+def read(path: Path) -> Results:
+    """The results in ``path``; ``ResultsError`` says what is wrong with it."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ResultsError("no results.json in this folder") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ResultsError(f"cannot read it ({exc})") from None
+    except json.JSONDecodeError as exc:
+        raise ResultsError(f"not valid JSON (line {exc.lineno}: {exc.msg})") from None
+    return parse(data)
+
+
+def write_atomic(path: Path, data: dict | BaseModel) -> None:
+    """Write JSON so that a reader (or a resumed batch) never sees a half-written file."""
+    if isinstance(data, BaseModel):
+        data = data.model_dump(mode="json", exclude_none=True)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(data, fh, indent=2, sort_keys=False)
+            fh.write("\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, 0o644)  # mkstemp makes it private; results are for the course staff to read
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
