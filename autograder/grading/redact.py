@@ -4,44 +4,17 @@ On a hidden case, whatever the student's code controls (an exception's message a
 shape of what it returned, the names of its parameters) could carry a hidden input out to the student
 (raise ValueError(str(x.tolist())) on a randomized case). On hidden cases those parts are shown only
 in a form that cannot: digits masked, long tokens cut, class names only when they are Python's or
-torch's own, dimensions only when they are among the case's own.
+torch's own, dimensions only when they are among the case's own (``autograder.feedback.redact``, named
+here too). And on the trusted side, no feedback quotes the reference solution (``reference_lines``).
 """
 from __future__ import annotations
 
-import builtins
-import re
+# What a hidden case's feedback may show of the student's own values: in ``autograder.feedback``, which
+# every path words its feedback with; named here as before.
+from autograder.feedback.redact import redact_dims as dims, redact_names as names, redact_text as text, \
+    redact_type as type_name
 
-_BUILTIN_ERRORS = {name for name, value in vars(builtins).items()
-                   if isinstance(value, type) and issubclass(value, BaseException)}
-_TORCH_ERRORS = {"OutOfMemoryError", "LinAlgError", "NotImplementedError", "WorkerDied", "LimitExceeded",
-                 "MissingModule", "UnreadableSource", "SymbolicLink", "MalformedNotebook"}
-_LONG_TOKEN = re.compile(r"[A-Za-z0-9+/=_#-]{24,}")
-
-
-def text(message: str, public: bool, limit: int = 600) -> str:
-    if public:
-        return message[:limit]
-    masked = _LONG_TOKEN.sub("…", re.sub(r"\d", "#", message))
-    return masked[:200]
-
-
-def type_name(name: str, public: bool) -> str:
-    if public or name in _BUILTIN_ERRORS or name in _TORCH_ERRORS:
-        return name
-    return "an exception of a class defined in your code"
-
-
-def dims(got: list[int], known: set[int], public: bool) -> str:
-    """A shape for display; on hidden cases a dimension shows only when it is one the case itself has."""
-    if public:
-        return "[" + ", ".join(str(d) for d in got) + "]"
-    if len(got) > 8:
-        return f"a shape with {len(got)} dimensions"
-    return "[" + ", ".join(str(d) if d in known else "?" for d in got) + "]"
-
-
-def names(got: list[str], known: list[str], public: bool) -> list[str]:
-    return list(got) if public else [n if n in known else "(another name)" for n in got]
+__all__ = ["QUOTED", "dims", "names", "reference_lines", "text", "type_name"]
 
 
 QUOTED = "[removed: this part of the message quoted the reference solution]"

@@ -1,0 +1,35 @@
+"""Dropout judged by its properties: each entry 0 or x / (1 - p), about 1 - p of them kept, the graph kept."""
+from __future__ import annotations
+
+import torch
+
+from .describe import fmt_shape, kind_of
+
+
+def dropout_problems(out, x: torch.Tensor, p: float, public: bool, *, needs_graph: bool = False,
+                     requires_grad: bool = False, modified: bool = False) -> list[str]:
+    """``out``: what dropout returned for input ``x``; ``requires_grad``: whether it is in the autograd graph;
+    ``modified``: whether the call changed ``x`` in place."""
+    if not isinstance(out, torch.Tensor) or tuple(out.shape) != tuple(x.shape):
+        return [f"expected a tensor of shape {fmt_shape(x)}, got {kind_of(out, public, set(x.shape))}"]
+    o, xd = out.detach().double(), x.detach().double()
+    zero = o.abs() <= 1e-12
+    scaled = (o - xd / (1 - p)).abs() <= 1e-5 * (1 + xd.abs())
+    lines = []
+    if not bool((zero | scaled).all()):
+        if bool(((o - xd).abs() <= 1e-6).all()) and p > 0:
+            lines.append("your output equals the input: dropout was not applied (eval mode? a module created with p=0?)")
+        else:
+            lines.append(f"every entry must be 0 or input / (1 - p) = input * {1 / (1 - p):.4g}; yours are not"
+                         " (kept entries must be rescaled by 1/(1-p))")
+    keep = 1 - zero.double().mean().item()
+    n = x.numel()
+    slack = 6 * (p * (1 - p) / n) ** 0.5 + 1e-9
+    if abs(keep - (1 - p)) > slack:
+        lines.append(f"you kept {keep:.3f} of the entries; dropout with p={p} keeps about {1 - p:.3f}"
+                     " (did you pass 1-p where p was expected?)")
+    if needs_graph and not requires_grad:
+        lines.append("the gradient was cut: the output of dropout must stay in the autograd graph")
+    if modified:
+        lines.append("your code modified its input in place: use the out-of-place dropout")
+    return lines

@@ -1,0 +1,45 @@
+"""When two values count as equal: a relative and an absolute tolerance, per dtype."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    rtol: float
+    atol: float
+
+    def close(self, got: torch.Tensor, expected: torch.Tensor) -> torch.Tensor:
+        """Element-wise closeness, NaN equal to NaN, computed in float64."""
+        g, e = got.detach().double(), expected.detach().double()
+        both_nan = torch.isnan(g) & torch.isnan(e)
+        same_inf = torch.isinf(g) & torch.isinf(e) & (torch.sign(g) == torch.sign(e))
+        finite = torch.isfinite(g) & torch.isfinite(e)  # inf - inf is nan, and inf <= rtol * inf: not close
+        return both_nan | same_inf | (finite & ((g - e).abs() <= self.atol + self.rtol * e.abs()))
+
+
+#: loose enough to recognise a known mistake's result, or a transposed one
+LOOSE = Tolerance(rtol=1e-3, atol=1e-4)
+
+
+def same(got: torch.Tensor, expected: torch.Tensor, tol: Tolerance) -> bool:
+    """The same shape, and every entry within ``tol`` (|got - expected| <= atol + rtol * |expected|)."""
+    if tuple(got.shape) != tuple(expected.shape):
+        return False
+    got, expected = got.detach(), expected.detach()
+    # The same test as Tolerance.close (NaN equal to NaN, infinities equal when of the same sign), in one call.
+    if got.dtype == expected.dtype and got.dtype in (torch.float32, torch.float64):
+        # Bit-for-bit equal is the common case for a correct answer, and 5x cheaper to establish.
+        return torch.equal(got, expected) or torch.allclose(got, expected, rtol=tol.rtol, atol=tol.atol, equal_nan=True)
+    return torch.allclose(got.double(), expected.double(), rtol=tol.rtol, atol=tol.atol, equal_nan=True)
+
+
+def tolerance_for_output(output, float32: Tolerance, float64: Tolerance) -> Tolerance:
+    """The tolerance of a whole answer: float64's when its output (or first output) is a float64 tensor."""
+    if isinstance(output, (tuple, list)) and output:
+        output = output[0]
+    if isinstance(output, torch.Tensor) and output.dtype == torch.float64:
+        return float64
+    return float32
