@@ -1,7 +1,6 @@
 """Run one submission's steps, each in its own worker, with stand-ins for the other steps."""
 from __future__ import annotations
 
-import os
 import shutil
 import time
 from pathlib import Path

@@ -18,6 +18,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from autograder.worker import protocol
+
 from .workers import Worker, WorkerError
 
 TOKEN_BYTES = 32  # hex characters of the token a spawned worker sends first
@@ -64,11 +66,11 @@ class SpawnedSandbox:
                 raise WorkerError("the worker process did not start") from None
         return Worker(conn, self, budget)
 
-    def end(self, wait: float = 0.0) -> str:
-        """End the current worker (after ``wait`` s of grace); say how it ended."""
+    def end(self, wait: float = 0.0) -> dict:
+        """End the current worker (after ``wait`` s of grace); say how it ended (``protocol.ended``)."""
         process, self.process = self.process, None
         if process is None:
-            return "gone"
+            return protocol.GONE
         try:
             code = process.wait(timeout=wait) if wait else process.poll()
         except subprocess.TimeoutExpired:
@@ -76,15 +78,15 @@ class SpawnedSandbox:
         if code is None:
             process.kill()
             process.wait()
-            code = process.returncode
-            status = "signal SIGKILL" if os.name == "posix" else f"exit {code}"
+            status = {"state": "signal", "signal": "SIGKILL"} if os.name == "posix" else \
+                {"state": "exit", "code": process.returncode}
         elif code < 0:
             try:
-                status = f"signal {signal.Signals(-code).name}"
+                status = {"state": "signal", "signal": signal.Signals(-code).name}
             except ValueError:
-                status = f"signal {-code}"
+                status = {"state": "signal", "signal": str(-code)}
         else:
-            status = f"exit {code}"
+            status = {"state": "exit", "code": code}
         shutil.rmtree(self.scratch, ignore_errors=True)  # nothing a step wrote reaches the next
         return status
 

@@ -5,7 +5,6 @@ Each step of each submission gets a forked worker (reused for the next step only
 """
 from __future__ import annotations
 
-import json
 import os
 import signal
 import socket
@@ -14,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from autograder.worker import wire
+from autograder.worker import protocol, wire
 
 from .per_request import PerRequest
 
@@ -22,7 +21,7 @@ from .per_request import PerRequest
 class Reaper(Protocol):
     """What a sandbox needs of the zygote that forked its host (``zygote.py``)."""
 
-    def reap(self, pid: int) -> str: ...
+    def reap(self, pid: int) -> dict: ...
 
 
 #: each request packed once: a batch sends the same requests to every submission
@@ -55,14 +54,14 @@ class Sandbox:
         try:
             self.control.settimeout(timeout)
             if message is not None:
-                socket.send_fds(self.control, [json.dumps(message).encode("utf-8")], list(fds))
-            line = self._reader.readline()
-        except (OSError, ValueError):
-            line = b""
-        if not line:
+                protocol.request(self.control, message, fds)
+            answer = protocol.answer(self._reader)
+        except OSError:
+            answer = None
+        if answer is None:
             self.close()
             raise WorkerError("the submission's sandbox stopped answering")
-        return json.loads(line)
+        return answer
 
     def spawn(self, spawn: dict, output: Path, budget: float, total: float | None = None) -> "Worker":
         """A worker for one step (``budget`` seconds of CPU), or several in turn (``total``: at most, in all)."""
@@ -76,23 +75,23 @@ class Sandbox:
             os.close(out)
         return Worker(ours, self, budget)
 
-    def end(self, wait: float = 0.0) -> str:
-        """Kill the current step's worker and all it started; say how the worker had ended."""
+    def end(self, wait: float = 0.0) -> dict:
+        """Kill the current step's worker and all it started; say how the worker had ended (``protocol.ended``)."""
         try:
             return self._ask({"op": "end", "wait": wait}, wait + 10)["status"]
         except WorkerError:
-            return "gone"
+            return protocol.GONE
 
     def close(self) -> None:
         if self.dead:
             return
         self.dead = True
         try:
-            socket.send_fds(self.control, [json.dumps({"op": "quit"}).encode("utf-8")], [])
+            protocol.request(self.control, {"op": "quit"})
         except OSError:
             pass
         self.control.close()
-        if self.zygote.reap(self.pid) == "running":
+        if self.zygote.reap(self.pid) == protocol.RUNNING:
             try:
                 os.kill(self.pid, signal.SIGKILL)
             except ProcessLookupError:
@@ -109,7 +108,7 @@ class Worker:
     budget: float
     started: float = field(default_factory=time.monotonic)
     dead: bool = False
-    status: str | None = None
+    status: dict | None = None  # how it ended (protocol.ended)
 
     def remaining(self) -> float:
         return self.budget - (time.monotonic() - self.started)
@@ -139,30 +138,29 @@ class Worker:
             self.kill(wait=0.5)
             raise WorkerError(self._death_reason(exc), limit=self._limit()) from None
 
+    #: what a signal that ended a worker says about which limit it hit
+    LIMITS = {"SIGXFSZ": "output", "SIGXCPU": "time", "SIGKILL": "memory"}
+
     def _limit(self) -> str | None:
-        status = self.status or ""
-        if status.startswith("signal SIGXFSZ"):
-            return "output"
-        if status.startswith("signal SIGXCPU"):
-            return "time"
-        if status.startswith("signal SIGKILL"):
-            return "memory"
-        return None
+        status = self.status or {}
+        return self.LIMITS.get(status.get("signal")) if status.get("state") == "signal" else None
 
     def _death_reason(self, exc: Exception) -> str:
-        status = self.status or ""
-        if status.startswith("signal SIGSEGV") or status.startswith("signal SIGBUS"):
+        status = self.status or {}
+        signal_name = status.get("signal") if status.get("state") == "signal" else None
+        if signal_name in ("SIGSEGV", "SIGBUS"):
             return "your code crashed the worker process (segmentation fault)"
-        if status.startswith("signal SIGXFSZ"):
+        if signal_name == "SIGXFSZ":
             return "your code printed or wrote more than allowed (output-size limit)"
-        if status.startswith("signal SIGXCPU"):
+        if signal_name == "SIGXCPU":
             return f"your code used more CPU time than the step's limit ({self.budget:g} s)"
-        if status.startswith("signal SIGKILL"):
+        if signal_name == "SIGKILL":
             return "the worker process was killed (memory limit, or a limit of the machine)"
-        if status.startswith("exit"):
-            return f"your code ended the worker process ({status}: sys.exit, os._exit or similar)"
-        if status.startswith("signal"):
-            return f"the worker process died ({status})"
+        if status.get("state") == "exit":
+            return (f"your code ended the worker process (exit {status.get('code')}: sys.exit, os._exit or "
+                    "similar)")
+        if signal_name:
+            return f"the worker process died (signal {signal_name})"
         return f"the worker process stopped answering ({exc})"
 
     def kill(self, wait: float = 0.0) -> None:

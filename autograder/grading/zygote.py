@@ -9,16 +9,16 @@ from the warm zygote in milliseconds, with a uid block of its own.
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
 import signal
 import socket
 import subprocess
 import sys
 import sysconfig
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from autograder.worker import protocol, waits
 
 from . import uids
 
@@ -101,8 +101,8 @@ class Zygote:
         uid_base, lock = uids.claim()
         ours, theirs = socket.socketpair()
         try:
-            socket.send_fds(self.control, [json.dumps({"op": "clone"}).encode("utf-8")], [theirs.fileno()])
-            if not self._reader.readline():
+            protocol.request(self.control, {"op": "clone"}, [theirs.fileno()])
+            if protocol.answer(self._reader) is None:
                 raise RuntimeError("the grading zygote exited; see its output above")
         except BaseException:
             ours.close()
@@ -119,10 +119,9 @@ class Zygote:
     def isolation(self) -> str:
         """What confines the workers, as the zygote found it at start-up (waits for its start-up)."""
         if self._hello is None:
-            line = self._reader.readline()
-            if not line:
+            self._hello = protocol.answer(self._reader)
+            if self._hello is None:
                 raise RuntimeError("the grading zygote exited during start-up; see its output above")
-            self._hello = json.loads(line)
         return self._hello["isolation"]
 
     @property
@@ -138,19 +137,19 @@ class Zygote:
         self.isolation  # noqa: B018 - the start-up line comes first on the control channel
         ours, theirs = socket.socketpair()
         try:
-            socket.send_fds(self.control, [json.dumps({"op": "open", **request}).encode("utf-8")], [theirs.fileno()])
+            protocol.request(self.control, {"op": "open", **request}, [theirs.fileno()])
         finally:
             theirs.close()
-        line = self._reader.readline()
-        if not line:
+        opened = protocol.answer(self._reader)
+        if opened is None:
             raise RuntimeError("the grading zygote exited; see its output above")
-        return Sandbox(ours, json.loads(line)["pid"], self)
+        return Sandbox(ours, opened["pid"], self)
 
-    def reap(self, pid: int) -> str:
-        """How a host ended: ``exit N``, ``signal NAME``, or ``running`` if it would not die."""
-        socket.send_fds(self.control, [json.dumps({"op": "reap", "pid": pid}).encode("utf-8")], [])
-        line = self._reader.readline()
-        return json.loads(line)["status"] if line else "gone"
+    def reap(self, pid: int) -> dict:
+        """How a host ended (``protocol.ended``), or ``protocol.RUNNING`` if it would not die."""
+        protocol.request(self.control, {"op": "reap", "pid": pid})
+        reaped = protocol.answer(self._reader)
+        return reaped["status"] if reaped else protocol.GONE
 
     def close(self) -> None:
         """Stop the zygote (a clone is reaped by the zygote it was forked from)."""
@@ -160,7 +159,7 @@ class Zygote:
         if self._hello is None and self.process is not None:  # still starting, or never used
             self.process.kill()
         try:
-            socket.send_fds(self.control, [json.dumps({"op": "quit"}).encode()], [])
+            protocol.request(self.control, {"op": "quit"})
         except OSError:
             pass
         self._reader.close()
@@ -245,16 +244,9 @@ class LocalZygote:
         self._children.add(pid)
         return Sandbox(ours, pid, self)
 
-    def reap(self, pid: int) -> str:
-        from autograder.worker.host import describe_status  # noqa: PLC0415
-
+    def reap(self, pid: int) -> dict:
         self._children.discard(pid)
-        for _ in range(400):
-            done, status = os.waitpid(pid, os.WNOHANG)
-            if done:
-                return describe_status(status)
-            time.sleep(0.005)
-        return "running"
+        return waits.reap(pid, 2.0)
 
     def close(self) -> None:
         for pid in list(self._children):

@@ -13,7 +13,6 @@ the zygote itself, serving the attached socket: a batch job's own zygote, withou
 from __future__ import annotations
 
 import gc
-import json
 import os
 import socket
 import time
@@ -21,7 +20,7 @@ import traceback
 
 import torch
 
-from . import cgroups, host, sandbox
+from . import cgroups, host, protocol, sandbox, waits
 from . import syscalls as sc
 
 
@@ -79,21 +78,17 @@ def serve(control: socket.socket, plan: sandbox.Plan) -> None:
     sc.prctl(sc.PR_SET_CHILD_SUBREAPER, 1)
     global _plan
     _plan = plan
-    control.sendall(json.dumps({"isolation": plan.describe(), "level": plan.level}).encode("utf-8") + b"\n")
+    protocol.reply(control, {"isolation": plan.describe(), "level": plan.level})
     while True:
-        try:
-            message, fds, _flags, _addr = socket.recv_fds(control, 1 << 16, 4)
-        except OSError:
+        request, fds = protocol.receive(control, 4)
+        if request is None:
             break
-        if not message:
-            break
-        request = json.loads(message.decode("utf-8"))
         reap_finished()
         _drop_groups()
         if request.get("op") == "quit":
             break
         if request.get("op") == "reap":
-            control.sendall(json.dumps({"status": reap(int(request["pid"]))}).encode("utf-8") + b"\n")
+            protocol.reply(control, {"status": reap(int(request["pid"]))})
             continue
         channel_fd = fds[0]
         me = os.getpid()
@@ -119,7 +114,7 @@ def serve(control: socket.socket, plan: sandbox.Plan) -> None:
         os.close(channel_fd)
         if request.get("op") == "clone":
             _clones.add(pid)
-        control.sendall(json.dumps({"pid": pid}).encode("utf-8") + b"\n")
+        protocol.reply(control, {"pid": pid})
 
 
 #: the clones forked for other batch jobs: reaped before this zygote exits
@@ -129,10 +124,9 @@ _clones: set[int] = set()
 def wait_for_clones(seconds: float = 10.0) -> None:
     """Give each clone time to wind down (its own channel says quit), then kill what is left."""
     deadline = time.monotonic() + seconds
-    while _clones and time.monotonic() < deadline:
-        reap_finished()
-        _clones.difference_update(_finished)
-        time.sleep(0.01)
+    for pid in list(_clones):
+        if pid in _finished or waits.reap(pid, max(0.0, deadline - time.monotonic())) != protocol.RUNNING:
+            _clones.discard(pid)
     for pid in _clones:
         try:
             os.kill(pid, 9)
@@ -142,7 +136,7 @@ def wait_for_clones(seconds: float = 10.0) -> None:
 
 
 #: how recently ended workers ended, kept until the trusted side asks (it asks only after a death)
-_finished: dict[int, str] = {}
+_finished: dict[int, dict] = {}
 
 
 def reap_finished() -> None:
@@ -154,7 +148,7 @@ def reap_finished() -> None:
             return
         if pid == 0:
             return
-        _finished[pid] = host.describe_status(status)
+        _finished[pid] = protocol.ended(status)
         _ended_hosts.add(pid)
         if len(_finished) > 4096:
             _finished.pop(next(iter(_finished)))
@@ -180,19 +174,15 @@ def _drop_groups(wait: float = 0.0) -> None:
         time.sleep(0.01)
 
 
-def reap(pid: int) -> str:
-    """Wait for a killed or finished worker and say how it ended."""
-    for _ in range(200):
-        if pid in _finished:
-            return _finished.pop(pid)
-        try:
-            done, status = os.waitpid(pid, os.WNOHANG)
-        except ChildProcessError:
-            return _finished.pop(pid, "gone")
-        if done:
-            _ended_hosts.add(pid)
-            return host.describe_status(status)
-        time.sleep(0.005)
-    return "running"
+def reap(pid: int) -> dict:
+    """Wait (up to 1 s) for a killed or finished host and say how it ended."""
+    if pid in _finished:
+        return _finished.pop(pid)
+    status = waits.reap(pid, 1.0)
+    if status == protocol.GONE:
+        return _finished.pop(pid, protocol.GONE)
+    if status != protocol.RUNNING:
+        _ended_hosts.add(pid)
+    return status
 
 
