@@ -8,6 +8,7 @@ and ``stubs`` (the released notebooks untouched), and reads their scores from nb
 from __future__ import annotations
 
 import ast
+import importlib
 import inspect
 import json
 import os
@@ -19,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from autograder.course import load_course
-from autograder.nbgrader_course import checks
+from autograder.nbgrader_course import checks, helper, notebooks
 from autograder.nbgrader_course.sources import read_module
 
 from .conftest import ROOT, run_grade
@@ -127,12 +128,38 @@ def test_solution_cells_hold_the_reference_between_markers(source):
                 assert cells[name].count("### BEGIN SOLUTION") == cells[name].count("### END SOLUTION") >= 1
 
 
-def test_helper_cell_is_the_checks_module_and_setup_silences_warnings(source):
+def test_helper_cell_is_the_feedback_package_and_the_runner_and_setup_silences_warnings(source):
+    """The helper is the feedback package's own modules, then checks.py, each pasted whole but for the imports
+    of one another: the words of a failure are the judge's, by the same functions."""
+    pasted = helper.pasted([*helper.feedback_modules(), checks.__name__])
+    assert [name for name, _ in pasted][-1] == checks.__name__
+    assert {name.rsplit(".", 1)[1] for name, _ in pasted[:-1]} == {
+        p.stem for p in (ROOT / "autograder" / "feedback").glob("*.py") if p.stem != "__init__"}
     for module in COURSE.modules:
         cells = {nbgrader_meta(c).get("grade_id"): c.source for c in notebook(source, module).cells}
-        assert inspect.getsource(checks).rstrip() in cells["checking_helper"]
+        text = cells["checking_helper"]
+        for name, code in pasted:
+            assert code in text, name
+            body = inspect.getsource(importlib.import_module(name))
+            assert all(line in body.splitlines() for line in code.splitlines()), name  # nothing rewritten
+        assert not [n for n in ast.walk(ast.parse(text)) if isinstance(n, ast.ImportFrom)
+                    and (n.level or n.module in ("__future__", "autograder") or n.module.startswith("autograder."))]
+        assert len(text) < 48_000  # code, not data
         assert 'warnings.filterwarnings("ignore")' in cells["setup"]
         assert "book_inputs = torch.tensor([[0.43, 0.15, 0.89]," in cells["setup"]
+
+
+def test_the_helper_runs_with_torch_and_the_standard_library_only():
+    code = notebooks.helper_source(COURSE, list(COURSE.steps))
+    imports = {alias.name.split(".")[0] for node in ast.walk(ast.parse(code)) if isinstance(node, ast.Import)
+               for alias in node.names}
+    imports |= {node.module.split(".")[0] for node in ast.walk(ast.parse(code))
+                if isinstance(node, ast.ImportFrom)}
+    assert imports <= {"torch", "math", "re", "builtins", "base64", "dataclasses", "os", "traceback"}, imports
+    namespace: dict = {"__name__": "__main__"}
+    exec(compile(code, "checking_helper", "exec"), namespace)  # noqa: S102 - our own code
+    assert namespace["TOLERANCES"][BUG_STEP][0] == (COURSE.tolerances(BUG_STEP).float32.rtol,
+                                                    COURSE.tolerances(BUG_STEP).float32.atol)
 
 
 def test_visible_cases_in_the_open_hidden_cases_between_markers(source):
@@ -164,10 +191,21 @@ def test_test_cells_are_calls_of_the_checks_only(source):
 
 
 # -- the notebooks' cells, run in-process ---------------------------------------------------------
-def run_cells(nb, replace=None) -> dict[str, BaseException | None]:
-    """Run a notebook's code cells in one namespace; grade_id of each test cell -> what it raised."""
+def run_cells(nb, replace=None, folder: Path | None = None) -> dict[str, BaseException | None]:
+    """Run a notebook's code cells in one namespace, in the notebook's folder (where its data file is, as
+    in a kernel); grade_id of each test cell -> what it raised."""
     namespace: dict = {"__name__": "__main__"}
     outcomes = {}
+    here = os.getcwd()
+    os.chdir(folder or here)
+    try:
+        _run_cells(nb, replace, namespace, outcomes)
+    finally:
+        os.chdir(here)
+    return outcomes
+
+
+def _run_cells(nb, replace, namespace: dict, outcomes: dict) -> None:
     for cell in nb.cells:
         if cell.cell_type != "code":
             continue
@@ -182,12 +220,11 @@ def run_cells(nb, replace=None) -> dict[str, BaseException | None]:
             outcomes[meta["grade_id"]] = error
         else:
             assert error is None, f"{meta.get('grade_id')}: {error}"
-    return outcomes
 
 
 def test_reference_passes_every_test_cell(source):
     for module in COURSE.modules:
-        outcomes = run_cells(notebook(source, module))
+        outcomes = run_cells(notebook(source, module), folder=source)
         assert outcomes and all(e is None for e in outcomes.values()), {k: str(e) for k, e in outcomes.items() if e}
 
 
@@ -197,11 +234,11 @@ def test_a_bug_fails_its_step_only_with_a_teaching_message(source):
     def bug(meta, code):
         return code.replace(*BUG) if meta.get("grade_id") == name else code
 
-    outcomes = run_cells(notebook(source, BUG_STEP.split(".")[0]), bug)
+    outcomes = run_cells(notebook(source, BUG_STEP.split(".")[0]), bug, source)
     failed = {k for k, e in outcomes.items() if e is not None}
     assert failed == {f"test_{name}_{c}" for c in COURSE.steps[BUG_STEP].counts}
     message = str(outcomes[f"test_{name}_values"])
-    assert message.startswith(f"{BUG_STEP} [values], case ")
+    assert message.startswith(f"{BUG_STEP} [values] case ")  # as grade check and the hidden suites head it
     assert "expected values:" in message and "got      values:" in message
     assert "likely: forgot the 1/sqrt(d_k) scaling" in message
     hidden = str(outcomes[f"test_{name}_randomized"])
@@ -213,7 +250,7 @@ def test_stubs_fail_every_test_cell_as_not_attempted(source):
         return solution_region(code) if meta.get("solution") else code
 
     for module in ("simple_attention", "multihead_attention"):
-        outcomes = run_cells(notebook(source, module), stub)
+        outcomes = run_cells(notebook(source, module), stub, source)
         assert all(type(e).__name__ == "CheckFailed" for e in outcomes.values())  # the cell's own class
         assert all("not attempted yet" in str(e) for g, e in outcomes.items() if "errors" not in g)
 

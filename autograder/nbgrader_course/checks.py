@@ -1,25 +1,38 @@
-"""The checks that the nbgrader test cells call, inside the student's notebook.
+"""The checks that the nbgrader test cells call, inside the student's notebook: the notebook's runner.
 
-This file is the source of the notebooks' locked "checking helper" cell: ``grade nbgrader`` pastes it in
-as it is, so a notebook needs nothing but torch. It depends on torch and the standard library only, and
-has no ``from __future__`` import (the cell runs in an IPython kernel).
+The notebooks' locked "checking helper" cell is the ``autograder.feedback`` package (tolerances,
+comparisons, likely misconceptions, the messages: what ``grade check`` and the hidden suites say too)
+followed by this file, pasted in by ``grade nbgrader`` (``helper.helper_source``) with the imports of
+one another removed, so a notebook needs nothing but torch. This file depends on torch, the standard
+library and that package only, and has no ``from __future__`` import (the cell runs in an IPython
+kernel). What is here is what only a notebook needs: calling the student's function or class in the
+notebook's kernel, the values written into the test cells, and ``CheckFailed``.
 
-Every check runs the student's function or class from the notebook on one case and compares the answer
-with the expected one, recorded from the reference solutions when the course was generated. A failed
-check raises ``CheckFailed`` (an ``AssertionError``): the step, the count, the case and what differs
-(shape, dtype, where the values differ, and for the documents' own cases the expected and the student's
-values). nbgrader gives a test cell its points when it runs without an error, so a check never returns
-a value: a number as a test cell's last value would be read as partial credit.
+Every check runs the student's function or class on one case and compares the answer with the
+expected one, recorded from the reference solutions when the course was generated, with the same
+functions the judges of ``grade check`` use on a worker's answer (``autograder/grading/judge.py``). A
+failed check raises ``CheckFailed`` (an ``AssertionError``) whose lines are the judge's. nbgrader gives
+a test cell its points when it runs without an error, so a check never returns a value: a number as a
+test cell's last value would be read as partial credit.
 """
 import base64
-import math
+import os
+import traceback
 
 import torch
+
+from autograder.feedback.compare import compare_values
+from autograder.feedback.describe import kind_of
+from autograder.feedback.dropout import dropout_problems
+from autograder.feedback.gradients import NO_SUCH_PARAMETER, after_output, backward_state, gradient_problems
+from autograder.feedback.messages import (NOT_ATTEMPTED, modified_in_place, nothing_raised, raised,
+                                          should_be_parameter, wrong_exception)
+from autograder.feedback.parameters import parameter_problems
+from autograder.feedback.tolerance import Tolerance, tolerance_for_output
 
 #: per step: ((rtol, atol) for float32, (rtol, atol) for float64); the notebook fills it in
 TOLERANCES = {}
 DEFAULT_TOLERANCE = ((1e-4, 1e-5), (1e-7, 1e-9))
-LOOSE = (1e-3, 1e-4)  # to recognise a known mistake's result
 
 
 class CheckFailed(AssertionError):
@@ -49,11 +62,11 @@ class Digest:
 
     def problems(self, got, what):
         if not isinstance(got, torch.Tensor):
-            return [f"{what}: expected a tensor of shape {self.shape}, got {_kind(got)}"]
+            return [f"{what}: expected a tensor of shape {self.shape}, got {kind_of(got)}"]
         if list(got.shape) != self.shape:
-            return [f"{what}: expected shape {self.shape}, got shape {_shape(got)}"]
-        if _dtype(got) != self.dtype:
-            return [f"{what}: expected dtype {self.dtype}, got {_dtype(got)}"]
+            return [f"{what}: expected shape {self.shape}, got shape {list(got.shape)}"]
+        if str(got.dtype).replace("torch.", "") != self.dtype:
+            return [f"{what}: expected dtype {self.dtype}, got {str(got.dtype).replace('torch.', '')}"]
         flat = got.detach().double().flatten()
         bad = sum(1 for i, v in self.sample if abs(flat[i].item() - v) > 1e-5 + 1e-4 * abs(v))
         total, squares = flat.sum().item(), (flat * flat).sum().item()
@@ -93,150 +106,44 @@ def Holder(params):
     return module
 
 
-# -- describing values ----------------------------------------------------------------------------
-def _shape(t):
-    return "[" + ", ".join(str(s) for s in t.shape) + "]"
-
-
-def _dtype(t):
-    return str(t.dtype).replace("torch.", "")
-
-
-def _kind(value):
-    if isinstance(value, torch.Tensor):
-        return f"a tensor of shape {_shape(value)}, dtype {_dtype(value)}"
-    if isinstance(value, (tuple, list)):
-        return f"a {type(value).__name__} of {len(value)}"
-    if value is None:
-        return "None"
-    return f"a {type(value).__name__}"
-
-
-def _values(t, limit=8):
-    flat = t.detach().double().flatten().tolist()
-    return "[" + ", ".join(f"{v:.4f}" for v in flat[:limit]) + (", ..." if len(flat) > limit else "") + "]"
-
-
-def _tolerance(step, t):
+# -- running the student's code -------------------------------------------------------------------
+def _tolerance(step, output):
+    """The tolerance of a whole answer, as the judges pick it: float64's when the output is float64."""
     f32, f64 = TOLERANCES.get(step, DEFAULT_TOLERANCE)
-    return f64 if isinstance(t, torch.Tensor) and t.dtype == torch.float64 else f32
+    return tolerance_for_output(output, Tolerance(*f32), Tolerance(*f64))
 
 
-def _close(got, expected, tol):
-    rtol, atol = tol
-    g, e = got.detach().double(), expected.detach().double()
-    both_nan = torch.isnan(g) & torch.isnan(e)
-    same_inf = torch.isinf(g) & torch.isinf(e) & (torch.sign(g) == torch.sign(e))
-    return both_nan | same_inf | ((g - e).abs() <= atol + rtol * e.abs())
-
-
-def _same(got, expected, tol):
-    return tuple(got.shape) == tuple(expected.shape) and bool(_close(got, expected, tol).all())
-
-
-def _hints(got, expected, likely):
-    """The likely misconception: a known mistake this result reproduces, or what the values suggest."""
-    known = [label for label, wrong in (likely or {}).items()
-             if isinstance(wrong, torch.Tensor) and tuple(wrong.shape) == tuple(got.shape) and _same(got, wrong, LOOSE)]
-    if known:
-        return known
-    hints = []
-    if not got.dtype.is_floating_point or got.shape != expected.shape:
-        return hints
-    if torch.isnan(got).any() and not torch.isnan(expected).any():
-        return ["your result contains NaN: an exp that overflowed, a division by zero, or -inf - -inf?"]
-    if torch.isinf(got).any() and not torch.isinf(expected).any():
-        return ["your result contains inf: a mask value (-inf) that was not turned into 0 by a softmax?"]
-    if got.dim() >= 2 and _same(got, expected.transpose(-1, -2), LOOSE):
-        return ["your result is the transpose of the expected one: check the order of a matrix product or .T"]
-    e, g = expected.double(), got.detach().double()
-    nonzero = e.abs() > 1e-8
-    if nonzero.sum() > 1:
-        ratio = g[nonzero] / e[nonzero]
-        r = ratio.mean().item()
-        if (ratio - r).abs().max().item() < 1e-3 * max(1.0, abs(r)) and abs(r - 1) > 1e-3:
-            hints.append(f"your values are the expected ones times {r:.4g}: a scaling (by sqrt(d_k)?) missing or applied the wrong way?")
-    if e.dim() >= 2 and e.shape[-1] == e.shape[-2]:
-        upper = torch.triu(torch.ones(e.shape[-2:], dtype=torch.bool), diagonal=1)
-        if (e[..., upper].abs() < 1e-12).all() and (g[..., upper].abs() > 1e-6).any():
-            hints.append("your result is not zero above the diagonal: future tokens are not masked out")
-        ones = torch.ones(e.shape[:-1], dtype=torch.float64)
-        if torch.allclose(e.sum(-1), ones, atol=1e-4) and not torch.allclose(g.sum(-1), ones, atol=1e-4):
-            hints.append("your rows do not sum to 1: the softmax (or the renormalization) runs over the wrong dim, or is missing")
-    return hints
-
-
-def compare(got, expected, step, public, what, likely=None):
-    """The problems with ``got`` as an answer ``expected``; an empty list when they agree."""
+def _compare(got, expected, tol, public, what, likely=None):
     if isinstance(expected, Digest):
         return expected.problems(got, what)
-    if isinstance(expected, torch.Tensor):
-        if type(got) is torch.nn.Parameter:
-            got = got.data
-        if not isinstance(got, torch.Tensor):
-            if isinstance(got, (int, float)) and not isinstance(got, bool) and expected.dim() == 0:
-                got = torch.tensor(float(got), dtype=expected.dtype)
-            else:
-                return [f"{what}: expected {_kind(expected)}, got {_kind(got)}"]
-        if tuple(got.shape) != tuple(expected.shape):
-            return [f"{what}: expected shape {_shape(expected)}, got shape {_shape(got)}"]
-        lines = []
-        if got.dtype != expected.dtype:
-            lines.append(f"{what}: expected dtype {_dtype(expected)}, got {_dtype(got)}")
-            if not got.dtype.is_floating_point:
-                return lines
-        tol = _tolerance(step, expected)
-        if _same(got, expected, tol):
-            return lines
-        bad = (~_close(got, expected, tol)).nonzero()
-        line = f"{what}: values differ at {len(bad)} of {expected.numel()} entries"
-        if expected.dim() == 0:
-            lines.append(line + (f": expected {expected.item():.6g}, got {got.item():.6g}" if public else ""))
-        else:
-            diff = (got.detach().double() - expected.double()).abs().nan_to_num(nan=float("inf"))
-            worst = tuple(int(i) for i in torch.unravel_index(diff.argmax(), diff.shape))
-            lines.append(line + f"; first at {list(bad[0].tolist())}, largest at {list(worst)}")
-            if public:
-                row = worst[:-1]
-                label = f"row {list(row)}" if row else "values"
-                lines.append(f"  expected {label}: {_values(expected[row] if row else expected)}")
-                lines.append(f"  got      {label}: {_values(got[row] if row else got)}")
-        lines += ["  likely: " + h for h in _hints(got, expected, likely)]
-        return lines
-    if isinstance(expected, (int, float)) and not isinstance(expected, bool):
-        if isinstance(got, torch.Tensor) and got.dim() == 0:
-            got = got.item()
-        if not isinstance(got, (int, float)) or isinstance(got, bool):
-            return [f"{what}: expected a number, got {_kind(got)}"]
-        rtol, atol = _tolerance(step, None)
-        if abs(got - expected) <= atol + rtol * abs(expected) or (math.isnan(got) and math.isnan(expected)):
-            return []
-        return [f"{what}: expected {expected:.6g}, got {got:.6g}" if public else f"{what}: the number differs from the expected one"]
-    if isinstance(expected, (tuple, list)):
-        if not isinstance(got, (tuple, list)) or len(got) != len(expected):
-            return [f"{what}: expected {_kind(expected)}, got {_kind(got)}"]
-        problems = []
-        for i, (g, e) in enumerate(zip(got, expected)):
-            problems += compare(g, e, step, public, f"{what}[{i}]")
-        return problems
-    if expected is None:
-        return [] if got is None else [f"{what}: expected None, got {_kind(got)}"]
-    return [] if got == expected else [f"{what}: expected {expected!r}, got {got!r}"]
+    return compare_values(got, expected, tol, public, what, likely)
 
 
-# -- running the student's code -------------------------------------------------------------------
-def _fail(step, count, case, lines):
-    raise CheckFailed("\n".join([f"{step} [{count}], case {case!r}:", *("  " + line for line in lines)]))
+def _fail(step, count, case, lines, status="failed"):
+    """The failure, headed as ``grade check`` and the hidden suites head it."""
+    raise CheckFailed("\n".join([f"{step} [{count}] case {case!r}: {status}", *("  " + line for line in lines)]))
 
 
-def _run(step, count, case, phase, call):
+def _where(exc):
+    """The innermost line of the student's own code in the traceback: not the helper's, torch's or Python's."""
+    skip = (_where.__code__.co_filename, os.path.dirname(torch.__file__), os.path.dirname(os.__file__))
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if not f.filename.startswith(skip)]
+    if not frames:
+        return None
+    last = frames[-1]
+    cell = "ipykernel_" in last.filename or last.filename.startswith("<")
+    return {"file": "your cell" if cell else os.path.basename(last.filename), "line": last.lineno, "function": last.name}
+
+
+def _run(step, count, case, phase, call, public=True):
     """``call()``, with the student's exception turned into a failed check that says where it came from."""
     try:
         return call()
     except NotImplementedError:
-        _fail(step, count, case, ["not attempted yet: your code still raises NotImplementedError (the stub)"])
+        _fail(step, count, case, [NOT_ATTEMPTED], "not attempted")
     except Exception as exc:  # noqa: BLE001 - any error in the student's code fails this case
-        _fail(step, count, case, [f"your code raised {type(exc).__name__} during {phase}: {str(exc)[:400]}"])
+        error = {"type": type(exc).__name__, "message": str(exc)[:1000], "phase": phase, "where": _where(exc)}
+        _fail(step, count, case, raised(error, public))
 
 
 def _seed(seed):
@@ -255,30 +162,20 @@ def _fresh(value):
     return value
 
 
-def _gradient_problems(output, upstream, grads, step, public):
-    """``grads``: (what, the tensor whose .grad is checked, the expected gradient) for each input."""
-    if not isinstance(output, torch.Tensor):
-        return ["no gradient could flow: your output is not a tensor"]
-    if not output.requires_grad:
-        return ["the gradient was cut: your output has no autograd graph (a .detach(), .item(), .numpy(), "
-                "torch.tensor(...) re-wrap or torch.no_grad() on the way?)"]
-    if tuple(output.shape) != tuple(upstream.shape):
-        return ["gradients were not checked: your output has the wrong shape"]
-    (output * upstream.to(output.dtype)).sum().backward()  # = output.backward(upstream), minus a 1 s import
-    problems = []
-    for what, tensor, expected in grads:
-        if tensor is None:
-            problems.append(f"your module has no parameter {what}")
-        elif tensor.grad is None and expected is not None:
-            problems.append(f"no gradient reaches {what}: it is unused, or the graph from it is cut (.detach()?)")
-        elif expected is not None:
-            problems += compare(tensor.grad, expected, step, public, f"gradient w.r.t. {what}")
-    return problems
+def _changed(before, now):
+    """Whether an argument was modified in place (NaN equal to NaN), as the judges decide it."""
+    now = now.detach()
+    if now.shape != before.shape or now.dtype != before.dtype:
+        return True
+    return not torch.equal(now, before) and not bool(((now == before) | (now.isnan() & before.isnan())).all())
 
 
-def _mutated(args, snapshots, names):
-    return [names[i] for i, before in snapshots.items()
-            if args[i].shape != before.shape or not torch.equal(args[i].detach(), before)]
+def _backward(output, upstream):
+    """Backpropagate ``upstream`` when it can be; what ``backward_state`` says about it."""
+    state = backward_state(output, upstream)
+    if state == "done":
+        (output * upstream.to(output.dtype)).sum().backward()  # = output.backward(upstream), minus a 1 s import
+    return state
 
 
 def check_function(fn, step, count, *, case, args, names=None, kwargs=None, seed=None, public=True,
@@ -286,41 +183,46 @@ def check_function(fn, step, count, *, case, args, names=None, kwargs=None, seed
                    expected_grads=None, likely=None):
     """Call ``fn(*args, **kwargs)`` (after ``torch.manual_seed(seed)``) and compare with ``expected``.
 
-    ``parameters``: which outputs must be ``nn.Parameter``; ``modules_after``: {argument index: the parameters
-    that module argument must hold after the call}; ``grad``: the arguments whose gradient is checked, for
-    the fixed ``upstream`` gradient of the output.
+    ``parameters``: which outputs must be ``nn.Parameter``; ``modules_after``: the (name, value) parameters
+    each module argument must hold after the call, in argument order; ``grad``: the arguments whose
+    gradient is checked, for the fixed ``upstream`` gradient of the output.
     """
     args = _fresh(list(args))
     names = names or [f"argument {i + 1}" for i in range(len(args))]
     for i in grad:
         args[i].requires_grad_(True)
     snapshots = {i: a.detach().clone() for i, a in enumerate(args) if isinstance(a, torch.Tensor)}
+    tol = _tolerance(step, expected)
     _seed(seed)
-    output = _run(step, count, case, "the call", lambda: fn(*args, **(kwargs or {})))
-    lines = compare(output, expected, step, public, "output", likely)
+    output = _run(step, count, case, "call", lambda: fn(*args, **(kwargs or {})), public)
+    lines = _compare(output, expected, tol, public, "output", likely)
+    if modules_after is not None:
+        mine = [[(n, p.detach().clone()) for n, p in a.named_parameters()] for a in args if isinstance(a, torch.nn.Module)]
+        lines += compare_values(mine, modules_after, tol, public, "modules after")
     for i, must in enumerate(parameters or []):
         got = output[i] if isinstance(output, (tuple, list)) and i < len(output) else None
-        if must and not isinstance(got, torch.nn.Parameter):
-            lines.append(f"output[{i}] should be an nn.Parameter (so that training can update it)")
-    for i, params in (modules_after or {}).items():
-        mine = dict(args[i].named_parameters())
-        for name, value in params:
-            lines += compare(mine.get(name), value, step, public, f"{names[i]}.{name} after the call")
-    changed = _mutated(args, snapshots, names)
+        if must and type(got) is not torch.nn.Parameter:
+            lines.append(should_be_parameter(i))
+    changed = [names[i] for i, before in snapshots.items() if _changed(before, args[i])]
     if changed:
-        lines.append(f"your code modified its input in place ({', '.join(changed)}): use out-of-place operations")
-    if upstream is not None and not lines:
-        lines += _gradient_problems(output, upstream, [(names[i], args[i], e) for i, e in (expected_grads or {}).items()],
-                                    step, public)
+        lines.append(modified_in_place(changed))
+    if upstream is not None:
+        state = _backward(output, upstream)
+        inputs = [(names[i], args[i].grad, e) for i, e in (expected_grads or {}).items()]
+        lines += after_output(lines, gradient_problems(state, inputs, [], tol, public))
     if lines:
         _fail(step, count, case, lines)
 
 
-def _build(cls, step, count, case, init, init_kwargs, seed):
+def _build(cls, step, count, case, init, init_kwargs, seed, public=True):
     _seed(seed)
-    module = _run(step, count, case, "__init__", lambda: cls(*init, **(init_kwargs or {})))
+    return _run(step, count, case, "__init__", lambda: _module(cls, init, init_kwargs), public)
+
+
+def _module(cls, init, init_kwargs):
+    module = cls(*init, **(init_kwargs or {}))
     if not isinstance(module, torch.nn.Module):
-        _fail(step, count, case, [f"{cls.__name__}(...) did not create an nn.Module"])
+        raise TypeError(f"{getattr(cls, '__name__', 'it')}(...) did not create an nn.Module")
     return module
 
 
@@ -330,31 +232,13 @@ def check_parameters(cls, step, count, *, case, init, seed, expected, init_kwarg
 
     ``expected``: (name, tensor) pairs, or (name, shape) when only shapes are compared.
     """
-    module = _build(cls, step, count, case, init, init_kwargs, seed)
-    mine = list(module.named_parameters())
-    want, have = [n for n, _ in expected], [n for n, _ in mine]
-    if want != have:
-        lines = [f"expected parameters {want} (in this order), got {have}"]
-        if sorted(want) == sorted(have):
-            lines.append("likely: the parameters are created in a different order, so the seeded draws land in the wrong ones")
-        _fail(step, count, case, lines)
-    lines = []
-    for (name, value), (_, p) in zip(expected, mine):
-        if isinstance(value, list):
-            if list(p.shape) != value:
-                lines.append(f"parameter {name}: expected shape {value}, got {_shape(p)}")
-        else:
-            lines += compare(p.detach(), value, step, public, f"parameter {name}")
-    if lines and not all(isinstance(v, list) for _, v in expected):
-        lines.append("likely: other random draws (torch.rand vs torch.randn, nn.Linear vs nn.Parameter, or another order)")
-    mine_buffers = {n: list(b.shape) for n, b in module.named_buffers()}
-    for name, shape in buffers:
-        if name not in mine_buffers:
-            lines.append(f"no registered buffer named {name!r} (use self.register_buffer({name!r}, ...))")
-        elif mine_buffers[name] != list(shape):
-            lines.append(f"buffer {name!r}: expected shape {list(shape)}, got {mine_buffers[name]}")
-    if total is not None and sum(p.numel() for _, p in mine) != total:
-        lines.append(f"expected {total:,} parameters in all, got {sum(p.numel() for _, p in mine):,}")
+    module = _build(cls, step, count, case, init, init_kwargs, seed, public)
+    mine = [(n, p.detach().clone()) for n, p in module.named_parameters()]
+    lines = parameter_problems(expected, mine, _tolerance(step, None), public,
+                               shapes_only=bool(expected) and all(isinstance(v, list) for _, v in expected),
+                               expected_buffers=buffers,
+                               my_buffers=[(n, list(b.shape)) for n, b in module.named_buffers()],
+                               expect_count=total)
     if lines:
         _fail(step, count, case, lines)
 
@@ -366,75 +250,62 @@ def check_module(cls, step, count, *, case, init, x, seed, expected, init_kwargs
 
     With ``upstream``, also backpropagate it and compare the gradients w.r.t. x and every parameter.
     """
-    module = _build(cls, step, count, case, init, init_kwargs, seed)
+    module = _build(cls, step, count, case, init, init_kwargs, seed, public)
     own = dict(module.named_parameters())
-    lines = []
-    for name, value in weights or []:
-        if name not in own:
-            lines.append(f"your module has no parameter named {name}")
-        elif tuple(own[name].shape) != tuple(value.shape):
-            lines.append(f"parameter {name} has shape {_shape(own[name])}, expected {_shape(value)}")
-    if lines:
-        _fail(step, count, case, lines)
-    with torch.no_grad():
-        for name, value in weights or []:
-            own[name].copy_(value)
+
+    def load():
+        missing = [n for n, _ in weights if n not in own]
+        if missing:
+            raise LookupError(f"your module has no parameter named {', '.join(missing)}")
+        with torch.no_grad():
+            for name, value in weights:
+                if tuple(own[name].shape) != tuple(value.shape):
+                    raise ValueError(f"parameter {name} has shape {list(own[name].shape)}, expected {list(value.shape)}")
+                own[name].copy_(value)
+
+    if weights:
+        _run(step, count, case, "loading the reference weights", load, public)
     module.train(train)
     x = _fresh(x)
     if upstream is not None:
         x.requires_grad_(True)
     before = x.detach().clone()
+    tol = _tolerance(step, expected)
     _seed(forward_seed)
-    output = _run(step, count, case, "forward", lambda: module(x))
-    lines = compare(output, expected, step, public, "output", likely)
-    if not torch.equal(x.detach(), before):
-        lines.append("your forward modified its input x in place: use out-of-place operations")
-    if upstream is not None and not lines:
-        grads = [("the input x", x, (expected_grads or {}).get("x"))]
-        grads += [(f"parameter {n}", own.get(n), e) for n, e in (expected_param_grads or {}).items()]
-        lines += _gradient_problems(output, upstream, grads, step, public)
+    output = _run(step, count, case, "forward", lambda: module(x), public)
+    lines = _compare(output, expected, tol, public, "output", likely)
+    if _changed(before, x):
+        lines.append(modified_in_place(["the input x"]))
+    if upstream is not None:
+        state = _backward(output, upstream)
+        inputs = [("the input x", x.grad, (expected_grads or {}).get("x"))]
+        params = [(n, own[n].grad if n in own else NO_SUCH_PARAMETER, e) for n, e in (expected_param_grads or {}).items()]
+        lines += after_output(lines, gradient_problems(state, inputs, params, tol, public))
     if lines:
         _fail(step, count, case, lines)
 
 
-def check_raises(cls, step, count, *, case, init, exception, init_kwargs=None):
+def check_raises(cls, step, count, *, case, init, exception, init_kwargs=None, public=True):
     """``cls(*init)`` must raise the exception named ``exception``."""
     try:
         cls(*init, **(init_kwargs or {}))
     except NotImplementedError:
-        _fail(step, count, case, ["not attempted yet: your code still raises NotImplementedError (the stub)"])
+        _fail(step, count, case, [NOT_ATTEMPTED], "not attempted")
     except Exception as exc:  # noqa: BLE001
         if type(exc).__name__ != exception:
-            _fail(step, count, case, [f"expected {exception}, got {type(exc).__name__}: {str(exc)[:300]}"])
+            _fail(step, count, case, [wrong_exception(exception, type(exc).__name__, str(exc), public)])
         return
-    _fail(step, count, case, [f"expected {exception} for these arguments, but nothing was raised"])
+    _fail(step, count, case, [nothing_raised(exception)])
 
 
-def check_dropout(fn, step, count, *, case, x, p, seed, needs_graph=False):
+def check_dropout(fn, step, count, *, case, x, p, seed, needs_graph=False, public=True):
     """Dropout by its properties: each entry 0 or x / (1 - p), about 1 - p of them kept, graph kept."""
     args = [x.detach().clone().requires_grad_(needs_graph), p]
     before = args[0].detach().clone()
     _seed(seed)
-    out = _run(step, count, case, "the call", lambda: fn(*args))
-    if not isinstance(out, torch.Tensor) or tuple(out.shape) != tuple(x.shape):
-        _fail(step, count, case, [f"expected a tensor of shape {_shape(x)}, got {_kind(out)}"])
-    o, xd = out.detach().double(), x.double()
-    zero = o.abs() <= 1e-12
-    scaled = (o - xd / (1 - p)).abs() <= 1e-5 * (1 + xd.abs())
-    lines = []
-    if not bool((zero | scaled).all()):
-        if bool(((o - xd).abs() <= 1e-6).all()) and p > 0:
-            lines.append("your output equals the input: dropout was not applied (eval mode? a module created with p=0?)")
-        else:
-            lines.append(f"every entry must be 0 or input / (1 - p) = input * {1 / (1 - p):.4g}"
-                         " (kept entries must be rescaled by 1/(1-p))")
-    keep = 1 - zero.double().mean().item()
-    if abs(keep - (1 - p)) > 6 * (p * (1 - p) / x.numel()) ** 0.5 + 1e-9:
-        lines.append(f"you kept {keep:.3f} of the entries; dropout with p={p} keeps about {1 - p:.3f}"
-                     " (did you pass 1-p where p was expected?)")
-    if needs_graph and not out.requires_grad:
-        lines.append("the gradient was cut: the output of dropout must stay in the autograd graph")
-    if not torch.equal(args[0].detach(), before):
-        lines.append("your code modified its input in place: use the out-of-place dropout")
+    out = _run(step, count, case, "call", lambda: fn(*args), public)
+    lines = dropout_problems(out, x, p, public, needs_graph=needs_graph,
+                             requires_grad=isinstance(out, torch.Tensor) and out.requires_grad,
+                             modified=_changed(before, args[0]))
     if lines:
         _fail(step, count, case, lines)

@@ -72,8 +72,8 @@ def function_call(case: Case, target: str) -> str:
     if spec.get("check_parameter_type") and isinstance(expected.get("output_facts"), list):
         items.append(("parameters", literals.value([bool((f or {}).get("parameter")) for f in expected["output_facts"]])))
     if "modules_after" in spec.get("fields", []):
-        after = {i: params for i, params in zip(sorted(case.modules), expected["modules_after"])}
-        items.append(("modules_after", "{" + ", ".join(f"{i}: {literals.named(p)}" for i, p in after.items()) + "}"))
+        # as the worker answers it: each module argument's (name, value) parameters, in argument order
+        items.append(("modules_after", "[" + ", ".join(literals.named(p) for p in expected["modules_after"]) + "]"))
     if request.get("upstream") is not None:
         items.append(("grad", literals.value(request.get("grad_args", []))))
         items.append(("upstream", literals.value(request["upstream"])))
@@ -142,6 +142,7 @@ def raises_call(case: Case, target: str) -> str:
     if request.get("init_kwargs"):
         items.append(("init_kwargs", literals.value(request["init_kwargs"])))
     items.append(("exception", repr(case.spec["exception"])))
+    items += _public(case)
     return _call("check_raises", target, case, items)
 
 
@@ -151,6 +152,7 @@ def dropout_call(case: Case, target: str) -> str:
              ("seed", literals.value(request.get("seed")))]
     if spec.get("needs_graph"):
         items.append(("needs_graph", "True"))
+    items += _public(case)
     return _call("check_dropout", target, case, items)
 
 

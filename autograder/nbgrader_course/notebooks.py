@@ -1,7 +1,6 @@
 """Build the nbgrader source notebook of one module of the course."""
 from __future__ import annotations
 
-import inspect
 from pathlib import Path
 
 import nbformat
@@ -9,7 +8,7 @@ from nbformat import v4
 
 from autograder import documents
 
-from . import cells, checks, graded_cells, literals, prose
+from . import cells, graded_cells, helper, literals, prose
 from .collect import Case
 from .sources import ModuleSource, read_module
 
@@ -32,14 +31,13 @@ def setup_source(imports: list[str]) -> str:
 
 
 def helper_source(course, steps: list[str]) -> str:
-    text = inspect.getsource(checks).rstrip()
+    """The checking helper cell: the feedback package and the runner (``helper.py``), then this notebook's
+    tolerances."""
     tolerances = {}
     for step in steps:
         t = course.tolerances(step)
         tolerances[step] = ((t.float32.rtol, t.float32.atol), (t.float64.rtol, t.float64.atol))
-    entries = "".join(f"\n    {step!r}: {value}," for step, value in tolerances.items())
-    return (f"# The checking helper (locked): what the test cells call.\n{text}\n\n\n"
-            f"TOLERANCES.update({{{entries}\n}})")
+    return helper.helper_source(tolerances)
 
 
 def build_notebook(course, module: str, solutions: Path, cases: dict[tuple[str, str], list[Case]]) -> nbformat.NotebookNode:
