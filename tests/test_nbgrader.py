@@ -150,7 +150,7 @@ def test_helper_cell_is_the_feedback_package_and_the_runner_and_setup_silences_w
 
 
 def test_the_helper_runs_with_torch_and_the_standard_library_only():
-    code = notebooks.helper_source(COURSE, list(COURSE.steps))
+    code = notebooks.helper_source(COURSE, list(COURSE.steps), "attention_data.pt")
     imports = {alias.name.split(".")[0] for node in ast.walk(ast.parse(code)) if isinstance(node, ast.Import)
                for alias in node.names}
     imports |= {node.module.split(".")[0] for node in ast.walk(ast.parse(code))
@@ -158,8 +158,58 @@ def test_the_helper_runs_with_torch_and_the_standard_library_only():
     assert imports <= {"torch", "math", "re", "builtins", "base64", "dataclasses", "os", "traceback"}, imports
     namespace: dict = {"__name__": "__main__"}
     exec(compile(code, "checking_helper", "exec"), namespace)  # noqa: S102 - our own code
+    assert namespace["DATA_FILE"] == "attention_data.pt"
     assert namespace["TOLERANCES"][BUG_STEP][0] == (COURSE.tolerances(BUG_STEP).float32.rtol,
                                                     COURSE.tolerances(BUG_STEP).float32.atol)
+
+
+def test_long_tensors_of_open_cases_go_to_the_data_file_and_read_back(tmp_path, monkeypatch):
+    from autograder.nbgrader_course import literals  # noqa: PLC0415
+    import torch  # noqa: PLC0415
+
+    g = torch.Generator().manual_seed(0)
+    long, small = torch.randn(10, 10, generator=g), torch.randn(2, 3, generator=g)
+    data = literals.DataFile("attention_data.pt")
+    with literals.storing(data):
+        written = {"long": literals.tensor(long), "again": literals.tensor(long.clone()), "small": literals.tensor(small),
+                   "arange": literals.tensor(torch.arange(12, dtype=torch.int64).reshape(3, 4)),
+                   "eye": literals.tensor(torch.eye(9, dtype=torch.float64)),
+                   "full": literals.tensor(torch.full((4, 5), -float("inf"))), "empty": literals.tensor(torch.zeros(0, 3))}
+    hidden = literals.tensor(long)  # outside `storing`: a hidden case's, in its cell
+    assert written["long"].startswith('D("float32[10,10]:') and written["again"] == written["long"] and len(data.tensors) == 1
+    assert written["small"].startswith("T([[") and hidden.startswith('B("float32", [10, 10]')
+    assert written["arange"] == 'torch.arange(12, dtype=torch.int64).reshape([3, 4])'
+    assert written["eye"] == "torch.eye(9, dtype=torch.float64)"
+    assert written["full"] == 'torch.full([4, 5], -float("inf"))' and written["empty"] == "torch.empty([0, 3])"
+    assert data.save(tmp_path) == tmp_path / "attention_data.pt"
+    assert literals.DataFile("none.pt").save(tmp_path) is None  # no file when no tensor needs one
+    namespace: dict = {"__name__": "__main__"}
+    exec(notebooks.helper_source(COURSE, [], "attention_data.pt"), namespace)  # noqa: S102 - our own code
+    monkeypatch.chdir(tmp_path)  # a kernel runs in the notebook's folder
+    for name, text in written.items():
+        value = eval(text, namespace)  # noqa: S307 - our own literal
+        source = {"long": long, "again": long, "small": small}.get(name)
+        if source is not None:
+            assert torch.equal(value, source) and value.dtype == source.dtype
+    assert torch.equal(eval(hidden, namespace), long)  # noqa: S307
+
+
+def open_part(cell) -> str:
+    return cell.source.partition("### BEGIN HIDDEN TESTS")[0]
+
+
+def test_notebooks_stay_small_simple_tensors_are_expressions(source):
+    """Released notebooks stay small: a 100x100 tensor of ones is `torch.ones([100, 100])`, not 173 KB of
+    base64; no test cell's open part (what students get) holds more than 20 KB, nor any B(...) blob."""
+    dropout = {nbgrader_meta(c).get("grade_id"): c.source for c in notebook(source, "causal_attention").cells}
+    assert "x=torch.ones([100, 100])," in dropout["test_apply_dropout_properties"]
+    assert "x=torch.ones([6, 6])," in dropout["test_apply_dropout_properties"]
+    for module in COURSE.modules:
+        for cell in notebook(source, module).cells:
+            if cell.cell_type == "code" and nbgrader_meta(cell).get("grade_id") != "checking_helper":
+                assert len(open_part(cell)) < 20_000, (module, nbgrader_meta(cell).get("grade_id"))
+                assert 'B("' not in open_part(cell)  # long tensors of open cases: in the data file (D)
+    assert sum((source / f"{m}.ipynb").stat().st_size for m in COURSE.modules) < 900_000
 
 
 def test_visible_cases_in_the_open_hidden_cases_between_markers(source):
@@ -285,13 +335,32 @@ def nbgrader(*args: str, cwd: Path, env: dict, timeout: float) -> subprocess.Com
     return result
 
 
+#: a file beside the source notebooks, as the data file is: nbgrader must copy it to release/ and autograded/
+BESIDE = "probe_data.pt"
+
+
 @pytest.fixture(scope="module")
 def released(course_dir, tmp_path_factory) -> tuple[Path, dict]:
     if not NBGRADER.exists():
         pytest.skip("nbgrader is not installed (pip install -e '.[test]')")
     env = jupyter_env(tmp_path_factory.mktemp("jupyter"))
+    (course_dir / "source" / ASSIGNMENT / BESIDE).write_bytes(b"the master copy")
     nbgrader("generate_assignment", ASSIGNMENT, cwd=course_dir, env=env, timeout=600)
     return course_dir / "release" / ASSIGNMENT, env
+
+
+def test_a_file_beside_the_notebooks_is_released(released):
+    release, _ = released
+    assert (release / BESIDE).read_bytes() == b"the master copy"
+
+
+def test_released_notebooks_stay_small(released):
+    release, _ = released
+    for module in COURSE.modules:
+        for cell in notebook(release, module).cells:
+            if cell.cell_type == "code" and nbgrader_meta(cell).get("grade_id") != "checking_helper":
+                assert len(cell.source) < 20_000, (module, nbgrader_meta(cell).get("grade_id"))
+        assert (release / f"{module}.ipynb").stat().st_size < 200_000, module
 
 
 def test_release_holds_no_solution_and_no_hidden_test(released, source):
@@ -339,6 +408,10 @@ def submit(course_dir: Path, source: Path, release: Path) -> None:
         folder = course_dir / "submitted" / student / ASSIGNMENT
         folder.mkdir(parents=True)
         (folder / "timestamp.txt").write_text(STAMPS[student])
+        if student == "patcher":
+            (folder / BESIDE).write_bytes(b"forged")
+        elif student != "stubs":
+            (folder / BESIDE).write_bytes((release / BESIDE).read_bytes())
         patched = False
         for module in COURSE.modules:
             nb = notebook(release, module)
@@ -370,6 +443,14 @@ def gradebook(released, course_dir, source):
             lost = {g.name: g.max_score - g.score for nb in sub.notebooks for g in nb.grades if g.score < g.max_score}
             scores[student] = (sub.score, sub.max_score, lost)
     return scores
+
+
+@pytest.mark.slow
+def test_autograde_uses_the_master_copy_of_a_file_beside_the_notebooks(gradebook, course_dir):
+    """The data file: nbgrader autograde puts the source's copy beside each student's notebooks, over any a
+    student handed in (the "stubs" student hands in none, "patcher" a forged one)."""
+    for student in STUDENTS:
+        assert (course_dir / "autograded" / student / ASSIGNMENT / BESIDE).read_bytes() == b"the master copy"
 
 
 @pytest.mark.slow

@@ -33,6 +33,9 @@ from autograder.feedback.tolerance import Tolerance, tolerance_for_output
 #: per step: ((rtol, atol) for float32, (rtol, atol) for float64); the notebook fills it in
 TOLERANCES = {}
 DEFAULT_TOLERANCE = ((1e-4, 1e-5), (1e-7, 1e-9))
+#: the file beside the notebooks holding the tensors too long to write out (``D``); the notebook names it
+DATA_FILE = "data.pt"
+_DATA = {}
 
 
 class CheckFailed(AssertionError):
@@ -43,6 +46,13 @@ class CheckFailed(AssertionError):
 def T(values, dtype="float32"):
     """A tensor written out in the cell: ``T([[0.43, 0.15], [0.55, 0.87]])``."""
     return torch.tensor(values, dtype=getattr(torch, dtype))
+
+
+def D(key):
+    """A tensor from the data file beside the notebook (a dict of tensors, written by ``torch.save``)."""
+    if not _DATA:
+        _DATA.update(torch.load(DATA_FILE, weights_only=True))
+    return _DATA[key].clone()
 
 
 def B(dtype, shape, data):

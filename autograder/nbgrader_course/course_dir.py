@@ -2,6 +2,7 @@
 
     DIR/nbgrader_config.py
     DIR/source/<assignment>/<module>.ipynb     one notebook per module of course.yml
+    DIR/source/<assignment>/<assignment>_data.pt   the long tensors of the cases in the open (torch.save)
 
 From there nbgrader takes over: ``nbgrader generate_assignment`` writes the students' copy into
 ``release/``, ``nbgrader autograde`` grades ``submitted/<student>/<assignment>/``.
@@ -18,6 +19,7 @@ from autograder.grade.suite_runner import validate_suites
 from autograder.grading.reference import Reference
 
 from .collect import collect_cases
+from .literals import DataFile
 from .notebooks import build_notebook
 
 #: seconds nbgrader gives one cell; GPT-2 small's hidden cases are the slowest, at a few seconds
@@ -75,15 +77,18 @@ def write_course(course_file: Path, dest: Path, assignment: str | None = None, f
         shutil.rmtree(folder)
     folder.mkdir(parents=True)
     written = {}
+    data = DataFile(f"{assignment}_data.pt")
     for module in course.modules:
-        nb = build_notebook(course, module, solutions, cases)
+        nb = build_notebook(course, module, solutions, cases, data)
         nbformat.validate(nb)
         path = folder / f"{module}.ipynb"
         nbformat.write(nb, str(path))
         written[module] = sum(c.metadata["nbgrader"].get("points", 0) for c in nb.cells
                               if c.metadata.get("nbgrader", {}).get("grade"))
+    # beside the notebooks: generate_assignment copies it into release/, autograde into autograded/
+    data_path = data.save(folder)
     config = dest / "nbgrader_config.py"
     if force or not config.exists():  # an instructor's own edits survive a regeneration without --force
         config.write_text(config_text(course.unit), encoding="utf-8")
-    return {"config": config, "assignment": assignment, "folder": folder, "points": written,
+    return {"config": config, "assignment": assignment, "folder": folder, "points": written, "data": data_path,
             "total": course.max_points()}

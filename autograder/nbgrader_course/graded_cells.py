@@ -156,8 +156,13 @@ def dropout_call(case: Case, target: str) -> str:
     return _call("check_dropout", target, case, items)
 
 
-def case_code(case: Case) -> list[str]:
-    """The lines that check one case."""
+def case_code(case: Case, data: literals.DataFile | None = None) -> list[str]:
+    """The lines that check one case; a case in the open puts its long tensors into ``data``."""
+    with literals.storing(data if case.public else None):
+        return _case_code(case)
+
+
+def _case_code(case: Case) -> list[str]:
     target = case.step.split(".", 1)[1]
     judge, kind = case.spec.get("judge", "equal"), case.spec["request"]["kind"]
     if judge == "parameters":
@@ -171,8 +176,9 @@ def case_code(case: Case) -> list[str]:
     return [function_call(case, target)]
 
 
-def count_cell(step: str, count: str, points: float, cases: list[Case]) -> str:
-    """The source of the test cell of one count: document cases in the open, the rest hidden."""
+def count_cell(step: str, count: str, points: float, cases: list[Case], data: literals.DataFile | None = None) -> str:
+    """The source of the test cell of one count: document cases in the open (their long tensors in
+    ``data``, the file beside the notebooks), the rest hidden (theirs in the cell: the file is released)."""
     what = COUNT_WORDS.get(count, count)
     plural = "point" if points == 1 else "points"
     lines = [f"# {step} [{count}], {points:g} {plural}: {what}."]
@@ -181,10 +187,10 @@ def count_cell(step: str, count: str, points: float, cases: list[Case]) -> str:
     if not shown:
         lines.append("# Its cases are hidden: they run when your notebook is graded.")
     for case in shown:
-        lines += case_code(case)
+        lines += case_code(case, data)
     if hidden:
         lines.append(BEGIN_HIDDEN)
         for case in hidden:
-            lines += case_code(case)
+            lines += case_code(case, data)
         lines.append(END_HIDDEN)
     return "\n".join(lines)
