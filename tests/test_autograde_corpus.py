@@ -107,3 +107,13 @@ def test_a_hang_and_an_exit_cost_only_their_steps(graded):
     assert "ran out of its time limit" in tests["simple_attention.attention_scores gradients"]["output"]
     assert "ended the worker process" in tests["simple_attention.normalize_sum values"]["output"]
     assert tests["simple_attention.softmax_naive values"]["status"] == "passed"
+
+
+def test_each_misconception_is_named(graded):
+    """The corpus entries with a ``likely`` key: their feedback names that misconception (issue 10's four, and
+    the frozen weight that passed before)."""
+    named = {name: spec["likely"] for name, spec in MANIFEST.items() if spec.get("likely")}
+    assert len(named) >= 5
+    for name, phrase in named.items():
+        text = "\n".join(t["output"] for t in load(graded, name)["tests"] if t["status"] == "failed")
+        assert phrase in text, f"{name}: no {phrase!r} in its feedback"

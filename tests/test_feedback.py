@@ -218,10 +218,17 @@ BUGS = {
     "raises": ("trainable_attention", [("return torch.softmax(attn_scores / d_k**0.5, dim=-1)",
                                         "raise ValueError(f'd_k={d_k} is odd')")],
                ["trainable_attention.scaled_attention_weights"]),
+    "frozen weights": ("trainable_attention", [("    W_query = nn.Parameter(torch.rand(d_in, d_out))\n",
+                                                "    W_query = nn.Parameter(torch.rand(d_in, d_out), requires_grad=False)\n")],
+                       ["trainable_attention.init_qkv"]),
+    "scaled by the number of tokens": ("trainable_attention", [("attn_scores / d_k**0.5", "attn_scores / attn_scores.shape[-1] ** 0.5")],
+                                       ["trainable_attention.scaled_attention_weights"]),
 }
 #: a line each bug's feedback must hold on both paths (so that equal messages are not equally empty)
 SAYS = {
     "no scaling": "likely: forgot the 1/sqrt(d_k) scaling",
+    "frozen weights": "output[0] is frozen (requires_grad=False)",
+    "scaled by the number of tokens": "likely: scaled by sqrt(number of tokens) instead of sqrt(d_k)",
     "softmax over dim 0": "likely: softmax over dim 0 (columns) instead of the last dim",
     "transposed output": "likely: your result is the transpose of the expected one",
     "rows not normalized": "likely: your rows do not sum to 1",

@@ -33,6 +33,11 @@ def should_be_parameter(index: int) -> str:
     return f"output[{index}] should be an nn.Parameter (so that training can update it)"
 
 
+def frozen_parameter(index: int) -> str:
+    return (f"output[{index}] is frozen (requires_grad=False), so training could never update it: "
+            "leave requires_grad at its default")
+
+
 def nothing_raised(wanted: str) -> str:
     return f"expected {wanted} for these arguments, but nothing was raised"
 

@@ -79,6 +79,8 @@ def judge_equal(case: dict, expected: dict, got: dict, tol: Tolerance, public: b
         for i, (fe, fg) in enumerate(zip(facts_e, facts_g or [])):
             if fe and fe.get("parameter") and not (fg or {}).get("parameter"):
                 lines.append(messages.should_be_parameter(i))
+            elif fe and fe.get("requires_grad") and not (fg or {}).get("requires_grad"):
+                lines.append(messages.frozen_parameter(i))
     changed = mutated(case, got)
     if changed:
         names = [case.get("arg_names", [])[i] if i < len(case.get("arg_names", [])) else f"argument {i}" for i in changed]

@@ -25,8 +25,8 @@ from autograder.feedback.compare import compare_values
 from autograder.feedback.describe import kind_of
 from autograder.feedback.dropout import dropout_problems
 from autograder.feedback.gradients import NO_SUCH_PARAMETER, after_output, backward_state, gradient_problems
-from autograder.feedback.messages import (NOT_ATTEMPTED, modified_in_place, nothing_raised, raised,
-                                          should_be_parameter, wrong_exception)
+from autograder.feedback.messages import (NOT_ATTEMPTED, frozen_parameter, modified_in_place, nothing_raised,
+                                          raised, should_be_parameter, wrong_exception)
 from autograder.feedback.parameters import parameter_problems
 from autograder.feedback.tolerance import Tolerance, tolerance_for_output
 
@@ -213,6 +213,8 @@ def check_function(fn, step, count, *, case, args, names=None, kwargs=None, seed
         got = output[i] if isinstance(output, (tuple, list)) and i < len(output) else None
         if must and type(got) is not torch.nn.Parameter:
             lines.append(should_be_parameter(i))
+        elif must and not got.requires_grad:
+            lines.append(frozen_parameter(i))
     changed = [names[i] for i, before in snapshots.items() if _changed(before, args[i])]
     if changed:
         lines.append(modified_in_place(changed))

@@ -5,7 +5,7 @@ import torch
 
 
 def attention(x, Wq, Wk, Wv, *, scale="sqrt", causal=False, dim=-1, mask_after_softmax=False, swap_qk=False,
-              bq=None, bk=None, bv=None):
+              bq=None, bk=None, bv=None, context_length=None):
     """Attention with weights given as [d_in, d_out] matrices, optionally done wrong in one way."""
     q, k, v = x @ Wq, x @ Wk, x @ Wv
     if bq is not None:
@@ -16,9 +16,11 @@ def attention(x, Wq, Wk, Wv, *, scale="sqrt", causal=False, dim=-1, mask_after_s
     d_k = k.shape[-1]
     T = scores.shape[-1]
     future = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
+    if context_length is not None:  # the mask of context_length, sliced from its top-right corner
+        future = torch.triu(torch.ones(context_length, context_length, dtype=torch.bool), diagonal=1)[:T, -T:]
     if causal and not mask_after_softmax:
         scores = scores.masked_fill(future, -torch.inf)
-    divisor = {"sqrt": d_k**0.5, "none": 1.0, "d_k": float(d_k)}[scale]
+    divisor = {"sqrt": d_k**0.5, "none": 1.0, "d_k": float(d_k), "tokens": T**0.5}[scale]
     weights = torch.softmax(scores / divisor, dim=dim)
     if causal and mask_after_softmax:
         weights = weights.masked_fill(future, 0.0)
@@ -34,6 +36,7 @@ def v1_mistakes() -> dict:
         "divided the scores by d_k instead of sqrt(d_k)": run(scale="d_k"),
         "softmax over the wrong dim (columns instead of rows)": run(dim=-2),
         "queries and keys swapped (keys @ queries.T)": run(swap_qk=True),
+        "scores scaled by sqrt(number of tokens) instead of sqrt(d_k)": run(scale="tokens"),
     }
 
 
@@ -41,7 +44,7 @@ def _linear(p, name):
     return p[f"{name}.weight"].T, p.get(f"{name}.bias")
 
 
-def linear_mistakes(causal: bool, prefix: str = "") -> dict:
+def linear_mistakes(causal: bool, prefix: str = "", context_length: int | None = None) -> dict:
     def run(**kw):
         def fn(p, x):
             (q, bq), (k, bk), (v, bv) = (_linear(p, prefix + n) for n in ("W_query", "W_key", "W_value"))
@@ -54,7 +57,12 @@ def linear_mistakes(causal: bool, prefix: str = "") -> dict:
         "forgot the 1/sqrt(d_k) scaling": run(scale="none"),
         "divided the scores by d_k instead of sqrt(d_k)": run(scale="d_k"),
         "softmax over the wrong dim (columns instead of rows)": run(dim=-2),
+        "scores scaled by sqrt(number of tokens) instead of sqrt(d_k)": run(scale="tokens"),
     }
+    if causal and context_length is not None:
+        found["the mask is sliced from the wrong corner of the context_length mask (mask[:T, -T:]): rows with "
+              "every entry masked give NaN when T < context_length; slice mask[:num_tokens, :num_tokens]"] = \
+            run(context_length=context_length)
     if causal:
         found["no causal mask: tokens attend to the future"] = lambda p, x: _no_mask(p, x, prefix)
         found["masked after the softmax without renormalizing the rows"] = run(mask_after_softmax=True)
@@ -74,6 +82,7 @@ def scaled_weight_mistakes(d_k) -> dict:
         "divided by d_k instead of sqrt(d_k)": lambda s, d: torch.softmax(s / d, dim=-1),
         "scaled after the softmax instead of before": lambda s, d: torch.softmax(s, dim=-1) / d**0.5,
         "softmax over the first dim instead of the last": lambda s, d: torch.softmax(s / d**0.5, dim=0),
+        "scaled by sqrt(number of tokens) instead of sqrt(d_k)": lambda s, d: torch.softmax(s / s.shape[-1]**0.5, dim=-1),
     }
 
 

@@ -114,8 +114,8 @@ class _CausalModule:
     def init(self, d_in=3, d_out=None, context_length=6, dropout=0.0, extra=None):
         return [d_in, d_out or self.d_out, context_length, dropout, *(extra if extra is not None else self.extra_init)]
 
-    def mistakes(self):
-        return linear_mistakes(causal=True, prefix=self.prefix)
+    def mistakes(self, context_length: int | None = None):
+        return linear_mistakes(causal=True, prefix=self.prefix, context_length=context_length)
 
     def test_parameters(self, check):
         check.parameters(self.init(), seed=123, case="book sizes after torch.manual_seed(123)", public=True)
@@ -125,7 +125,7 @@ class _CausalModule:
                      case="book batch (2, 6, 3), dropout 0.0", mistakes=self.mistakes())
         x = documents.wars_inputs().unsqueeze(0)
         check.module(self.init(), x, seed=123, grad=grad, public=True,
-                     case="'wars' input (1, 5, 3): shorter than context_length 6", mistakes=self.mistakes())
+                     case="'wars' input (1, 5, 3): shorter than context_length 6", mistakes=self.mistakes(6))
 
     def test_forward(self, check):
         self._forward(check, False)
@@ -138,7 +138,10 @@ class _CausalModule:
         # dropout in the wrong place (or applied twice, or not at all) changes the output.
         check.module(self.init(dropout=0.5), book_batch(), seed=123, train=True, forward_seed=2024, grad=True,
                      case="training mode, dropout 0.5")
-        check.module(self.init(dropout=0.5), book_batch(), seed=123, train=False, case="eval mode: dropout is off")
+        # dropout that ignores eval() gives the reference's own training-mode answer: same seed, same mask
+        check.module(self.init(dropout=0.5), book_batch(), seed=123, train=False, case="eval mode: dropout is off",
+                     mistakes={"dropout is applied in eval mode too: it must follow self.training (nn.Dropout, or "
+                               "F.dropout(..., training=self.training))": {"train": True}})
 
     def random_sizes(self):
         # (d_in, d_out, context_length, T, batch, seed): square d_in == d_out, T < context_length, batch 1 and 3
@@ -150,7 +153,7 @@ class _CausalModule:
             x = rand(b, T, d_in, seed=seed)
             check.parameters(init, seed=seed, case=f"d_in={d_in}, d_out={d_out}, context_length={ctx}")
             check.module(init, x, seed=seed, grad=True, case=f"d_in={d_in}, d_out={d_out}, T={T} of {ctx}, batch {b}",
-                         mistakes=self.mistakes())
+                         mistakes=self.mistakes(ctx))
         init = self.init(d_in=4, d_out=self.d_out * 2, context_length=5)
         check.module(init, rand(2, 5, 4, seed=140), seed=140, init_kwargs={"qkv_bias": True}, grad=True,
                      case="qkv_bias=True")

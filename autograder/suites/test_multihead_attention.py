@@ -11,7 +11,7 @@ class TestMultiHeadAttentionWrapper(_CausalModule):
     extra_init = [2]  # num_heads, as in the book
     prefix = "heads.0."
 
-    def mistakes(self):
+    def mistakes(self, context_length=None):
         return {}  # a head's own mistakes are CausalAttention's; the wrapper is graded with a correct head
 
 
@@ -20,12 +20,15 @@ class TestMultiHeadAttention(_CausalModule):
     extra_init = [2]
     d_out = 4  # divisible by num_heads=2
 
-    def mistakes(self):
-        def no_out_proj(p, x):
-            ref = _mha(p, x, heads=2, out_proj=False)
-            return ref
-        return {"out_proj is created but never applied": no_out_proj,
-                "heads not merged back in the right order (transpose before view missing)": lambda p, x: _mha(p, x, heads=2, bad_merge=True)}
+    def mistakes(self, context_length=None):
+        return {"out_proj is created but never applied": lambda p, x: _mha(p, x, heads=2, out_proj=False),
+                "heads not merged back in the right order (transpose before view missing)":
+                    lambda p, x: _mha(p, x, heads=2, merge="view"),
+                "heads merged with permute in the wrong order (permute(2, 0, 1, 3): batch and tokens swapped, "
+                "which shows only with a batch of more than one): use .transpose(1, 2) or permute(0, 2, 1, 3)":
+                    lambda p, x: _mha(p, x, heads=2, merge="permute"),
+                "scores scaled by sqrt(number of tokens) instead of sqrt(head_dim)":
+                    lambda p, x: _mha(p, x, heads=2, scale="tokens")}
 
     def test_errors(self, check):
         check.raises("ValueError", [3, 5, 6, 0.0, 2], case="d_out=5 is not divisible by num_heads=2", public=True)
@@ -40,7 +43,7 @@ class TestMultiHeadAttention(_CausalModule):
         check.module([12, 12, 8, 0.0, 4], x, seed=160, grad=True, case="12 dims, 4 heads of 3")
 
 
-def _mha(p, x, heads, out_proj=True, bad_merge=False):
+def _mha(p, x, heads, out_proj=True, merge="transpose", scale="head_dim"):
     b, T, _ = x.shape
     q = x @ p["W_query.weight"].T
     k = x @ p["W_key.weight"].T
@@ -55,9 +58,10 @@ def _mha(p, x, heads, out_proj=True, bad_merge=False):
 
     q, k, v = split(q), split(k), split(v)
     scores = (q @ k.transpose(2, 3)).masked_fill(torch.triu(torch.ones(T, T, dtype=torch.bool), 1), -torch.inf)
-    w = torch.softmax(scores / hd**0.5, dim=-1)
+    w = torch.softmax(scores / (hd if scale == "head_dim" else T) ** 0.5, dim=-1)
     ctx = w @ v
-    ctx = ctx.contiguous().view(b, T, d_out) if bad_merge else ctx.transpose(1, 2).contiguous().view(b, T, d_out)
+    ctx = {"transpose": ctx.transpose(1, 2), "view": ctx, "permute": ctx.permute(2, 0, 1, 3)}[merge]
+    ctx = ctx.contiguous().view(b, T, d_out)
     if out_proj:
         ctx = ctx @ p["out_proj.weight"].T + p["out_proj.bias"]
     return ctx
