@@ -24,7 +24,7 @@ def main() -> None:
 @click.option("--step", "steps", multiple=True, help="Only this step (module.name) or module; repeatable.")
 def check(path: Path, as_json: bool, steps: tuple[str, ...]) -> None:
     """Check your exercises (default ./exercises) against the public cases of the course documents."""
-    from autograder.grading.zygote import LocalZygote  # noqa: PLC0415 - imports torch
+    from autograder.grading.zygote_client import LocalZygote  # noqa: PLC0415 - imports torch
 
     import difflib  # noqa: PLC0415
 
@@ -86,7 +86,7 @@ def assign(course_file: Path) -> None:
     click.echo(f"wrote {len(summary['files'])} exercise files and {summary['public_cases']} public cases")
 
 
-from autograder.grade.command import autograde_command  # noqa: E402
+from autograder.autograde.command import autograde_command  # noqa: E402
 
 main.add_command(autograde_command)
 

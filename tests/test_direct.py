@@ -9,7 +9,7 @@ import shutil
 
 import pytest
 
-from autograder.grade.session import Grader
+from autograder.autograde.session import Grader
 
 from .conftest import CORPUS, ROOT
 

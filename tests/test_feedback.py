@@ -260,7 +260,7 @@ def public_cases():
 def grade_check_way(case: dict, spec: dict, module: types.ModuleType) -> str | None:
     """The feedback ``grade check`` gives (autograder/check/run.py): the worker's runtime, then the judge."""
     from autograder.grading import judge  # noqa: PLC0415
-    from autograder.grading.check import Tolerances  # noqa: PLC0415
+    from autograder.grading.cases import Tolerances  # noqa: PLC0415
     from autograder.grading.verdict import StepFailure  # noqa: PLC0415
     from autograder.worker import runtime  # noqa: PLC0415
 

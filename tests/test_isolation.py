@@ -31,7 +31,7 @@ def test_namespaces_work_when_the_interpreter_lives_under_tmp(tmp_path):
     """A venv under /tmp (a CI checkout there) is allow-listed under the sandbox's own /tmp."""
     site = tmp_path / "venv" / "lib" / "python3.11" / "site-packages"
     site.mkdir(parents=True)
-    code = ("import sys; from autograder.worker import sandbox; "
+    code = ("import sys; from autograder.worker import confine as sandbox; "
             f"plan = sandbox.plan_for_zygote(1_999_000, [{str(site)!r}]); print(plan.level); print(plan.reason)")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
@@ -68,7 +68,7 @@ def test_a_reused_worker_gets_each_step_s_cpu_budget_within_the_submission_s():
     import math
     import resource
 
-    from autograder.worker import sandbox
+    from autograder.worker import confine as sandbox
 
     pid = os.fork()
     if pid == 0:  # pragma: no cover - child

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from autograder.course import load_course
-from autograder.nbgrader_course import checks, helper, notebooks
+from autograder.nbgrader_course import cell_runner, helper, notebooks
 from autograder.nbgrader_course.sources import read_module
 
 from .conftest import ROOT, run_grade
@@ -131,8 +131,8 @@ def test_solution_cells_hold_the_reference_between_markers(source):
 def test_helper_cell_is_the_feedback_package_and_the_runner_and_setup_silences_warnings(source):
     """The helper is the feedback package's own modules, then checks.py, each pasted whole but for the imports
     of one another: the words of a failure are the judge's, by the same functions."""
-    pasted = helper.pasted([*helper.feedback_modules(), checks.__name__])
-    assert [name for name, _ in pasted][-1] == checks.__name__
+    pasted = helper.pasted([*helper.feedback_modules(), cell_runner.__name__])
+    assert [name for name, _ in pasted][-1] == cell_runner.__name__
     assert {name.rsplit(".", 1)[1] for name, _ in pasted[:-1]} == {
         p.stem for p in (ROOT / "autograder" / "feedback").glob("*.py") if p.stem != "__init__"}
     for module in COURSE.modules:
@@ -231,7 +231,7 @@ def test_visible_cases_in_the_open_hidden_cases_between_markers(source):
 
 def test_test_cells_are_calls_of_the_checks_only(source):
     """No test cell ends in a value: nbgrader would read a number as partial credit."""
-    names = {n for n, _ in inspect.getmembers(checks, inspect.isfunction) if n.startswith("check_")}
+    names = {n for n, _ in inspect.getmembers(cell_runner, inspect.isfunction) if n.startswith("check_")}
     for module in COURSE.modules:
         for cell in notebook(source, module).cells:
             if nbgrader_meta(cell).get("grade"):

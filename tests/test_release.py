@@ -94,9 +94,9 @@ def test_no_hidden_suite_no_solutions_no_instructor_module(release):
 def every_case():
     """Every case the suites evaluate on the reference, hidden ones included: (case, expected, public)."""
     from autograder.course import load_course
-    from autograder.grade.plugin import GradingPlugin
-    from autograder.grade.suite_runner import run_suites
-    from autograder.grading import check as check_module
+    from autograder.autograde.plugin import GradingPlugin
+    from autograder.autograde.suite_runner import run_suites
+    from autograder.grading import cases as check_module
     from autograder.grading.reference import Reference
 
     course = load_course(ROOT / "course.yml")
@@ -160,11 +160,11 @@ def test_only_public_cases_are_shipped(release, every_case):
 def test_grade_check_closure_refuses_instructor_only_modules(tmp_path):
     root = tmp_path / "autograder"
     for rel, text in {"__init__.py": "", "cli.py": "", "worker/__init__.py": "", "check/__init__.py": "",
-                      "check/run.py": "def f():\n    from autograder.grade.session import Grader\n",
+                      "check/run.py": "def f():\n    from autograder.autograde.session import Grader\n",
                       "grade/__init__.py": "", "grade/session.py": ""}.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text)
-    with pytest.raises(ReleaseError, match="autograder.grade"):
+    with pytest.raises(ReleaseError, match="autograder.autograde"):
         closure(student_cli((ROOT / "autograder" / "cli.py").read_text()), root)
 
 
@@ -201,7 +201,7 @@ def test_the_archive_is_byte_identical_across_builds(tmp_path):
 
 
 def test_source_date_epoch_sets_every_timestamp(tmp_path, monkeypatch):
-    from autograder.release.archive import write_zip
+    from autograder.release.reproducible_zip import write_zip
 
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")
     a = write_zip(tmp_path / "a.zip", [("b", b"2"), ("a", b"1")])
@@ -236,7 +236,7 @@ def test_the_bundle_installs_and_checks_without_the_instructor_repo(release, tmp
                               timeout=600)
 
     probe = python("-c", "import autograder, torch; print(autograder.__file__)\n"
-                   "for m in ('autograder.suites', 'autograder.grade', 'autograder.assign', 'autograder.course',"
+                   "for m in ('autograder.suites', 'autograder.autograde', 'autograder.assign', 'autograder.course',"
                    " 'autograder.grading.reference', 'solutions'):\n"
                    "    try:\n        __import__(m)\n    except ImportError:\n        pass\n"
                    "    else:\n        raise SystemExit(f'{m} is importable')\n", cwd=tmp_path)

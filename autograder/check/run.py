@@ -5,11 +5,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from autograder.grading import judge as judges
-from autograder.grading.check import Tolerances
+from autograder.grading.cases import Tolerances
 from autograder.grading.runner import SubmissionRunner
 from autograder.grading.tensors import Tolerance
 from autograder.grading.verdict import FAILED, NOT_ATTEMPTED, PASSED
-from autograder.grading.zygote import Zygote
+from autograder.grading.zygote_client import Zygote
 
 
 #: a step whose check failed while a step it builds on fails too: not counted as the student's error here

@@ -3,7 +3,7 @@
 One package, used on every path a submission can take: ``grade check`` and the hidden suites judge a
 worker's answer with it (``autograder/grading/judge.py``), and the nbgrader notebooks carry its source
 in their checking helper cell (``grade nbgrader`` pastes these modules in, then the notebook-specific
-runner, ``autograder/nbgrader_course/checks.py``). The same wrong answer therefore gets the same lines,
+runner, ``autograder/nbgrader_course/cell_runner.py``). The same wrong answer therefore gets the same lines,
 and the same points, wherever it is graded.
 
 Rules that keep the modules pasteable into a notebook cell:

@@ -5,7 +5,7 @@ import tomllib
 from pathlib import Path
 
 from autograder.course import load_course
-from autograder.release.archive import tree_entries, write_zip
+from autograder.release.reproducible_zip import tree_entries, write_zip
 from autograder.release.pins import installed_closure, requirement_name, requirements_txt
 
 from .scripts import RUN_AUTOGRADER, SETUP_SH

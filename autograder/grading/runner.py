@@ -10,7 +10,7 @@ from autograder.worker import tempdirs
 from .dependencies import StandinPolicy
 from .per_request import PerRequest
 from .workers import WorkerError
-from .zygote import Zygote
+from .zygote_client import Zygote
 
 
 def limit_error(exc: WorkerError) -> dict:

@@ -14,7 +14,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import archive, notebook
+from . import notebook, unzip
 
 IGNORED_DIRS = {"__MACOSX", "__pycache__", ".ipynb_checkpoints", ".git"}
 #: files that would configure an interpreter or a test run; the grader never reads them, nor copies them
@@ -161,7 +161,7 @@ def stage(source: Path, name: str, staging: Path, modules: list[str], steps: dic
         if source.suffix.lower() == ".zip" and source.is_file():
             unpacked = Path(tempfile.mkdtemp(prefix="unzip-", dir=staging))
             try:
-                notes = archive.extract(source, unpacked)
+                notes = unzip.extract(source, unpacked)
                 root, problem = find_root(unpacked, modules)
                 if problem:
                     return Staged(name, None, notes=notes, problem=f"{source.name}: {problem}")
@@ -183,7 +183,7 @@ def stage(source: Path, name: str, staging: Path, modules: list[str], steps: dic
             staged = copy_modules(root, dest, modules, steps)
         else:
             return Staged(name, None, problem=f"{source.name}: expected a folder, a .zip archive or a notebook")
-    except archive.ArchiveError as exc:
+    except unzip.ArchiveError as exc:
         return Staged(name, None, problem=str(exc))
     for path in [dest, *dest.iterdir()]:
         os.chmod(path, 0o755 if path.is_dir() else 0o644)

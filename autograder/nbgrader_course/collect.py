@@ -10,9 +10,9 @@ from dataclasses import dataclass
 
 import pytest
 
-from autograder.grade.plugin import GradingPlugin, item_key, tolerances_for
-from autograder.grade.suite_runner import run_suites
-from autograder.grading.check import Check
+from autograder.autograde.plugin import GradingPlugin, item_key, tolerances_for
+from autograder.autograde.suite_runner import run_suites
+from autograder.grading.cases import Check
 from autograder.grading.verdict import PASSED
 from autograder.worker import runtime
 

@@ -1,7 +1,7 @@
 """The source of the notebooks' locked "checking helper" cell.
 
 It is ``autograder.feedback``'s own modules (the words and numbers every grading path uses), in the
-order they import one another, then the notebook's runner (``checks.py``), each pasted as it is but
+order they import one another, then the notebook's runner (``cell_runner.py``), each pasted as it is but
 for its ``from __future__`` import and its imports of the feedback package, which would fail in a
 notebook and are not needed there: the cell is one namespace. Then the course's tolerances and the
 name of the data file. The result depends on torch and the standard library only.
@@ -13,7 +13,7 @@ import importlib
 import inspect
 from pathlib import Path
 
-from . import checks
+from . import cell_runner
 
 PACKAGE = "autograder.feedback"
 FEEDBACK_DIR = Path(__file__).resolve().parent.parent / "feedback"
@@ -117,8 +117,8 @@ def helper_source(tolerances: dict[str, tuple], data_file: str | None = None) ->
     (rtol, atol) of float64)) and the data file's name."""
     parts = ["# The checking helper (locked): what the test cells call. The same tolerances, comparisons,\n"
              "# likely mistakes and messages as `grade check` (the kit's autograder/feedback package),\n"
-             "# then the code that runs your functions and classes here (autograder/nbgrader_course/checks.py)."]
-    for name, text in pasted([*feedback_modules(), checks.__name__]):
+             "# then the code that runs your functions and classes here (autograder/nbgrader_course/cell_runner.py)."]
+    for name, text in pasted([*feedback_modules(), cell_runner.__name__]):
         parts.append(f"# ---- {name.replace('.', '/')}.py\n{text}")
     entries = "".join(f"\n    {step!r}: {value}," for step, value in tolerances.items())
     tail = f"TOLERANCES.update({{{entries}\n}})"

@@ -21,7 +21,7 @@ from autograder.assign.strip import strip_tree
 from autograder.course import load_course
 
 from . import leaks
-from .archive import tree_entries, write_zip
+from .reproducible_zip import tree_entries, write_zip
 from .pins import installed_closure, requirements_txt
 from .student_code import PACKAGE_DIR, ReleaseError, student_package
 from .student_files import STUDENT_ROOTS, pyproject, readme

@@ -13,7 +13,7 @@ import sys
 
 from pathlib import Path
 
-from . import hygiene, integrity, runtime, sandbox, submission, wire
+from . import hygiene, integrity, runtime, confine, submission, wire
 
 
 def serve(channel: socket.socket, folder: str, spawn: dict, shared: tuple[str, ...] = ()) -> None:
@@ -56,7 +56,7 @@ def serve(channel: socket.socket, folder: str, spawn: dict, shared: tuple[str, .
             else:  # a step begins: the same random state for every step
                 hygiene.fresh_random_state()
             if not changed and cpu_seconds:  # this step's CPU budget, from now
-                sandbox.renew_cpu(float(cpu_seconds))
+                confine.renew_cpu(float(cpu_seconds))
             send(channel, {"changed": changed})
             continue
         answer = run(request, ws)

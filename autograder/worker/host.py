@@ -16,13 +16,13 @@ import gc
 import os
 import socket
 
-from . import child, protocol, sandbox, waits
+from . import child, protocol, confine, waits
 
 
-def run(control: socket.socket, request: dict, plan: sandbox.Plan) -> None:
+def run(control: socket.socket, request: dict, plan: confine.Plan) -> None:
     limits = request.get("limits", {})
-    folder = sandbox.enter(request["folder"], plan, limits)  # with namespaces the watcher stays outside
-    workdir = "/tmp/work" if plan.level == sandbox.NAMESPACES else request["scratch"]
+    folder = confine.enter(request["folder"], plan, limits)  # with namespaces the watcher stays outside
+    workdir = "/tmp/work" if plan.level == confine.NAMESPACES else request["scratch"]
     os.makedirs(workdir, mode=0o755, exist_ok=True)
     uid_base, spawned, current = int(request.get("uid_base", 0)), 0, None
     gc.freeze()  # see zygote.main: forked workers must not copy the host's heap by collecting it
@@ -41,11 +41,11 @@ def run(control: socket.socket, request: dict, plan: sandbox.Plan) -> None:
             pid = os.fork()
             if pid == 0:  # pragma: no cover - the worker
                 try:
-                    sandbox.die_with(host_pid)
+                    confine.die_with(host_pid)
                     control.close()
                     spawn, step_limits = op["spawn"], {**limits, **op.get("limits", {})}
                     del op, fds, request  # the requests do not outlive the fork in a frame
-                    sandbox.confine_step(plan, uid, output_fd, workdir, step_limits)
+                    confine.confine_step(plan, uid, output_fd, workdir, step_limits)
                     child.serve(socket.socket(fileno=channel_fd), folder, spawn, plan.shared_dirs())
                 finally:
                     os._exit(0)
@@ -55,7 +55,7 @@ def run(control: socket.socket, request: dict, plan: sandbox.Plan) -> None:
             protocol.reply(control, {"ok": True})
         elif op["op"] == "end" and current is not None and not op.get("wait"):
             # A finished step: kill first, answer at once, tidy up while the trusted side judges.
-            sandbox.kill_step(plan, *current)
+            confine.kill_step(plan, *current)
             protocol.reply(control, {"status": {"state": "killed"}})
             _end(plan, current, 0, workdir)
             current = None
@@ -70,28 +70,28 @@ def run(control: socket.socket, request: dict, plan: sandbox.Plan) -> None:
     os._exit(0)
 
 
-def _end(plan: sandbox.Plan, current: tuple[int, int], wait: float, workdir: str) -> dict:
+def _end(plan: confine.Plan, current: tuple[int, int], wait: float, workdir: str) -> dict:
     """End the step's worker: let it finish dying for up to ``wait`` s, then kill its whole tree."""
     pid, uid = current
     status = waits.reap(pid, wait)
-    sandbox.kill_step(plan, pid, uid)
+    confine.kill_step(plan, pid, uid)
     if status == protocol.RUNNING:
         status = protocol.ended(os.waitpid(pid, 0)[1])
     _reap_orphans(plan)
-    if plan.level == sandbox.NAMESPACES:  # all of the sandbox's /tmp: nothing a step wrote reaches the next
-        sandbox.clear("/tmp", keep=plan.under_tmp())
+    if plan.level == confine.NAMESPACES:  # all of the sandbox's /tmp: nothing a step wrote reaches the next
+        confine.clear("/tmp", keep=plan.under_tmp())
         os.makedirs(workdir, mode=0o755, exist_ok=True)
     else:
-        sandbox.clear(workdir)
+        confine.clear(workdir)
     return status
 
 
-def _reap_orphans(plan: sandbox.Plan) -> None:
+def _reap_orphans(plan: confine.Plan) -> None:
     """As PID 1, collect the step's killed daemons (all SIGKILLed: a blocking wait ends at once); outside a
     namespace, whatever children have already ended."""
     while True:
         try:
-            pid, _ = os.waitpid(-1, 0 if plan.level == sandbox.NAMESPACES else os.WNOHANG)
+            pid, _ = os.waitpid(-1, 0 if plan.level == confine.NAMESPACES else os.WNOHANG)
         except ChildProcessError:
             return
         if pid == 0:

@@ -21,10 +21,10 @@ def main(argv: list[str]) -> None:
     channel.sendall(token.encode("ascii"))
     import torch  # noqa: PLC0415 - after connecting: the parent's time budget counts from its start
 
-    from . import child, sandbox  # noqa: PLC0415
+    from . import child, confine  # noqa: PLC0415
 
     torch.set_num_threads(1)
-    sandbox.limit_process(limits)  # memory and file size where the platform has rlimits
+    confine.limit_process(limits)  # memory and file size where the platform has rlimits
     child.serve(channel, folder, {"modules": modules})
 
 

@@ -20,7 +20,7 @@ import traceback
 
 import torch
 
-from . import cgroups, host, protocol, sandbox, waits
+from . import cgroups, host, protocol, confine, waits
 from . import syscalls as sc
 
 
@@ -52,11 +52,11 @@ def warm_up() -> None:
 
 
 def main(control_fd: int, uid_base: int = 0, site_dirs: list[str] | None = None,
-         most: str = sandbox.NAMESPACES) -> None:
+         most: str = confine.NAMESPACES) -> None:
     torch.set_num_threads(1)
     warm_up()
     control = socket.socket(fileno=control_fd)
-    plan = sandbox.plan_for_zygote(uid_base, site_dirs or [], most=most)
+    plan = confine.plan_for_zygote(uid_base, site_dirs or [], most=most)
     # Everything loaded so far lives as long as we do: keep the collector from walking (and so
     # copying, page by page) all of it in every forked child.
     gc.freeze()
@@ -72,7 +72,7 @@ def main(control_fd: int, uid_base: int = 0, site_dirs: list[str] | None = None,
     os._exit(0)
 
 
-def serve(control: socket.socket, plan: sandbox.Plan) -> None:
+def serve(control: socket.socket, plan: confine.Plan) -> None:
     """Say the isolation level, then answer ``open``, ``clone``, ``reap`` and ``quit`` until told to stop."""
     # Orphans (a killed host's confined half) come back to us to be reaped.
     sc.prctl(sc.PR_SET_CHILD_SUBREAPER, 1)
@@ -155,7 +155,7 @@ def reap_finished() -> None:
 
 
 #: the plan this zygote serves, and the hosts reaped whose control group may still need removing
-_plan: sandbox.Plan | None = None
+_plan: confine.Plan | None = None
 _ended_hosts: set[int] = set()
 
 

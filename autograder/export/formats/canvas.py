@@ -29,12 +29,7 @@ def write(book: Gradebook, options: ExportOptions, out: TextIO) -> list[str]:
     name_only = []
     for entry in book.entries:
         s = entry.student
-        if entry.final is not None:
-            cell = number(entry.final * options.scale)
-        elif options.missing == "zero" and entry.unreadable is None:
-            cell = "0"
-        else:
-            cell = ""
+        cell = options.grade_cell(entry) or ""
         writer.writerow([s.name, s.id, s.sis_id, s.login, s.section, cell])
         if not (s.id or s.sis_id or s.login):
             name_only.append(s.label)

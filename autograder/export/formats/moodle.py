@@ -28,11 +28,8 @@ def write(book: Gradebook, options: ExportOptions, out: TextIO) -> list[str]:
     unidentified = []
     for entry in book.entries:
         s = entry.student
-        if entry.final is not None:
-            cell = number(entry.final * options.scale)
-        elif options.missing == "zero" and entry.unreadable is None:
-            cell = "0"
-        else:
+        cell = options.grade_cell(entry)
+        if cell is None:
             continue
         key = getattr(s, attribute)
         if not key:

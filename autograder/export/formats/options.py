@@ -16,6 +16,15 @@ class ExportOptions:
     def scale(self) -> float:
         return self.points / self.course_points if self.course_points else 1.0
 
+    def grade_cell(self, entry) -> str | None:
+        """A roster entry's grade as exported: its final score scaled, "0" for a missing submission when asked
+        for zeros, else None (blank)."""
+        if entry.final is not None:
+            return number(entry.final * self.scale)
+        if self.missing == "zero" and entry.unreadable is None:
+            return "0"
+        return None
+
 
 def number(value: float | None) -> str:
     """A score as LMSs read it: at most two decimals, no trailing zeros, '' for None."""

@@ -192,7 +192,7 @@ class LocalZygote:
 
     Nothing secret lives in a student's ``grade check`` process (only public cases), so it can be its
     own zygote and save a second ``import torch``: it forks each submission's host, which forks a worker
-    per step, with the time, memory and output limits (sandbox.py, level rlimits). Where ``os.fork`` does
+    per step, with the time, memory and output limits (confine.py, level rlimits). Where ``os.fork`` does
     not exist (Windows), each worker is a process of its own instead (``spawned.py``), the time limit
     kept from here.
     """
@@ -200,7 +200,7 @@ class LocalZygote:
     def __init__(self) -> None:  # noqa: D107 - no separate interpreter
         import torch  # noqa: PLC0415
 
-        from autograder.worker import sandbox, zygote  # noqa: PLC0415
+        from autograder.worker import confine, zygote  # noqa: PLC0415
 
         self.forks = hasattr(os, "fork")
         if self.forks:
@@ -208,7 +208,7 @@ class LocalZygote:
             torch.set_num_threads(1)
             zygote.warm_up()
         self._children: set[int] = set()
-        self._plan = sandbox.plan_for_zygote(0, [], local=True)
+        self._plan = confine.plan_for_zygote(0, [], local=True)
 
     @property
     def isolation(self) -> str:
@@ -228,14 +228,14 @@ class LocalZygote:
 
         from .workers import Sandbox  # noqa: PLC0415
 
-        from autograder.worker import sandbox  # noqa: PLC0415
+        from autograder.worker import confine  # noqa: PLC0415
 
         ours, theirs = socket.socketpair()
         me = os.getpid()
         pid = os.fork()
         if pid == 0:  # pragma: no cover - runs in the child
             try:
-                sandbox.die_with(me)
+                confine.die_with(me)
                 ours.close()
                 host.run(theirs, request, self._plan)
             finally:

@@ -8,7 +8,7 @@ from autograder.course import CourseError, load_course
 from autograder.grading.dependencies import StandinPolicy
 from autograder.grading.reference import Reference
 from autograder.grading.runner import SubmissionRunner, asked_standins
-from autograder.grading.zygote import Zygote
+from autograder.grading.zygote_client import Zygote
 
 from . import direct, results
 from .plugin import GradingPlugin

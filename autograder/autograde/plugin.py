@@ -8,7 +8,7 @@ import pytest
 
 from autograder.course import Course
 from autograder.grading import redact
-from autograder.grading.check import Check, Tolerances
+from autograder.grading.cases import Check, Tolerances
 from autograder.grading.tensors import Tolerance
 from autograder.grading.verdict import FAILED, NOT_ATTEMPTED, PASSED, StepFailure
 

@@ -42,7 +42,7 @@ def autograde_command(submissions: tuple[Path, ...], out: Path, course_file: Pat
     already graded with the same submission and grader (content hashes), so an interrupted batch
     resumes where it stopped.
     """
-    from autograder.grading.zygote import Zygote  # noqa: PLC0415 - no torch: the zygote starts first
+    from autograder.grading.zygote_client import Zygote  # noqa: PLC0415 - no torch: the zygote starts first
 
     from autograder.intake import times  # noqa: PLC0415
 
