@@ -17,31 +17,34 @@ import struct
 import sys
 import types
 
-#: the worker's own modules, by name prefix, plus what an answer passes through on its way out
-_STDLIB = (json, json.encoder, json.decoder, struct, socket)
+#: what an answer passes through on its way out, besides the worker's own modules (the socket module's
+#: hundreds of constants are not: the channel's methods are the ``socket.socket`` class's)
+_STDLIB = (json, json.encoder, json.decoder, struct, socket.socket)
 
 
 def watched(prefix: str) -> tuple:
     """The namespaces to watch: our modules (found now, before student code runs) and the wire's stdlib."""
     ours = tuple(m for name, m in sorted(sys.modules.items()) if name.startswith(prefix) and m is not None)
-    return ours + _STDLIB + (socket.socket,)
+    for module in (*ours, json, json.encoder, json.decoder, struct):
+        # the warnings machinery adds this dict on a module's first warning: present from the start, it only fills
+        vars(module).setdefault("__warningregistry__", {})
+    return ours + _STDLIB
 
 
 def snapshot(namespaces: tuple, _id=id, _vars=vars, _type=type, _function=types.FunctionType,
-             _tuple=tuple, _append=list.append, _str=str) -> tuple:
+             _tuple=tuple, _map=map) -> tuple:
     """Identities of everything ``namespaces`` bind, and of each function's code, defaults and closure cells."""
     out: list = []
     for namespace in namespaces:
         names = _vars(namespace)
-        for key, value in names.items():
-            if _type(key) is _str and key == "__warningregistry__":  # written by the warnings machinery itself
-                continue
-            _append(out, _id(key))
-            _append(out, _id(value))
+        out += _map(_id, names)
+        out += _map(_id, names.values())
+        for value in names.values():
             if _type(value) is _function:
-                _append(out, _id(value.__code__))
-                _append(out, _id(value.__defaults__))
-                _append(out, _id(value.__kwdefaults__))
+                out += (_id(value.__code__), _id(value.__defaults__), _id(value.__kwdefaults__))
                 for cell in value.__closure__ or ():
-                    _append(out, _id(cell.cell_contents) if cell.cell_contents is not None else 0)
+                    try:
+                        out.append(_id(cell.cell_contents))
+                    except ValueError:  # an empty cell
+                        out.append(0)
     return _tuple(out)
