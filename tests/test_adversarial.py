@@ -264,6 +264,7 @@ def test_clear_messages(graded):
         assert hostile[step].strip(), step
     assert "in place" in by_step(load(graded, "mutate_input_hide_with_patched_equal"))["simple_attention.normalize_sum"]
     assert "nn.Parameter" in by_step(load(graded, "forge_worker_facts"))["trainable_attention.init_qkv"]
+    assert "changed the grader's own functions" in by_step(load(graded, "patch_wire_send"))["simple_attention.attention_scores"]
 
 
 def test_the_submission_folders_are_left_as_they_were(graded):

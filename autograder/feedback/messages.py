@@ -10,7 +10,7 @@ def raised(error: dict, public: bool = True) -> list[str]:
     """The student's code raised: ``error`` holds its ``type`` (class name), ``message``, ``phase`` ("call",
     "__init__", "forward", "backward", ...) and, when known, ``where`` (``file``, ``line``, ``function``,
     ``text``: the innermost line of the student's own code)."""
-    if error.get("type") in ("LimitExceeded", "WorkerDied"):
+    if error.get("type") in ("LimitExceeded", "WorkerDied", "Tampering"):
         return [error.get("message", "the worker process ended")]
     where = error.get("where") or {}
     place = ""

@@ -13,7 +13,7 @@ import re
 
 _BUILTIN_ERRORS = {name for name, value in vars(builtins).items()
                    if isinstance(value, type) and issubclass(value, BaseException)}
-_TORCH_ERRORS = {"OutOfMemoryError", "LinAlgError", "NotImplementedError", "WorkerDied", "LimitExceeded",
+_TORCH_ERRORS = {"OutOfMemoryError", "LinAlgError", "NotImplementedError", "WorkerDied", "LimitExceeded", "Tampering",
                  "MissingModule", "UnreadableSource", "SymbolicLink", "MalformedNotebook"}
 _LONG_TOKEN = re.compile(r"[A-Za-z0-9+/=_#-]{24,}")
 

@@ -73,7 +73,8 @@ class SubmissionRunner:
         self.module_errors = module_errors or {}  # found while staging: not UTF-8, a link, a broken notebook
         self.import_errors: dict[str, dict] = {}
         self.output_bytes = 0
-        self.timed_out: dict[str, dict] = {}  # a step that used up its time gets no second budget
+        #: a step that used up its time, or changed the grader's own functions, gets no second worker
+        self.timed_out: dict[str, dict] = {}
 
     def _needed(self, step: str, asked: set[str] = frozenset()) -> set[str]:
         """The stand-ins ``step``'s worker holds: chosen by the reference and the suite, never the student."""
@@ -159,7 +160,10 @@ class SubmissionRunner:
                 self._start(step, self._needed(step, asked), self._worker.remaining())
             if module in self.import_errors:
                 return _import_error(self.import_errors, module)
-            return self._worker.request(request)
+            answer = self._worker.request(request)
+            if (answer.get("error") or {}).get("type") == "Tampering":  # the worker retired itself: so is the step
+                self.timed_out[step] = answer
+            return answer
         except WorkerError as exc:
             answer = limit_error(exc)
             if exc.limit == "time":

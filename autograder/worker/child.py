@@ -64,7 +64,7 @@ def serve(channel: socket.socket, folder: str, spawn: dict, shared: tuple[str, .
             send(channel, {"ok": False, "error": {"type": "Tampering", "phase": "the step", "not_attempted": False,
                                                   "where": None, "tampered": True,
                                                   "message": "your code changed the grader's own functions while it "
-                                                             "ran: this check scores zero"}})
+                                                             "ran: this step scores zero"}})
             return  # retired: the next step gets a fresh worker
         try:
             send(channel, answer)

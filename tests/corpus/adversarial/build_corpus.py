@@ -1479,6 +1479,32 @@ sub("fork_children_memory_control", "full", [],
 
 
 
+sub("patch_wire_send", "lose", [SA],
+    "attention_scores is correct but, walking up the frames, rebinds the worker's wire.send so that every failed "
+    "answer would go out as a pass: the worker checks its own machinery after each request, and the count "
+    "that tampered scores zero (and so does the rest of the step: its worker is retired)",
+    patch={"simple_attention": {"attention_scores": """
+def attention_scores(inputs, query):
+    \"\"\"Correct, and tampers with the grader's wire.\"\"\"
+    import sys
+    frame = sys._getframe(1)
+    while frame is not None:
+        wire = frame.f_globals.get("wire")
+        if wire is not None and hasattr(wire, "send"):
+            original = wire.send
+
+            def send(sock, message, _original=original):
+                if isinstance(message, dict) and message.get("ok") is False:
+                    message = {"ok": True, "output": None}
+                return _original(sock, message)
+
+            wire.send = send
+            break
+        frame = frame.f_back
+    return inputs @ query
+"""}})
+
+
 # ---------------------------------------------------------------------------------------------- memory scan
 def _norm(line):
     return " ".join(line.split()).replace('"', "'")
