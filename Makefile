@@ -22,8 +22,9 @@ demo: $(STAMP)
 check: $(STAMP)
 	$(BIN)/grade check exercises
 
-# The whole suite, then the tests whose numbers depend on the CPU's vector units again, as on a CPU without
+# The fast unit tests first (seconds), then the rest of the suite, then the tests whose numbers depend on the CPU's vector units again, as on a CPU without
 # them (ATEN_CPU_CAPABILITY=default): a difference between CPUs is found here, not in a classroom.
 test: $(STAMP)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -m unit -q -p no:cacheprovider
+	$(BIN)/python -m pytest -m "not unit"
 	ATEN_CPU_CAPABILITY=default $(BIN)/python -m pytest -m numerics -p no:cacheprovider -q

@@ -192,6 +192,8 @@ def test_errors_are_redacted_on_hidden_cases():
 
 
 # -- the same words on every path -----------------------------------------------------------------
+pytestmark = pytest.mark.unit
+
 COURSE = load_course(ROOT / "course.yml")
 
 #: (module of solutions/, replacements in its source, the steps it breaks), one bug each

@@ -1,0 +1,95 @@
+"""Fast unit tests of the pieces every path relies on: the control protocol, waiting for a process, the
+results model, the stand-in policy. ``make test`` runs these (and tests/test_feedback.py) first."""
+from __future__ import annotations
+
+import os
+import socket
+
+import pytest
+
+from autograder.grading.dependencies import StandinPolicy
+from autograder.outputs import results
+from autograder.worker import protocol, waits
+
+pytestmark = pytest.mark.unit
+
+
+def test_a_request_carries_its_descriptors_and_an_answer_is_one_line():
+    ours, theirs = socket.socketpair()
+    read, write = os.pipe()
+    try:
+        protocol.request(ours, {"op": "spawn", "n": 1}, [write])
+        message, fds = protocol.receive(theirs, 2)
+        assert message == {"op": "spawn", "n": 1} and len(fds) == 1
+        os.write(fds[0], b"x")
+        assert os.read(read, 1) == b"x"
+        protocol.reply(theirs, {"ok": True})
+        assert protocol.answer(ours.makefile("rb")) == {"ok": True}
+        theirs.close()
+        assert protocol.receive(ours, 1) == (None, [])
+    finally:
+        for fd in (read, write, *locals().get("fds", [])):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        ours.close()
+
+
+def test_how_a_process_ended_is_data():
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - child
+        os._exit(3)
+    assert waits.reap(pid, 5.0) == {"state": "exit", "code": 3}
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - child
+        os.kill(os.getpid(), 9)
+    assert waits.reap(pid, 5.0) == {"state": "signal", "signal": "SIGKILL"}
+    assert waits.reap(pid, 0.0) == protocol.GONE
+
+
+def test_a_running_child_is_waited_for_at_most_the_timeout():
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - child: waits until told
+        os.read(read, 1)
+        os._exit(0)
+    try:
+        assert waits.reap(pid, 0.05) == protocol.RUNNING
+    finally:
+        os.write(write, b"x")
+        assert waits.reap(pid, 5.0) == {"state": "exit", "code": 0}
+        os.close(read)
+        os.close(write)
+
+
+@pytest.mark.parametrize("data, says", [
+    ({"score": "a"}, "no numeric top-level 'score'"),
+    ({"score": 1, "tests": [{"name": "x"}]}, "a test in 'tests' has no numeric 'max_score'"),
+    ({"score": 1, "extra_data": {"submitted_at": "yesterday"}}, "is not an ISO-8601 date and time"),
+    ({"score": 1, "extra_data": {"submitted_at": "2025-01-01T00:00:00"}}, "has no UTC offset"),
+    ([], "not a JSON object"),
+])
+def test_the_results_model_says_what_is_wrong(data, says):
+    with pytest.raises(results.ResultsError, match=says):
+        results.parse(data)
+
+
+def test_the_results_model_reads_what_the_writer_writes(tmp_path):
+    data = {"score": 2, "tests": [{"name": "m.f values: F", "max_score": 1, "score": 1, "status": "passed"},
+                                  {"name": "m.f randomized: F", "max_score": 1, "score": 1, "status": "passed"}],
+            "extra_data": {"submitted_at": "2026-12-10T14:03:22+01:00", "grader_errors": 0}}
+    results.write_atomic(tmp_path / "results.json", data)
+    read = results.read(tmp_path / "results.json")
+    assert read.max_score == 2 and read.tests[0].step == "m.f" and read.tests[1].count == "randomized"
+    assert read.extra_data.submitted_time.utcoffset().total_seconds() == 3600
+
+
+def test_stand_ins_are_what_the_reference_calls_never_the_step_itself():
+    policy = StandinPolicy({"m.Wrapper": {"Causal", "torch"}, "m.Causal": {"nn"}, "m.GPT": {"MHA"}, "m.MHA": set(),
+                            "m.A": {"B"}, "m.B": {"A"}})
+    assert policy.needs("m.Wrapper") == {"m.Causal"}
+    assert policy.needs("m.Causal") == set()
+    assert policy.needs("m.GPT") == {"m.MHA"}
+    assert policy.needs("m.Causal", asked={"m.Wrapper"}) == set()  # the wrapper's reference contains Causal
+    assert policy.needs("m.A") == set()  # B's reference reaches A: never beside its own answer
