@@ -13,7 +13,6 @@ import torch
 
 from autograder.feedback import messages
 from autograder.feedback.compare import compare_values
-from autograder.feedback.describe import kind_of
 from autograder.feedback.dropout import dropout_problems
 from autograder.feedback.gradients import NO_SUCH_PARAMETER, after_output, gradient_problems
 from autograder.feedback.parameters import parameter_problems

@@ -21,9 +21,9 @@ from .submission import describe_exception
 # torch changes nothing. What can be judged on the trusted side is: inputs modified in place are found
 # there, from the arguments sent back after the call.
 _C_TENSOR = torch._C.TensorBase
-_BOUND = (type, torch.Tensor, torch.nn.Parameter, _C_TENSOR.__dict__["requires_grad"].__get__,
+_BOUND = (type, torch.nn.Parameter, _C_TENSOR.__dict__["requires_grad"].__get__,
           _C_TENSOR.__dict__["grad_fn"].__get__, _C_TENSOR.__dict__["grad"].__get__, _C_TENSOR.detach,
-          _C_TENSOR.clone, isinstance, _C_TENSOR, tuple, list, len, str, bool, int)
+          _C_TENSOR.clone, isinstance, _C_TENSOR, tuple, list, str, bool, int)
 _detach = torch.Tensor.detach
 _clone = torch.Tensor.clone
 
@@ -125,8 +125,8 @@ def run(request: dict, ws: Workspace) -> dict:
     included) has run, so nothing the student's code does to module globals or to objects reachable from
     this frame changes a fact.
     """
-    (type_, Tensor, Parameter, requires_grad, grad_fn, grad, detach, clone, isinstance_, TensorBase,
-     tuple_, list_, len_, str_, bool_, int_) = _BOUND
+    (type_, Parameter, requires_grad, grad_fn, grad, detach, clone, isinstance_, TensorBase,
+     tuple_, list_, str_, bool_, int_) = _BOUND
 
     plain, describe, materialize = _plain, describe_exception, _materialize
     phase = "setup"
