@@ -87,7 +87,7 @@ def grade_job(job: Job, out: Path, grader=None) -> dict:
     else:
         result = grader.grade(staged.folder, notes=staged.notes, module_errors=staged.module_errors)
     errors = [] if staged.problem else list(getattr(grader, "last_grader_errors", []))
-    result["extra_data"] = {**job.extra, "isolation": grader.zygote.isolation.split(" ", 1)[0],
+    result["extra_data"] = {**job.extra, "isolation": grader.zygote.level,
                             "grader_errors": len(errors)}
     results.write_atomic(out / job.source.name / "results.json", result)
     return {"name": job.source.name, "score": result["score"], "problem": staged.problem,

@@ -76,7 +76,7 @@ def autograde_command(submissions: tuple[Path, ...], out: Path, course_file: Pat
 
 def _to_nbgrader(course_dir: Path, sources, out: Path) -> None:
     """Each student's points into nbgrader's gradebook, their feedback into autograded/ notebooks."""
-    import json  # noqa: PLC0415
+    from autograder.outputs.results import ResultsError, read  # noqa: PLC0415
 
     try:
         from autograder.nbgrader_course import gradebook  # noqa: PLC0415
@@ -88,8 +88,8 @@ def _to_nbgrader(course_dir: Path, sources, out: Path) -> None:
     results = {}
     for source in sources:
         try:
-            results[source.name] = json.loads((out / source.name / "results.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            results[source.name] = read(out / source.name / "results.json").as_json()
+        except ResultsError:
             continue
     assignment = sources[0].path.name
     try:

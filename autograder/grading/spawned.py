@@ -12,7 +12,6 @@ import json
 import os
 import secrets
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -77,16 +76,8 @@ class SpawnedSandbox:
             code = None
         if code is None:
             process.kill()
-            process.wait()
-            status = {"state": "signal", "signal": "SIGKILL"} if os.name == "posix" else \
-                {"state": "exit", "code": process.returncode}
-        elif code < 0:
-            try:
-                status = {"state": "signal", "signal": signal.Signals(-code).name}
-            except ValueError:
-                status = {"state": "signal", "signal": str(-code)}
-        else:
-            status = {"state": "exit", "code": code}
+            code = process.wait()
+        status = protocol.returned(code)
         shutil.rmtree(self.scratch, ignore_errors=True)  # nothing a step wrote reaches the next
         return status
 

@@ -46,14 +46,18 @@ def answer(reader) -> dict | None:
 
 def ended(status: int) -> dict:
     """A ``waitpid`` status as data."""
-    if os.WIFSIGNALED(status):
-        number = os.WTERMSIG(status)
-        try:
-            name = signal.Signals(number).name
-        except ValueError:
-            name = str(number)
-        return {"state": "signal", "signal": name}
-    return {"state": "exit", "code": os.WEXITSTATUS(status)}
+    return returned(-os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status))
+
+
+def returned(code: int) -> dict:
+    """A return code as ``subprocess`` gives it (negative: killed by that signal) as data."""
+    if code >= 0:
+        return {"state": "exit", "code": code}
+    try:
+        name = signal.Signals(-code).name
+    except ValueError:
+        name = str(-code)
+    return {"state": "signal", "signal": name}
 
 
 RUNNING = {"state": "running"}
