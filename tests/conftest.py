@@ -24,3 +24,20 @@ def run_grade(*args: str, cwd: Path = ROOT, env: dict | None = None, timeout: fl
 @pytest.fixture(scope="session")
 def root() -> Path:
     return ROOT
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """A real headless Chromium (Debian's package, installed here if missing); see tests/browser.py."""
+    from tests.browser import Browser, find_or_install  # noqa: PLC0415
+
+    executable, why = find_or_install()
+    if executable is None:
+        pytest.skip(f"no headless Chromium: {why}")
+    try:
+        import playwright  # noqa: F401, PLC0415
+    except ImportError:
+        pytest.skip("playwright is not installed: pip install -e '.[test]'")
+    chromium = Browser(executable)
+    yield chromium
+    chromium.close()
