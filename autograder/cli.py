@@ -1,16 +1,28 @@
-"""``grade``: the kit's command line (check, autograde, assign)."""
+"""``grade``: the kit's command line. Only the options live here; each verb is ``autograder.commands.<verb>.main``."""
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 import click
 
 
-def _fail(message: str) -> None:
-    click.echo(click.style("error: ", fg="red") + message, err=True)
-    sys.exit(2)
+def _run(verb, **options) -> None:
+    """Run a verb's ``main``; a mistake of the user's is said as ``error: ...`` with exit status 2."""
+    from autograder.commands.usage import UsageError  # noqa: PLC0415
+
+    try:
+        code = verb(**options)
+    except UsageError as exc:
+        click.echo(click.style("error: ", fg="red") + str(exc), err=True)
+        sys.exit(2)
+    sys.exit(code or 0)
+
+
+def _colored() -> bool:
+    from autograder.commands.console import colored  # noqa: PLC0415
+
+    return colored()
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -24,88 +36,117 @@ def main() -> None:
 @click.option("--step", "steps", multiple=True, help="Only this step (module.name) or module; repeatable.")
 def check(path: Path, as_json: bool, steps: tuple[str, ...]) -> None:
     """Check your exercises (default ./exercises) against the public cases of the course documents."""
-    from autograder.grading.zygote_client import LocalZygote  # noqa: PLC0415 - imports torch
+    from autograder.commands import check as verb  # noqa: PLC0415
 
-    import difflib  # noqa: PLC0415
-
-    if path.is_file() and path.suffix == ".py":  # one module: check it, in its folder
-        steps = steps or (path.stem,)
-        click.echo(f"checking {path.stem} in {path.parent}/ (grade check takes a folder; this is the file's)", err=True)
-        path = path.parent
-    elif path.is_file():
-        _fail(f"{path}: grade check takes the folder that holds your exercise files (such as exercises/), "
-              "not a single file")
-    elif not path.is_dir():
-        _fail(f"{path}: no such folder (run grade check from the folder that holds exercises/, or name it)")
-    from autograder.check import public_cases  # noqa: PLC0415
-
-    try:
-        data = public_cases.load()
-    except FileNotFoundError as exc:
-        _fail(str(exc))
-    known = list(data["steps"]) + data["modules"]
-    for step in steps:
-        if step not in known:
-            near = difflib.get_close_matches(step, known, n=3, cutoff=0.5) or \
-                [k for k in known if k.endswith("." + step)]
-            _fail(f"--step {step}: no such step or module" +
-                  (f" (did you mean {', '.join(near)}?)" if near else f"; the modules are {', '.join(data['modules'])}"))
-    zygote = LocalZygote()
-    try:
-        from autograder.check import report  # noqa: PLC0415
-        from autograder.check.run import run_check  # noqa: PLC0415
-
-        modules = data["modules"]
-        if not any((path / f"{m}.py").exists() for m in modules):
-            _fail(f"{path}: none of {', '.join(m + '.py' for m in modules)} is here")
-        results = run_check(path.resolve(), data, zygote, list(steps) or None)
-    finally:
-        zygote.close()
-    if as_json:
-        click.echo(json.dumps(report.as_json(results), indent=2))
-    else:
-        click.echo(report.table(results, color=sys.stdout.isatty()))
-        text = report.details(results)
-        if text:
-            click.echo(text)
-    sys.exit(0 if results and all(r.status == "passed" for r in results) else 1)
+    _run(verb.main, path=path, steps=steps, as_json=as_json, color=_colored())
 
 
 @main.command()
 @click.option("--course", "course_file", default=Path("course.yml"), type=click.Path(path_type=Path), show_default=True)
 def assign(course_file: Path) -> None:
     """Write exercises/ from solutions/ and record the public cases for grade check."""
-    from autograder.assign.build import assign as build  # noqa: PLC0415
-    from autograder.assign.strip import MarkerError  # noqa: PLC0415
-    from autograder.course import CourseError  # noqa: PLC0415
+    from autograder.commands import assign as verb  # noqa: PLC0415
 
-    try:
-        summary = build(course_file)
-    except (CourseError, MarkerError) as exc:
-        _fail(str(exc))
-    click.echo(f"wrote {len(summary['files'])} exercise files and {summary['public_cases']} public cases")
+    _run(verb.main, course_file=course_file)
 
 
-from autograder.autograde.command import autograde_command  # noqa: E402
+@main.command()
+@click.argument("submissions", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--out", "out", required=True, type=click.Path(path_type=Path),
+              help="Write DIR/<name>/results.json (Gradescope format) and DIR/summary.{json,md}.")
+@click.option("--course", "course_file", default=Path("course.yml"), type=click.Path(path_type=Path),
+              show_default=True, help="The course definition.")
+@click.option("--jobs", "-j", "n_jobs", type=click.IntRange(min=1), default=None,
+              help="Submissions graded in parallel  [default: the number of cores]")
+@click.option("--force", is_flag=True, help="Regrade submissions already graded with the same inputs.")
+@click.option("--times", "times_file", type=click.Path(path_type=Path, exists=True, dir_okay=False),
+              help="CSV 'submission,submitted_at' from the LMS: when each was handed in (a submission's own files "
+                   "never say; without a time, grade export counts it on time and names it).")
+@click.option("--nbgrader", "nbgrader_course", type=click.Path(path_type=Path, file_okay=False),
+              help="Grade an nbgrader course's submitted/<student>/<assignment>/ notebooks in the sandbox "
+                   "(student id = result name, nbgrader's timestamp = submission time).")
+@click.option("--assignment", help="With --nbgrader: the assignment (default: the only one submitted).")
+@click.option("--trust-submissions", is_flag=True,
+              help="Grade several submissions even where the isolation (rlimits) cannot keep one submission's "
+                   "files, IPC and processes from the next: only for code you trust.")
+def autograde(**options) -> None:
+    """Grade SUBMISSIONS (folders, .zip archives, notebooks, or folders of them) with the hidden suites.
 
-main.add_command(autograde_command)
+    Each submission's results.json is written as soon as it is graded; a re-run skips submissions
+    already graded with the same submission and grader (content hashes), so an interrupted batch
+    resumes where it stopped.
+    """
+    from autograder.commands import autograde as verb  # noqa: PLC0415
 
-from autograder.export.command import export_command  # noqa: E402
-
-main.add_command(export_command)
+    _run(verb.main, **options)
 
 
-from autograder.release.command import release_command  # noqa: E402
+@main.command()
+@click.option("--results", "results_dir", required=True, metavar="DIR", type=click.Path(path_type=Path),
+              help="The folder grade autograde wrote: DIR/<submission name>/results.json.")
+@click.option("--roster", "roster_file", required=True, metavar="FILE", type=click.Path(path_type=Path),
+              help="Class list CSV (name, email, login, id, sis_id, section; see docs/export.md).")
+@click.option("--format", "fmt", required=True, type=click.Choice(("canvas", "moodle", "csv")),
+              help="The gradebook file to write.")
+@click.option("--out", "out", metavar="FILE", type=click.Path(path_type=Path),
+              help="Write the file here (default: standard output).")
+@click.option("--course", "course_file", default=Path("course.yml"), metavar="FILE", type=click.Path(path_type=Path),
+              show_default=True, help="The course definition (points and late_policy).")
+@click.option("--assignment", help="Title of the grade column (default: course.yml's title). "
+                                   "Canvas: 'Title (assignment id)' updates that assignment.")
+@click.option("--points", metavar="N", type=click.FloatRange(min=0, min_open=True),
+              help="Rescale scores so that a full score is worth this much (default: course.yml's points).")
+@click.option("--missing", type=click.Choice(["blank", "zero"]), default="blank", show_default=True,
+              help="Roster students without a submission: no grade, or 0.")
+@click.option("--times", "times_file", metavar="FILE", type=click.Path(path_type=Path, exists=True, dir_okay=False),
+              help="CSV 'submission,submitted_at' from the LMS: these times win over the ones in results.json.")
+@click.option("--moodle-user", type=click.Choice(["email", "idnumber", "username"]), default="email",
+              show_default=True, help="Moodle format: the user field the first column holds.")
+def export(**options) -> None:
+    """Write the grades of DIR's results.json files as a Canvas, Moodle or plain CSV gradebook file."""
+    from autograder.commands import export as verb  # noqa: PLC0415
 
-main.add_command(release_command)
+    _run(verb.main, **options)
 
-from autograder.gradescope.command import gradescope_command  # noqa: E402
 
-main.add_command(gradescope_command)
+@main.command()
+@click.option("--out", "out", required=True, type=click.Path(path_type=Path),
+              help="Folder for the student bundle (created; a previous bundle there is replaced).")
+@click.option("--zip", "zip_path", type=click.Path(path_type=Path), default=None,
+              help="Where to write the zip of the bundle [default: OUT.zip next to OUT].")
+@click.option("--course", "course_file", default=Path("course.yml"), type=click.Path(path_type=Path),
+              show_default=True, help="The course definition.")
+def release(**options) -> None:
+    """Build the student bundle: exercises, public checks, grade check; no solution, no hidden case."""
+    from autograder.commands import release as verb  # noqa: PLC0415
 
-from autograder.nbgrader_course.command import nbgrader_command  # noqa: E402
+    _run(verb.main, **options)
 
-main.add_command(nbgrader_command)
+
+@main.command()
+@click.option("--out", "out", default=Path("autograder.zip"), type=click.Path(path_type=Path), show_default=True,
+              help="Where to write the autograder zip to upload to Gradescope.")
+@click.option("--course", "course_file", default=Path("course.yml"), type=click.Path(path_type=Path),
+              show_default=True, help="The course definition.")
+def gradescope(**options) -> None:
+    """Build the Gradescope autograder zip (instructor-only: it holds the solutions and hidden suites)."""
+    from autograder.commands import gradescope as verb  # noqa: PLC0415
+
+    _run(verb.main, **options)
+
+
+@main.command()
+@click.option("--course", "dest", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="The nbgrader course directory to write (created if missing).")
+@click.option("--course-file", "course_file", default=Path("course.yml"), type=click.Path(path_type=Path),
+              show_default=True, help="The course definition.")
+@click.option("--assignment", default=None, help="The assignment name (default: the unit in course.yml).")
+@click.option("--force", is_flag=True, help="Overwrite source/<assignment>/ and nbgrader_config.py.")
+def nbgrader(**options) -> None:
+    """Write an nbgrader course: DIR/nbgrader_config.py and DIR/source/<assignment>/<module>.ipynb."""
+    from autograder.commands import nbgrader as verb  # noqa: PLC0415
+
+    _run(verb.main, **options)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,8 +1,7 @@
 """Print ``grade check`` results: a per-step table, then what to fix."""
 from __future__ import annotations
 
-import click
-
+from autograder.commands.console import style
 from autograder.grading.verdict import FAILED, NOT_ATTEMPTED, PASSED
 
 from .run import BLOCKED, StepResult
@@ -17,7 +16,7 @@ def table(results: list[StepResult], color: bool) -> str:
     lines.append("-" * (width + 24))
     for r in results:
         label, fg = MARK[r.status]
-        status = click.style(f"{label:<13}", fg=fg) if color else f"{label:<13}"
+        status = style(f"{label:<13}", fg) if color else f"{label:<13}"
         after = f"  (fix {r.blocked_by} first)" if r.blocked_by else ""
         lines.append(f"{r.step:<{width}}  {status}  {r.points:g}/{r.max_points:g}{after}")
     total = sum(r.points for r in results)

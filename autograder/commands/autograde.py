@@ -1,0 +1,148 @@
+"""``grade autograde``: grade a class's submissions with the hidden suites, in parallel, resumably.
+
+Each submission's results.json is written as soon as it is graded; a re-run skips submissions already
+graded with the same submission and grader (content hashes), so an interrupted batch resumes where it stopped.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+from . import console
+from .usage import UsageError
+
+
+def main(submissions: tuple[Path, ...] = (), out: Path = Path("results"), course_file: Path = Path("course.yml"),
+         n_jobs: int | None = None, force: bool = False, times_file: Path | None = None,
+         nbgrader_course: Path | None = None, assignment: str | None = None,
+         trust_submissions: bool = False) -> int:
+    """Grade ``submissions`` (or an nbgrader course's submitted/ notebooks) into ``out``.
+
+    0 when every submission was graded; 3 when the grader itself failed on some (grader_errors.log).
+    """
+    from autograder.grading.zygote_client import Zygote  # noqa: PLC0415 - no torch: the zygote starts first
+    from autograder.intake import times  # noqa: PLC0415
+    from autograder.intake.discover import nbgrader_submissions  # noqa: PLC0415
+
+    if bool(submissions) == bool(nbgrader_course):
+        raise UsageError("give SUBMISSIONS (folders, .zip archives, notebooks) or --nbgrader COURSE_DIR, not both "
+                         "or neither")
+    try:
+        submitted = times.read(times_file) if times_file else {}
+    except times.TimesError as exc:
+        raise UsageError(str(exc)) from None
+    found = None
+    if nbgrader_course:
+        sources, stamps, problems = nbgrader_submissions(nbgrader_course, assignment)
+        found, submitted = (sources, problems), {**stamps, **submitted}
+    zygote = Zygote()  # it imports torch while we import ours and load the course
+    try:
+        grader = _load(course_file)
+        logged = grade(grader, tuple(submissions), out, n_jobs or os.cpu_count() or 1, force, zygote,
+                       trust_submissions, submitted, found)
+        if found and found[0]:
+            _to_nbgrader(nbgrader_course, found[0], out)
+    finally:
+        zygote.close()
+    if logged:  # a bug of the grader's must not pass for a student's failure, nor for a clean run
+        console.error(f"the grader itself failed while grading {len(logged)} submission(s) "
+                      f"({', '.join(sorted(logged)[:10])}): their results tell the students so; the tracebacks are "
+                      f"in {out / 'grader_errors.log'}")
+        return 3
+    return 0
+
+
+def _to_nbgrader(course_dir: Path, sources, out: Path) -> None:
+    """Each student's points into nbgrader's gradebook, their feedback into autograded/ notebooks."""
+    from autograder.outputs.results import ResultsError, read  # noqa: PLC0415
+
+    try:
+        from autograder.nbgrader_course import gradebook  # noqa: PLC0415
+        import nbgrader.api  # noqa: F401, PLC0415
+    except ImportError:
+        console.warn(f"nbgrader is not installed here: the results are in {out}/, but nbgrader's gradebook was not "
+                     "updated (pip install nbgrader)")
+        return
+    results = {}
+    for source in sources:
+        try:
+            results[source.name] = read(out / source.name / "results.json").as_json()
+        except ResultsError:
+            continue
+    assignment = sources[0].path.name
+    try:
+        cells = gradebook.write(course_dir, assignment, results)
+    except gradebook.GradebookError as exc:
+        raise UsageError(str(exc)) from None
+    for source in sources:
+        if source.name in results:
+            gradebook.feedback_notebooks(course_dir, assignment, source.name, source.path, results[source.name])
+    console.say(f"nbgrader: {cells} grades of {len(results)} student(s) written to the gradebook of {course_dir}; "
+                f"feedback notebooks in {course_dir}/autograded/ (nbgrader generate_feedback {assignment})")
+
+
+def _load(course_file: Path):
+    from autograder.autograde.session import Grader  # noqa: PLC0415 - imports torch
+    from autograder.course import CourseError  # noqa: PLC0415
+
+    try:
+        return Grader(course_file)
+    except CourseError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def grade(grader, submissions: tuple[Path, ...], out: Path, n_jobs: int, force: bool, zygote,
+          trust_submissions: bool = False, submitted: dict[str, str] | None = None, found=None) -> dict[str, str]:
+    """Stage, skip what is graded, grade the rest; write the class summary. The submissions the grader failed on."""
+    from tqdm import tqdm  # noqa: PLC0415
+
+    from autograder.autograde import batch, fingerprint, grader_log, summary  # noqa: PLC0415
+    from autograder.intake.discover import discover  # noqa: PLC0415
+
+    course = grader.course
+    sources, problems = found if found is not None else discover(list(submissions), course.modules)
+    for problem in problems:
+        console.warn(problem, label="skipped: ")
+    if not sources:
+        raise UsageError("no submission to grade")
+    staging = batch.staging_dir(out)
+    top = course.max_points()
+    start = time.monotonic()
+    try:
+        todo, done = batch.prepare(sources, staging, course.modules, out, fingerprint.grader(grader.course_file, course),
+                                   force, submitted, course.steps_by_module())
+        if len(todo) > 1 and zygote.level == "rlimits" and not trust_submissions:
+            raise UsageError(
+                f"{len(todo)} submissions to grade, but the isolation here is only {zygote.isolation}.\n"
+                "At this level student code runs as you: what one submission leaves (files, IPC objects, "
+                "processes) could reach the next, so grade autograde grades one submission per run. Run it as "
+                "root on Linux (namespaces), or pass --trust-submissions for code you trust.")
+        if done:
+            console.say(f"{len(done)} submission(s) already graded with the same inputs: skipped (--force regrades)")
+        counts = {"full": 0, "partial": 0, "zero": 0}
+        levels: set[str] = set()
+        grader_errors: dict[str, list[str]] = {}
+        with tqdm(total=len(todo), unit="submission", desc="grading", file=sys.stderr, disable=None) as bar:
+            def on_done(item: dict) -> None:
+                key = "full" if item["score"] == top else "zero" if item["score"] == 0 else "partial"
+                counts[key] += 1
+                levels.add(item["isolation"])
+                grader_errors[item["name"]] = item.get("grader_errors", [])
+                bar.set_postfix(counts, refresh=False)
+                bar.update(1)
+                note = f"  ({item['problem']})" if item["problem"] else ""
+                tqdm.write(f"{item['name']}: {item['score']:g}/{top:g}{note}")
+
+            batch.run(grader, todo, out, zygote, n_jobs, on_done)
+    finally:
+        batch.cleanup(staging)
+    logged = grader_log.update(out, [job.source.name for job in todo], grader_errors)
+    stats = summary.write(course, out, sorted(logged))
+    console.say(f"graded {len(todo)} submission(s) in {time.monotonic() - start:.1f} s with {n_jobs} job(s): "
+                f"{counts['full']} full marks, {counts['partial']} partial, {counts['zero']} zero; "
+                f"results in {out}/, class summary in {out}/summary.md ({stats['submissions']} submissions)")
+    for level in sorted(levels):
+        console.say(f"isolation: {level}")
+    return logged

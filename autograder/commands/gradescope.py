@@ -1,0 +1,19 @@
+"""``grade gradescope``: the Gradescope autograder zip (instructor-only: it holds solutions and hidden suites)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from . import console
+from .usage import UsageError
+
+
+def main(out: Path = Path("autograder.zip"), course_file: Path = Path("course.yml")) -> int:
+    from autograder.course import CourseError  # noqa: PLC0415
+    from autograder.gradescope.build import build_gradescope  # noqa: PLC0415
+
+    try:
+        summary = build_gradescope(out, course_file)
+    except (CourseError, LookupError, ValueError, OSError) as exc:
+        raise UsageError(str(exc)) from None
+    console.say(f"wrote {summary['zip']} ({summary['files']} files); upload it as the Gradescope autograder")
+    return 0
