@@ -42,14 +42,14 @@ def test_a_toy_step_added_in_three_places_is_graded(tmp_path):
     course = tmp_path / "course"
     course.mkdir()
     shutil.copytree(ROOT / "solutions", course / "solutions")
-    shutil.copytree(ROOT / "autograder" / "suites", course / "autograder" / "suites")
+    shutil.copytree(ROOT / "autograder" / "unit" / "suites", course / "autograder" / "unit" / "suites")
     text = (ROOT / "course.yml").read_text()
     anchor = "  # --- self-attention with trainable weights"
     assert anchor in text
     (course / "course.yml").write_text(text.replace(anchor, COURSE_ENTRY + "\n" + anchor, 1))
     with open(course / "solutions" / "simple_attention.py", "a") as fh:
         fh.write(SOLUTION)
-    with open(course / "autograder" / "suites" / "test_simple_attention.py", "a") as fh:
+    with open(course / "autograder" / "unit" / "suites" / "test_simple_attention.py", "a") as fh:
         fh.write(SUITE)
 
     # grade assign: the exercises and the public cases (written here, not into the kit)

@@ -383,8 +383,8 @@ def test_the_graders_own_errors_are_logged_named_and_fail_the_run(tmp_path):
     course.mkdir()
     shutil.copy(ROOT / "course.yml", course / "course.yml")
     shutil.copytree(ROOT / "solutions", course / "solutions")
-    suites = course / "autograder" / "suites"
-    shutil.copytree(ROOT / "autograder" / "suites", suites)
+    suites = course / "autograder" / "unit" / "suites"
+    shutil.copytree(ROOT / "autograder" / "unit" / "suites", suites)
     path = suites / "test_simple_attention.py"
     text = path.read_text()
     marker = "    def test_values(self, check):\n"

@@ -15,7 +15,7 @@ def student_copy(tmp_path_factory):
     home = tmp_path_factory.mktemp("student")
     shutil.copytree(ROOT / "exercises", home / "exercises")
     shutil.copytree(ROOT / "autograder", home / "autograder",
-                    ignore=shutil.ignore_patterns("suites", "__pycache__", "assign"))
+                    ignore=shutil.ignore_patterns("unit", "__pycache__", "assign"))
     return home
 
 
@@ -30,7 +30,7 @@ def test_untouched_stubs_are_not_attempted(student_copy):
     data = json.loads(result.stdout)
     assert data["score"] == 0 and data["max_score"] > 0
     assert {s["status"] for s in data["steps"]} == {"not attempted"}
-    assert not (student_copy / "autograder" / "suites").exists() and not (student_copy / "solutions").exists()
+    assert not (student_copy / "autograder" / "unit").exists() and not (student_copy / "solutions").exists()
 
 
 @pytest.mark.numerics

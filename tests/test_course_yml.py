@@ -67,7 +67,7 @@ def test_autograde_stops_before_grading_on_a_broken_course(tmp_path):
 
 def test_a_count_without_a_test_stops_the_run(tmp_path):
     text = GOOD.replace("solutions: solutions", f"solutions: {ROOT / 'solutions'}").replace(
-        "suites: autograder/suites", f"suites: {ROOT / 'autograder' / 'suites'}").replace(
+        "suites: autograder/unit/suites", f"suites: {ROOT / 'autograder' / 'unit' / 'suites'}").replace(
         "counts: {values: 1, randomized: 1}\n  trainable_attention.project",
         "counts: {values: 1, randomized: 1, speed: 1}\n  trainable_attention.project")
     result = run_grade("autograde", str(ROOT / "exercises"), "--out", str(tmp_path / "out"),

@@ -46,13 +46,13 @@ def test_direct_calls_grade_as_pytest_does(grader, name):
 
 def test_a_suite_with_its_own_fixture_runs_through_pytest(tmp_path):
     suites = tmp_path / "suites"
-    shutil.copytree(ROOT / "autograder" / "suites", suites, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "autograder" / "unit" / "suites", suites, ignore=shutil.ignore_patterns("__pycache__"))
     (suites / "conftest.py").write_text(
         "import pytest\n\n\n@pytest.fixture(autouse=True)\ndef instructor_setup():\n    yield\n")
     course = tmp_path / "course.yml"
     course.write_text((ROOT / "course.yml").read_text()
                       .replace("solutions: solutions", f"solutions: {ROOT / 'solutions'}")
-                      .replace("suites: autograder/suites", f"suites: {suites}"))
+                      .replace("suites: autograder/unit/suites", f"suites: {suites}"))
     with Grader(course) as g:
         assert g.tests is None
         result = g.grade(CORPUS / "bug_no_scaling")
@@ -63,7 +63,7 @@ def test_a_suite_with_its_own_fixture_runs_through_pytest(tmp_path):
 
 def test_a_skipped_test_gives_no_outcome_on_either_path(tmp_path):
     suites = tmp_path / "suites_with_a_skip"  # its own package name: pytest imports suites by it
-    shutil.copytree(ROOT / "autograder" / "suites", suites, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "autograder" / "unit" / "suites", suites, ignore=shutil.ignore_patterns("__pycache__"))
     path = suites / "test_simple_attention.py"
     text = path.read_text()
     first = "    def test_values(self, check):\n"
@@ -74,7 +74,7 @@ def test_a_skipped_test_gives_no_outcome_on_either_path(tmp_path):
     course = tmp_path / "course.yml"
     course.write_text((ROOT / "course.yml").read_text()
                       .replace("solutions: solutions", f"solutions: {ROOT / 'solutions'}")
-                      .replace("suites: autograder/suites", f"suites: {suites}"))
+                      .replace("suites: autograder/unit/suites", f"suites: {suites}"))
     with Grader(course) as g:
         assert g.tests is not None
         direct = g.grade(CORPUS / "correct_einsum")

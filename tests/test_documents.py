@@ -3,7 +3,7 @@
 One parametrized case per printed tensor or number. A case id names the document, the cell and the
 printed variable, e.g. ``000-In[11]-attn_scores_2``. The documents are the plain-text notebooks,
 notes and transcript the unit is built from (000-004, see the seeds README); inputs come from
-``autograder.documents``. Every value is computed by calling the functions and classes in
+``autograder.unit.documents``. Every value is computed by calling the functions and classes in
 ``solutions/``. The test never does the attention arithmetic itself, so a passing case shows that
 the reference solution reproduces the document.
 
@@ -47,7 +47,7 @@ from typing import Any, Callable
 import pytest
 import torch
 
-from autograder import documents
+from autograder.unit import documents
 from solutions import causal_attention as causal
 from solutions import multihead_attention as multihead
 from solutions import simple_attention as simple
@@ -520,7 +520,7 @@ def test_case_ids_are_unique():
 
 
 def test_documents_module_matches_the_documents_seeds():
-    """autograder.documents records the seeds the documents set; the cases above use the latter."""
+    """autograder.unit.documents records the seeds the documents set; the cases above use the latter."""
     assert documents.INPUTS["wars"][1] == SEED_000
     assert documents.INPUTS["book"][1] == SEED_003 == SEED_BOOK_V1 == SEED_BOOK_CAUSAL
     assert documents.INPUTS["doc004"][1] == SEED_004

@@ -87,10 +87,10 @@ def test_zip_layout(autograder_zip):
     for name in ("setup.sh", "run_autograder"):
         assert infos[name].external_attr >> 16 == 0o100755, name
     for name in ("course.yml", "pyproject.toml", "autograder/cli.py", "autograder/gradescope/run.py",
-                 "autograder/suites/pytest.ini", "autograder/check/public_cases.safetensors"):
+                 "autograder/unit/suites/pytest.ini", "autograder/check/public_cases.safetensors"):
         assert name in infos, name
     assert {f"solutions/{p.name}" for p in (ROOT / "solutions").glob("*.py")} <= set(infos)
-    assert {f"autograder/suites/{p.name}" for p in (ROOT / "autograder" / "suites").glob("*.py")} <= set(infos)
+    assert {f"autograder/unit/suites/{p.name}" for p in (ROOT / "autograder" / "unit" / "suites").glob("*.py")} <= set(infos)
     assert not [n for n in infos if "__pycache__" in n or n.endswith(".pyc")]
     assert "python3.11" in setup and "https://download.pytorch.org/whl/cpu" in setup
     assert "torch==2.13.0\n" in requirements and "pytest==" in requirements

@@ -29,7 +29,7 @@ SUBMISSIONS = ["correct_loops", "bug_no_scaling", "bug_mask_after_softmax_no_ren
 def student_copy(tmp_path_factory):
     home = tmp_path_factory.mktemp("student")
     shutil.copytree(ROOT / "autograder", home / "autograder",
-                    ignore=shutil.ignore_patterns("suites", "__pycache__", "assign"))
+                    ignore=shutil.ignore_patterns("unit", "__pycache__", "assign"))
     shim = tmp_path_factory.mktemp("no-posix")
     (shim / "sitecustomize.py").write_text(HIDE_POSIX)
     return home, shim

@@ -74,14 +74,14 @@ def test_the_leak_scanner_catches_a_planted_leak(tmp_path):
 
 
 def test_no_hidden_suite_no_solutions_no_instructor_module(release):
-    suites = {hashlib.sha256(p.read_bytes()).hexdigest(): p for p in files_of(ROOT / "autograder" / "suites")}
+    suites = {hashlib.sha256(p.read_bytes()).hexdigest(): p for p in files_of(ROOT / "autograder" / "unit" / "suites")}
     suite_lines = {" ".join(line.split()) for p in suites.values() if p.suffix == ".py"
                    for line in p.read_text().splitlines() if "case=" in line}
     for path in files_of(release):
         rel = path.relative_to(release)
         assert hashlib.sha256(path.read_bytes()).hexdigest() not in suites, rel
-        assert not {"suites", "solutions", "assign", "grade", "course", "release", "gradescope"} & set(rel.parts), rel
-        assert rel.name not in ("reference.py", "documents.py", "course.yml"), rel
+        assert not {"unit", "suites", "solutions", "assign", "grade", "course", "release", "gradescope"} & set(rel.parts), rel
+        assert rel.name not in ("reference.py", "documents.py", "mistakes.py", "prose.py", "course.yml"), rel
         if path.suffix in (".py", ".md", ".txt", ".toml", ".json"):
             text = {" ".join(line.split()) for line in path.read_text().splitlines()}
             assert not (suite_lines & text), f"{rel} holds lines of the hidden suites"
@@ -236,7 +236,7 @@ def test_the_bundle_installs_and_checks_without_the_instructor_repo(release, tmp
                               timeout=600)
 
     probe = python("-c", "import autograder, torch; print(autograder.__file__)\n"
-                   "for m in ('autograder.suites', 'autograder.autograde', 'autograder.assign', 'autograder.course',"
+                   "for m in ('autograder.unit.suites', 'autograder.autograde', 'autograder.assign', 'autograder.course',"
                    " 'autograder.grading.reference', 'solutions'):\n"
                    "    try:\n        __import__(m)\n    except ImportError:\n        pass\n"
                    "    else:\n        raise SystemExit(f'{m} is importable')\n", cwd=tmp_path)

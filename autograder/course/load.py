@@ -7,6 +7,8 @@ from pathlib import Path
 import yaml
 from pydantic import ValidationError
 
+from autograder.text_files import read_user_text
+
 from .schema import Course
 
 
@@ -61,12 +63,7 @@ def _allowed_keys(loc: tuple) -> list[str]:
 
 def load_course(path: Path | str) -> Course:
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise CourseError(f"{path}: file not found (the course definition is needed to grade)") from None
-    except UnicodeDecodeError as exc:
-        raise CourseError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    text = read_user_text(path, CourseError, missing=" (the course definition is needed to grade)")
     try:
         node = yaml.compose(text)
         data = yaml.safe_load(text)

@@ -86,7 +86,7 @@ class Course(Strict):
     title: str
     solutions: str = "solutions"
     exercises: str = "exercises"
-    suites: str = "autograder/suites"
+    suites: str = "autograder/unit/suites"
     defaults: Defaults = Defaults()
     limits: Limits = Limits()
     late_policy: LatePolicy | None = None

@@ -29,6 +29,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from autograder.text_files import read_user_text
+
 IDENTIFYING = ("login", "sis_id", "id", "email")
 
 ALIASES = {
@@ -80,12 +82,7 @@ def _column(header: str) -> str | None:
 
 
 def read_roster(path: Path) -> list[Student]:
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise RosterError(f"{path}: file not found") from None
-    except UnicodeDecodeError as exc:
-        raise RosterError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start}); save it as CSV UTF-8") from None
+    text = read_user_text(path, RosterError, encoding="utf-8-sig", not_utf8="; save it as CSV UTF-8")
     first = text.split("\n", 1)[0]
     delimiter = ";" if first.count(";") > first.count(",") else ","   # spreadsheets in some locales
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)

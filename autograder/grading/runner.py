@@ -6,6 +6,7 @@ import time
 from pathlib import Path
 
 from autograder.worker import tempdirs
+from autograder.worker.errors import error, failed
 
 from .dependencies import StandinPolicy
 from .per_request import PerRequest
@@ -14,8 +15,7 @@ from .zygote_client import Zygote
 
 
 def limit_error(exc: WorkerError) -> dict:
-    return {"ok": False, "error": {"type": "LimitExceeded" if exc.limit else "WorkerDied", "message": exc.reason,
-                                   "where": None, "phase": "the step", "not_attempted": False, "limit": exc.limit}}
+    return failed(error("LimitExceeded" if exc.limit else "WorkerDied", exc.reason), "the step", limit=exc.limit)
 
 
 def asked_standins(value) -> set[str]:
@@ -36,8 +36,7 @@ def asked_standins(value) -> set[str]:
 
 
 def _import_error(errors: dict[str, dict], module: str) -> dict:
-    return {"ok": False, "error": {**errors[module], "phase": f"importing {module}.py", "not_attempted": False,
-                                   "import": True}}
+    return failed(errors[module], f"importing {module}.py", **{"import": True})
 
 
 #: the stand-ins each request builds (a request may build other steps' stand-ins: Exercise 3.1)

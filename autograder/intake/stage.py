@@ -14,6 +14,8 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from autograder.worker.errors import error
+
 from . import notebook, unzip
 
 IGNORED_DIRS = {"__MACOSX", "__pycache__", ".ipynb_checkpoints", ".git"}
@@ -74,7 +76,7 @@ def find_root(unpacked: Path, modules: list[str]) -> tuple[Path | None, str | No
 
 
 def _module_error(kind: str, message: str) -> dict:
-    return {"type": kind, "message": message, "where": None}
+    return error(kind, message)
 
 
 def _read_source(path: Path, label: str) -> tuple[bytes | None, str | None]:

@@ -12,6 +12,8 @@ import csv
 import datetime as dt
 from pathlib import Path
 
+from autograder.text_files import read_user_text
+
 
 class TimesError(ValueError):
     """A times file that cannot be read, said in its own terms (file, line)."""
@@ -32,10 +34,7 @@ def parse(text: str) -> str:
 def read(path: Path) -> dict[str, str]:
     """``submission,submitted_at`` rows (a header line first) -> {submission name: ISO time}; the name ``*``
     stands for every submission of the run that has no row of its own."""
-    try:
-        rows = list(csv.reader(Path(path).read_text(encoding="utf-8-sig").splitlines()))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise TimesError(f"{path}: cannot read it ({exc})") from None
+    rows = list(csv.reader(read_user_text(path, TimesError, encoding="utf-8-sig").splitlines()))
     if not rows or [c.strip().lower() for c in rows[0][:2]] != ["submission", "submitted_at"]:
         raise TimesError(f"{path}, line 1: expected the header 'submission,submitted_at'")
     times = {}

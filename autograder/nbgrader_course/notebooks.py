@@ -6,9 +6,11 @@ from pathlib import Path
 import nbformat
 from nbformat import v4
 
-from autograder import documents
+from autograder.unit import documents
 
-from . import cells, graded_cells, helper, literals, prose
+from autograder.unit import prose
+
+from . import cells, graded_cells, helper, literals
 from .collect import Case
 from .sources import ModuleSource, read_module
 

@@ -17,9 +17,8 @@ PACKAGE_DIR = Path(__file__).resolve().parent.parent
 CLI_COMMANDS = ("_run", "_colored", "main", "check")  # the helpers and the one command the student CLI keeps
 START_PACKAGES = ("autograder.check", "autograder.worker")
 DATA_FILES = ("check/public_cases.json", "check/public_cases.safetensors")
-INSTRUCTOR_ONLY = ("autograder.suites", "autograder.assign", "autograder.autograde", "autograder.grading.reference",
-                   "autograder.grading.suite", "autograder.course", "autograder.documents", "autograder.release",
-                   "autograder.gradescope")
+INSTRUCTOR_ONLY = ("autograder.unit", "autograder.assign", "autograder.autograde", "autograder.grading.reference",
+                   "autograder.grading.suite", "autograder.course", "autograder.release", "autograder.gradescope")
 
 
 class ReleaseError(Exception):

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from . import hygiene, integrity, runtime, confine, submission, wire
+from .errors import error, failed
 
 
 def serve(channel: socket.socket, folder: str, spawn: dict, shared: tuple[str, ...] = ()) -> None:
@@ -61,16 +62,13 @@ def serve(channel: socket.socket, folder: str, spawn: dict, shared: tuple[str, .
             continue
         answer = run(request, ws)
         if check.__code__ is not check_code or check.__defaults__ is not check_defaults or check(watched) != baseline_ids:
-            send(channel, {"ok": False, "error": {"type": "Tampering", "phase": "the step", "not_attempted": False,
-                                                  "where": None, "tampered": True,
-                                                  "message": "your code changed the grader's own functions while it "
-                                                             "ran: this step scores zero"}})
+            send(channel, failed(error("Tampering", "your code changed the grader's own functions while it ran: "
+                                                    "this step scores zero"), "the step", tampered=True))
             return  # retired: the next step gets a fresh worker
         try:
             send(channel, answer)
         except TypeError as exc:  # something un-sendable slipped through
-            send(channel, {"ok": False, "error": {"type": "TypeError", "message": str(exc), "where": None,
-                                                  "phase": "returning the result", "not_attempted": False}})
+            send(channel, failed(error("TypeError", str(exc)), "returning the result"))
         for stream in (sys.stdout, sys.stderr):  # after the answer is out: what it printed, for grade check
             try:
                 stream.flush()

@@ -12,6 +12,7 @@ from pathlib import Path
 import torch
 
 from . import standins as standins_mod
+from .errors import failed
 from .submission import describe_exception
 
 
@@ -128,7 +129,7 @@ def run(request: dict, ws: Workspace) -> dict:
     (type_, Parameter, requires_grad, grad_fn, grad, detach, clone, isinstance_, TensorBase,
      tuple_, list_, str_, bool_, int_) = _BOUND
 
-    plain, describe, materialize = _plain, describe_exception, _materialize
+    plain, describe, materialize, report_failure = _plain, describe_exception, _materialize, failed
     phase = "setup"
     try:
         built: list = []
@@ -224,10 +225,7 @@ def run(request: dict, ws: Workspace) -> dict:
             answer["param_grads"] = {n: grad(p) for n, p in params}
         return answer
     except BaseException as exc:  # noqa: BLE001 - SystemExit, KeyboardInterrupt and custom BaseExceptions too
-        error = describe(exc, ws.folder)
-        error["phase"] = phase
-        error["not_attempted"] = isinstance(exc, NotImplementedError)
-        return {"ok": False, "error": error}
+        return report_failure(describe(exc, ws.folder), phase, not_attempted=isinstance(exc, NotImplementedError))
 
 
 def prepare(folder: Path, modules: dict[str, types.ModuleType]) -> Workspace:

@@ -7,6 +7,8 @@ import traceback
 import types
 from pathlib import Path
 
+from .errors import error
+
 PACKAGE = "submission"
 
 
@@ -39,7 +41,7 @@ def describe_exception(exc: BaseException, folder: Path | None = None) -> dict:
             message = exc.msg
         except BaseException:  # noqa: BLE001
             pass
-    return {"type": kind[:100], "message": message[:1000], "where": where}
+    return error(kind, message, where)
 
 
 def load(folder: Path, modules: list[str]) -> tuple[dict[str, types.ModuleType], dict[str, dict]]:
@@ -61,7 +63,7 @@ def load(folder: Path, modules: list[str]) -> tuple[dict[str, types.ModuleType],
     imported = {}
     for name in modules:
         if not (folder / f"{name}.py").is_file():
-            errors[name] = {"type": "MissingModule", "message": f"{name}.py is missing from the submission", "where": None}
+            errors[name] = error("MissingModule", f"{name}.py is missing from the submission")
             continue
         try:
             imported[name] = importlib.import_module(f"{PACKAGE}.{name}")

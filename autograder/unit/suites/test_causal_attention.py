@@ -1,10 +1,10 @@
 """Hidden suite: causal attention and dropout."""
 import torch
 
-from autograder import documents
+from autograder.unit import documents
 from autograder.grading.suite import rand, randn, step
 
-from .mistakes import causal_weight_mistakes, linear_mistakes
+from autograder.unit.mistakes import causal_weight_mistakes, linear_mistakes
 
 F64 = torch.float64
 

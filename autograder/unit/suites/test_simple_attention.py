@@ -1,7 +1,7 @@
 """Hidden suite: simplified self-attention (no trainable weights)."""
 import torch
 
-from autograder import documents
+from autograder.unit import documents
 from autograder.grading.suite import rand, randn, step
 
 F64 = torch.float64

@@ -1,10 +1,10 @@
 """Hidden suite: self-attention with trainable weights."""
 import torch
 
-from autograder import documents
+from autograder.unit import documents
 from autograder.grading.suite import rand, randn, step
 
-from .mistakes import linear_mistakes, scaled_weight_mistakes, v1_mistakes
+from autograder.unit.mistakes import linear_mistakes, scaled_weight_mistakes, v1_mistakes
 
 D_OUT = documents.D_OUT
 F64 = torch.float64
