@@ -7,9 +7,9 @@ from dataclasses import dataclass
 import pytest
 
 from autograder.course import Course
-from autograder.grading import redact
+from autograder.grading import reference_quotes
 from autograder.grading.cases import Check, Tolerances
-from autograder.grading.tensors import Tolerance
+from autograder.feedback.tolerance import Tolerance
 from autograder.grading.verdict import FAILED, NOT_ATTEMPTED, PASSED, StepFailure
 
 
@@ -80,7 +80,7 @@ class GradingPlugin:
             test()
         except StepFailure as exc:
             outcome.status = exc.verdict.status
-            outcome.feedback = redact.reference_lines(exc.feedback(), self.reference_lines)
+            outcome.feedback = reference_quotes.reference_lines(exc.feedback(), self.reference_lines)
         except Exception as exc:  # noqa: BLE001 - a bug in a suite must not stop the batch
             outcome.status = FAILED
             # The student reads that it is not their fault; the text, which may quote hidden values, is the

@@ -7,7 +7,7 @@ from pathlib import Path
 from autograder.grading import judge as judges
 from autograder.grading.cases import Tolerances
 from autograder.grading.runner import SubmissionRunner
-from autograder.grading.tensors import Tolerance
+from autograder.feedback.tolerance import Tolerance
 from autograder.grading.verdict import FAILED, NOT_ATTEMPTED, PASSED
 from autograder.grading.zygote_client import Zygote
 

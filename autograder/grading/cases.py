@@ -16,7 +16,7 @@ from typing import Callable
 import torch
 
 from . import judge as judges
-from .tensors import Tolerance
+from autograder.feedback.tolerance import Tolerance
 from .verdict import FAILED, StepFailure, Verdict
 
 

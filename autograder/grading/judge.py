@@ -17,7 +17,7 @@ from autograder.feedback.dropout import dropout_problems
 from autograder.feedback.gradients import NO_SUCH_PARAMETER, after_output, gradient_problems
 from autograder.feedback.parameters import parameter_problems
 
-from .tensors import Tolerance
+from autograder.feedback.tolerance import Tolerance
 from .verdict import FAILED, NOT_ATTEMPTED, PASSED, Verdict
 
 __all__ = ["JUDGES", "compare_values", "describe_error", "error_verdict", "judge", "judge_dropout", "judge_equal",

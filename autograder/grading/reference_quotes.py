@@ -1,21 +1,10 @@
-"""Keep hidden inputs out of the feedback a student sees.
+"""Keep the reference solution out of the feedback a student sees.
 
-On a hidden case, whatever the student's code controls (an exception's message and class name, the
-shape of what it returned, the names of its parameters) could carry a hidden input out to the student
-(raise ValueError(str(x.tolist())) on a randomized case). On hidden cases those parts are shown only
-in a form that cannot: digits masked, long tokens cut, class names only when they are Python's or
-torch's own, dimensions only when they are among the case's own (``autograder.feedback.redact``, named
-here too). And on the trusted side, no feedback quotes the reference solution (``reference_lines``).
+A student's exception message can quote anything the worker could read; on the trusted side, no part of
+the feedback may quote a line of the reference (as is, or reversed). What a hidden case's feedback may
+show of the student's own values is ``autograder.feedback.redact``'s business.
 """
 from __future__ import annotations
-
-# What a hidden case's feedback may show of the student's own values: in ``autograder.feedback``, which
-# every path words its feedback with; named here as before.
-from autograder.feedback.redact import redact_dims as dims, redact_names as names, redact_text as text, \
-    redact_type as type_name
-
-__all__ = ["QUOTED", "dims", "names", "reference_lines", "text", "type_name"]
-
 
 QUOTED = "[removed: this part of the message quoted the reference solution]"
 
