@@ -149,5 +149,39 @@ def nbgrader(**options) -> None:
     _run(verb.main, **options)
 
 
+
+@click.command("similarity")
+@click.argument("submissions", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--out", required=True, type=click.Path(path_type=Path, file_okay=False),
+              help="Write DIR/similarity.html and DIR/similarity.json.")
+@click.option("--against", type=click.Path(path_type=Path, exists=True, file_okay=False),
+              help="Also compare with last term's submissions (a folder of them, or an nbgrader course).")
+@click.option("--course", "course_file", default=Path("course.yml"), type=click.Path(path_type=Path), show_default=True)
+@click.option("--nbgrader", type=click.Path(path_type=Path, file_okay=False), help="An nbgrader course's submitted/.")
+@click.option("--assignment", help="With --nbgrader: the assignment (default: the only one submitted).")
+@click.option("--top", default=50, show_default=True, help="Pairs shown side by side in the HTML report.")
+def similarity(submissions, out, against, course_file, nbgrader, assignment, top) -> None:
+    """Rank pairs of SUBMISSIONS by shared code beyond boilerplate (read, never run). Never a verdict."""
+    from autograder.commands.similarity import SimilarityError, main as run  # noqa: PLC0415
+    from autograder.course import CourseError  # noqa: PLC0415
+
+    if bool(submissions) == bool(nbgrader):
+        _fail("give SUBMISSIONS (folders, .zip archives, notebooks) or --nbgrader COURSE_DIR, not both or neither")
+    try:
+        done = run(list(submissions), out, against, course_file=course_file, nbgrader=nbgrader,
+                   assignment=assignment, top=top)
+    except (SimilarityError, CourseError) as exc:
+        _fail(str(exc))
+    for problem in done.problems:
+        click.echo(click.style("skipped: ", fg="yellow") + problem, err=True)
+    for pair in done.pairs[:5]:
+        click.echo(f"{pair['score']:.2f}  {pair['a']} / {pair['b']}  {', '.join(pair['steps'])}")
+    click.echo(f"{done.submissions} submissions ({done.compared} pairs, {done.candidates} sharing a fingerprint) in "
+               f"{done.seconds:.1f} s: {done.html}, {done.json}. A high rank is a reason to look, not a verdict.")
+
+
+main.add_command(similarity)
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()
