@@ -18,6 +18,8 @@ from pathlib import Path
 DATA = Path(__file__).with_name("book_ch03.json")
 _PROMPT = re.compile(r"^\s*(In \[[^\]]*\]:\s?|>>> |\.\.\. )")  # a notebook's or a console's prompt
 _FENCE = re.compile(r"^\s*```")
+#: a line a code block can start with (saves parsing from every line of prose)
+_STARTS = re.compile(r"[=(@]|^\s*(import|from|def|class|for|while|with|return|if)\b")
 _DOES = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For, ast.While, ast.If, ast.With, ast.FunctionDef,
          ast.ClassDef, ast.Import, ast.ImportFrom, ast.Return)
 
@@ -52,7 +54,7 @@ def snippets(text: str) -> list[str]:
     found, i = [], 0
     while i < len(lines):
         best = None
-        if lines[i].strip():
+        if _STARTS.search(lines[i]):
             end = i + 1
             while end <= len(lines) and end - i <= 80:
                 if _parses(lines[i:end]) is not None:

@@ -24,7 +24,7 @@ from itertools import combinations
 from .extract import Submission
 from .fingerprint import Alphabet, fingerprints
 
-SMOOTH = 4
+SMOOTH = 8
 #: a step counts as shared in the JSON's ``steps`` from this step score on, with at least MIN_SHARED fingerprints
 STEP_SHARED = 0.5
 MIN_SHARED = 3

@@ -3,6 +3,11 @@
 copydetect fingerprints a string of characters; here each normalised token is one character of that string
 (its own code point), so a k-gram is k tokens and every fingerprint's index is a token's index: shared
 fragments map back to the student's own lines.
+
+The k-gram hashes are Karp-Rabin hashes of the token codes (as in the winnowing paper), not copydetect's
+``hashed_kgrams``: that one uses Python's ``hash()``, which is salted per process, so which fingerprints
+winnowing picks, and so the scores, would change from run to run. Selection (``winnow``) and the copied
+slices are copydetect's.
 """
 from __future__ import annotations
 
@@ -10,7 +15,8 @@ import os
 
 os.environ.setdefault("MPLBACKEND", "Agg")  # copydetect's package imports matplotlib for its own report
 
-from copydetect.utils import get_copied_slices, hashed_kgrams, winnow  # noqa: E402
+import numpy as np  # noqa: E402
+from copydetect.utils import get_copied_slices, winnow  # noqa: E402
 
 from .normalise import Token  # noqa: E402
 
@@ -33,6 +39,22 @@ class Alphabet:
                 char = self._chars[tok.text] = chr(0x10000 + len(self._chars))  # clear of the surrogates
             out.append(char)
         return "".join(out)
+
+
+_BASE = np.uint64(1_000_003)
+
+
+def hashed_kgrams(doc: str, k: int = K) -> np.ndarray:
+    """Karp-Rabin hashes (mod 2**64) of every k-gram of ``doc``, the same in every run and on every machine."""
+    codes = np.frombuffer(doc.encode("utf-32-le"), dtype=np.uint32).astype(np.uint64)
+    n = len(codes) - k + 1
+    if n <= 0:
+        return np.zeros(0, dtype=np.int64)
+    acc = np.zeros(n, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for j in range(k):
+            acc = acc * _BASE + codes[j:j + n]
+    return acc.view(np.int64)
 
 
 def fingerprints(doc: str, k: int = K, window: int = WINDOW) -> dict[int, list[int]]:

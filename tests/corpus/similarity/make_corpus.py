@@ -154,7 +154,7 @@ def _without_markers(text: str) -> str:
                    and "### END SOLUTION" not in line)
 
 
-def main() -> None:
+def main(OUT: Path = OUT, manifest_path: Path = HERE / "manifest.json") -> None:  # noqa: N803
     if OUT.exists():
         shutil.rmtree(OUT)
     OUT.mkdir()
@@ -266,7 +266,7 @@ def main() -> None:
              "steps": ["multihead_attention.MultiHeadAttention"]},
         ],
     }
-    (HERE / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
+    manifest_path.write_text(json.dumps(manifest, indent=1) + "\n")
     print(f"wrote {len(list(OUT.iterdir()))} submissions into {OUT}")
 
 
