@@ -38,6 +38,10 @@ def main(submissions: list[Path], out: Path, against: Path | None = None, *, cou
          nbgrader: Path | None = None, assignment: str | None = None, top: int = 50) -> Outcome:
     """Compare ``submissions`` (as ``grade autograde`` takes them), and last term's (``against``), into
     ``out/similarity.html`` and ``out/similarity.json``."""
+    try:
+        import copydetect  # noqa: F401, PLC0415
+    except ImportError:
+        raise SimilarityError("grade similarity needs copydetect: pip install -e '.[similarity]'") from None
     from autograder.similarity import boilerplate, report_html, report_json  # noqa: PLC0415 - copydetect
     from autograder.similarity.compare import compare  # noqa: PLC0415
     from autograder.similarity.extract import collect  # noqa: PLC0415

@@ -16,7 +16,7 @@ from pathlib import Path
 from . import book_code
 from .extract import parse, read_folder
 from .fingerprint import Alphabet, all_kgrams
-from .normalise import tokens
+from .normalise import defined_attributes, tokens
 
 
 def _book_kgrams(alphabet: Alphabet, kept: set[str]) -> set[int]:
@@ -33,7 +33,7 @@ def _book_kgrams(alphabet: Alphabet, kept: set[str]) -> set[int]:
         # the statements inside a definition, as a student would write them at the top of a function
         for d in defs:
             for method in ([d] if not isinstance(d, ast.ClassDef) else [m for m in d.body if isinstance(m, ast.FunctionDef)]):
-                found |= all_kgrams(alphabet.text(tokens(module, method.body, kept)))
+                found |= all_kgrams(alphabet.text(tokens(module, method.body, kept, defined_attributes(module, [d]))))
     return found
 
 

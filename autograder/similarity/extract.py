@@ -41,10 +41,6 @@ class Submission:
         return self.name if self.term == "current" else f"{self.term}:{self.name}"
 
 
-def _referenced(node: ast.AST) -> set[str]:
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
-
-
 def step_nodes(module: Module, name: str, step_names: set[str]) -> list[ast.AST] | None:
     """The definition of step ``name`` and the module's other definitions it reaches (not other steps)."""
     defs = module.definitions()
@@ -52,7 +48,7 @@ def step_nodes(module: Module, name: str, step_names: set[str]) -> list[ast.AST]
         return None
     chosen, todo = [defs[name]], [defs[name]]
     while todo:
-        for ref in sorted(_referenced(todo.pop())):
+        for ref in sorted(module.names_in.get(todo.pop(), ())):
             node = defs.get(ref)
             if node is not None and ref not in step_names and node not in chosen:
                 chosen.append(node)
@@ -62,7 +58,7 @@ def step_nodes(module: Module, name: str, step_names: set[str]) -> list[ast.AST]
 
 def _span(node: ast.AST, module: Module) -> tuple[int, int]:
     first = node.decorator_list[0] if getattr(node, "decorator_list", None) else node
-    return module.offset(first.lineno, 0), module.offset(node.end_lineno, node.end_col_offset)
+    return module.offset(first.lineno, 0), module.offset(*module.end(node))
 
 
 def parse(source: str, label: str) -> tuple[Module | None, str | None]:

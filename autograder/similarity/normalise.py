@@ -49,17 +49,46 @@ class Module:
             self._line_starts.append(self._line_starts[-1] + len(line))
         self.tokens = [t for t in tokenize.generate_tokens(io.StringIO(source).readline) if t.type not in _SKIP]
         self._starts = [t.start for t in self.tokens]
+        self._lines = source.splitlines()
         #: keyword arguments of calls (``dim=-1``, ``bias=False``): the API's names, kept as they are
-        self.keywords = {(n.lineno, n.col_offset) for n in ast.walk(self.tree) if isinstance(n, ast.keyword) and n.arg}
+        self.keywords: set[tuple[int, int]] = set()
         self.imported = set(KNOWN_MODULES)
-        for node in ast.walk(self.tree):
-            if isinstance(node, (ast.Import, ast.ImportFrom)):
-                for alias in node.names:
-                    self.imported.add((alias.asname or alias.name).split(".")[0])
-        self.docstrings = {_pos(node.body[0].value) for node in ast.walk(self.tree)
-                           if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Module))
-                           and node.body and isinstance(node.body[0], ast.Expr)
-                           and isinstance(node.body[0].value, ast.Constant) and isinstance(node.body[0].value.value, str)}
+        self.docstrings: set[tuple[int, int]] = set()
+        #: per top-level definition: the names it reads, the attributes it sets (one walk of the tree)
+        self.names_in: dict[ast.AST, set[str]] = {}
+        self.attributes_in: dict[ast.AST, set[str]] = {}
+        for top in self.tree.body:
+            names, attrs = self.names_in.setdefault(top, set()), self.attributes_in.setdefault(top, set())
+            for node in ast.walk(top):
+                if isinstance(node, ast.Name):
+                    names.add(node.id)
+                elif isinstance(node, ast.keyword) and node.arg:
+                    self.keywords.add(self.start(node))
+                elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                    self.imported.update((a.asname or a.name).split(".")[0] for a in node.names)
+                elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+                    for target in (node.targets if isinstance(node, ast.Assign) else [node.target]):
+                        attrs.update(sub.attr for sub in ast.walk(target)
+                                     if isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name))
+                elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                        node.func.attr in ("register_buffer", "register_parameter", "setattr") and node.args and \
+                        isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+                    attrs.add(node.args[0].value)
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.body and \
+                        isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant) and \
+                        isinstance(node.body[0].value.value, str):
+                    self.docstrings.add(self.start(node.body[0].value))
+
+    def _chars(self, line: int, byte_col: int) -> int:
+        """``ast`` counts columns in UTF-8 bytes, ``tokenize`` in characters."""
+        text = self._lines[line - 1] if 0 < line <= len(self._lines) else ""
+        return len(text.encode("utf-8")[:byte_col].decode("utf-8", errors="ignore")) if not text.isascii() else byte_col
+
+    def start(self, node: ast.AST) -> tuple[int, int]:
+        return node.lineno, self._chars(node.lineno, node.col_offset)
+
+    def end(self, node: ast.AST) -> tuple[int, int]:
+        return node.end_lineno, self._chars(node.end_lineno, node.end_col_offset)
 
     def offset(self, line: int, col: int) -> int:
         return self._line_starts[line - 1] + col
@@ -76,10 +105,6 @@ class Module:
         return found
 
 
-def _pos(node: ast.AST) -> tuple[int, int]:
-    return node.lineno, node.col_offset
-
-
 def units(node: ast.AST) -> list[ast.AST]:
     """What a definition is compared as: a function as itself; a class as its methods in the order of their names,
     after the rest of its body (class attributes), so reordering the methods changes nothing."""
@@ -91,38 +116,27 @@ def units(node: ast.AST) -> list[ast.AST]:
     return others + methods
 
 
-def defined_attributes(nodes: list[ast.AST]) -> set[str]:
+def defined_attributes(module: Module, nodes: list[ast.AST]) -> set[str]:
     """Attributes the code itself sets (``self.x = ...``, ``register_buffer('mask', ...)``)."""
-    found = set()
-    for root in nodes:
-        for node in ast.walk(root):
-            targets = []
-            if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
-                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            for target in targets:
-                for sub in ast.walk(target):
-                    if isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name):
-                        found.add(sub.attr)
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
-                    node.func.attr in ("register_buffer", "register_parameter", "setattr") and node.args and \
-                    isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
-                found.add(node.args[0].value)
+    found: set[str] = set()
+    for node in nodes:
+        found |= module.attributes_in.get(node, set())
     return found
 
 
-def tokens(module: Module, nodes: list[ast.AST], kept_names: set[str]) -> list[Token]:
+def tokens(module: Module, nodes: list[ast.AST], kept_names: set[str], attrs: set[str] | None = None) -> list[Token]:
     """The normalised tokens of ``nodes`` (each compared as its ``units``), in that order.
 
-    ``kept_names``: names that stay as they are besides Python's and the imports (the course's step names)."""
-    attrs = defined_attributes(nodes)
+    ``kept_names``: names that stay as they are besides Python's and the imports (the course's step names);
+    ``attrs``: the attributes the code defines, when ``nodes`` are not top-level definitions."""
+    attrs = defined_attributes(module, nodes) if attrs is None else attrs
     keep = module.imported | _BUILTINS | kept_names
     out: list[Token] = []
     for node in nodes:
         for unit in units(node):
             first = getattr(unit, "decorator_list", None)
             start_node = unit.decorator_list[0] if first else unit
-            lo = (start_node.lineno, start_node.col_offset)
-            hi = (unit.end_lineno, unit.end_col_offset)
+            lo, hi = module.start(start_node), module.end(unit)
             previous = None
             for tok in module.tokens_between(lo, hi):
                 text = tok.string

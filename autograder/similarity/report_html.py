@@ -31,7 +31,14 @@ def _e(text) -> str:
 
 
 def _code_html(code: StepCode, token_slices: list[tuple[int, int]]) -> str:
-    marks = [(code.tokens[lo].start, code.tokens[hi - 1].end) for lo, hi in token_slices if hi > lo]
+    marks: list[list[int]] = []  # per line: from a shared token to the last shared one after it on that line
+    for lo, hi in token_slices:
+        for tok in code.tokens[lo:hi]:
+            gap = code.source[marks[-1][1]:tok.start] if marks else "\n"
+            if marks and tok.start >= marks[-1][1] and not gap.strip() and "\n" not in gap:
+                marks[-1][1] = tok.end
+            else:
+                marks.append([tok.start, tok.end])
     marks.sort()
     parts = []
     for lo, hi in sorted(code.spans):
