@@ -150,7 +150,7 @@ def nbgrader(**options) -> None:
 
 
 
-@click.command("similarity")
+@main.command()
 @click.argument("submissions", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--out", required=True, type=click.Path(path_type=Path, file_okay=False),
               help="Write DIR/similarity.html and DIR/similarity.json.")
@@ -160,27 +160,11 @@ def nbgrader(**options) -> None:
 @click.option("--nbgrader", type=click.Path(path_type=Path, file_okay=False), help="An nbgrader course's submitted/.")
 @click.option("--assignment", help="With --nbgrader: the assignment (default: the only one submitted).")
 @click.option("--top", default=50, show_default=True, help="Pairs shown side by side in the HTML report.")
-def similarity(submissions, out, against, course_file, nbgrader, assignment, top) -> None:
-    """Rank pairs of SUBMISSIONS by shared code beyond boilerplate (read, never run). Never a verdict."""
-    from autograder.commands.similarity import SimilarityError, main as run  # noqa: PLC0415
-    from autograder.course import CourseError  # noqa: PLC0415
+def similarity(**options) -> None:
+    """Rank pairs of SUBMISSIONS by code shared beyond boilerplate (read, never run). Never a verdict."""
+    from autograder.commands import similarity as verb  # noqa: PLC0415
 
-    if bool(submissions) == bool(nbgrader):
-        _fail("give SUBMISSIONS (folders, .zip archives, notebooks) or --nbgrader COURSE_DIR, not both or neither")
-    try:
-        done = run(list(submissions), out, against, course_file=course_file, nbgrader=nbgrader,
-                   assignment=assignment, top=top)
-    except (SimilarityError, CourseError) as exc:
-        _fail(str(exc))
-    for problem in done.problems:
-        click.echo(click.style("skipped: ", fg="yellow") + problem, err=True)
-    for pair in done.pairs[:5]:
-        click.echo(f"{pair['score']:.2f}  {pair['a']} / {pair['b']}  {', '.join(pair['steps'])}")
-    click.echo(f"{done.submissions} submissions ({done.compared} pairs, {done.candidates} sharing a fingerprint) in "
-               f"{done.seconds:.1f} s: {done.html}, {done.json}. A high rank is a reason to look, not a verdict.")
-
-
-main.add_command(similarity)
+    _run(verb.main, **options)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -23,7 +23,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "corpus" / "similarity")]
 
 from make_corpus import MODULES, recomment, rename  # noqa: E402
 
-from autograder.commands.similarity import main  # noqa: E402
+from autograder.commands.similarity import compare_class  # noqa: E402
 
 NAMES = ["scores", "weights", "context", "q", "k", "v", "x_i", "rows", "total", "exps", "mask", "masked", "T", "n",
          "keys", "queries", "values", "attn_scores", "attn_weights", "context_vec", "b", "num_tokens"]
@@ -46,7 +46,7 @@ def run(n: int, keep: Path | None) -> float:
     try:
         make_class(work / "class", n)
         start, cpu = time.monotonic(), time.process_time()
-        done = main([work / "class"], keep or work / "out", course_file=ROOT / "course.yml")
+        done = compare_class([work / "class"], keep or work / "out", course_file=ROOT / "course.yml")
         seconds, cpu = time.monotonic() - start, time.process_time() - cpu
     finally:
         shutil.rmtree(work, ignore_errors=True)

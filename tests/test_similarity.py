@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from autograder.cli import main as cli
-from autograder.commands.similarity import main as similarity
+from autograder.commands.similarity import compare_class
 from autograder.similarity.normalise import Module, tokens
 from tests.submission_forms import module_notebooks, one_notebook, zipped
 
@@ -22,7 +22,7 @@ MODULES = ["simple_attention", "trainable_attention", "causal_attention", "multi
 
 
 def _run(paths, out, **kwargs):
-    return similarity([Path(p) for p in paths], out, course_file=ROOT / "course.yml", **kwargs)
+    return compare_class([Path(p) for p in paths], out, course_file=ROOT / "course.yml", **kwargs)
 
 
 def _key(a: str, b: str) -> frozenset:
@@ -269,3 +269,18 @@ def test_the_books_code_is_boilerplate(tmp_path, body, shared):
     assert bool(found) == shared, done.pairs
     if shared:
         assert found[0]["steps"] == ["simple_attention.context_vector"]
+
+
+def test_the_verb_is_plain_python(tmp_path):
+    from autograder.commands import similarity as verb  # noqa: PLC0415
+    from autograder.commands.usage import UsageError  # noqa: PLC0415
+
+    source = (ROOT / "autograder" / "commands" / "similarity.py").read_text()
+    assert "import click" not in source and "sys.exit" not in source
+    with pytest.raises(UsageError, match="not both or neither"):
+        verb.main((), out=tmp_path)
+    with pytest.raises(UsageError, match="no submission to compare"):
+        verb.main([tmp_path / "nowhere"], out=tmp_path, course_file=ROOT / "course.yml")
+    assert verb.main([SUBMISSIONS / "style_bmm", SUBMISSIONS / "book"], tmp_path / "out",
+                     course_file=ROOT / "course.yml") == 0
+    assert json.loads((tmp_path / "out" / "similarity.json").read_text()) == []  # the book shares nothing that counts

@@ -5,12 +5,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder.course import load_course
 from autograder.intake.discover import Source, discover, nbgrader_submissions
 
-
-class SimilarityError(Exception):
-    """The run cannot start (no submissions, a bad course file); the message says why."""
+from . import console
+from .usage import UsageError
 
 
 @dataclass
@@ -34,25 +32,49 @@ def _sources(paths: list[Path], modules: list[str], nbgrader: Path | None = None
     return discover(paths, modules)
 
 
-def main(submissions: list[Path], out: Path, against: Path | None = None, *, course_file: Path = Path("course.yml"),
-         nbgrader: Path | None = None, assignment: str | None = None, top: int = 50) -> Outcome:
+def main(submissions, out: Path, against: Path | None = None, course_file: Path = Path("course.yml"),
+         nbgrader: Path | None = None, assignment: str | None = None, top: int = 50) -> int:
+    """``grade similarity``: write the reports, say where, and the top pairs; never a verdict."""
+    if bool(submissions) == bool(nbgrader):
+        raise UsageError("give SUBMISSIONS (folders, .zip archives, notebooks) or --nbgrader COURSE_DIR, "
+                         "not both or neither")
+    done = compare_class(list(submissions), Path(out), against, course_file=course_file, nbgrader=nbgrader,
+                         assignment=assignment, top=top)
+    for problem in done.problems:
+        console.warn(problem, "skipped: ")
+    for pair in done.pairs[:5]:
+        console.say(f"{pair['score']:.2f}  {pair['a']} / {pair['b']}  {', '.join(pair['steps'])}")
+    console.say(f"{done.submissions} submissions" + (f" and {done.previous} of last term" if done.previous else "") +
+                f" ({done.compared} pairs, {done.candidates} sharing a fingerprint) in {done.seconds:.1f} s: "
+                f"{done.html}, {done.json}. A high rank is a reason to look, not a verdict.")
+    return 0
+
+
+def compare_class(submissions: list[Path], out: Path, against: Path | None = None, *,
+                  course_file: Path = Path("course.yml"), nbgrader: Path | None = None, assignment: str | None = None,
+                  top: int = 50) -> Outcome:
     """Compare ``submissions`` (as ``grade autograde`` takes them), and last term's (``against``), into
     ``out/similarity.html`` and ``out/similarity.json``."""
+    from autograder.course import CourseError, load_course  # noqa: PLC0415
+
     try:
         import copydetect  # noqa: F401, PLC0415
     except ImportError:
-        raise SimilarityError("grade similarity needs copydetect: pip install -e '.[similarity]'") from None
+        raise UsageError("grade similarity needs copydetect: pip install -e '.[similarity]'") from None
     from autograder.similarity import boilerplate, report_html, report_json  # noqa: PLC0415 - copydetect
     from autograder.similarity.compare import compare  # noqa: PLC0415
     from autograder.similarity.extract import collect  # noqa: PLC0415
     from autograder.similarity.fingerprint import Alphabet  # noqa: PLC0415
 
     start = time.monotonic()
-    course = load_course(course_file)
+    try:
+        course = load_course(course_file)
+    except CourseError as exc:
+        raise UsageError(str(exc)) from None
     steps_by_module = course.steps_by_module()
     sources, problems = _sources(list(submissions), course.modules, nbgrader, assignment)
     if not sources:
-        raise SimilarityError("no submission to compare" + (f": {problems[0]}" if problems else ""))
+        raise UsageError("no submission to compare" + (f": {problems[0]}" if problems else ""))
     subs = collect(sources, steps_by_module)
     previous = []
     if against is not None:
