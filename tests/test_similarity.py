@@ -158,7 +158,11 @@ def test_same_inputs_and_names_as_grade_autograde(tmp_path):
     module_notebooks(SUBMISSIONS / "correct_alt_style", cls / "alt_student")
     one_notebook(SUBMISSIONS / "copy_reordered", cls, name="reordered_student.ipynb")
     shutil.copytree(SUBMISSIONS / "correct_loops", cls / "loops_student")
+    (cls / "broken_student.zip").write_bytes(b"PK\x03\x04 not really a zip")
     done = _run([cls], tmp_path / "out")
+    assert done.submissions == 5
+    notes = re.findall(r"<li><strong>broken_student</strong>: ([^<]*)</li>", (tmp_path / "out" / "similarity.html").read_text())
+    assert notes and "broken_student.zip" in notes[0], notes
     ranked = {_key(p["a"], p["b"]): p["score"] for p in done.pairs}
     assert ranked[_key("renamed_student", "alt_student")] > 0.9
     assert ranked[_key("reordered_student", "loops_student")] > 0.9

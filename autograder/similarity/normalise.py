@@ -50,6 +50,7 @@ class Module:
         self.tokens = [t for t in tokenize.generate_tokens(io.StringIO(source).readline) if t.type not in _SKIP]
         self._starts = [t.start for t in self.tokens]
         self._lines = source.splitlines()
+        self._definitions: dict[str, ast.AST] | None = None
         #: keyword arguments of calls (``dim=-1``, ``bias=False``): the API's names, kept as they are
         self.keywords: set[tuple[int, int]] = set()
         self.imported = set(KNOWN_MODULES)
@@ -97,12 +98,18 @@ class Module:
         return self.tokens[bisect.bisect_left(self._starts, lo):bisect.bisect_left(self._starts, hi)]
 
     def definitions(self) -> dict[str, ast.AST]:
-        """Top-level functions and classes by name; the last definition wins, as it would in Python."""
-        found = {}
-        for node in self.tree.body:
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                found[node.name] = node
-        return found
+        """Top-level functions, classes and lambdas (``f = lambda x: ...``) by name; the last definition wins,
+        as it would in Python."""
+        if self._definitions is None:
+            self._definitions = {}
+            for node in self.tree.body:
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    self._definitions[node.name] = node
+                elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Lambda):
+                    for target in node.targets:
+                        if isinstance(target, ast.Name):
+                            self._definitions[target.id] = node
+        return self._definitions
 
 
 def units(node: ast.AST) -> list[ast.AST]:
