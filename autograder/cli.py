@@ -34,11 +34,14 @@ def main() -> None:
 @click.argument("path", type=click.Path(path_type=Path), default=Path("exercises"))
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON, for machines.")
 @click.option("--step", "steps", multiple=True, help="Only this step (module.name) or module; repeatable.")
-def check(path: Path, as_json: bool, steps: tuple[str, ...]) -> None:
+@click.option("--html", "html_file", is_flag=False, flag_value="feedback.html", default=None,
+              type=click.Path(path_type=Path, dir_okay=False),
+              help="Also write the feedback page (pictures of failing cases) to FILE [default: feedback.html].")
+def check(path: Path, as_json: bool, steps: tuple[str, ...], html_file: Path | None) -> None:
     """Check your exercises (default ./exercises) against the public cases of the course documents."""
     from autograder.commands import check as verb  # noqa: PLC0415
 
-    _run(verb.main, path=path, steps=steps, as_json=as_json, color=_colored())
+    _run(verb.main, path=path, steps=steps, as_json=as_json, color=_colored(), html_file=html_file)
 
 
 @main.command()

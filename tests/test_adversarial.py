@@ -212,7 +212,7 @@ def test_no_forged_results_anywhere(graded):
         assert len(result["tests"]) == total_counts, path
         assert result["score"] == sum(t["score"] for t in result["tests"]), path
         assert 0 <= result["score"] <= COURSE.max_points(), path
-    summary = {"summary.json", "summary.md"}  # the class summary, written next to the results
+    summary = {"summary.json", "summary.md", "summary.html"}  # the class summary, written next to the results
     stray = [p for p in graded["out"].iterdir()
              if p.name not in ADV_MANIFEST and p.name not in summary and not p.name.startswith(".")]
     assert stray == [], "the grader wrote results for submissions that do not exist"

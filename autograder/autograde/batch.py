@@ -19,7 +19,7 @@ from autograder.intake.stage import Staged, stage
 
 from autograder.outputs import results as results_model
 
-from . import fingerprint, results
+from . import feedback, fingerprint, results
 
 
 @dataclass
@@ -84,11 +84,16 @@ def grade_job(job: Job, out: Path, grader=None) -> dict:
     staged = job.staged
     if staged.problem:
         result = results.rejected(grader.course, staged.problem, staged.notes)
+        (cards, pictures), lines = feedback.cards_and_pictures(result), result["output"].splitlines()
+        result = feedback.embed(result, cards, pictures)
     else:
         result = grader.grade(staged.folder, notes=staged.notes, module_errors=staged.module_errors)
+        cards, pictures, lines = grader.last_cards, grader.last_pictures, grader.last_lines
     errors = [] if staged.problem else list(getattr(grader, "last_grader_errors", []))
     result["extra_data"] = {**job.extra, "isolation": grader.zygote.level,
                             "grader_errors": len(errors)}
+    # the page first: a results.json is what says a submission is done (resume)
+    feedback.write_page(out / job.source.name / "feedback.html", job.source.name, cards, pictures, lines)
     results.write_atomic(out / job.source.name / "results.json", result)
     return {"name": job.source.name, "score": result["score"], "problem": staged.problem,
             "isolation": grader.zygote.isolation, "grader_errors": errors}

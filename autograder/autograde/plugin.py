@@ -20,6 +20,7 @@ class Outcome:
     status: str = PASSED
     feedback: str = ""
     cases: int = 0
+    evidence: dict | None = None  # the failing case's arrays (public) or facts (hidden): autograder/pages/evidence.py
 
 
 def tolerances_for(course: Course, step: str) -> Tolerances:
@@ -81,6 +82,7 @@ class GradingPlugin:
         except StepFailure as exc:
             outcome.status = exc.verdict.status
             outcome.feedback = reference_quotes.reference_lines(exc.feedback(), self.reference_lines)
+            outcome.evidence = getattr(exc, "evidence", None)
         except Exception as exc:  # noqa: BLE001 - a bug in a suite must not stop the batch
             outcome.status = FAILED
             # The student reads that it is not their fault; the text, which may quote hidden values, is the

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from autograder.course import Course
 from autograder.outputs.results import Results, write_atomic  # noqa: F401 - write_atomic: the writer's
+from autograder.pages import misconceptions
 
 from .plugin import FAILED, NOT_ATTEMPTED, PASSED, Outcome
 
@@ -42,7 +43,8 @@ def build(course: Course, outcomes: dict[tuple[str, str], Outcome], *, notes: li
                 "max_score": cspec.points,
                 "status": "passed" if outcome.status == PASSED else "failed",
                 "output": outcome.feedback if outcome.status != PASSED else f"{step} [{count}]: passed ({outcome.cases} cases)",
-                "tags": [step.split(".", 1)[0], count, outcome.status],
+                "tags": [step.split(".", 1)[0], count, outcome.status,
+                         *(misconceptions.tags(outcome.feedback) if outcome.status != PASSED else [])],
                 "visibility": visibility,
             })
     lines = [f"Score: {total:g} / {course.max_points():g}",

@@ -10,7 +10,7 @@ from autograder.grading.reference import Reference
 from autograder.grading.runner import SubmissionRunner, asked_standins
 from autograder.grading.zygote_client import Zygote
 
-from . import direct, results
+from . import direct, feedback, results
 from .plugin import GradingPlugin
 from .suite_runner import run_suites, validate_suites
 
@@ -82,8 +82,12 @@ class Grader:
         notes = list(notes or [])
         if runner.output_bytes:
             notes.append(f"Your code printed {runner.output_bytes} bytes while being graded; printed output is not shown here.")
-        return results.build(self.course, plugin.outcomes, notes=notes, execution_time=time.monotonic() - start,
-                             isolation=self.zygote.isolation)
+        result = results.build(self.course, plugin.outcomes, notes=notes, execution_time=time.monotonic() - start,
+                               isolation=self.zygote.isolation)
+        #: the page's cards, pictures (drawn only for failing public cases) and summary lines, for feedback.html
+        self.last_cards, self.last_pictures = feedback.cards_and_pictures(result, plugin.outcomes)
+        self.last_lines = result["output"].splitlines()
+        return feedback.embed(result, self.last_cards, self.last_pictures)
 
     @property
     def zygote(self) -> Zygote:

@@ -1,4 +1,6 @@
-"""The class summary written next to the results: per-step pass rates and the score distribution."""
+"""The class summary written next to the results: per-step pass rates, the score distribution, the
+misconceptions diagnosed per step (with who), the slowest submissions, and after a regrade who gained or
+lost points where; as summary.json, summary.md and the dashboard summary.html (autograder/pages/dashboard.py)."""
 from __future__ import annotations
 
 import statistics
@@ -7,6 +9,8 @@ from pathlib import Path
 from autograder.course import Course
 
 from autograder.outputs.results import ResultsError, read, write_atomic
+from autograder.pages import changes as regrade_changes
+from autograder.pages import misconceptions
 
 
 def collect(out: Path) -> dict[str, dict]:
@@ -19,7 +23,27 @@ def collect(out: Path) -> dict[str, dict]:
     return results
 
 
-def build(course: Course, results: dict[str, dict], grader_errors: list[str] = ()) -> dict:
+def misconception_counts(course: Course, results: dict[str, dict]) -> dict[str, list[dict]]:
+    """Per step, each misconception diagnosed (``misconception:<id>`` tags): how many students, and who."""
+    found: dict[str, dict[str, list[str]]] = {}
+    for name, result in sorted(results.items()):
+        for test in result.get("tests", []):
+            step = test.get("name", "").split(" ", 1)[0]
+            for mid in misconceptions.from_tags(test.get("tags") or []):
+                who = found.setdefault(step, {}).setdefault(mid, [])
+                if name not in who:
+                    who.append(name)
+    return {step: [{"id": mid, "label": misconceptions.label(mid), "students": len(who), "who": who}
+                   for mid, who in sorted(found[step].items(), key=lambda kv: (-len(kv[1]), kv[0]))]
+            for step in course.steps if step in found}
+
+
+def slowest(results: dict[str, dict], n: int = 5) -> list[dict]:
+    timed = [(r.get("execution_time"), name) for name, r in results.items() if r.get("execution_time") is not None]
+    return [{"submission": name, "seconds": t} for t, name in sorted(timed, key=lambda x: (-x[0], x[1]))[:n]]
+
+
+def build(course: Course, results: dict[str, dict], grader_errors: list[str] = (), previous: dict | None = None) -> dict:
     top = course.max_points()
     scores = sorted(r.get("score", 0.0) for r in results.values())
     steps = {}
@@ -46,6 +70,11 @@ def build(course: Course, results: dict[str, dict], grader_errors: list[str] = (
                          for i, n in enumerate(buckets)],
         "steps": steps,
         "grader_errors": list(grader_errors),  # submissions where the grader itself failed (grader_errors.log)
+        "misconceptions": misconception_counts(course, results),
+        "slowest": slowest(results),
+        # after a regrade (--force, or changed suites or solutions): who gained or lost points on which step
+        "changes": regrade_changes.compare(previous or {}, results),
+        "regraded": len(previous or {}),
     }
 
 
@@ -57,6 +86,14 @@ def as_markdown(summary: dict) -> str:
     lines += [f"| {b['from_percent']}-{b['to_percent']}% | {b['submissions']} |" for b in summary["distribution"]]
     lines += ["", "| step | passed | pass rate |", "| --- | --- | --- |"]
     lines += [f"| {step} ({s['title']}) | {s['passed']} | {100 * s['pass_rate']:.0f}% |" for step, s in summary["steps"].items()]
+    if summary.get("misconceptions"):
+        lines += ["", "| step | likely misconception | students | who |", "| --- | --- | --- | --- |"]
+        lines += [f"| {step} | {m['label']} | {m['students']} | {', '.join(m['who'][:12])}{' ...' if len(m['who']) > 12 else ''} |"
+                  for step, found in summary["misconceptions"].items() for m in found]
+    if summary.get("changes"):
+        lines += ["", f"Regraded {summary['regraded']} submission(s); points that changed:", "",
+                  "| submission | step | before | after |", "| --- | --- | --- | --- |"]
+        lines += [f"| {c['submission']} | {c['step']} | {c['before']:g} | {c['after']:g} |" for c in summary["changes"]]
     if summary.get("grader_errors"):
         lines += ["", f"**The grader itself failed** while grading {len(summary['grader_errors'])} submission(s): "
                   f"{', '.join(summary['grader_errors'])}. Their tracebacks are in grader_errors.log; fix the "
@@ -64,8 +101,13 @@ def as_markdown(summary: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write(course: Course, out: Path, grader_errors: list[str] = ()) -> dict:
-    summary = build(course, collect(out), grader_errors)
+def write(course: Course, out: Path, grader_errors: list[str] = (), previous: dict | None = None) -> dict:
+    """``previous``: submission -> step -> points before this run regraded it (pages/changes.snapshot)."""
+    from autograder.pages import dashboard  # noqa: PLC0415
+
+    results = collect(out)
+    summary = build(course, results, grader_errors, previous)
     write_atomic(out / "summary.json", summary)
     (out / "summary.md").write_text(as_markdown(summary), encoding="utf-8")
+    dashboard.write(out / "summary.html", summary)
     return summary

@@ -4,6 +4,8 @@ from __future__ import annotations
 from autograder.commands.console import style
 from autograder.grading.verdict import FAILED, NOT_ATTEMPTED, PASSED
 
+from autograder.pages import terminal_grid
+
 from .run import BLOCKED, StepResult
 
 MARK = {PASSED: ("passed", "green"), FAILED: ("FAILED", "red"), NOT_ATTEMPTED: ("not attempted", "yellow"),
@@ -26,7 +28,7 @@ def table(results: list[StepResult], color: bool) -> str:
     return "\n".join(lines)
 
 
-def details(results: list[StepResult]) -> str:
+def details(results: list[StepResult], color: bool = False) -> str:
     out = []
     imports: dict[str, tuple[list[str], list[str]]] = {}  # module -> (its error, the steps it blocks)
     for r in results:
@@ -42,6 +44,8 @@ def details(results: list[StepResult]) -> str:
             if c.status == FAILED:
                 out.append(f"\n{r.step} [{c.count}] ({r.title}), case {c.case!r}:")
                 out += ["  " + line for line in c.feedback]
+                if terminal_grid.fits(c.evidence):
+                    out += ["  " + line for line in terminal_grid.render(c.evidence, color).splitlines()]
         if r.printed and r.status == FAILED:
             out.append(f"  your code printed while {r.step} was checked:")
             out += ["  | " + line for line in r.printed.rstrip("\n").splitlines()]

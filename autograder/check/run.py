@@ -10,6 +10,7 @@ from autograder.grading.runner import SubmissionRunner
 from autograder.feedback.tolerance import Tolerance
 from autograder.grading.verdict import FAILED, NOT_ATTEMPTED, PASSED
 from autograder.grading.zygote_client import Zygote
+from autograder.pages import evidence
 
 
 #: a step whose check failed while a step it builds on fails too: not counted as the student's error here
@@ -25,6 +26,7 @@ class CountResult:
     feedback: list[str] = field(default_factory=list)
     case: str = ""
     import_error: str | None = None  # the module that did not import, when that is why it failed
+    evidence: dict | None = None  # the failing case's arrays, for its pictures (autograder/pages/evidence.py)
 
 
 @dataclass
@@ -97,9 +99,11 @@ def run_check(folder: Path, data: dict, zygote: Zygote, steps: list[str] | None 
                 tol = _tolerances(spec)
                 for case in by_count.get((step, count), []):
                     got = runner.run(step, case["request"])
-                    verdict = judges.judge(case, case["expected"], got, tol.for_answer(case["expected"]), True)
+                    tolerance = tol.for_answer(case["expected"])
+                    verdict = judges.judge(case, case["expected"], got, tolerance, True)
                     if not verdict.passed:
                         result.status, result.feedback, result.case = verdict.status, verdict.lines, case["name"]
+                        result.evidence = evidence.collect(step, case, case["expected"], got, tolerance, True)
                         if (got.get("error") or {}).get("import"):
                             result.import_error = step.split(".", 1)[0]
                         break

@@ -99,6 +99,7 @@ def grade(grader, submissions: tuple[Path, ...], out: Path, n_jobs: int, force: 
     from tqdm import tqdm  # noqa: PLC0415
 
     from autograder.autograde import batch, fingerprint, grader_log, summary  # noqa: PLC0415
+    from autograder.pages import changes  # noqa: PLC0415
     from autograder.intake.discover import discover  # noqa: PLC0415
 
     course = grader.course
@@ -121,6 +122,7 @@ def grade(grader, submissions: tuple[Path, ...], out: Path, n_jobs: int, force: 
                 "root on Linux (namespaces), or pass --trust-submissions for code you trust.")
         if done:
             console.say(f"{len(done)} submission(s) already graded with the same inputs: skipped (--force regrades)")
+        previous = changes.snapshot(out, [job.source.name for job in todo])  # before they are replaced
         counts = {"full": 0, "partial": 0, "zero": 0}
         levels: set[str] = set()
         grader_errors: dict[str, list[str]] = {}
@@ -139,10 +141,14 @@ def grade(grader, submissions: tuple[Path, ...], out: Path, n_jobs: int, force: 
     finally:
         batch.cleanup(staging)
     logged = grader_log.update(out, [job.source.name for job in todo], grader_errors)
-    stats = summary.write(course, out, sorted(logged))
+    stats = summary.write(course, out, sorted(logged), previous)
     console.say(f"graded {len(todo)} submission(s) in {time.monotonic() - start:.1f} s with {n_jobs} job(s): "
                 f"{counts['full']} full marks, {counts['partial']} partial, {counts['zero']} zero; "
-                f"results in {out}/, class summary in {out}/summary.md ({stats['submissions']} submissions)")
+                f"results in {out}/, class summary in {out}/summary.md and {out}/summary.html "
+                f"({stats['submissions']} submissions)")
+    if stats.get("changes"):
+        console.say(f"regraded {stats['regraded']} submission(s): {len(stats['changes'])} step score(s) changed "
+                    f"(before/after in {out}/summary.html)")
     for level in sorted(levels):
         console.say(f"isolation: {level}")
     return logged

@@ -10,8 +10,10 @@ from .usage import UsageError
 
 
 def main(path: Path = Path("exercises"), steps: tuple[str, ...] = (), as_json: bool = False,
-         color: bool = False) -> int:
-    """Check the exercise files in ``path`` (a folder, or one module file); 0 when every check passes."""
+         color: bool = False, html_file: Path | None = None) -> int:
+    """Check the exercise files in ``path`` (a folder, or one module file); 0 when every check passes.
+
+    ``html_file``: also write the feedback page there (the page grade autograde writes), and say where."""
     from autograder.check import public_cases  # noqa: PLC0415
 
     path, steps = _folder(Path(path), tuple(steps))
@@ -31,9 +33,14 @@ def main(path: Path = Path("exercises"), steps: tuple[str, ...] = (), as_json: b
         console.say(json.dumps(report.as_json(results), indent=2))
     else:
         console.say(report.table(results, color=color))
-        text = report.details(results)
+        text = report.details(results, color=color)
         if text:
             console.say(text)
+    if html_file:
+        from autograder.check.page import write_page  # noqa: PLC0415
+
+        written = write_page(results, path, Path(html_file))
+        (console.note if as_json else console.say)(f"feedback page: {written}")
     return 0 if results and all(r.status == "passed" for r in results) else 1
 
 

@@ -15,6 +15,8 @@ from typing import Callable
 
 import torch
 
+from autograder.pages import evidence
+
 from . import judge as judges
 from autograder.feedback.tolerance import Tolerance
 from .verdict import FAILED, StepFailure, Verdict
@@ -75,7 +77,10 @@ class Check:
         if self.recorder is not None and case["public"]:
             self.recorder.append({**case, "step": self.step, "count": self.count, "expected": expected})
         if not verdict.passed:
-            raise StepFailure(self.step, self.count, case["name"], verdict)
+            failure = StepFailure(self.step, self.count, case["name"], verdict)
+            failure.evidence = evidence.collect(self.step, case, expected, got, self.tolerances.for_answer(expected),
+                                                case["public"])
+            raise failure
         return got
 
     def _cached(self, case: str, build):

@@ -2,7 +2,8 @@
 
 The format is Gradescope's (https://gradescope-autograders.readthedocs.io/en/latest/specs/): ``score``,
 ``execution_time``, ``output``, ``visibility``, ``stdout_visibility``, ``tests[]`` (``name``, ``number``,
-``score``, ``max_score``, ``status``, ``output``, ``tags``, ``visibility``), plus the kit's ``extra_data``
+``score``, ``max_score``, ``status``, ``output``, ``tags``, ``visibility``), ``output_format`` and
+``test_output_format`` (the top-level output is the feedback page's HTML, the tests' outputs text), plus the kit's ``extra_data``
 (``submission``, ``submitted_at``, ``submission_hash``, ``grader_hash``, ``isolation``, ``grader_errors``).
 ``grade autograde`` writes it (``write_atomic``); resume, the class summary and ``grade export`` read it
 (``read``), and a file they cannot use is said in the reader's terms (``ResultsError``).
@@ -87,6 +88,9 @@ class Results(BaseModel):
     score: float
     execution_time: float | None = None
     output: str = ""
+    #: "html" when ``output`` is the feedback page's body (autograder/pages/gradescope_html.py); tests stay "text"
+    output_format: str | None = None
+    test_output_format: str | None = None
     visibility: str = "visible"
     stdout_visibility: str = "hidden"
     tests: list[Test] = []

@@ -1,0 +1,114 @@
+"""``results/summary.html``: the class at a glance, for the instructor.
+
+Per-step pass rates, the score histogram, per step the misconceptions diagnosed (how many students, and
+who), the slowest submissions, and after a regrade who gained or lost points on which step. Built from
+summary.json's own figures (``autograde/summary.py``), so the page and the JSON never disagree; one
+picture (the histogram), inline; no script.
+"""
+from __future__ import annotations
+
+import io
+from html import escape
+from pathlib import Path
+
+from .feedback_page import STYLE, data_uri
+
+EXTRA_STYLE = """
+.bar{background:#e0e0e0;width:12em;height:.9em;display:inline-block;vertical-align:middle}
+.bar span{background:#2e7d32;height:100%;display:block}
+td{text-align:left}td.num{text-align:right}td.rate{white-space:nowrap}td.who{max-width:40em}.gain{color:#2e7d32}.loss{color:#c62828}
+"""
+
+
+def histogram(summary: dict) -> bytes:
+    """The score distribution as a PNG bar chart (matplotlib, Agg)."""
+    import matplotlib  # noqa: PLC0415
+
+    matplotlib.use("Agg", force=False)
+    from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: PLC0415
+    from matplotlib.figure import Figure  # noqa: PLC0415
+
+    buckets = summary["distribution"]
+    fig = Figure(figsize=(6.4, 2.6), dpi=90)
+    FigureCanvasAgg(fig)
+    ax = fig.add_axes((0.09, 0.2, 0.88, 0.72))
+    labels = [f"{b['from_percent']}–{b['to_percent']}" for b in buckets]
+    counts = [b["submissions"] for b in buckets]
+    ax.bar(range(len(counts)), counts, color="#3f6fb5")
+    ax.set_xticks(range(len(counts)), labels, fontsize=8)
+    ax.set_xlabel("score, % of the maximum", fontsize=9)
+    ax.set_ylabel("submissions", fontsize=9)
+    ax.tick_params(axis="y", labelsize=8)
+    ax.yaxis.get_major_locator().set_params(integer=True)
+    for i, n in enumerate(counts):
+        if n:
+            ax.text(i, n, str(n), ha="center", va="bottom", fontsize=8)
+    ax.set_ylim(0, max(counts + [1]) * 1.18)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=90)
+    return buf.getvalue()
+
+
+def _table(head: list[str], rows: list[list[str]], cls: str = "") -> str:
+    out = [f"<table class=\"{cls}\"><tr>" + "".join(f"<th scope=\"col\">{escape(h)}</th>" for h in head) + "</tr>"]
+    out += ["<tr>" + "".join(rows_cell for rows_cell in row) + "</tr>" for row in rows]
+    out.append("</table>")
+    return "\n".join(out)
+
+
+def _td(text, cls: str = "") -> str:
+    return f"<td class=\"{cls}\">{escape(str(text))}</td>" if cls else f"<td>{escape(str(text))}</td>"
+
+
+def page(summary: dict) -> str:
+    n = summary["submissions"]
+    out = [f"<h1>Class summary: {n} submission(s)</h1>",
+           f"<p>Score out of {summary['max_score']:g}: mean {summary['mean']}, median {summary['median']}, "
+           f"min {summary['min']}, max {summary['max']}; {summary['full_marks']} with full marks, {summary['zero']} with zero.</p>"]
+    if summary.get("grader_errors"):
+        out.append(f"<p class=\"likely\"><strong>The grader itself failed</strong> while grading "
+                   f"{escape(', '.join(summary['grader_errors']))}: see grader_errors.log.</p>")
+    out.append("<h2>Scores</h2>")
+    if n:
+        out.append(f"<figure><img src=\"{data_uri(histogram(summary))}\" alt=\"histogram of the scores: "
+                   + escape(", ".join(f"{b['from_percent']}-{b['to_percent']}%: {b['submissions']}" for b in summary["distribution"]))
+                   + "\"></figure>")
+    out.append("<h2>Steps</h2>")
+    rows = []
+    for step, s in summary["steps"].items():
+        rate = 100 * s["pass_rate"]
+        rows.append([_td(step), _td(s["title"]), _td(f"{s['passed']}/{n}"),
+                     f"<td class=\"rate\"><span class=\"bar\" role=\"img\" aria-label=\"{rate:.0f}%\"><span style=\"width:{rate:.0f}%\"></span>"
+                     f"</span> {rate:.0f}%</td>"])
+    out.append(_table(["step", "title", "passed", "pass rate"], rows))
+    out.append("<h2>Misconceptions diagnosed</h2>")
+    found = summary.get("misconceptions") or {}
+    if found:
+        rows = [[_td(step), _td(m["label"]), _td(f"{m['students']} student{'s' if m['students'] != 1 else ''}"),
+                 _td(", ".join(m["who"]), "who")] for step, ms in found.items() for m in ms]
+        out.append(_table(["step", "likely misconception", "how many", "who"], rows))
+    else:
+        out.append("<p>None diagnosed.</p>")
+    if summary.get("slowest"):
+        out.append("<h2>Slowest submissions</h2>")
+        out.append(_table(["submission", "seconds"], [[_td(s["submission"]), _td(f"{s['seconds']:.2f}")]
+                                                      for s in summary["slowest"]]))
+    if summary.get("changes"):
+        out.append(f"<h2>Regrade: before and after</h2><p>{summary['regraded']} submission(s) graded again; "
+                   "the steps whose points changed:</p>")
+        rows = [[_td(c["submission"]), _td(c["step"]), _td(f"{c['before']:g}"), _td(f"{c['after']:g}"),
+                 _td(f"{c['change']:+g}", "gain" if c["change"] > 0 else "loss")] for c in summary["changes"]]
+        out.append(_table(["submission", "step", "before", "after", "change"], rows, "changes"))
+    elif summary.get("regraded"):
+        out.append(f"<h2>Regrade: before and after</h2><p>{summary['regraded']} submission(s) graded again: "
+                   "no step's points changed.</p>")
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>Class summary</title>"
+            f"<style>{STYLE}{EXTRA_STYLE}</style></head>\n<body>\n" + "\n".join(out) + "\n</body></html>\n")
+
+
+def write(path: Path, summary: dict) -> Path:
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(page(summary), encoding="utf-8")
+    tmp.replace(path)
+    return path

@@ -1,0 +1,169 @@
+"""The feedback page of one submission: self-contained HTML (inline PNG, no script, no network).
+
+One card per step (points, status, the likely misconception); for a failing public case its pictures
+(heatmaps.draw) and a table of its largest mismatches; for a hidden case only its shape, dtype and how
+many entries differ. ``grade autograde`` writes it as ``results/<name>/feedback.html``, ``grade check
+--html`` for a student; Gradescope shows the same body (``gradescope_html``).
+"""
+from __future__ import annotations
+
+import base64
+from html import escape
+from pathlib import Path
+
+from . import mismatches
+from .cards import BLOCKED, FAILED, NOT_ATTEMPTED, PASSED, CountCard, StepCard
+
+#: the pictures of one page stay under this many bytes (results.json under 1 MB with its base64)
+PICTURE_BUDGET = 600_000
+
+STYLE = """
+body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:1.5em auto;max-width:70em;color:#1b1b1b;
+background:#fafafa;line-height:1.4}
+h1{font-size:1.5em;margin-bottom:.2em}
+.cards{display:flex;flex-wrap:wrap;gap:.6em;align-items:stretch}
+.card{background:#fff;border:1px solid #ddd;border-left:6px solid #999;border-radius:4px;padding:.4em .9em;
+flex:1 1 100%;box-sizing:border-box;min-width:0}
+.card.passed{flex:0 1 21em}.card h2{overflow-wrap:anywhere}.card.passed h2{font-size:.95em}.card.passed p{margin:.2em 0}
+.card.passed{border-left-color:#2e7d32}.card.failed{border-left-color:#c62828}
+.card.not-attempted,.card.blocked{border-left-color:#f9a825}
+.card h2{font-size:1.1em;margin:.2em 0}.status{font-weight:bold}
+.passed .status{color:#2e7d32}.failed .status{color:#c62828}.not-attempted .status,.blocked .status{color:#8d6e00}
+.likely{background:#fff3e0;padding:.3em .6em;border-radius:3px}
+pre{background:#f4f4f4;padding:.5em;overflow-x:auto;font-size:.85em;white-space:pre-wrap}
+table{border-collapse:collapse;margin:.4em 0}td,th{border:1px solid #ccc;padding:.15em .5em;font-size:.9em;text-align:right}
+th{background:#eee}td:first-child,th:first-child{text-align:left}
+figure{margin:.5em 0}img{max-width:100%;height:auto}
+.overview td.passed{color:#2e7d32}.overview td.failed{color:#c62828}
+"""
+
+
+def data_uri(png: bytes) -> str:
+    return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+
+
+def _status_class(status: str) -> str:
+    return status.replace(" ", "-")
+
+
+def _hidden_facts(ev: dict) -> str:
+    share = 100 * ev["differ"] / ev["total"] if ev["total"] else 0
+    return (f"<p>Hidden case: {escape(ev['what'])} of shape [{', '.join(map(str, ev['shape']))}], {escape(ev['dtype'])}; "
+            f"{ev['differ']} of {ev['total']} entries ({share:.0f}%) differ. Its values stay hidden.</p>")
+
+
+def _mismatch_table(ev: dict) -> str:
+    rows = mismatches.largest(ev)
+    if not rows:
+        return ""
+    out = ["<table class=\"mismatches\"><caption>Largest mismatches"
+           + (" (first of the batch)" if len(ev["shape"]) >= 3 and ev["shape"][0] > 1 else "") + "</caption>",
+           "<tr><th scope=\"col\">index</th><th scope=\"col\">expected</th><th scope=\"col\">yours</th>"
+           "<th scope=\"col\">yours − expected</th></tr>"]
+    for row in rows:
+        out.append(f"<tr><td>[{', '.join(map(str, row['index']))}]</td><td>{row['expected']}</td>"
+                   f"<td>{row['yours']}</td><td>{row['difference']}</td></tr>")
+    out.append("</table>")
+    return "\n".join(out)
+
+
+def _count(card: StepCard, c: CountCard, pictures: dict) -> str:
+    kind = "public" if c.public else "hidden"
+    head = (f"<h3>{escape(c.count)} <small>({kind})</small>: <span class=\"status\">{escape(c.status)}</span> "
+            f"{c.points:g}/{c.max_points:g}</h3>")
+    if c.status == PASSED:
+        return ""
+    parts = [head, f"<pre>{escape(c.text)}</pre>"]
+    ev = c.evidence
+    if ev and ev.get("public") and "expected" in ev:
+        png = pictures.get((card.step, c.count))
+        what = escape(ev["what"])
+        if png:
+            parts.append(f"<figure><img data-test=\"{escape(c.number)}\" src=\"{data_uri(png)}\" "
+                         f"alt=\"{what} of case {escape(ev.get('case', ''))}: expected, yours and their difference as "
+                         f"heatmaps, with the row sums\"><figcaption>{what}, case {escape(repr(ev.get('case', '')))}: "
+                         "expected, yours (one colour scale), yours − expected (red: too high, blue: too low), "
+                         "and each row's sum.</figcaption></figure>")
+        elif pictures.get("__cut__"):
+            parts.append("<p>(picture left out to keep this page small)</p>")
+        parts.append(_mismatch_table(ev))
+    elif ev and not ev.get("public"):
+        parts.append(_hidden_facts(ev))
+    return "\n".join(p for p in parts if p)
+
+
+def _card(card: StepCard, pictures: dict) -> str:
+    status = card.status
+    lines = [f"<section class=\"card {_status_class(status)}\" id=\"{escape(card.step)}\">",
+             f"<h2>{escape(card.step)}: {escape(card.title)}</h2>",
+             f"<p><span class=\"status\">{escape(status)}</span>, {card.points:g}/{card.max_points:g} points</p>"]
+    if card.blocked_by:
+        lines.append(f"<p>It builds on {escape(card.blocked_by)}, which fails its own checks: fix that first.</p>")
+    for hint in card.likely:
+        lines.append(f"<p class=\"likely\">likely: {escape(hint)}</p>")
+    if status != PASSED:
+        lines += [_count(card, c, pictures) for c in card.counts]
+    if card.printed:
+        lines.append(f"<p>Your code printed while {escape(card.step)} was checked:</p><pre>{escape(card.printed)}</pre>")
+    lines.append("</section>")
+    return "\n".join(l for l in lines if l)
+
+
+def _overview(cards: list[StepCard]) -> str:
+    rows = ["<table class=\"overview\"><tr><th scope=\"col\">step</th><th scope=\"col\">status</th>"
+            "<th scope=\"col\">points</th></tr>"]
+    for card in cards:
+        rows.append(f"<tr><td><a href=\"#{escape(card.step)}\">{escape(card.step)}</a></td>"
+                    f"<td class=\"{_status_class(card.status)}\">{escape(card.status)}</td>"
+                    f"<td>{card.points:g}/{card.max_points:g}</td></tr>")
+    rows.append("</table>")
+    return "\n".join(rows)
+
+
+def draw_pictures(cards: list[StepCard], budget: int = PICTURE_BUDGET) -> dict:
+    """(step, count) -> PNG for each failing public case with arrays; ``"__cut__"`` when the budget ran out."""
+    pictures: dict = {}
+    used = 0
+    for card in cards:
+        for c in card.counts:
+            ev = c.evidence
+            if c.status == PASSED or not ev or not ev.get("public") or "expected" not in ev:
+                continue
+            if used >= budget:
+                pictures["__cut__"] = True
+                continue
+            from . import heatmaps  # noqa: PLC0415 - matplotlib only when there is something to draw
+
+            png = heatmaps.draw(ev)
+            used += len(png)
+            pictures[(card.step, c.count)] = png
+    return pictures
+
+
+def body(cards: list[StepCard], pictures: dict, heading: str, lines: list[str]) -> str:
+    """The page's content: a heading, the summary lines, the overview table, one card per step."""
+    score = sum(c.points for c in cards)
+    top = sum(c.max_points for c in cards)
+    out = [f"<h1>{escape(heading)}</h1>", f"<p><strong>{score:g} / {top:g} points</strong></p>"]
+    if lines:
+        out.append("<pre class=\"summary\">" + escape("\n".join(lines)) + "</pre>")
+    out.append("<div class=\"cards\">")
+    out += [_card(card, pictures) for card in cards]
+    out.append("</div>")
+    return "\n".join(out)
+
+
+def page(cards: list[StepCard], pictures: dict, heading: str, lines: list[str] = ()) -> str:
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+            f"<title>{escape(heading)}</title><style>{STYLE}</style></head>\n<body>\n"
+            + body(cards, pictures, heading, list(lines)) + "\n</body></html>\n")
+
+
+def write(path: Path, cards: list[StepCard], pictures: dict, heading: str, lines: list[str] = ()) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(page(cards, pictures, heading, lines), encoding="utf-8")
+    tmp.replace(path)
+    return path

@@ -1,0 +1,132 @@
+"""Pictures of a failing public case: expected, yours (same colour scale), the difference (two-sided),
+and a strip of row sums; the causal triangle outlined where the expected weights are masked; one row of
+panels per head.
+
+matplotlib is imported here only, when a picture is drawn (``grade check`` on a passing unit never pays
+for it), with the Agg backend through ``Figure`` directly (no pyplot state, no display needed).
+"""
+from __future__ import annotations
+
+import io
+
+#: pixels per inch of the PNGs: small files (results.json stays under 1 MB), still sharp enough to read
+DPI = 90
+
+
+def masked(expected) -> bool:
+    """Square weights whose strict upper triangle is masked (zero or -inf) and whose diagonal is not."""
+    import torch  # noqa: PLC0415
+
+    n, m = expected.shape[-2:]
+    if n != m or n < 2:
+        return False
+    upper = torch.triu(torch.ones(n, m, dtype=torch.bool), diagonal=1)
+    above = expected[..., upper]
+    return bool(((above == 0) | torch.isneginf(above)).all()) and bool(torch.isfinite(expected[..., ~upper]).any()
+                                                                       and (expected[..., ~upper] != 0).any())
+
+
+def _triangle(ax, n: int) -> None:
+    """Outline the allowed (lower) triangle of an n x n grid: the staircase above the diagonal."""
+    xs, ys = [-0.5], [-0.5]
+    for i in range(n):
+        xs += [i + 0.5, i + 0.5]
+        ys += [i - 0.5, i + 0.5]
+    xs += [-0.5, -0.5]
+    ys += [n - 0.5, -0.5]
+    ax.plot(xs, ys, color="black", linewidth=1.6)
+
+
+def _plain(ax) -> None:
+    """No ticks (they cost most of a picture's time); the frame stays."""
+    ax.set_xticks([])
+    ax.set_yticks([])
+
+
+def _finite(t):
+    import torch  # noqa: PLC0415
+
+    return torch.where(torch.isfinite(t), t, torch.nan).numpy()
+
+
+def draw(evidence: dict) -> bytes:
+    """A PNG: for each head (a row of panels) expected | yours | difference | row sums, colour bars below."""
+    import matplotlib  # noqa: PLC0415
+
+    matplotlib.use("Agg", force=False)
+    import numpy as np  # noqa: PLC0415
+    from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: PLC0415
+    from matplotlib.colors import Normalize, TwoSlopeNorm  # noqa: PLC0415
+    from matplotlib.figure import Figure  # noqa: PLC0415
+
+    expected, yours = evidence["expected"], evidence["yours"]
+    heads, rows, cols = expected.shape
+    tri = masked(expected)
+    exp_np, mine_np = _finite(expected), _finite(yours)
+    both = np.concatenate([exp_np[np.isfinite(exp_np)], mine_np[np.isfinite(mine_np)]])
+    low, high = (float(both.min()), float(both.max())) if both.size else (0.0, 1.0)
+    if high <= low:
+        high = low + 1e-9
+    diff = mine_np - exp_np
+    reach = float(np.nanmax(np.abs(diff))) if np.isfinite(diff).any() else 1.0
+    reach = reach or 1e-9
+    # layout in inches: panels of cells, a narrow strip of row sums, titles above, colour bars below
+    cell = 0.3 if max(rows, cols) <= 10 else 3.0 / max(rows, cols)
+    pw, ph = max(cols * cell, 1.1), max(rows * cell, 0.8)
+    sw = 0.75
+    left, gap, top, title, bottom = 0.35, 0.3, 0.1, 0.25, 0.75
+    # the strip of row sums, where rows should sum to 1 (attention weights)
+    strip = bool(np.allclose(np.nansum(exp_np, axis=-1), 1.0, atol=1e-3))
+    if not strip:
+        sw = 0.0
+    width = left + 3 * (pw + gap) + sw + 0.15
+    height = top + heads * (title + ph + 0.2) + bottom
+    fig = Figure(figsize=(width, height), dpi=DPI)
+    FigureCanvasAgg(fig)
+    seq = matplotlib.colormaps["viridis"].copy()
+    seq.set_bad("#bbbbbb")
+    two = matplotlib.colormaps["RdBu_r"].copy()
+    two.set_bad("#bbbbbb")
+    value_norm, diff_norm = Normalize(low, high), TwoSlopeNorm(0.0, -reach, reach)
+
+    def axes(x, y, w, h):
+        return fig.add_axes((x / width, 1 - (y + h) / height, w / width, h / height))
+
+    for h in range(heads):
+        y = top + h * (title + ph + 0.2) + title
+        head = f"head {h + 1}: " if heads > 1 else ""
+        panels = [(exp_np[h], f"{head}expected", seq, value_norm), (mine_np[h], f"{head}yours", seq, value_norm),
+                  (diff[h], f"{head}yours − expected", two, diff_norm)]
+        for k, (data, name, cmap, norm) in enumerate(panels):
+            ax = axes(left + k * (pw + gap), y, pw, ph)
+            ax.imshow(data, cmap=cmap, norm=norm, interpolation="nearest", aspect="auto")
+            ax.set_title(name, fontsize=9, pad=3)
+            _plain(ax)
+            if k == 0 and rows <= 16:  # row numbers, as the table of mismatches counts them
+                for r in range(0, rows, 1 if rows <= 10 else 2):
+                    ax.text(-0.6, r, str(r), ha="right", va="center", fontsize=6.5)
+            if tri:
+                _triangle(ax, rows)
+        if not strip:
+            continue
+        ax = axes(left + 3 * (pw + gap), y, sw, ph)
+        sums = np.stack([np.nansum(exp_np[h], axis=-1), np.nansum(mine_np[h], axis=-1)], axis=1)
+        off = float(np.max(np.abs(sums - 1))) or 1e-9
+        ax.imshow(sums, cmap="PuOr", norm=TwoSlopeNorm(1.0, 1 - off, 1 + off), interpolation="nearest", aspect="auto")
+        _plain(ax)
+        ax.set_title("row sums\nexp | yours", fontsize=7, pad=2)
+        if rows <= 10:
+            for r in range(rows):
+                for c in range(2):
+                    ax.text(c, r, f"{sums[r, c]:.2f}", ha="center", va="center", fontsize=6.5)
+    from matplotlib.cm import ScalarMappable  # noqa: PLC0415
+
+    for x, w, norm, cmap, name in ((left, 2 * pw + gap, value_norm, seq, "expected and yours (one scale)"),
+                                   (left + 2 * (pw + gap), pw, diff_norm, two, "difference")):
+        bar = fig.colorbar(ScalarMappable(norm=norm, cmap=cmap), cax=axes(x, height - bottom + 0.2, w, 0.12),
+                           orientation="horizontal")
+        bar.ax.tick_params(labelsize=7, length=2, pad=1)
+        bar.ax.set_xlabel(name, fontsize=7, labelpad=1)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=DPI)
+    return buf.getvalue()
