@@ -5,10 +5,12 @@ points go into nbgrader's own gradebook (the real database, through ``nbgrader.a
 auto score of the test cell that ``grade nbgrader`` wrote for that count (``test_<name>_<count>`` in the
 module's notebook). ``nbgrader export`` and the formgrader then show the kit's scores. Each student's
 notebooks are also written to ``autograded/<student>/<assignment>/`` with the kit's feedback as the test
-cells' outputs, so that ``nbgrader generate_feedback`` renders it.
+cells' outputs, so that ``nbgrader generate_feedback`` renders it, with the feedback page's pictures of a
+failing public case above its words.
 """
 from __future__ import annotations
 
+import base64
 import shutil
 from pathlib import Path
 
@@ -66,7 +68,10 @@ def feedback_notebooks(course_dir: Path, assignment: str, student: str, submitte
     """``autograded/<student>/<assignment>/``: the submitted notebooks, each test cell showing the kit's verdict."""
     import nbformat  # noqa: PLC0415
 
+    from autograder.pages.gradescope_html import pictures as embedded_pictures  # noqa: PLC0415
+
     by_cell = {test_cell(t["name"]): t for t in result.get("tests", [])}
+    pictures = embedded_pictures(result)  # the feedback page's pictures of failing public cases, by test name
     dest = Path(course_dir) / "autograded" / student / assignment
     if dest.exists():
         shutil.rmtree(dest)
@@ -85,6 +90,11 @@ def feedback_notebooks(course_dir: Path, assignment: str, student: str, submitte
                 lines = (test.get("output") or "failed").splitlines()
                 cell.outputs = [nbformat.v4.new_output("error", ename="CheckFailed", evalue=lines[0],
                                                        traceback=[f"CheckFailed ({points})", *lines])]
+                png = pictures.get(test["name"])
+                if png:  # the same picture as the feedback page: expected, yours, the difference
+                    cell.outputs.insert(0, nbformat.v4.new_output(
+                        "display_data", data={"image/png": base64.b64encode(png).decode("ascii"),
+                                              "text/plain": "expected, yours and their difference (heatmaps)"}))
         nbformat.write(nb, str(dest / path.name))
     stamp = submitted / "timestamp.txt"
     if stamp.is_file():

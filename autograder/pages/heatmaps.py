@@ -83,10 +83,8 @@ def draw(evidence: dict) -> bytes:
     height = top + heads * (title + ph + 0.2) + bottom
     fig = Figure(figsize=(width, height), dpi=DPI)
     FigureCanvasAgg(fig)
-    seq = matplotlib.colormaps["viridis"].copy()
-    seq.set_bad("#bbbbbb")
-    two = matplotlib.colormaps["RdBu_r"].copy()
-    two.set_bad("#bbbbbb")
+    seq = matplotlib.colormaps["viridis"].with_extremes(bad="#bbbbbb")  # masked (-inf) entries: grey
+    two = matplotlib.colormaps["RdBu_r"].with_extremes(bad="#bbbbbb")
     value_norm, diff_norm = Normalize(low, high), TwoSlopeNorm(0.0, -reach, reach)
 
     def axes(x, y, w, h):

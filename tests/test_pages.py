@@ -1,0 +1,172 @@
+"""The pieces of the feedback pages, one by one: pictures, evidence, what hidden cases may show, misconception
+ids, the regrade table, the terminal grid, the Gradescope HTML and its size."""
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+import torch
+
+from autograder.feedback.tolerance import Tolerance
+from autograder.pages import cards, changes, evidence, feedback_page, gradescope_html, heatmaps, misconceptions
+from autograder.pages import terminal_grid
+
+pytestmark = pytest.mark.unit
+TOL = Tolerance(1e-4, 1e-5)
+
+
+def causal_weights(seed: int = 0, n: int = 6) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    scores = torch.randn(n, n, generator=g)
+    return torch.softmax(scores.masked_fill(torch.triu(torch.ones(n, n, dtype=torch.bool), 1), -torch.inf), -1)
+
+
+def mask_after_softmax(seed: int = 0, n: int = 6) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    scores = torch.randn(n, n, generator=g)
+    return torch.softmax(scores, -1).masked_fill(torch.triu(torch.ones(n, n, dtype=torch.bool), 1), 0.0)
+
+
+def case_of(expected: torch.Tensor, name: str = "book") -> dict:
+    return {"name": name, "judge": "equal", "fields": ["output"], "request": {}}
+
+
+def image(png: bytes):
+    from matplotlib.image import imread
+
+    return imread(io.BytesIO(png), format="png")
+
+
+def test_a_failing_public_case_keeps_both_arrays_and_a_hidden_one_only_its_counts():
+    exp, mine = causal_weights(), mask_after_softmax()
+    public = evidence.collect("causal_attention.x", case_of(exp), {"output": exp}, {"ok": True, "output": mine}, TOL, True)
+    assert torch.equal(public["expected"][0], exp.double()) and torch.equal(public["yours"][0], mine.double())
+    assert public["differ"] == int((~TOL.close(mine, exp)).sum()) > 0
+    hidden = evidence.collect("causal_attention.x", case_of(exp, "randomized 3"), {"output": exp},
+                              {"ok": True, "output": mine}, TOL, False)
+    assert set(hidden) == {"public", "what", "shape", "dtype", "differ", "total"}
+    assert hidden["shape"] == [6, 6] and hidden["total"] == 36
+    assert evidence.collect("s", case_of(exp), {"output": exp}, {"ok": True, "output": exp.clone()}, TOL, True) is None
+
+
+def test_multi_head_evidence_has_one_panel_per_head():
+    four = torch.rand(2, 3, 5, 5)  # batch, heads, tokens, tokens
+    ev = evidence.collect("m.x", case_of(four), {"output": four}, {"ok": True, "output": four + 1}, TOL, True)
+    assert ev["expected"].shape == (3, 5, 5) and ev["heads"] == 3
+    wrapper = {"name": "c", "judge": "equal", "request": {"init_args": [3, 2, 6, 0.0, 2]}}
+    ctx = torch.rand(2, 6, 4)
+    ev = evidence.collect("multihead_attention.MultiHeadAttentionWrapper", wrapper, {"output": ctx},
+                          {"ok": True, "output": ctx * 2}, TOL, True)
+    assert ev["expected"].shape == (2, 6, 2)  # two heads' context vectors, side by side in the output
+    one, two = (image(heatmaps.draw(evidence.collect("m.x", case_of(t), {"output": t}, {"ok": True, "output": t * 2}, TOL, True)))
+                for t in (torch.rand(1, 1, 5, 5), torch.rand(1, 2, 5, 5)))
+    assert two.shape[0] > 1.6 * one.shape[0]  # a row of panels per head
+
+
+def test_the_causal_triangle_is_outlined_where_the_expected_weights_are_masked():
+    assert heatmaps.masked(causal_weights().unsqueeze(0).double())
+    assert not heatmaps.masked(torch.softmax(torch.randn(1, 6, 6), -1).double())
+    assert not heatmaps.masked(torch.zeros(1, 6, 6, dtype=torch.float64))
+    scores = torch.randn(6, 6).masked_fill(torch.triu(torch.ones(6, 6, dtype=torch.bool), 1), -torch.inf)
+    assert heatmaps.masked(scores.unsqueeze(0).double())  # masked scores (-inf) too
+    masked = causal_weights().unsqueeze(0).double()
+    unmasked = masked.clone()
+    unmasked[0, 0, 5] = 1e-3  # one future token not masked: no triangle to outline
+    yours = mask_after_softmax().unsqueeze(0).double()
+
+    def black(expected):
+        img = image(heatmaps.draw({"expected": expected, "yours": yours}))
+        return int((img[..., :3] < 0.1).all(-1).sum())
+
+    assert black(masked) > black(unmasked) + 3 * 6 * 5  # the staircase, in each of the three panels
+
+
+def test_the_row_sum_strip_shows_rows_that_do_not_sum_to_one():
+    ev = {"expected": causal_weights().unsqueeze(0).double(), "yours": mask_after_softmax().unsqueeze(0).double()}
+    with_strip = image(heatmaps.draw(ev))
+    context = {"expected": torch.rand(1, 6, 2, dtype=torch.float64), "yours": torch.rand(1, 6, 2, dtype=torch.float64)}
+    without = image(heatmaps.draw(context))  # context vectors: rows need not sum to 1, no strip
+    assert with_strip.shape[1] > without.shape[1]
+
+
+def test_the_page_shows_pictures_and_mismatches_for_public_cases_and_no_values_for_hidden_ones():
+    exp, mine = causal_weights(), mask_after_softmax()
+    secret = torch.full((4, 4), 0.123456789)
+    public = evidence.collect("c.w", case_of(exp), {"output": exp}, {"ok": True, "output": mine}, TOL, True)
+    hidden = evidence.collect("c.w", case_of(secret, "randomized"), {"output": secret},
+                              {"ok": True, "output": secret * 3}, TOL, False)
+    result = {"score": 0, "output": "Score: 0 / 3", "tests": [
+        {"name": "c.w values: W", "number": "1.1", "score": 0, "max_score": 2, "status": "failed", "visibility": "visible",
+         "output": "c.w [values] case 'book': failed\n  likely: masked after the softmax without renormalizing the rows",
+         "tags": ["c", "values", "failed"]},
+        {"name": "c.w randomized: W", "number": "1.2", "score": 0, "max_score": 1, "status": "failed",
+         "visibility": "after_published", "output": "c.w [randomized] case 'randomized': failed", "tags": []}]}
+    step_cards = cards.from_results(result, {("c.w", "values"): public, ("c.w", "randomized"): hidden})
+    pictures = feedback_page.draw_pictures(step_cards)
+    assert list(pictures) == [("c.w", "values")]  # a picture for the public case only
+    html = feedback_page.page(step_cards, pictures, "Feedback: x")
+    assert html.count("<img ") == 1 and "<script" not in html and "http" not in html
+    assert "likely: masked after the softmax without renormalizing the rows" in html
+    assert f"{float(exp[1, 0]):.4f}" in html  # the mismatch table: a public value
+    assert "16 of 16 entries (100%) differ" in html and "0.1234" not in html and "0.3703" not in html
+    embedded = gradescope_html.embed(result, step_cards, pictures)
+    assert embedded["output_format"] == "html" and embedded["test_output_format"] == "text"
+    assert "randomized" not in embedded["output"]  # a hidden count is not on the always-visible page
+    assert gradescope_html.pictures(embedded) == {"c.w values: W": pictures[("c.w", "values")]}
+
+
+def test_results_json_stays_under_a_megabyte_however_many_cases_fail():
+    exp, mine = causal_weights(n=48), mask_after_softmax(n=48)
+    ev = evidence.collect("c.w", case_of(exp), {"output": exp}, {"ok": True, "output": mine}, TOL, True)
+    tests = [{"name": f"c.w{i} values: W", "number": f"{i}.1", "score": 0, "max_score": 1, "status": "failed",
+              "visibility": "visible", "output": "failed", "tags": []} for i in range(60)]
+    result = {"score": 0, "output": "Score", "tests": tests}
+    step_cards = cards.from_results(result, {(f"c.w{i}", "values"): ev for i in range(60)})
+    pictures = feedback_page.draw_pictures(step_cards)
+    assert pictures.get("__cut__")  # the budget ran out before the 60th picture
+    embedded = gradescope_html.embed(result, step_cards, pictures)
+    assert len(json.dumps(embedded, indent=2)) < gradescope_html.MAX_BYTES
+    assert "picture left out to keep this page small" in embedded["output"]
+
+
+def test_likely_lines_become_misconception_ids():
+    text = ("s [values] case 'x': failed\n  likely: forgot the 1/sqrt(d_k) scaling\n"
+            "  likely: your values are the expected ones times 1.414 (= sqrt(2)): a scaling by sqrt(d_k) missing, ...")
+    assert misconceptions.ids(text) == ["missing-scaling"]  # one misconception, worded two ways
+    assert misconceptions.tags("  likely: softmax over dim 0 (columns) instead of the last dim") == ["misconception:softmax-wrong-dim"]
+    assert misconceptions.identify("your columns sum to 1 instead of your rows: softmax runs over the wrong dim") == "softmax-wrong-dim"
+    assert misconceptions.identify("something nobody foresaw: details") == "something-nobody-foresaw"
+    assert misconceptions.label("missing-scaling") == "forgot the 1/sqrt(d_k) scaling"
+
+
+def test_a_regrade_lists_who_gained_and_lost_points_on_which_step():
+    def result(points):
+        return {"tests": [{"name": f"{s} values: t", "score": p} for s, p in points.items()]}
+
+    before = {"ann": {"a.x": 0.0, "a.y": 2.0}, "ben": {"a.x": 1.0, "a.y": 2.0}, "gone": {"a.x": 1.0}}
+    after = {"ann": result({"a.x": 3, "a.y": 2}), "ben": result({"a.x": 1, "a.y": 0})}
+    assert changes.compare(before, after) == [
+        {"submission": "ann", "step": "a.x", "before": 0.0, "after": 3.0, "change": 3.0},
+        {"submission": "ben", "step": "a.y", "before": 2.0, "after": 0.0, "change": -2.0}]
+
+
+def test_the_terminal_grid_is_coloured_on_a_terminal_and_plain_otherwise(monkeypatch):
+    exp, mine = causal_weights(n=4), mask_after_softmax(n=4)
+    ev = evidence.collect("c.w", case_of(exp), {"output": exp}, {"ok": True, "output": mine}, TOL, True)
+    assert terminal_grid.fits(ev)
+    big = evidence.collect("c.w", case_of(causal_weights(n=9)), {"output": causal_weights(n=9)},
+                           {"ok": True, "output": mask_after_softmax(n=9)}, TOL, True)
+    assert not terminal_grid.fits(big)  # 9 x 9: the page draws it, the terminal does not
+    coloured, plain = terminal_grid.render(ev, True), terminal_grid.render(ev, False)
+    assert "\x1b[" in coloured and "\x1b[" not in plain
+    assert f"{float(exp[1, 0]):.3f}" in plain and "*" in plain
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    assert terminal_grid.use_color(Tty()) and not terminal_grid.use_color(io.StringIO())
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert not terminal_grid.use_color(Tty())
