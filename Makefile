@@ -17,7 +17,7 @@ install: $(STAMP)
 
 demo: $(STAMP)
 	$(BIN)/grade autograde samples/submissions --out results
-	@echo "results: results/<name>/results.json (Gradescope format)"
+	@echo "results: results/<name>/results.json (Gradescope format) and results/<name>/feedback.html; the class: results/summary.html"
 
 check: $(STAMP)
 	$(BIN)/grade check exercises

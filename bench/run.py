@@ -1,6 +1,7 @@
 """Benchmark: seconds per graded submission and per `grade check`, against a bare `import torch`.
 
-Usage: python bench/run.py [--n 96] [--repeat 3] [--jobs N]
+Usage: python bench/run.py [--n 96] [--repeat 3] [--jobs N] [--failing 0.333]
+       python bench/run.py --make-class DIR [--n 96] [--failing 0.333]   # only write the class, for paired timing
 
 Generates N submissions (default 96, a class; copies of the corpus's correct, buggy and stub
 samples), grades them with `grade autograde --jobs N` (default: the number of cores) with full
@@ -9,6 +10,9 @@ process-per-submission design pays), `grade check` on the full unit, and their r
 times the three back to back; figures are medians of --repeat runs, ratios the median of each
 repeat's own ratio (the machine's speed drifts between repeats). Prints a Markdown block to paste into
 bench/RESULTS.md, with the isolation level the grader reported.
+
+``--failing F``: a class where a fraction F of the students hand in a bug that fails public cases (so their
+feedback pages get pictures) and the rest a correct solution; ``--failing 0`` is the same class all correct.
 """
 from __future__ import annotations
 
@@ -27,6 +31,20 @@ ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "tests" / "corpus" / "submissions"
 SOURCES = ["correct_einsum", "bug_no_scaling", "correct_loops", "bug_mask_after_softmax_no_renorm", "stubs",
            "correct_sdpa", "bug_detach", "correct_alt_style"]
+CORRECT = ["correct_einsum", "correct_loops", "correct_sdpa", "correct_alt_style"]
+FAILING = ["bug_no_scaling", "bug_mask_after_softmax_no_renorm", "bug_softmax_dim0", "bug_context_transposed"]
+
+
+def make_class(subs: Path, n: int, failing: float | None) -> None:
+    """``n`` submissions: the SOURCES mix, or (``failing``) that fraction failing public cases, the rest correct."""
+    for i in range(n):
+        if failing is None:
+            source = SOURCES[i % len(SOURCES)]
+        elif int((i + 1) * failing) > int(i * failing):  # spread evenly through the class
+            source = FAILING[i % len(FAILING)]
+        else:
+            source = CORRECT[i % len(CORRECT)]
+        shutil.copytree(CORPUS / source, subs / f"student{i:03d}")
 
 
 def timed(cmd: list[str], cwd: Path = ROOT) -> float:
@@ -40,11 +58,15 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=96)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--failing", type=float, default=None, help="fraction failing public cases, the rest correct")
+    parser.add_argument("--make-class", type=Path, default=None, help="only write the class into this folder")
     args = parser.parse_args()
+    if args.make_class:
+        make_class(args.make_class, args.n, args.failing)
+        return
     work = Path(tempfile.mkdtemp(prefix="grade-bench-"))
     subs = work / "submissions"
-    for i in range(args.n):
-        shutil.copytree(CORPUS / SOURCES[i % len(SOURCES)], subs / f"student{i:03d}")
+    make_class(subs, args.n, args.failing)
     grade = [sys.executable, "-m", "autograder.cli"]
     torch_import, batch, check = [], [], []
     for _ in range(args.repeat):
@@ -58,7 +80,8 @@ def main() -> None:
     isolation = subprocess.run([*grade, "autograde", str(subs / "student000"), "--out", str(work / "iso"), "--jobs", "1"],
                                cwd=ROOT, capture_output=True, text=True).stdout.strip().splitlines()[-1]
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}")
-    print(f"submissions: {args.n}; jobs: {args.jobs}; runs: {args.repeat} (medians; ratios paired run by run)")
+    mix = "the corpus mix" if args.failing is None else f"{args.failing:.0%} failing public cases, the rest correct"
+    print(f"submissions: {args.n} ({mix}); jobs: {args.jobs}; runs: {args.repeat} (medians; ratios paired run by run)")
     print(isolation)
     print("| figure | seconds | ratio to bare import torch |")
     print("| --- | --- | --- |")

@@ -7,6 +7,10 @@ token of an encoding's alphabet is decoded (base85, ascii85, base64, urlsafe bas
 is and decompressed (zlib, raw deflate, gzip, bz2, lzma; a damaged stream yields what decodes before the damage),
 and the solution lines found in any of that are returned.
 
+``hidden_value_needles`` and ``scan_pages`` look for the other thing a page must never show: a hidden case's
+expected values (as a number with six significant digits, the way a scalar is printed, or two neighbours of a
+row with four decimals, the way a row is printed), in every results.json, feedback.html and summary.html.
+
     python -m tests.leak_scan RESULTS_DIR        # every <name>/results.json under RESULTS_DIR
 """
 from __future__ import annotations
@@ -16,6 +20,7 @@ import binascii
 import bz2
 import json
 import lzma
+import math
 import re
 import sys
 import zlib
@@ -138,6 +143,86 @@ def scan_results(results_dir: Path, lines=None) -> dict[str, list[str]]:
             found += [line for line in decodable_solution_lines(text or "", lines) if line not in found]
         if found:
             leaks[path.parent.name] = found
+    return leaks
+
+
+_NUMBER = re.compile(r"(?<![\w.])-?\d+\.\d+(?:e[-+]?\d+)?")
+_PAIR = re.compile(r"(?=(?<![\w.])(-?\d+\.\d{4}), (-?\d+\.\d{4})(?![\d]))")
+
+
+def _tensors(answer: dict, limit: int = 100_000):
+    """The float tensors of a reference answer (outputs, gradients), skipping the millions of GPT-2's parameters."""
+    import torch  # noqa: PLC0415
+
+    def walk(value):
+        if isinstance(value, torch.Tensor):
+            if value.dtype.is_floating_point and 0 < value.numel() <= limit:
+                yield value.detach().double()
+        elif isinstance(value, dict):
+            for item in value.values():
+                yield from walk(item)
+        elif isinstance(value, (list, tuple)):
+            for item in value:
+                yield from walk(item)
+
+    for key in ("output", "input_grads", "param_grads"):
+        yield from walk(answer.get(key))
+
+
+def _singles(t) -> set[str]:
+    return {f"{v:.6g}" for v in t.flatten().tolist() if math.isfinite(v) and len(f"{v:.6g}".strip("-0.").replace(".", "")) >= 5}
+
+
+def _pairs(t) -> set[tuple[str, str]]:
+    rows = t.reshape(-1, t.shape[-1]) if t.dim() else t.reshape(1, 1)
+    found = set()
+    for row in rows.tolist():
+        text = [f"{v:.4f}" for v in row]
+        found.update(zip(text, text[1:]))
+    return found
+
+
+def hidden_value_needles(root: Path = ROOT) -> dict[str, set]:
+    """What a page would show of a hidden case's expected values: {"singles": {...}, "pairs": {...}}, minus
+    anything a public case shows the same way (public values may be shown)."""
+    from autograder.autograde.session import Grader  # noqa: PLC0415
+
+    grader = Grader(root / "course.yml")
+    try:
+        grader.warm_cache()  # the reference's answer to every case, hidden ones included, in this process
+        hidden, public = {"singles": set(), "pairs": set()}, {"singles": set(), "pairs": set()}
+        for (step, count, *_), (case, expected) in grader.cache.items():
+            visible = bool(case.get("public")) and grader.course.steps[step].counts[count].visibility == "public"
+            for t in _tensors(expected):
+                (public if visible else hidden)["singles"].update(_singles(t))
+                (public if visible else hidden)["pairs"].update(_pairs(t))
+    finally:
+        grader.close()
+    trivial = {("0.0000", "0.0000"), ("1.0000", "0.0000"), ("0.0000", "1.0000"), ("-0.0000", "0.0000")}
+    return {"singles": hidden["singles"] - public["singles"], "pairs": hidden["pairs"] - public["pairs"] - trivial}
+
+
+def values_in(text: str, needles: dict[str, set]) -> list[str]:
+    """The hidden values ``text`` shows."""
+    found = [n for n in _NUMBER.findall(text) if n in needles["singles"]]
+    found += [f"{a}, {b}" for a, b in _PAIR.findall(text) if (a, b) in needles["pairs"]]
+    return found
+
+
+def scan_pages(results_dir: Path, needles: dict[str, set]) -> dict[str, list[str]]:
+    """File (relative to ``results_dir``) -> the hidden expected values it shows; empty when none does."""
+    leaks = {}
+    files = [*Path(results_dir).glob("*/results.json"), *Path(results_dir).glob("*/feedback.html"),
+             *Path(results_dir).glob("summary.*")]
+    for path in sorted(files):
+        text = path.read_text(encoding="utf-8", errors="replace")
+        if path.suffix == ".json":  # results.json: its outputs (JSON escapes would hide nothing, but be exact)
+            data = json.loads(text)
+            text = "\n".join([str(data.get("output", ""))] + [str(t.get("output", "")) for t in data.get("tests", [])]) \
+                if isinstance(data, dict) and "tests" in data else text
+        found = values_in(text, needles)
+        if found:
+            leaks[str(path.relative_to(results_dir))] = found
     return leaks
 
 

@@ -117,3 +117,20 @@ def test_each_misconception_is_named(graded):
     for name, phrase in named.items():
         text = "\n".join(t["output"] for t in load(graded, name)["tests"] if t["status"] == "failed")
         assert phrase in text, f"{name}: no {phrase!r} in its feedback"
+
+
+def test_no_page_shows_a_hidden_expected_value(graded):
+    """Every page of the corpus (results.json's outputs, feedback.html, summary.html) is searched for the hidden
+    cases' expected values, printed as a scalar or as a row would be; a planted row is found (the control)."""
+    from .leak_scan import hidden_value_needles, scan_pages, values_in
+
+    needles = hidden_value_needles()
+    assert len(needles["singles"]) > 1000 and len(needles["pairs"]) > 1000
+    pages = list(graded.glob("*/feedback.html"))
+    assert len(pages) == len(MANIFEST)
+    assert scan_pages(graded, needles) == {}
+    a, b = sorted(needles["pairs"])[len(needles["pairs"]) // 2]
+    planted = pages[0].read_text().replace("</pre>", f"expected row [0]: [{a}, {b}, 0.5]</pre>", 1)
+    assert values_in(planted, needles) == [f"{a}, {b}"]
+    single = sorted(needles["singles"])[0]
+    assert values_in(f"<td>{single}</td>", needles) == [single]

@@ -532,3 +532,19 @@ def test_nbgrader_feedback_carries_the_kits_words(exported, course_dir):
     page = (course_dir / "feedback" / "buggy" / ASSIGNMENT / f"{BUG_STEP.split('.')[0]}.html").read_text()
     assert "likely: forgot the 1/sqrt(d_k) scaling" in page
     assert "passed (1/1)" in page
+
+
+@pytest.mark.slow
+def test_nbgrader_feedback_carries_the_pictures_of_the_kits_page(sandboxed, exported, course_dir):
+    """The failing public case's heatmaps, as on the feedback page and in Gradescope's HTML, in the notebook."""
+    import base64
+
+    from autograder.pages.gradescope_html import pictures
+
+    shown = pictures(sandboxed["buggy"])
+    assert shown, "the buggy step's public case fails: results.json shows its picture"
+    page = (course_dir / "feedback" / "buggy" / ASSIGNMENT / f"{BUG_STEP.split('.')[0]}.html").read_text()
+    flat = page.replace("\n", "")
+    assert any(base64.b64encode(png).decode("ascii")[:400] in flat for png in shown.values())
+    correct = (course_dir / "feedback" / "correct" / ASSIGNMENT / f"{BUG_STEP.split('.')[0]}.html").read_text()
+    assert "data:image/png;base64," not in correct
