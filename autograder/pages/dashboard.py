@@ -16,7 +16,7 @@ from .feedback_page import STYLE, data_uri
 EXTRA_STYLE = """
 .bar{background:#e0e0e0;width:12em;height:.9em;display:inline-block;vertical-align:middle}
 .bar span{background:#2e7d32;height:100%;display:block}
-td{text-align:left}td.num{text-align:right}td.rate{white-space:nowrap}td.who{max-width:40em}.gain{color:#2e7d32}.loss{color:#c62828}
+td,th{text-align:left}td.num{text-align:right}td.rate{white-space:nowrap}td.who{max-width:40em}.gain{color:#2e7d32}.loss{color:#c62828}
 """
 
 

@@ -28,7 +28,8 @@ flex:1 1 100%;box-sizing:border-box;min-width:0}
 .card.passed{border-left-color:#2e7d32}.card.failed{border-left-color:#c62828}
 .card.not-attempted,.card.blocked{border-left-color:#f9a825}
 .card h2{font-size:1.1em;margin:.2em 0}.status{font-weight:bold}
-.passed .status{color:#2e7d32}.failed .status{color:#c62828}.not-attempted .status,.blocked .status{color:#8d6e00}
+.passed .status,.status.passed{color:#2e7d32}.failed .status,.status.failed{color:#c62828}
+.not-attempted .status,.blocked .status,.status.not-attempted{color:#8d6e00}
 .likely{background:#fff3e0;padding:.3em .6em;border-radius:3px}
 pre{background:#f4f4f4;padding:.5em;overflow-x:auto;font-size:.85em;white-space:pre-wrap}
 table{border-collapse:collapse;margin:.4em 0}td,th{border:1px solid #ccc;padding:.15em .5em;font-size:.9em;text-align:right}
@@ -69,15 +70,19 @@ def _mismatch_table(ev: dict) -> str:
 
 def _count(card: StepCard, c: CountCard, pictures: dict) -> str:
     kind = "public" if c.public else "hidden"
-    head = (f"<h3>{escape(c.count)} <small>({kind})</small>: <span class=\"status\">{escape(c.status)}</span> "
+    head = (f"<h3>{escape(c.count)} <small>({kind})</small>: <span class=\"status {_status_class(c.status)}\">"
+            f"{escape(c.status)}</span> "
             f"{c.points:g}/{c.max_points:g}</h3>")
     if c.status == PASSED:
-        return ""
+        return head
     parts = [head, f"<pre>{escape(c.text)}</pre>"]
     ev = c.evidence
     if ev and ev.get("public") and "expected" in ev:
         png = pictures.get((card.step, c.count))
         what = escape(ev["what"])
+        if isinstance(png, tuple):  # the same case as an earlier count of this step: drawn once
+            parts.append(f"<p>The same case as [{escape(png[1])}] above: see its pictures and mismatches.</p>")
+            return "\n".join(parts)
         if png:
             parts.append(f"<figure><img data-test=\"{escape(c.number)}\" src=\"{data_uri(png)}\" "
                          f"alt=\"{what} of case {escape(ev.get('case', ''))}: expected, yours and their difference as "
@@ -124,10 +129,15 @@ def draw_pictures(cards: list[StepCard], budget: int = PICTURE_BUDGET) -> dict:
     """(step, count) -> PNG for each failing public case with arrays; ``"__cut__"`` when the budget ran out."""
     pictures: dict = {}
     used = 0
+    drawn: dict = {}  # (step, case, what) -> the count whose picture shows it
     for card in cards:
         for c in card.counts:
             ev = c.evidence
             if c.status == PASSED or not ev or not ev.get("public") or "expected" not in ev:
+                continue
+            key = (card.step, ev.get("case"), ev["what"])
+            if key in drawn:
+                pictures[(card.step, c.count)] = ("same", drawn[key])
                 continue
             if used >= budget:
                 pictures["__cut__"] = True
@@ -137,6 +147,7 @@ def draw_pictures(cards: list[StepCard], budget: int = PICTURE_BUDGET) -> dict:
             png = heatmaps.draw(ev)
             used += len(png)
             pictures[(card.step, c.count)] = png
+            drawn[key] = c.count
     return pictures
 
 
