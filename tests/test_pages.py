@@ -151,7 +151,7 @@ def test_a_regrade_lists_who_gained_and_lost_points_on_which_step():
         {"submission": "ben", "step": "a.y", "before": 2.0, "after": 0.0, "change": -2.0}]
 
 
-def test_the_terminal_grid_is_coloured_on_a_terminal_and_plain_otherwise(monkeypatch):
+def test_the_terminal_grid_is_coloured_or_plain_as_asked():
     exp, mine = causal_weights(n=4), mask_after_softmax(n=4)
     ev = evidence.collect("c.w", case_of(exp), {"output": exp}, {"ok": True, "output": mine}, TOL, True)
     assert terminal_grid.fits(ev)
@@ -161,12 +161,3 @@ def test_the_terminal_grid_is_coloured_on_a_terminal_and_plain_otherwise(monkeyp
     coloured, plain = terminal_grid.render(ev, True), terminal_grid.render(ev, False)
     assert "\x1b[" in coloured and "\x1b[" not in plain
     assert f"{float(exp[1, 0]):.3f}" in plain and "*" in plain
-
-    class Tty(io.StringIO):
-        def isatty(self):
-            return True
-
-    monkeypatch.delenv("NO_COLOR", raising=False)
-    assert terminal_grid.use_color(Tty()) and not terminal_grid.use_color(io.StringIO())
-    monkeypatch.setenv("NO_COLOR", "1")
-    assert not terminal_grid.use_color(Tty())
