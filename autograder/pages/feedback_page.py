@@ -30,6 +30,7 @@ flex:1 1 100%;box-sizing:border-box;min-width:0}
 .card h2{font-size:1.1em;margin:.2em 0}.status{font-weight:bold}
 .passed .status,.status.passed{color:#2e7d32}.failed .status,.status.failed{color:#c62828}
 .not-attempted .status,.blocked .status,.status.not-attempted{color:#8d6e00}
+.card .status.passed{color:#2e7d32}.card .status.failed{color:#c62828}.card .status.not-attempted{color:#8d6e00}
 .likely{background:#fff3e0;padding:.3em .6em;border-radius:3px}
 pre{background:#f4f4f4;padding:.5em;overflow-x:auto;font-size:.85em;white-space:pre-wrap}
 table{border-collapse:collapse;margin:.4em 0}td,th{border:1px solid #ccc;padding:.15em .5em;font-size:.9em;text-align:right}
@@ -84,11 +85,16 @@ def _count(card: StepCard, c: CountCard, pictures: dict) -> str:
             parts.append(f"<p>The same case as [{escape(png[1])}] above: see its pictures and mismatches.</p>")
             return "\n".join(parts)
         if png:
+            from .heatmaps import rows_are_weights  # noqa: PLC0415 - no matplotlib: that is draw's
+
+            weights = rows_are_weights(ev["expected"])
+            sums_alt = ", with the row sums" if weights else ""
+            sums_caption = ", and each row's sum (attention weights sum to 1)" if weights else ""
             parts.append(f"<figure><img data-test=\"{escape(c.number)}\" src=\"{data_uri(png)}\" "
                          f"alt=\"{what} of case {escape(ev.get('case', ''))}: expected, yours and their difference as "
-                         f"heatmaps, with the row sums\"><figcaption>{what}, case {escape(repr(ev.get('case', '')))}: "
+                         f"heatmaps{sums_alt}\"><figcaption>{what}, case {escape(repr(ev.get('case', '')))}: "
                          "expected, yours (one colour scale), yours − expected (red: too high, blue: too low), "
-                         "and each row's sum.</figcaption></figure>")
+                         f"{sums_caption}.</figcaption></figure>")
         elif pictures.get("__cut__"):
             parts.append("<p>(picture left out to keep this page small)</p>")
         parts.append(_mismatch_table(ev))

@@ -49,6 +49,14 @@ def _finite(t):
     return torch.where(torch.isfinite(t), t, torch.nan).numpy()
 
 
+def rows_are_weights(expected) -> bool:
+    """Whether each expected row sums to 1 (attention weights): then a strip of row sums is drawn beside."""
+    import torch  # noqa: PLC0415
+
+    sums = torch.nansum(torch.where(torch.isfinite(expected), expected, torch.nan).double(), dim=-1)
+    return bool(torch.allclose(sums, torch.ones_like(sums), atol=1e-3))
+
+
 def draw(evidence: dict) -> bytes:
     """A PNG: for each head (a row of panels) expected | yours | difference | row sums, colour bars below."""
     import matplotlib  # noqa: PLC0415
@@ -76,7 +84,7 @@ def draw(evidence: dict) -> bytes:
     sw = 0.75
     left, gap, top, title, bottom = 0.35, 0.3, 0.1, 0.25, 0.75
     # the strip of row sums, where rows should sum to 1 (attention weights)
-    strip = bool(np.allclose(np.nansum(exp_np, axis=-1), 1.0, atol=1e-3))
+    strip = rows_are_weights(expected)
     if not strip:
         sw = 0.0
     width = left + 3 * (pw + gap) + sw + 0.15
