@@ -288,3 +288,26 @@ def test_the_verb_is_plain_python(tmp_path):
     assert verb.main([SUBMISSIONS / "style_bmm", SUBMISSIONS / "book"], tmp_path / "out",
                      course_file=ROOT / "course.yml") == 0
     assert json.loads((tmp_path / "out" / "similarity.json").read_text()) == []  # the book shares nothing that counts
+
+
+@pytest.mark.slow
+def test_the_class_dashboard_lists_the_top_pairs(tmp_path, browser):
+    """grade similarity --out a results folder: its dashboard (summary.html) lists the most similar pairs."""
+    from tests.conftest import run_grade
+
+    subs = tmp_path / "subs"
+    for name in ("copy_renamed", "correct_einsum", "style_verbose"):
+        shutil.copytree(SUBMISSIONS / name, subs / name)
+    out = tmp_path / "results"
+    graded = run_grade("autograde", str(subs), "--out", str(out))
+    assert graded.returncode == 0, graded.stderr
+    assert "Most similar pairs" not in (out / "summary.html").read_text()  # control: not before it is run
+    result = CliRunner().invoke(cli, ["similarity", str(subs), "--out", str(out), "--course", str(ROOT / "course.yml")])
+    assert result.exit_code == 0, result.output
+    top = json.loads((out / "similarity.json").read_text())[0]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["similar_pairs"][0]["a"] == top["a"] and summary["submissions"] == 3
+    view = browser.open(out / "summary.html")
+    assert view.console_errors == [] and view.broken_images() == []
+    text = view.text()
+    assert "Most similar pairs" in text and top["a"] in text and "not a finding" in text

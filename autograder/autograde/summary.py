@@ -101,12 +101,29 @@ def as_markdown(summary: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def similar_pairs(out: Path, n: int = 10) -> list[dict]:
+    """The ``n`` most similar pairs that ``grade similarity --out`` this folder found, if it was run."""
+    import json  # noqa: PLC0415
+
+    try:
+        pairs = json.loads((out / "similarity.json").read_text(encoding="utf-8"))
+        return [{"a": str(p["a"]), "b": str(p["b"]), "score": float(p["score"]), "steps": [str(s) for s in p["steps"]]}
+                for p in pairs[:n]]
+    except (OSError, ValueError, TypeError, KeyError):
+        return []
+
+
+def with_similar_pairs(out: Path, summary: dict) -> dict:
+    """``summary`` with the top pairs of ``out/similarity.json``; the dashboard lists them."""
+    return {**summary, "similar_pairs": similar_pairs(out)}
+
+
 def write(course: Course, out: Path, grader_errors: list[str] = (), previous: dict | None = None) -> dict:
     """``previous``: submission -> step -> points before this run regraded it (pages/changes.snapshot)."""
     from autograder.pages import dashboard  # noqa: PLC0415
 
     results = collect(out)
-    summary = build(course, results, grader_errors, previous)
+    summary = with_similar_pairs(out, build(course, results, grader_errors, previous))
     write_atomic(out / "summary.json", summary)
     (out / "summary.md").write_text(as_markdown(summary), encoding="utf-8")
     dashboard.write(out / "summary.html", summary)

@@ -42,6 +42,7 @@ def main(submissions, out: Path, against: Path | None = None, course_file: Path 
                          assignment=assignment, top=top)
     for problem in done.problems:
         console.warn(problem, "skipped: ")
+    _to_dashboard(Path(out))
     for pair in done.pairs[:5]:
         console.say(f"{pair['score']:.2f}  {pair['a']} / {pair['b']}  {', '.join(pair['steps'])}")
     console.say(f"{done.submissions} submissions" + (f" and {done.previous} of last term" if done.previous else "") +
@@ -96,3 +97,21 @@ def compare_class(submissions: list[Path], out: Path, against: Path | None = Non
                       seconds=seconds)
     return Outcome(out / "similarity.html", out / "similarity.json", pairs, len(subs), len(previous),
                    comparison.compared, comparison.candidates, seconds, problems)
+
+
+def _to_dashboard(out: Path) -> None:
+    """Where ``out`` is a results folder of ``grade autograde``, its dashboard lists the top pairs too."""
+    import json  # noqa: PLC0415
+
+    from autograder.autograde.summary import with_similar_pairs  # noqa: PLC0415
+    from autograder.outputs.results import write_atomic  # noqa: PLC0415
+    from autograder.pages import dashboard  # noqa: PLC0415
+
+    try:
+        summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return  # not a results folder: similarity.html is the report
+    summary = with_similar_pairs(out, summary)
+    write_atomic(out / "summary.json", summary)
+    dashboard.write(out / "summary.html", summary)
+    console.note(f"the dashboard {out / 'summary.html'} lists the top pairs")

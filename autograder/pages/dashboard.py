@@ -102,6 +102,12 @@ def page(summary: dict) -> str:
     elif summary.get("regraded"):
         out.append(f"<h2>Regrade: before and after</h2><p>{summary['regraded']} submission(s) graded again: "
                    "no step's points changed.</p>")
+    if summary.get("similar_pairs"):
+        out.append("<h2>Most similar pairs</h2><p>From <a href=\"similarity.html\">grade similarity</a>: "
+                   "a high rank is a reason to look at the two submissions side by side, not a finding.</p>")
+        rows = [[_td(p["a"]), _td(p["b"]), _td(f"{p['score']:.2f}"), _td(", ".join(p["steps"]) or "(spread over steps)")]
+                for p in summary["similar_pairs"]]
+        out.append(_table(["submission", "submission", "similarity", "steps whose code is shared"], rows))
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>Class summary</title>"
             f"<style>{STYLE}{EXTRA_STYLE}</style></head>\n<body>\n" + "\n".join(out) + "\n</body></html>\n")
 
