@@ -72,6 +72,14 @@ def assign(course_file: Path) -> None:
 @click.option("--trust-submissions", is_flag=True,
               help="Grade several submissions even where the isolation (rlimits) cannot keep one submission's "
                    "files, IPC and processes from the next: only for code you trust.")
+@click.option("--require-isolation", "require", type=click.Choice(["namespaces", "uid+rlimits", "rlimits"]),
+              help="Refuse to grade below this isolation level (docs/isolation.md), here or on any Dask worker.")
+@click.option("--executor", type=click.Choice(["local", "dask"]), default="local", show_default=True,
+              help="local: --jobs processes on this machine; dask: a Dask cluster (pip install -e '.[cluster]', "
+                   "docs/cluster.md).")
+@click.option("--scheduler", metavar="ADDRESS", help="With --executor dask: the scheduler (tcp://host:8786).")
+@click.option("--local-workers", type=click.IntRange(min=1), metavar="N",
+              help="With --executor dask: a LocalCluster of N worker processes  [default: the number of cores]")
 def autograde(**options) -> None:
     """Grade SUBMISSIONS (folders, .zip archives, notebooks, or folders of them) with the hidden suites.
 

@@ -78,10 +78,12 @@ def _start(slots, zygotes, parent: int) -> None:
     Finalize(_grader, _grader.close, exitpriority=10)
 
 
-def grade_job(job: Job, out: Path, grader=None) -> dict:
-    """Grade one staged submission and write its results.json; return what the progress bar shows."""
-    grader = grader or _grader
-    staged = job.staged
+def grade_staged(staged: Staged, extra: dict, grader) -> tuple[dict, dict, tuple]:
+    """Grade one staged submission: (its results.json, what the progress bar shows, its feedback page's
+    cards, pictures and lines). Writes nothing: ``write`` does.
+
+    Shared by the local jobs and the Dask workers (``autograder/cluster/``), so both grade alike.
+    """
     if staged.problem:
         result = results.rejected(grader.course, staged.problem, staged.notes)
         (cards, pictures), lines = feedback.cards_and_pictures(result), result["output"].splitlines()
@@ -90,13 +92,24 @@ def grade_job(job: Job, out: Path, grader=None) -> dict:
         result = grader.grade(staged.folder, notes=staged.notes, module_errors=staged.module_errors)
         cards, pictures, lines = grader.last_cards, grader.last_pictures, grader.last_lines
     errors = [] if staged.problem else list(getattr(grader, "last_grader_errors", []))
-    result["extra_data"] = {**job.extra, "isolation": grader.zygote.level,
-                            "grader_errors": len(errors)}
-    # the page first: a results.json is what says a submission is done (resume)
-    feedback.write_page(out / job.source.name / "feedback.html", job.source.name, cards, pictures, lines)
-    results.write_atomic(out / job.source.name / "results.json", result)
-    return {"name": job.source.name, "score": result["score"], "problem": staged.problem,
+    result["extra_data"] = {**extra, "isolation": grader.zygote.level, "grader_errors": len(errors)}
+    item = {"name": extra["submission"], "score": result["score"], "problem": staged.problem,
             "isolation": grader.zygote.isolation, "grader_errors": errors}
+    return result, item, (cards, pictures, lines)
+
+
+def write(out: Path, name: str, result: dict, page: tuple) -> None:
+    """A graded submission's feedback.html, then its results.json (atomically)."""
+    # the page first: a results.json is what says a submission is done (resume)
+    feedback.write_page(out / name / "feedback.html", name, *page)
+    results.write_atomic(out / name / "results.json", result)
+
+
+def grade_job(job: Job, out: Path, grader=None) -> dict:
+    """Grade one staged submission and write its feedback page and results.json; return what the progress bar shows."""
+    result, item, page = grade_staged(job.staged, job.extra, grader or _grader)
+    write(out, job.source.name, result, page)
+    return item
 
 
 def run(grader, jobs: list[Job], out: Path, zygote, n_jobs: int, on_done) -> None:

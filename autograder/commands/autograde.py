@@ -17,8 +17,12 @@ from .usage import UsageError
 def main(submissions: tuple[Path, ...] = (), out: Path = Path("results"), course_file: Path = Path("course.yml"),
          n_jobs: int | None = None, force: bool = False, times_file: Path | None = None,
          nbgrader_course: Path | None = None, assignment: str | None = None,
-         trust_submissions: bool = False) -> int:
+         trust_submissions: bool = False, require: str | None = None, executor: str = "local",
+         scheduler: str | None = None, local_workers: int | None = None) -> int:
     """Grade ``submissions`` (or an nbgrader course's submitted/ notebooks) into ``out``.
+
+    ``executor``: ``local`` (``n_jobs`` processes here) or ``dask`` (a scheduler at ``scheduler``, or a
+    LocalCluster of ``local_workers``; docs/cluster.md). ``require``: the lowest isolation level to grade at.
 
     0 when every submission was graded; 3 when the grader itself failed on some (grader_errors.log).
     """
@@ -29,6 +33,7 @@ def main(submissions: tuple[Path, ...] = (), out: Path = Path("results"), course
     if bool(submissions) == bool(nbgrader_course):
         raise UsageError("give SUBMISSIONS (folders, .zip archives, notebooks) or --nbgrader COURSE_DIR, not both "
                          "or neither")
+    cluster = cluster_options(executor, scheduler, local_workers, n_jobs)
     try:
         submitted = times.read(times_file) if times_file else {}
     except times.TimesError as exc:
@@ -37,15 +42,18 @@ def main(submissions: tuple[Path, ...] = (), out: Path = Path("results"), course
     if nbgrader_course:
         sources, stamps, problems = nbgrader_submissions(nbgrader_course, assignment)
         found, submitted = (sources, problems), {**stamps, **submitted}
-    zygote = Zygote()  # it imports torch while we import ours and load the course
+    # it imports torch while we import ours and load the course (a LocalCluster's workers get clones of it;
+    # workers on other machines start their own)
+    zygote = Zygote() if cluster is None or not cluster["scheduler"] else None
     try:
         grader = _load(course_file)
         logged = grade(grader, tuple(submissions), out, n_jobs or os.cpu_count() or 1, force, zygote,
-                       trust_submissions, submitted, found)
+                       trust_submissions, submitted, found, require, cluster)
         if found and found[0]:
             _to_nbgrader(nbgrader_course, found[0], out)
     finally:
-        zygote.close()
+        if zygote is not None:
+            zygote.close()
     if logged:  # a bug of the grader's must not pass for a student's failure, nor for a clean run
         console.error(f"the grader itself failed while grading {len(logged)} submission(s) "
                       f"({', '.join(sorted(logged)[:10])}): their results tell the students so; the tracebacks are "
@@ -83,6 +91,23 @@ def _to_nbgrader(course_dir: Path, sources, out: Path) -> None:
                 f"feedback notebooks in {course_dir}/autograded/ (nbgrader generate_feedback {assignment})")
 
 
+def cluster_options(executor: str, scheduler: str | None, local_workers: int | None, n_jobs: int | None) -> dict | None:
+    """--executor dask's options ({scheduler, local_workers}), or None for the local executor."""
+    if executor == "local":
+        if scheduler or local_workers:
+            raise UsageError("--scheduler and --local-workers go with --executor dask")
+        return None
+    if scheduler and local_workers:
+        raise UsageError("--scheduler ADDRESS or --local-workers N, not both")
+    if n_jobs:
+        raise UsageError("--jobs is for --executor local; on Dask, the workers are the jobs (--local-workers N)")
+    try:
+        import distributed  # noqa: F401, PLC0415
+    except ImportError:
+        raise UsageError("--executor dask needs Dask: pip install -e '.[cluster]' (docs/cluster.md)") from None
+    return {"scheduler": scheduler, "local_workers": None if scheduler else local_workers or os.cpu_count() or 1}
+
+
 def _load(course_file: Path):
     from autograder.autograde.session import Grader  # noqa: PLC0415 - imports torch
     from autograder.course import CourseError  # noqa: PLC0415
@@ -94,11 +119,13 @@ def _load(course_file: Path):
 
 
 def grade(grader, submissions: tuple[Path, ...], out: Path, n_jobs: int, force: bool, zygote,
-          trust_submissions: bool = False, submitted: dict[str, str] | None = None, found=None) -> dict[str, str]:
+          trust_submissions: bool = False, submitted: dict[str, str] | None = None, found=None,
+          require: str | None = None, cluster: dict | None = None) -> dict[str, str]:
     """Stage, skip what is graded, grade the rest; write the class summary. The submissions the grader failed on."""
     from tqdm import tqdm  # noqa: PLC0415
 
     from autograder.autograde import batch, fingerprint, grader_log, summary  # noqa: PLC0415
+    from autograder.grading.isolation_levels import refusal  # noqa: PLC0415
     from autograder.pages import changes  # noqa: PLC0415
     from autograder.intake.discover import discover  # noqa: PLC0415
 
@@ -111,10 +138,13 @@ def grade(grader, submissions: tuple[Path, ...], out: Path, n_jobs: int, force: 
     staging = batch.staging_dir(out)
     top = course.max_points()
     start = time.monotonic()
+    grader_hash = fingerprint.grader(grader.course_file, course)
     try:
-        todo, done = batch.prepare(sources, staging, course.modules, out, fingerprint.grader(grader.course_file, course),
-                                   force, submitted, course.steps_by_module())
-        if len(todo) > 1 and zygote.level == "rlimits" and not trust_submissions:
+        todo, done = batch.prepare(sources, staging, course.modules, out, grader_hash, force, submitted,
+                                   course.steps_by_module())
+        if zygote is not None and todo and refusal(zygote.level, require):
+            raise UsageError(refusal(zygote.level, require))  # (on Dask, each worker checks its own)
+        if len(todo) > 1 and zygote is not None and zygote.level == "rlimits" and not trust_submissions:
             raise UsageError(
                 f"{len(todo)} submissions to grade, but the isolation here is only {zygote.isolation}.\n"
                 "At this level student code runs as you: what one submission leaves (files, IPC objects, "
@@ -137,12 +167,18 @@ def grade(grader, submissions: tuple[Path, ...], out: Path, n_jobs: int, force: 
                 note = f"  ({item['problem']})" if item["problem"] else ""
                 tqdm.write(f"{item['name']}: {item['score']:g}/{top:g}{note}")
 
-            batch.run(grader, todo, out, zygote, n_jobs, on_done)
+            if cluster is None:
+                batch.run(grader, todo, out, zygote, n_jobs, on_done)
+            else:
+                _on_dask(grader, grader_hash, todo, out, on_done, cluster, require,
+                         len(todo) > 1 and not trust_submissions, zygote)
     finally:
         batch.cleanup(staging)
     logged = grader_log.update(out, [job.source.name for job in todo], grader_errors)
     stats = summary.write(course, out, sorted(logged), previous)
-    console.say(f"graded {len(todo)} submission(s) in {time.monotonic() - start:.1f} s with {n_jobs} job(s): "
+    how = (f"{n_jobs} job(s)" if cluster is None else f"Dask at {cluster['scheduler']}" if cluster["scheduler"]
+           else f"Dask ({cluster['local_workers']} local worker(s))")
+    console.say(f"graded {len(todo)} submission(s) in {time.monotonic() - start:.1f} s with {how}: "
                 f"{counts['full']} full marks, {counts['partial']} partial, {counts['zero']} zero; "
                 f"results in {out}/, class summary in {out}/summary.md and {out}/summary.html "
                 f"({stats['submissions']} submissions)")
@@ -152,3 +188,19 @@ def grade(grader, submissions: tuple[Path, ...], out: Path, n_jobs: int, force: 
     for level in sorted(levels):
         console.say(f"isolation: {level}")
     return logged
+
+
+def _on_dask(grader, grader_hash: str, todo, out: Path, on_done, cluster: dict, require: str | None, one_only: bool,
+             zygote) -> None:
+    from autograder.cluster import executor  # noqa: PLC0415
+    from autograder.cluster.plugin import GraderMismatch  # noqa: PLC0415
+
+    try:
+        executor.run(grader, grader_hash, todo, out, on_done, scheduler=cluster["scheduler"],
+                     local_workers=cluster["local_workers"], require=require, one_only=one_only, zygote=zygote)
+    except GraderMismatch as exc:
+        raise UsageError(str(exc)) from None
+    except executor.Refused as exc:
+        raise UsageError(f"{exc}\n(the submissions graded before the refusal keep their results.json)") from None
+    except OSError as exc:  # no scheduler at that address
+        raise UsageError(f"Dask: {exc}") from None

@@ -1,0 +1,93 @@
+"""The client side of ``--executor dask``: submit each staged submission, write each results.json as it completes.
+
+results.json (and feedback.html, first) is written here, on the client, atomically, as each future completes: the workers need no
+access to the results folder (nor to the staging folder: the staged bytes travel with the task), and each
+submission's results.json is written exactly once per run, whatever the cluster did to get it (a task
+retried after its worker died is still one future, one result, one write). A client killed half-way
+keeps every results.json written so far; a re-run skips them (batch.prepare), as with ``--jobs``.
+"""
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+
+from autograder.autograde.batch import write
+
+from .payload import Payload
+
+
+class Refused(RuntimeError):
+    """A worker refused to grade: its isolation is below what was required."""
+
+
+#: Dask settings for the workers of a LocalCluster: forked warm from the client (inherited.py), and no
+#: statistical profiler sampling every thread each 10 ms (a grading worker has one task thread to watch).
+LOCAL_CONFIG = {"distributed.worker.multiprocessing-method": "fork", "distributed.worker.profile.enabled": False}
+
+
+@contextlib.contextmanager
+def local_cluster(n_workers: int, grader=None, grader_hash: str | None = None, zygote=None):
+    """A Client on a LocalCluster of ``n_workers`` processes (one thread each: one submission at a time each).
+
+    Given the client's warm ``grader`` and ``zygote``, the workers are forked from this process and each
+    takes a clone of the zygote (inherited.py); without them, each worker starts its own.
+    """
+    import dask  # noqa: PLC0415
+    from distributed import Client, LocalCluster  # noqa: PLC0415
+
+    from . import inherited  # noqa: PLC0415
+
+    clones = []
+    try:
+        if grader is not None and zygote is not None:
+            grader.warm_cache()  # reference answers, computed once here and inherited by every worker
+            clones = [zygote.clone() for _ in range(n_workers)]
+            inherited.offer(grader, grader_hash, zygote, clones)
+        with dask.config.set(LOCAL_CONFIG), \
+                LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None,
+                             host="127.0.0.1") as cluster:
+            inherited.withdraw()
+            clones = []
+            with Client(cluster) as client:
+                yield client
+    finally:
+        for clone in clones:
+            clone.close()
+
+
+def connect(scheduler: str | None, local_workers: int | None, grader=None, grader_hash=None, zygote=None):
+    """A Client on the scheduler at ``scheduler``, or on a LocalCluster of ``local_workers`` processes."""
+    from distributed import Client  # noqa: PLC0415
+
+    if scheduler:
+        return contextlib.closing(Client(scheduler, timeout=60))
+    return local_cluster(local_workers or 1, grader, grader_hash, zygote)
+
+
+def run(grader, grader_hash: str, jobs: list, out: Path, on_done, *, scheduler: str | None = None,
+        local_workers: int | None = None, require: str | None = None, one_only: bool = False, zygote=None) -> None:
+    """Grade ``jobs`` (batch.Job) on Dask; write each results.json here and call ``on_done`` per submission.
+
+    ``zygote``: the client's, for a LocalCluster whose workers are forked from the client.
+    """
+    from distributed import as_completed  # noqa: PLC0415
+
+    from .plugin import WarmGrader  # noqa: PLC0415
+    from .tasks import grade  # noqa: PLC0415
+
+    if not jobs:
+        return
+    with connect(scheduler, local_workers, grader, grader_hash, zygote) as client:
+        client.register_plugin(WarmGrader(str(grader.course_file), grader_hash))
+        # One key per submission and content: a resubmitted task (worker lost) is the same task.
+        futures = [client.submit(grade, Payload.pack(job, require, one_only), pure=False,
+                                 key=f"grade-{job.source.name}-{job.digest}") for job in jobs]
+        try:
+            for future in as_completed(futures):
+                answer = future.result()
+                if "refused" in answer:
+                    raise Refused(answer["refused"])
+                write(out, answer["item"]["name"], answer["result"], answer["page"])
+                on_done(answer["item"])
+        finally:
+            client.cancel(futures)

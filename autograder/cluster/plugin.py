@@ -1,0 +1,131 @@
+"""One warm grading process per Dask worker, started once by a WorkerPlugin.
+
+On each worker (and on every worker that joins later: an adaptive Slurm cluster, a worker restarted by
+its nanny after a crash) the plugin starts, once, what a ``--jobs`` process has: a zygote (``python -I
+-S``, torch imported) and a Grader (the course, the reference, the hidden suites collected, every
+reference answer warmed). Submissions are then graded one at a time in that worker.
+
+Everything runs in one thread of the plugin's own, for three reasons: the Grader is not thread-safe (a
+worker started with ``--nthreads 2`` still grades one submission at a time); the zygote dies with the
+*thread* that started it (``PR_SET_PDEATHSIG`` follows the parent thread), so that thread must live as
+long as the worker; and the start-up (seconds) must not block the worker's event loop (heartbeats).
+
+Dask's worker processes are daemonic, so ``multiprocessing`` cannot start children in them (dask/distributed
+#2142, #5058). Nothing here needs it: the zygote is a ``subprocess`` and every sandbox is a plain
+``fork`` of the zygote, which is not a daemonic process.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from distributed.diagnostics.plugin import WorkerPlugin
+
+NAME = "attention-autograder"
+
+
+class GraderMismatch(RuntimeError):
+    """This worker would not grade as the client expects (another course, solutions, suites, kit or torch)."""
+
+
+class WarmGrader(WorkerPlugin):
+    name = NAME
+
+    def __init__(self, course_file: str, grader_hash: str):
+        self.course_file = course_file
+        self.grader_hash = grader_hash
+
+    # -- on the worker --------------------------------------------------------------------------
+    def setup(self, worker=None) -> None:
+        from autograder.worker import tempdirs  # noqa: PLC0415
+        from autograder.worker.syscalls import die_with_parent  # noqa: PLC0415
+
+        # A worker dies with its nanny at once (a LocalCluster's nanny lives in the client: kill -9 of
+        # grade autograde then takes the workers, their zygotes and sandboxes down, as with --jobs).
+        # Distributed's own watch of the parent does it too, but only once a thread notices.
+        if getattr(worker, "nanny", None):
+            die_with_parent(os.getppid())
+        self.graded = 0  # submissions graded by this worker (its log line says how many)
+        self.worker_address = getattr(worker, "address", "?")
+        self._staging = tempdirs.make("grade-staging-", mode=0o711)
+        self._grader = None
+        self._lock = threading.Lock()
+        self._thread = ThreadPoolExecutor(1, thread_name_prefix="attention-grader")
+        self._ready = self._thread.submit(self._start)
+
+    def teardown(self, worker=None) -> None:
+        def close() -> None:
+            if self._grader is not None:
+                self._grader.close()
+        self._thread.submit(close)
+        self._thread.shutdown(wait=True)
+        shutil.rmtree(self._staging, ignore_errors=True)
+
+    def _start(self) -> None:
+        from autograder.grading.zygote_client import Zygote  # noqa: PLC0415
+
+        from . import inherited  # noqa: PLC0415
+
+        warm = inherited.take(self.grader_hash)  # forked from the client (--local-workers): already warm
+        if warm is not None:
+            grader, zygote = warm
+            self._grader = grader.adopt(zygote or Zygote())
+            return
+        zygote = Zygote()  # imports torch while we import ours and load the course
+        try:
+            from autograder.autograde import fingerprint  # noqa: PLC0415
+            from autograder.autograde.session import Grader  # noqa: PLC0415
+
+            grader = Grader(Path(self.course_file))
+            grader.adopt(zygote)
+            ours = fingerprint.grader(grader.course_file, grader.course)
+            if ours != self.grader_hash:
+                raise GraderMismatch(
+                    f"worker {self.worker_address} would grade with grader {ours}, the client with {self.grader_hash}: "
+                    f"{self.course_file}, its solutions and suites, the kit and torch must be the same on every node "
+                    "(docs/cluster.md)")
+            grader.warm_cache()
+            zygote.level  # noqa: B018 - wait for its start-up here, not in the first submission
+        except BaseException:
+            zygote.close()
+            raise
+        self._grader = grader
+
+    def _restart_if_dead(self) -> None:
+        """A zygote that died (killed from outside) is replaced: the next submission gets a fresh one."""
+        from autograder.grading.zygote_client import Zygote  # noqa: PLC0415
+
+        zygote = self._grader.zygote
+        if zygote.process is not None and zygote.process.poll() is not None:
+            zygote.close()
+            self._grader.adopt(Zygote())
+
+    # -- a task's entry -------------------------------------------------------------------------
+    def grade(self, payload) -> dict:
+        """Grade ``payload`` in the plugin's thread; the task's thread waits for it."""
+        return self._thread.submit(self._grade, payload).result()
+
+    def _grade(self, payload) -> dict:
+        from autograder.autograde import batch  # noqa: PLC0415
+        from autograder.grading.isolation_levels import refusal  # noqa: PLC0415
+
+        self._ready.result()  # the start-up's error, if any, is every task's
+        self._restart_if_dead()
+        zygote = self._grader.zygote
+        why = refusal(zygote.level, payload.require)
+        if why is None and payload.one_only and zygote.level == "rlimits":
+            why = (f"the isolation on worker {self.worker_address} is only {zygote.isolation}: student code runs as the "
+                   "worker's user, so one submission's leftovers could reach the next; run the workers as root on Linux "
+                   "(namespaces), or pass --trust-submissions for code you trust")
+        if why:
+            return {"refused": f"worker {self.worker_address}: {why}", "level": zygote.level}
+        staged = payload.unpack(self._staging)
+        try:
+            result, item, page = batch.grade_staged(staged, payload.extra, self._grader)
+        finally:
+            payload.discard(staged)
+        self.graded += 1
+        return {"result": result, "item": item, "page": page, "worker": self.worker_address}
