@@ -9,6 +9,7 @@ keeps every results.json written so far; a re-run skips them (batch.prepare), as
 from __future__ import annotations
 
 import contextlib
+import shutil
 from pathlib import Path
 
 from autograder.autograde.batch import write
@@ -37,13 +38,16 @@ def local_cluster(n_workers: int, grader=None, grader_hash: str | None = None, z
 
     from . import inherited  # noqa: PLC0415
 
+    from autograder.worker import tempdirs  # noqa: PLC0415
+
     clones = []
+    scratch = tempdirs.make("grade-dask-")  # the workers' scratch space, removed with the run (swept if killed)
     try:
         if grader is not None and zygote is not None:
             grader.warm_cache()  # reference answers, computed once here and inherited by every worker
             clones = [zygote.clone() for _ in range(n_workers)]
             inherited.offer(grader, grader_hash, zygote, clones)
-        with dask.config.set(LOCAL_CONFIG), \
+        with dask.config.set({**LOCAL_CONFIG, "temporary-directory": str(scratch)}), \
                 LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None,
                              host="127.0.0.1") as cluster:
             inherited.withdraw()
@@ -53,6 +57,7 @@ def local_cluster(n_workers: int, grader=None, grader_hash: str | None = None, z
     finally:
         for clone in clones:
             clone.close()
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def connect(scheduler: str | None, local_workers: int | None, grader=None, grader_hash=None, zygote=None):
