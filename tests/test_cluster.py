@@ -323,3 +323,39 @@ def test_the_local_executor_refuses_below_the_required_isolation_too(tmp_path):
 def test_dask_options_need_the_dask_executor(tmp_path):
     wrong = run_grade("autograde", str(SAMPLES / "alice"), "--out", str(tmp_path), "--local-workers", "2", timeout=120)
     assert wrong.returncode == 2 and "--executor dask" in wrong.stderr
+
+
+# -- the documented Slurm configuration ----------------------------------------------------------
+def test_the_documented_slurm_configuration_starts_workers_that_grade(tmp_path):
+    """docs/cluster.md's SLURMCluster: its job script's worker command, run here as a Slurm node would, grades."""
+    text = (ROOT / "docs" / "cluster.md").read_text()
+    code = re.search(r"```python\n(# slurm_grading\.py.*?)```", text, re.S).group(1)
+    code = code.replace("/shared/attention/.venv/bin/python", sys.executable).replace("/shared/attention", str(tmp_path))
+    namespace = {"__name__": "slurm_grading"}
+    exec(compile(code, "slurm_grading.py", "exec"), namespace)  # noqa: S102 - the documentation's own code
+    cluster = namespace["make_cluster"](port=free_port())
+    worker = None
+    try:
+        script = cluster.job_script()
+        for directive in ("#SBATCH -p grading", "#SBATCH -A cs-llm-course", "#SBATCH --cpus-per-task=8",
+                          "#SBATCH -t 00:45:00", f"#SBATCH -e {tmp_path}/dask-logs/"):
+            assert directive in script, script
+        assert re.search(r"#SBATCH --mem=(29|30|32)G", script), script
+        command = script.strip().splitlines()[-1]
+        assert "--nthreads 1" in command and "--nworkers 8" in command and "--lifetime 40m" in command, command
+        # one node's job, with one worker instead of eight (this machine has two cores)
+        scratch = tmp_path / "node-tmp"
+        scratch.mkdir()
+        prologue = script.split(command)[0].split("\n\n", 1)[-1]
+        worker = subprocess.Popen(["bash", "-c", prologue + "\n" + command.replace("--nworkers 8", "--nworkers 1")],
+                                  env={**os.environ, "TMPDIR": str(scratch)}, cwd=tmp_path, start_new_session=True,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        out = tmp_path / "results"
+        run = autograde(str(SAMPLES / "alice"), "--out", str(out), "--executor", "dask",
+                        "--scheduler", cluster.scheduler_address, "--require-isolation", "namespaces")
+        assert results(out)["alice"]["score"] == TOP and "alice: " in run.stdout
+    finally:
+        if worker is not None:
+            os.killpg(worker.pid, signal.SIGTERM)
+            worker.wait(timeout=30)
+        cluster.close()

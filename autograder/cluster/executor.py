@@ -21,9 +21,14 @@ class Refused(RuntimeError):
     """A worker refused to grade: its isolation is below what was required."""
 
 
-#: Dask settings for the workers of a LocalCluster: forked warm from the client (inherited.py), and no
-#: statistical profiler sampling every thread each 10 ms (a grading worker has one task thread to watch).
-LOCAL_CONFIG = {"distributed.worker.multiprocessing-method": "fork", "distributed.worker.profile.enabled": False}
+#: Dask's housekeeping, made rarer: no statistical profiler sampling every thread each 10 ms, the event loop's
+#: tick, system and memory monitors every second or two instead of every 20, 500 and 100 ms. A task here
+#: takes about a second, and student code runs in the sandbox, under its own limits, not in the worker.
+#: Idle, a LocalCluster of 2 workers then costs 1% of a core instead of 7% (bench/RESULTS.md).
+QUIET = {"distributed.worker.profile.enabled": False, "distributed.admin.tick.interval": "1s",
+         "distributed.admin.system-monitor.interval": "2s", "distributed.worker.memory.monitor-interval": "1s"}
+#: A LocalCluster's workers are also forked warm from the client (inherited.py).
+LOCAL_CONFIG = {**QUIET, "distributed.worker.multiprocessing-method": "fork"}
 
 
 @contextlib.contextmanager

@@ -1,0 +1,70 @@
+"""The pieces of --executor dask that need no cluster: the isolation order, and a payload's round trip."""
+from __future__ import annotations
+
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from autograder.cluster.payload import Payload
+from autograder.grading.isolation_levels import refusal
+from autograder.intake.stage import Staged
+
+pytestmark = pytest.mark.unit
+
+
+def test_a_level_is_refused_only_below_the_required_one():
+    assert refusal("namespaces", None) is None
+    assert refusal("namespaces", "namespaces") is None
+    assert refusal("uid+rlimits", "rlimits") is None
+    assert "uid+rlimits, below the required namespaces" in refusal("uid+rlimits", "namespaces")
+    assert "rlimits, below the required uid+rlimits" in refusal("rlimits", "uid+rlimits")
+
+
+@dataclass
+class _Source:
+    name: str
+
+
+@dataclass
+class _Job:
+    source: _Source
+    staged: Staged
+    extra: dict
+
+
+def test_a_payload_carries_the_staged_files_to_a_folder_of_the_workers_own(tmp_path):
+    staged = tmp_path / "staged"
+    staged.mkdir()
+    (staged / "simple_attention.py").write_bytes(b"def f():\n    return 1\n")
+    (staged / "causal_attention.py").write_bytes("# \u00e9\n".encode())
+    job = _Job(_Source("ana"), Staged("ana", staged, ["a note"], {"trainable_attention": {"type": "MissingModule"}}),
+               {"submission": "ana", "submission_hash": "x"})
+    payload = Payload.pack(job, require="namespaces", one_only=True)
+    (staged / "simple_attention.py").write_bytes(b"changed after packing")
+    node = tmp_path / "node"
+    node.mkdir()
+    again = payload.unpack(node)
+    assert again.folder.parent == node and again.folder != staged
+    assert {p.name: p.read_bytes() for p in again.folder.iterdir()} == {
+        "simple_attention.py": b"def f():\n    return 1\n", "causal_attention.py": "# \u00e9\n".encode()}
+    assert all(stat.S_IMODE(p.stat().st_mode) == 0o644 for p in again.folder.iterdir())
+    assert again.notes == ["a note"] and again.module_errors == {"trainable_attention": {"type": "MissingModule"}}
+    assert (payload.require, payload.one_only, payload.extra["submission_hash"]) == ("namespaces", True, "x")
+    Payload.discard(again)
+    assert not again.folder.exists()
+
+
+def test_a_payload_of_a_submission_that_could_not_be_staged_has_no_files(tmp_path):
+    job = _Job(_Source("bo"), Staged("bo", None, problem="bo.zip: not a zip archive"), {"submission": "bo"})
+    again = Payload.pack(job).unpack(tmp_path)
+    assert again.folder is None and again.problem == "bo.zip: not a zip archive"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_payload_with_a_path_in_a_file_name_is_refused(tmp_path):
+    payload = Payload("eve", {}, {"../escape.py": b"x"})
+    with pytest.raises(ValueError, match="escape"):
+        payload.unpack(tmp_path)
+    assert not Path(tmp_path.parent / "escape.py").exists()
