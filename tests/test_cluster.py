@@ -207,7 +207,11 @@ def test_a_local_cluster_grades_exactly_as_jobs_does_and_leaves_nothing(local_ru
     assert_same_as_local(out, local_run, CLASS)
     assert "Dask (2 local worker(s))" in run.stdout
     after = {p.name for p in Path("/tmp").iterdir() if p.name.startswith(("grade-", "dask-"))}
-    assert after <= before  # no staging, scratch space or dask-scratch-space left in the temp folder
+    # no staging, scratch space or dask-scratch-space left in the temp folder by a process that has ended
+    # (the machine may be shared: another grader's live folders are its own)
+    left = [name for name in after - before if not (name.split("-")[2:3] and name.split("-")[2].isdigit()
+                                                     and alive(int(name.split("-")[2])))]
+    assert left == []
 
 
 # -- faults --------------------------------------------------------------------------------------
