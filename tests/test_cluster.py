@@ -194,6 +194,8 @@ def test_the_cli_cluster_grades_exactly_as_jobs_does(cli_cluster, local_run, tmp
     assert f"graded {len(CLASS)} submission(s)" in run.stdout and f"Dask at {cli_cluster.address}" in run.stdout
     assert (out / "summary.md").read_text() == (local_run["out"] / "summary.md").read_text()
     assert "isolation: namespaces" in run.stdout  # the workers' own level, reported as locally
+    # Dask's worker processes are daemonic (no multiprocessing children): the kit's forking works under them
+    assert all(cli_cluster.client.run(lambda: __import__("multiprocessing").current_process().daemon).values())
 
     again = autograde(str(local_run["subs"]), "--out", str(out), "--executor", "dask", "--scheduler", cli_cluster.address)
     assert f"{len(CLASS)} submission(s) already graded with the same inputs: skipped" in again.stdout
@@ -226,7 +228,8 @@ def test_a_worker_killed_mid_batch_loses_nothing_and_grades_nothing_twice(cli_cl
     try:
         wait_for(lambda: len(list(out.glob("*/results.json"))) >= 2, 300, "the first results")
         assert proc.poll() is None
-        victim = sorted(before.values())[0]
+        busy = wait_for(lambda: [a for a, keys in cli_cluster.client.processing().items() if keys], 60, "a busy worker")
+        victim = before[busy[0]]  # a worker with a submission in progress
         os.kill(victim, signal.SIGKILL)
         written_at_kill = len(list(out.glob("*/results.json")))
         stdout, stderr = proc.communicate(timeout=600)
