@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -48,11 +47,10 @@ class WarmGrader(WorkerPlugin):
         # Distributed's own watch of the parent does it too, but only once a thread notices.
         if getattr(worker, "nanny", None):
             die_with_parent(os.getppid())
-        self.graded = 0  # submissions graded by this worker (its log line says how many)
+        self.graded = 0  # submissions this worker graded
         self.worker_address = getattr(worker, "address", "?")
         self._staging = tempdirs.make("grade-staging-", mode=0o711)
         self._grader = None
-        self._lock = threading.Lock()
         self._thread = ThreadPoolExecutor(1, thread_name_prefix="attention-grader")
         self._ready = self._thread.submit(self._start)
 
