@@ -182,6 +182,7 @@ def assert_same_as_local(out: Path, local: dict, names) -> None:
     assert sorted(got) == sorted(names)
     for name in names:
         assert comparable(got[name]) == local["results"][source_of(name)], name
+        assert (out / name / "feedback.html").is_file(), name  # the page too, written beside it by the client
 
 
 # -- the same grades -----------------------------------------------------------------------------
