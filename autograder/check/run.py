@@ -8,13 +8,10 @@ from autograder.grading import judge as judges
 from autograder.grading.cases import Tolerances
 from autograder.grading.runner import SubmissionRunner
 from autograder.feedback.tolerance import Tolerance
-from autograder.grading.verdict import FAILED, NOT_ATTEMPTED, PASSED
+from autograder.grading.verdict import BLOCKED, FAILED, NOT_ATTEMPTED, PASSED, step_status
 from autograder.grading.zygote_client import Zygote
 from autograder.pages import evidence
 
-
-#: a step whose check failed while a step it builds on fails too: not counted as the student's error here
-BLOCKED = "blocked"
 
 
 @dataclass
@@ -39,12 +36,7 @@ class StepResult:
 
     @property
     def status(self) -> str:
-        if self.blocked_by:
-            return BLOCKED
-        statuses = {c.status for c in self.counts}
-        if statuses == {NOT_ATTEMPTED}:
-            return NOT_ATTEMPTED
-        return PASSED if statuses == {PASSED} else FAILED
+        return step_status({c.status for c in self.counts}, bool(self.blocked_by))
 
     @property
     def import_error(self) -> str | None:

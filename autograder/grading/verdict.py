@@ -6,6 +6,16 @@ from dataclasses import dataclass, field
 PASSED = "passed"
 FAILED = "failed"
 NOT_ATTEMPTED = "not attempted"
+BLOCKED = "blocked"  # a step not checked because a step it builds on fails (grade check)
+
+
+def step_status(count_statuses: set[str], blocked: bool = False) -> str:
+    """A step's status from its counts': blocked, not attempted (every count), passed (every count), else failed."""
+    if blocked:
+        return BLOCKED
+    if count_statuses == {NOT_ATTEMPTED}:
+        return NOT_ATTEMPTED
+    return PASSED if count_statuses == {PASSED} else FAILED
 
 
 @dataclass

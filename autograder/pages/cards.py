@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from autograder.grading.verdict import BLOCKED, FAILED, NOT_ATTEMPTED, PASSED, step_status
+
 from . import misconceptions
 
-PASSED, FAILED, NOT_ATTEMPTED, BLOCKED = "passed", "failed", "not attempted", "blocked"
+__all__ = ["BLOCKED", "FAILED", "NOT_ATTEMPTED", "PASSED", "CountCard", "StepCard"]
 
 
 @dataclass
@@ -43,12 +45,7 @@ class StepCard:
 
     @property
     def status(self) -> str:
-        if self.blocked_by:
-            return BLOCKED
-        statuses = {c.status for c in self.counts}
-        if statuses == {NOT_ATTEMPTED}:
-            return NOT_ATTEMPTED
-        return PASSED if statuses <= {PASSED} else FAILED
+        return step_status({c.status for c in self.counts}, bool(self.blocked_by))
 
     @property
     def likely(self) -> list[str]:
