@@ -21,6 +21,7 @@ import pytest
 from autograder.course import load_course
 
 from .conftest import ROOT, run_grade
+from .processes import alive, descendants
 
 pytestmark = pytest.mark.slow
 COURSE = load_course(ROOT / "course.yml")
@@ -216,33 +217,6 @@ def test_one_job_and_two_jobs_grade_alike(batch, reruns):
 
 
 # -- interrupted batches -------------------------------------------------------------------------
-def _descendants(pid: int) -> set[int]:
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            ppid = int(stat.rsplit(")", 1)[1].split()[1])
-            children.setdefault(ppid, []).append(int(entry.name))
-    found, todo = set(), [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            if child not in found:
-                found.add(child)
-                todo.append(child)
-    return found
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
-
-
 def test_a_batch_killed_half_way_resumes(tmp_path):
     names = [f"{name}{i}" for i in (1, 2) for name in THREE]
     subs = tmp_path / "subs"
@@ -261,12 +235,12 @@ def test_a_batch_killed_half_way_resumes(tmp_path):
     try:
         deadline = time.monotonic() + 600
         while time.monotonic() < deadline and process.poll() is None:
-            spawned |= _descendants(process.pid)
+            spawned |= descendants(process.pid)
             if list(out.glob("*/results.json")):
                 break
             time.sleep(0.05)
         assert process.poll() is None, "the batch ended before a single results.json appeared"
-        spawned |= _descendants(process.pid)
+        spawned |= descendants(process.pid)
         assert len(spawned) >= 4, spawned  # jobs, the zygote and its clones, hosts, workers
         os.kill(process.pid, signal.SIGKILL)  # the grader alone, as `kill -9 PID` does: not its process group
         process.wait(timeout=30)
@@ -279,13 +253,13 @@ def test_a_batch_killed_half_way_resumes(tmp_path):
 
     try:
         # nothing the batch started outlives it by more than 2 s (jobs, zygotes, hosts, workers)
-        while time.monotonic() < killed_at + 2 and any(_alive(p) for p in spawned):
+        while time.monotonic() < killed_at + 2 and any(alive(p) for p in spawned):
             time.sleep(0.05)
-        left = sorted(p for p in spawned if _alive(p))
+        left = sorted(p for p in spawned if alive(p))
         assert left == [], f"processes still running 2 s after the batch was killed: {left}"
     finally:
         for pid in spawned:
-            if _alive(pid):
+            if alive(pid):
                 try:
                     os.kill(pid, signal.SIGKILL)
                 except OSError:
