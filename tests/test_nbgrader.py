@@ -499,6 +499,21 @@ def test_a_notebook_that_patches_the_checks_gets_nothing_through_the_sandbox(gra
 
 
 @pytest.mark.slow
+def test_the_course_grades_alike_on_dask(sandboxed, course_dir, tmp_path):
+    """``--nbgrader`` with ``--executor dask``: the same points, times and gradebook write-back as locally."""
+    pytest.importorskip("distributed", reason="the [cluster] extra (pip install -e '.[cluster]')")
+    out = tmp_path / "dask"
+    result = run_grade("autograde", "--nbgrader", str(course_dir), "--out", str(out), "--executor", "dask",
+                       "--local-workers", "2", timeout=900)
+    assert result.returncode == 0, result.stderr[-3000:]
+    for student in STUDENTS:
+        got = json.loads((out / student / "results.json").read_text())
+        assert got["score"] == sandboxed[student]["score"], student
+        assert got["extra_data"]["submitted_at"] == sandboxed[student]["extra_data"]["submitted_at"], student
+    assert f"grades of {len(STUDENTS)} student(s) written to the gradebook" in result.stdout
+
+
+@pytest.mark.slow
 def test_submission_times_are_nbgraders_own(sandboxed):
     from datetime import datetime, timezone
 
