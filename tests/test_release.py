@@ -56,6 +56,28 @@ def test_bundle_layout(release):
     assert "pip install -r requirements.txt" in readme and "grade check" in readme
 
 
+def test_every_package_the_bundle_imports_is_in_its_requirements(release):
+    """A student installs requirements.txt into a fresh venv: whatever the bundle's code imports (at the top or
+    inside a function, such as rich for a failing case's grid) must be there."""
+    import ast
+    import sys
+
+    from autograder.release.pins import canonical
+
+    wanted: set[str] = set()
+    for path in (release / "autograder").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                wanted |= {alias.name.split(".")[0] for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                wanted.add(node.module.split(".")[0])
+    third_party = {name for name in wanted if name not in sys.stdlib_module_names and name != "autograder"}
+    assert {"torch", "rich", "matplotlib"} <= third_party  # the control: the scan sees what it should
+    pinned = {canonical(line.split("==")[0]) for line in (release / "requirements.txt").read_text().splitlines()
+              if "==" in line and not line.startswith("#")}
+    assert {canonical(name) for name in third_party} <= pinned, sorted({canonical(n) for n in third_party} - pinned)
+
+
 def test_no_solution_line_leaks(release):
     secrets = leaks.secret_lines(ROOT / "solutions")
     assert "return x @ W" in secrets  # short, but a whole answer: it counts

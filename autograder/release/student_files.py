@@ -3,7 +3,9 @@ from __future__ import annotations
 
 from .pins import TORCH_CPU_INDEX
 
-STUDENT_ROOTS = ["torch", "numpy", "click", "safetensors"]  # what the student package imports
+#: what the student package imports: grade check draws a failing case with rich, and its --html page's
+#: pictures with matplotlib (tests/test_release.py checks this list against the bundle's own imports)
+STUDENT_ROOTS = ["torch", "numpy", "click", "safetensors", "rich", "matplotlib"]
 
 
 def pyproject(version: str, pins: dict[str, str], packages: list[str]) -> str:
