@@ -108,16 +108,12 @@ class WarmGrader(WorkerPlugin):
 
     def _grade(self, payload) -> dict:
         from autograder.autograde import batch  # noqa: PLC0415
-        from autograder.grading.isolation_levels import refusal  # noqa: PLC0415
+        from autograder.grading.isolation_levels import may_grade  # noqa: PLC0415
 
         self._ready.result()  # the start-up's error, if any, is every task's
         self._restart_if_dead()
         zygote = self._grader.zygote
-        why = refusal(zygote.level, payload.require)
-        if why is None and payload.one_only and zygote.level == "rlimits":
-            why = (f"the isolation on worker {self.worker_address} is only {zygote.isolation}: student code runs as the "
-                   "worker's user, so one submission's leftovers could reach the next; run the workers as root on Linux "
-                   "(namespaces), or pass --trust-submissions for code you trust")
+        why = may_grade(zygote.level, zygote.isolation, payload.require, payload.one_only)
         if why:
             return {"refused": f"worker {self.worker_address}: {why}", "level": zygote.level}
         staged = payload.unpack(self._staging)

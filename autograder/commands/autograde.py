@@ -125,7 +125,7 @@ def grade(grader, submissions: tuple[Path, ...], out: Path, n_jobs: int, force: 
     from tqdm import tqdm  # noqa: PLC0415
 
     from autograder.autograde import batch, fingerprint, grader_log, summary  # noqa: PLC0415
-    from autograder.grading.isolation_levels import refusal  # noqa: PLC0415
+    from autograder.grading.isolation_levels import may_grade  # noqa: PLC0415
     from autograder.pages import changes  # noqa: PLC0415
     from autograder.intake.discover import discover  # noqa: PLC0415
 
@@ -142,14 +142,10 @@ def grade(grader, submissions: tuple[Path, ...], out: Path, n_jobs: int, force: 
     try:
         todo, done = batch.prepare(sources, staging, course.modules, out, grader_hash, force, submitted,
                                    course.steps_by_module())
-        if zygote is not None and todo and refusal(zygote.level, require):
-            raise UsageError(refusal(zygote.level, require))  # (on Dask, each worker checks its own)
-        if len(todo) > 1 and zygote is not None and zygote.level == "rlimits" and not trust_submissions:
-            raise UsageError(
-                f"{len(todo)} submissions to grade, but the isolation here is only {zygote.isolation}.\n"
-                "At this level student code runs as you: what one submission leaves (files, IPC objects, "
-                "processes) could reach the next, so grade autograde grades one submission per run. Run it as "
-                "root on Linux (namespaces), or pass --trust-submissions for code you trust.")
+        why = may_grade(zygote.level, zygote.isolation, require, len(todo) > 1 and not trust_submissions) \
+            if zygote is not None and todo else None  # (on Dask, each worker checks its own)
+        if why:
+            raise UsageError(f"{len(todo)} submission(s) to grade, but {why}")
         if done:
             console.say(f"{len(done)} submission(s) already graded with the same inputs: skipped (--force regrades)")
         previous = changes.snapshot(out, [job.source.name for job in todo])  # before they are replaced
