@@ -7,6 +7,7 @@ from pathlib import Path
 from autograder.course import CourseError, load_course
 from autograder.grading.dependencies import StandinPolicy
 from autograder.grading.reference import Reference
+from autograder.grading.reference_worker import ReferenceWorker
 from autograder.grading.runner import SubmissionRunner, asked_standins
 from autograder.grading.zygote_client import Zygote
 
@@ -44,7 +45,7 @@ class Grader:
             raise CourseError(f"cannot load the reference solutions: {exc}") from None
         #: the hidden tests as direct calls (one pytest collection for the whole batch), or None: pytest.main
         self.tests = direct.plan(self.suites, validate_suites(self.course, self.suites, self.reference))
-        self.standin_code = self.reference.standin_code()
+        self.standin_kinds = self.reference.standin_kinds()
         self.policy = StandinPolicy(self.reference.uses())
         # steps graded last: those whose reference uses another step's code (and, learned by warm_cache,
         # those whose cases build other steps' stand-ins: Exercise 3.1's transfer)
@@ -52,6 +53,7 @@ class Grader:
         self.reference_lines = self.reference.body_lines()
         self.uid_base = 0  # the zygote's uid block, once there is one
         self._zygote: Zygote | None = None  # started on first use; forked batch jobs start their own
+        self._reference_worker: ReferenceWorker | None = None  # runs the stand-ins' code, started on first use
         self.cache: dict = {}  # reference answers, shared by every submission of the batch
         self.asked: dict[str, set[str]] = {}  # per step: the stand-ins its requests build (Exercise 3.1)
 
@@ -64,7 +66,8 @@ class Grader:
         if not self.cache:  # every submission, the first one included, sees the same requests in the same order
             self.warm_cache()
         times = {step: self.course.step_time(step) for step in self.course.steps}
-        runner = SubmissionRunner(self.zygote, folder, self.course.modules, self.standin_code, times, self.limits(),
+        runner = SubmissionRunner(self.zygote, folder, self.course.modules, self.standin_kinds, times, self.limits(),
+                                  reference=self.reference_worker,
                                   uid_base=self.uid_base, submission_seconds=self.course.limits.submission_seconds,
                                   module_errors=module_errors, policy=self.policy, asked=self.asked)
         # A line the student wrote is theirs to see, even where the reference has the same line: only text
@@ -88,6 +91,14 @@ class Grader:
         self.last_cards, self.last_pictures = feedback.cards_and_pictures(result, plugin.outcomes)
         self.last_lines = result["output"].splitlines()
         return feedback.embed(result, self.last_cards, self.last_pictures)
+
+    @property
+    def reference_worker(self) -> ReferenceWorker:
+        """The handle on the reference worker of this process's zygote (the worker itself starts on first call)."""
+        if self._reference_worker is None or self._reference_worker.zygote is not self.zygote:
+            self._reference_worker = ReferenceWorker(self.zygote, self.reference.module_sources(), list(self.course.steps),
+                                                     self.limits())
+        return self._reference_worker
 
     @property
     def zygote(self) -> Zygote:
@@ -129,6 +140,9 @@ class Grader:
             run_suites(self.suites, plugin)
 
     def close(self) -> None:
+        if self._reference_worker is not None:
+            self._reference_worker.close()
+            self._reference_worker = None
         if self._zygote is not None:
             self._zygote.close()
             self._zygote = None

@@ -2,10 +2,8 @@
 from __future__ import annotations
 
 import ast
-import base64
 import importlib
 import inspect
-import marshal
 import textwrap
 import sys
 from pathlib import Path
@@ -55,14 +53,16 @@ class Reference:
     def standin_sources(self) -> dict[str, str]:
         return {step: self.source(step) for step in self.steps}
 
-    def standin_code(self) -> dict[str, str]:
-        """Each step's stand-in as a worker receives it: compiled here, marshalled, base64 for the JSON header.
+    def standin_kinds(self) -> dict[str, str]:
+        """Each step as its stand-in proxy stands in for it: a ``class`` (an ``nn.Module``) or a ``function``.
 
-        The sandbox gets bytecode only: no line of the reference's source, in any encoding, is ever in a
-        worker's memory (tracebacks through a stand-in name ``<stand-in step>`` and show no text).
+        The proxies hold no reference code: the reference worker runs it (``reference_worker.py``).
         """
-        return {step: base64.b64encode(marshal.dumps(compile(src, f"<stand-in {step}>", "exec"))).decode("ascii")
-                for step, src in self.standin_sources().items()}
+        return {step: "class" if isinstance(self.workspace.standins[step], type) else "function" for step in self.steps}
+
+    def module_sources(self) -> dict[str, str]:
+        """The solution modules' source, for the reference worker (which no student's code can reach)."""
+        return {name: inspect.getsource(module) for name, module in self.modules.items()}
 
     def uses(self) -> dict[str, set[str]]:
         """For each step, the names its reference code uses (to find the stand-ins a stand-in needs)."""

@@ -8,8 +8,10 @@ from pathlib import Path
 from autograder.worker import tempdirs
 from autograder.worker.errors import error, failed
 
+from . import uids
 from .dependencies import StandinPolicy
 from .per_request import PerRequest
+from .reference_worker import ReferenceWorker, StandinCalls
 from .workers import WorkerError
 from .zygote_client import Zygote
 
@@ -48,14 +50,18 @@ class SubmissionRunner:
     stays clean (a fresh one otherwise). A worker holds stand-ins only for what the graded step's reference
     calls (dependencies.py); it serves a later step only if that step may hold all it already holds."""
 
-    def __init__(self, zygote: Zygote, folder: Path, modules: list[str], standin_code: dict[str, str],
+    def __init__(self, zygote: Zygote, folder: Path, modules: list[str], standins: dict[str, str],
                  time_limits: dict[str, float], limits: dict | None = None, *, uid_base: int = 0,
+                 reference: ReferenceWorker | None = None,
                  submission_seconds: float | None = None, module_errors: dict | None = None,
                  policy: StandinPolicy | None = None, asked: dict[str, set[str]] | None = None):
         self.zygote = zygote
         self.folder = Path(folder).resolve()
         self.modules = modules
-        self.standin_code = standin_code  # step -> its compiled reference (reference.standin_code), never source
+        # step -> "class" or "function": what a stand-in proxy of it is (never its code: that runs in the
+        # reference worker, which answers the proxies' calls)
+        self.standins = standins if reference is not None else {}
+        self.reference = reference
         self.time_limits = time_limits
         self.limits = limits or {}
         # without namespaces, a worker's uid must reach its scratch folder: traversable, not listable
@@ -77,7 +83,7 @@ class SubmissionRunner:
 
     def _needed(self, step: str, asked: set[str] = frozenset()) -> set[str]:
         """The stand-ins ``step``'s worker holds: chosen by the reference and the suite, never the student."""
-        return {s for s in self.policy.needs(step, self.asked.get(step, set()) | set(asked)) if s in self.standin_code}
+        return {s for s in self.policy.needs(step, self.asked.get(step, set()) | set(asked)) if s in self.standins}
 
     def _begin(self, step: str, asked: set[str] = frozenset()) -> None:
         """Start ``step``: on the current worker if it is clean and holds nothing the step may not hold."""
@@ -103,17 +109,19 @@ class SubmissionRunner:
         self._start(step, needed, budget)
 
     def _code(self, steps: set[str]) -> dict[str, str]:
-        return {s: code for s, code in self.standin_code.items() if s in steps}  # in unit order
+        return {s: kind for s, kind in self.standins.items() if s in steps}  # in unit order
 
     def _start(self, step: str, needed: set[str], budget: float):
         self.close_worker()
         if self._sandbox is None or self._sandbox.dead:
             self._sandbox = self.zygote.open({"folder": str(self.folder), "scratch": str(self.scratch_root / "work"),
-                                              "limits": self.limits, "uid_base": self.uid_base})
+                                              "limits": self.limits, **uids.for_students(self.uid_base)})
         self._output = self.scratch_root / f"{step}.out"
-        # The stand-ins go over the worker's own channel, compiled: the host never holds them, and no
-        # source text of the reference ever reaches the sandbox.
-        self._worker = self._sandbox.spawn({"modules": self.modules}, self._output, budget, self.submission_seconds)
+        # Stand-ins are proxies: their calls come back on the worker's own channel and are answered by the
+        # reference worker, for the stand-ins this worker holds only. No reference code reaches the sandbox.
+        calls = StandinCalls(self.reference, lambda: self._holds) if self.reference is not None else None
+        self._worker = self._sandbox.spawn({"modules": self.modules}, self._output, budget, self.submission_seconds,
+                                           callbacks=calls)
         self._holds = set(needed)
         self._step = step
         hello = self._worker.request(None)

@@ -43,3 +43,18 @@ def claim() -> tuple[int, int]:
             continue
         return FIRST_UID + block * BLOCK, fd
     raise OSError(f"all {BLOCKS} uid blocks are in use by other graders")
+
+
+#: the uids of a block a submission's workers take in turn; the block's last uid is the reference worker's
+#: alone (grading/reference_worker.py), so no student's worker ever runs as the process that holds the reference
+STUDENT_UIDS = BLOCK - 1
+
+
+def for_students(uid_base: int) -> dict:
+    """What a submission's host is told of its uids (``host.py`` hands them out in turn)."""
+    return {"uid_base": uid_base, "uids": STUDENT_UIDS}
+
+
+def for_reference(uid_base: int) -> dict:
+    """What the reference worker's host is told: the block's last uid, which no submission's worker gets."""
+    return {"uid_base": uid_base + STUDENT_UIDS, "uids": 1}

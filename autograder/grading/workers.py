@@ -11,7 +11,7 @@ import socket
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Callable, Protocol
 
 from autograder.worker import protocol, wire
 
@@ -26,6 +26,10 @@ class Reaper(Protocol):
 
 #: each request packed once: a batch sends the same requests to every submission
 _frame = PerRequest(wire.pack)
+
+
+#: the answer to a stand-in's call where there are none (``grade check``, or a step that may hold none)
+_NO_STANDINS = {"ok": False, "error": {"type": "RuntimeError", "message": "no stand-in may run here"}}
 
 
 class WorkerError(Exception):
@@ -63,7 +67,8 @@ class Sandbox:
             raise WorkerError("the submission's sandbox stopped answering")
         return answer
 
-    def spawn(self, spawn: dict, output: Path, budget: float, total: float | None = None) -> "Worker":
+    def spawn(self, spawn: dict, output: Path, budget: float, total: float | None = None,
+              callbacks: Callable[[dict, float], dict] | None = None) -> "Worker":
         """A worker for one step (``budget`` seconds of CPU), or several in turn (``total``: at most, in all)."""
         ours, theirs = socket.socketpair()
         out = os.open(output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -73,7 +78,7 @@ class Sandbox:
         finally:
             theirs.close()
             os.close(out)
-        return Worker(ours, self, budget)
+        return Worker(ours, self, budget, callbacks=callbacks)
 
     def end(self, wait: float = 0.0) -> dict:
         """Kill the current step's worker and all it started; say how the worker had ended (``protocol.ended``)."""
@@ -109,6 +114,8 @@ class Worker:
     started: float = field(default_factory=time.monotonic)
     dead: bool = False
     status: dict | None = None  # how it ended (protocol.ended)
+    #: answers a stand-in's call made while a request is served: ``callbacks(message, deadline) -> answer``
+    callbacks: Callable[[dict, float], dict] | None = None
 
     def remaining(self) -> float:
         return self.budget - (time.monotonic() - self.started)
@@ -117,19 +124,33 @@ class Worker:
         """A new step on this worker: a fresh time budget."""
         self.started, self.budget = time.monotonic(), budget
 
-    def request(self, message: dict | None = None):
-        """Send ``message`` (or only read, when None) and return the worker's answer."""
+    def deadline(self) -> float:
+        return self.started + self.budget
+
+    def request(self, message: dict | None = None, deadline: float | None = None):
+        """Send ``message`` (or only read, when None) and return the worker's answer.
+
+        One wall-clock deadline (the step's, unless given) covers the whole exchange: every read of every
+        frame, and the stand-in calls the worker makes meanwhile (``{"$callback": ...}``, answered by
+        ``callbacks``). A worker still busy then is killed, whatever it is doing.
+        """
         if self.dead:
             raise WorkerError("the worker for this step is gone")
-        left = self.remaining()
-        if left <= 0:
+        deadline = self.deadline() if deadline is None else deadline
+        if deadline - time.monotonic() <= 0:
             self.kill()
             raise WorkerError(f"the step ran out of its time limit ({self.budget:g} s)", limit="time")
-        self.sock.settimeout(left)
         try:
             if message is not None:
+                self.sock.settimeout(max(deadline - time.monotonic(), 0.001))
                 self.sock.sendall(_frame(message) if "kind" in message else wire.pack(message))
-            return wire.recv(self.sock)
+            while True:
+                answer = wire.recv(self.sock, deadline)
+                if type(answer) is not dict or "$callback" not in answer:
+                    return answer
+                reply = self.callbacks(answer["$callback"], deadline) if self.callbacks else _NO_STANDINS
+                self.sock.settimeout(max(deadline - time.monotonic(), 0.001))
+                self.sock.sendall(wire.pack(reply))
         except (socket.timeout, TimeoutError):
             self.kill()
             raise WorkerError(f"the step ran out of its time limit ({self.budget:g} s)", limit="time") from None

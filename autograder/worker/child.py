@@ -13,7 +13,7 @@ import sys
 
 from pathlib import Path
 
-from . import hygiene, integrity, runtime, confine, submission, wire
+from . import hygiene, integrity, runtime, confine, reference_server, submission, wire
 from .errors import error, failed
 
 
@@ -22,10 +22,19 @@ def serve(channel: socket.socket, folder: str, spawn: dict, shared: tuple[str, .
 
     What this loop calls after student code has run (``run``, ``send``, the integrity check) is bound to
     locals here, before the submission is imported: a frame walk can read this frame's locals but not
-    rebind them. Stand-ins arrive on this channel as bytecode (``standins`` op), never in the spawn message.
+    rebind them. Stand-ins arrive on this channel as a list of steps (``standins`` op): they are proxies whose
+    code runs in the reference worker (``standins.py``), reached through the trusted side on this channel.
     """
+    if spawn.get("reference"):  # the reference worker: no submission here, ever
+        return reference_server.serve(channel)
     folder = Path(folder)
     run, send, recv, WireError = runtime.run, wire.send, wire.recv, wire.WireError
+
+    def call(message: dict) -> dict:
+        """A stand-in's call, answered by the reference worker through the trusted side (which checks it)."""
+        send(channel, {"$callback": message})
+        return recv(channel)
+
     watched = integrity.watched(__package__)
     check = integrity.snapshot
     check_code, check_defaults = check.__code__, check.__defaults__
@@ -51,7 +60,7 @@ def serve(channel: socket.socket, folder: str, spawn: dict, shared: tuple[str, .
             if changed:
                 request.clear()
             elif request["op"] == "standins":  # the stand-ins this step's reference calls, built and substituted
-                ws.add_standins(request.pop("standins"))
+                ws.add_standins(request.pop("standins"), call)
                 request.clear()
                 baseline = hygiene.fingerprint(modules, shared)
             else:  # a step begins: the same random state for every step

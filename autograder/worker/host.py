@@ -25,6 +25,7 @@ def run(control: socket.socket, request: dict, plan: confine.Plan) -> None:
     workdir = "/tmp/work" if plan.level == confine.NAMESPACES else request["scratch"]
     os.makedirs(workdir, mode=0o755, exist_ok=True)
     uid_base, spawned, current = int(request.get("uid_base", 0)), 0, None
+    uid_count = max(1, int(request.get("uids", 1000)))  # grading/uids.py: which uids of the block are ours
     gc.freeze()  # see zygote.main: forked workers must not copy the host's heap by collecting it
     protocol.reply(control, {"ready": True})
     while True:
@@ -34,7 +35,7 @@ def run(control: socket.socket, request: dict, plan: confine.Plan) -> None:
         if op["op"] == "spawn":
             if current is not None:
                 _end(plan, current, 0, workdir)
-            uid = uid_base + spawned % 1000  # a fresh uid per worker (of this zygote's block): its own process count
+            uid = uid_base + spawned % uid_count  # a fresh uid per worker (of this zygote's block): its own process count
             spawned += 1
             channel_fd, output_fd = fds
             host_pid = os.getpid()

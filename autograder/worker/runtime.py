@@ -54,10 +54,9 @@ class Workspace:
         self.modules = modules
         self.standins = standins
 
-    def add_standins(self, compiled: dict[str, str]) -> None:
-        """Build stand-ins (bytecode, cleared once built) and substitute them in the student's modules."""
-        objects = standins_mod.build(compiled)
-        compiled.clear()
+    def add_standins(self, kinds: dict[str, str], call) -> None:
+        """Build stand-in proxies (step -> "class" or "function") and substitute them in the student's modules."""
+        objects = standins_mod.build(kinds, call)
         standins_mod.substitute(self.modules, objects)
         self.standins.update(objects)
 

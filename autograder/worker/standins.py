@@ -1,36 +1,143 @@
-"""Stand-ins: correct versions of the *other* steps, substituted while one step is graded.
+"""Stand-ins in the student's process: proxies of the *other* steps, whose code runs elsewhere.
 
 So that one bug costs points once: while ``multihead_attention.MultiHeadAttentionWrapper`` is graded,
-every name in the student's modules that refers to the student's own ``CausalAttention`` refers to the
-stand-in instead. The trusted side chooses them from the reference alone and sends them compiled
-(marshalled bytecode, never source text); the step being graded never gets one.
+every name in the student's modules that refers to the student's own ``CausalAttention`` refers to a
+stand-in instead. A stand-in holds no reference code in any form (no source, no bytecode, no function of
+the reference): it is a thin proxy. Its constructor asks the reference worker to build the real module
+from this process's random state and copies back what was built (the ``torch.nn`` layers, parameters,
+buffers and plain attributes, and the random state after the draws), so its parameters are the ones the
+reference would have drawn here. Its ``forward`` (and, through a ``torch.autograd.Function``, its
+backward) is computed by the reference worker too, from the tensors it is given, so gradients flow into
+the student's module and dropout draws from this process's random state as the reference would.
+
+The other half is ``reference_server.py`` (the reference worker); between them, the trusted side checks
+every call against the stand-ins this worker may hold (``grading/standin_calls.py``).
 """
 from __future__ import annotations
 
-import base64
-import marshal
-import math
+import builtins
 import types
+from typing import Callable
 
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
+
+from . import module_tree
+
+#: ``call(message) -> answer``: one round trip to the reference worker, through the trusted side
+Call = Callable[[dict], dict]
+
+#: the exceptions a stand-in may raise as the reference raised them; anything else is a RuntimeError
+_RAISABLE = {"ValueError", "TypeError", "AssertionError", "IndexError", "KeyError", "RuntimeError",
+             "NotImplementedError", "ZeroDivisionError", "AttributeError", "MemoryError"}
 
 
-def build(compiled: dict[str, str]) -> dict[str, object]:
-    """Execute stand-ins (step id -> base64 of marshalled bytecode) and return step id -> object.
+def _raise(error: dict) -> None:
+    kind = error.get("type") if error.get("type") in _RAISABLE else "RuntimeError"
+    raise getattr(builtins, kind)(str(error.get("message", "")))
 
-    They come in unit order, so a stand-in finds the ones it uses (the wrapper's CausalAttention)
-    among those built before it, by name.
-    """
-    shared: dict[str, object] = {}
+
+def _ask(call: Call, message: dict) -> dict:
+    answer = call(message)
+    if not isinstance(answer, dict) or not answer.get("ok"):
+        _raise((answer or {}).get("error") or {"message": "the stand-in could not run"})
+    if answer.get("rng") is not None:  # the draws the reference made, made here too
+        torch.set_rng_state(answer["rng"])
+    return answer
+
+
+def _flatten(value, tensors: list):
+    """``value`` with each tensor replaced by ``{"$in": index}`` (the tensors gathered in ``tensors``)."""
+    if isinstance(value, torch.Tensor):
+        tensors.append(value)
+        return {"$in": len(tensors) - 1}
+    if isinstance(value, (list, tuple)):
+        items = [_flatten(v, tensors) for v in value]
+        return {"$tuple": items} if isinstance(value, tuple) else items
+    if isinstance(value, dict):
+        return {"$dict": {str(k): _flatten(v, tensors) for k, v in value.items()}}
+    return value
+
+
+class _Remote(torch.autograd.Function):
+    """The reference's computation, done by the reference worker: forward now, backward when asked."""
+
+    @staticmethod
+    def forward(ctx, call, message, n_inputs, *tensors):  # noqa: D102 - torch's protocol
+        ctx.call, ctx.message, ctx.n_inputs = call, message, n_inputs
+        ctx.save_for_backward(*tensors)
+        answer = _ask(call, {**message, "inputs": list(tensors)})
+        output = answer["output"]
+        ctx.many = isinstance(output, (tuple, list))
+        return tuple(output) if ctx.many else output
+
+    @staticmethod
+    def backward(ctx, *grad_outputs):  # noqa: D102 - torch's protocol
+        tensors = ctx.saved_tensors
+        wants = [i for i, need in enumerate(ctx.needs_input_grad[3:]) if need]
+        # The same random state as the forward had: the same dropout mask, recomputed there.
+        answer = _ask(ctx.call, {**ctx.message, "inputs": list(tensors), "grad": {"outputs": list(grad_outputs),
+                                                                                   "wrt": wants}})
+        grads = [None] * len(tensors)
+        for index, grad in zip(wants, answer["grads"]):
+            grads[index] = grad
+        return (None, None, None, *grads)
+
+
+def _run(call: Call, message: dict, args: tuple, kwargs: dict, state: list[torch.Tensor]):
+    """Call the reference on ``args``/``kwargs`` (and a module's ``state``: its tensors), differentiably."""
+    inputs: list = []
+    shape = _flatten([list(args), dict(kwargs)], inputs)
+    message = {**message, "args": shape, "rng": torch.get_rng_state()}
+    tensors = [*inputs, *state]
+    if not any(isinstance(t, torch.Tensor) and t.requires_grad for t in tensors) or not torch.is_grad_enabled():
+        return _ask(call, {**message, "inputs": [t.detach() for t in tensors]})["output"]
+    return _Remote.apply(call, message, len(inputs), *tensors)
+
+
+def proxy_class(step: str, call: Call, classes: dict[str, type]) -> type:
+    """An ``nn.Module`` class named as the step's, whose instances are built and run by the reference."""
+    module_name, name = step.split(".", 1)
+
+    def step_of(cls: type) -> str | None:
+        return getattr(cls, "_standin_step", None) if cls in classes.values() else None
+
+    def __init__(self, *args, **kwargs):
+        nn.Module.__init__(self)
+        init = _flatten([list(args), dict(kwargs)], [])
+        answer = _ask(call, {"op": "construct", "step": step, "init": init, "rng": torch.get_rng_state()})
+        module_tree.rebuild(answer["tree"], classes.__getitem__, into=self)
+
+    def forward(self, *args, **kwargs):
+        tensors: list = []
+        tree = module_tree.describe(self, step_of, tensors)
+        return _run(call, {"op": "forward", "step": step, "tree": tree}, args, kwargs, tensors)
+
+    cls = type(name, (nn.Module,), {"__init__": __init__, "forward": forward, "__module__": module_name,
+                                    "__qualname__": name, "_standin_step": step,
+                                    "__doc__": f"Stand-in for {name} (computed by the grader)."})
+    classes[step] = cls
+    return cls
+
+
+def proxy_function(step: str, call: Call):
+    """A function named as the step's, computed by the reference."""
+    module_name, name = step.split(".", 1)
+
+    def standin(*args, **kwargs):
+        return _run(call, {"op": "call", "step": step}, args, kwargs, [])
+
+    standin.__name__ = standin.__qualname__ = name
+    standin.__module__ = module_name
+    return standin
+
+
+def build(kinds: dict[str, str], call: Call) -> dict[str, object]:
+    """Proxies for the stand-ins this worker may hold (step id -> "class" or "function"), in unit order."""
+    classes: dict[str, type] = {}
     objects: dict[str, object] = {}
-    for step, code in compiled.items():
-        namespace = {"torch": torch, "nn": nn, "F": F, "math": math, **shared}
-        exec(marshal.loads(base64.b64decode(code)), namespace)  # noqa: S102 - the trusted side's bytecode
-        name = step.split(".", 1)[1]
-        objects[step] = namespace[name]
-        shared[name] = namespace[name]
+    for step, kind in kinds.items():
+        objects[step] = proxy_class(step, call, classes) if kind == "class" else proxy_function(step, call)
     return objects
 
 

@@ -12,6 +12,7 @@ import json
 import math
 import socket
 import struct
+import time
 
 import safetensors
 import torch
@@ -112,9 +113,14 @@ def send(sock: socket.socket, message) -> None:
     sock.sendall(pack(message))
 
 
-def _recv_exact(sock: socket.socket, n: int) -> bytes:
+def _recv_exact(sock: socket.socket, n: int, deadline: float | None) -> bytes:
     chunks = []
     while n:
+        if deadline is not None:  # one clock for the whole frame: a byte that arrives restarts nothing
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("deadline passed")
+            sock.settimeout(left)
         chunk = sock.recv(min(n, 1 << 20))
         if not chunk:
             raise WireError("connection closed")
@@ -123,12 +129,14 @@ def _recv_exact(sock: socket.socket, n: int) -> bytes:
     return b"".join(chunks)
 
 
-def recv(sock: socket.socket):
-    (hlen,) = struct.unpack(">I", _recv_exact(sock, 4))
+def recv(sock: socket.socket, deadline: float | None = None):
+    """The next frame. With ``deadline`` (a ``time.monotonic()`` instant), ``TimeoutError`` once it has
+    passed, however the bytes arrive: every read of every part of the frame shares that one deadline."""
+    (hlen,) = struct.unpack(">I", _recv_exact(sock, 4, deadline))
     if hlen > MAX_FRAME:
         raise WireError(f"frame header of {hlen} bytes is over the limit")
-    header = _recv_exact(sock, hlen)
-    (blen,) = struct.unpack(">Q", _recv_exact(sock, 8))
+    header = _recv_exact(sock, hlen, deadline)
+    (blen,) = struct.unpack(">Q", _recv_exact(sock, 8, deadline))
     if blen > MAX_FRAME:
         raise WireError(f"frame of {blen} bytes is over the limit")
-    return unpack(header, _recv_exact(sock, blen))
+    return unpack(header, _recv_exact(sock, blen, deadline))

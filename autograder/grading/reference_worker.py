@@ -1,0 +1,95 @@
+"""The trusted side's handle on the reference worker (``worker/reference_server.py``), and the check of
+every stand-in call relayed to it.
+
+The reference worker runs the stand-ins' code, so that none of it is ever in a student's process. It is a
+worker of its own sandbox, forked from the zygote and confined like a student's worker, but under a uid
+no student's worker is ever given (the last of the zygote's block), and it never imports a submission. It
+lives as long as the grading process that started it, serving every submission (it holds no student
+state: each call brings the module it runs), and is started again if a call kills it or runs out of time.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from pathlib import Path
+
+from autograder.worker import tempdirs
+
+from . import uids
+from .workers import WorkerError
+
+#: the reference worker's CPU: it serves a whole batch (a call's wall-clock time is the caller's deadline)
+CPU_SECONDS = 3600.0
+
+
+def refused(message: str) -> dict:
+    return {"ok": False, "error": {"type": "RuntimeError", "message": message}}
+
+
+class ReferenceWorker:
+    def __init__(self, zygote, sources: dict[str, str], steps: list[str], limits: dict):
+        self.zygote = zygote
+        self.sources = sources
+        self.steps = steps
+        self.limits = limits
+        self._sandbox = None
+        self._worker = None
+        self._owner = None  # the process that started it: a forked batch job starts its own
+        self._root: Path | None = None
+
+    def _start(self) -> None:
+        self._root = tempdirs.make("grade-reference-", mode=0o711)
+        (self._root / "empty").mkdir()
+        self._sandbox = self.zygote.open({"folder": str(self._root / "empty"), "scratch": str(self._root / "work"),
+                                          "limits": self.limits, **uids.for_reference(self.zygote.uid_base)})
+        self._worker = self._sandbox.spawn({"modules": [], "reference": True}, self._root / "output",
+                                           CPU_SECONDS, CPU_SECONDS)
+        self._worker.request({"op": "reference", "sources": self.sources, "steps": self.steps},
+                             deadline=time.monotonic() + 60)
+        self._owner = os.getpid()
+
+    def call(self, message: dict, deadline: float) -> dict:
+        """Relay one checked stand-in call; the caller's deadline is the call's."""
+        if self._owner != os.getpid() or self._worker is None or self._worker.dead:
+            if self._owner == os.getpid():
+                self.close()
+            try:
+                self._start()
+            except (WorkerError, OSError, RuntimeError):
+                self.close()
+                return refused("the grader could not start its stand-ins")
+        try:
+            return self._worker.request(message, deadline=deadline)
+        except WorkerError as exc:
+            self.close()  # started again for the next call
+            if exc.limit == "time":
+                return refused("the step ran out of its time limit while a stand-in was running")
+            return refused("the stand-in could not run on these inputs (a limit of the grader's was hit)")
+
+    def close(self) -> None:
+        if self._owner is not None and self._owner != os.getpid():  # another process's: not ours to stop
+            self._worker = self._sandbox = self._owner = None
+            return
+        if self._worker is not None:
+            self._worker.close()
+        if self._sandbox is not None:
+            self._sandbox.close()
+        if self._root is not None:
+            shutil.rmtree(self._root, ignore_errors=True)
+        self._worker = self._sandbox = self._root = self._owner = None
+
+
+class StandinCalls:
+    """What one student's worker may ask of the reference worker: only the stand-ins it holds."""
+
+    OPS = {"construct", "forward", "call"}
+
+    def __init__(self, reference: ReferenceWorker, holds):
+        self.reference = reference
+        self.holds = holds  # () -> the steps whose stand-ins the worker holds now
+
+    def __call__(self, message, deadline: float) -> dict:
+        if type(message) is not dict or message.get("op") not in self.OPS or message.get("step") not in self.holds():
+            return refused("no such stand-in here")
+        return self.reference.call(message, deadline)

@@ -1,0 +1,175 @@
+"""The reference worker: runs the stand-ins' code, for the proxies in students' workers.
+
+A worker forked and confined like any other (its own uid, no network, the same limits), which never
+imports a submission: the trusted side sends it the reference solutions' source, once, and then relays
+the calls of the stand-in proxies (``standins.py``, the other half) that it has checked. Only data
+crosses: the tensors, the module trees (``module_tree.py``), the random state. Three requests:
+
+* ``construct``: build the step's class from the given arguments, after setting the caller's random
+  state; answer the module as a tree with its tensors, and the random state after the draws;
+* ``forward`` / ``call``: rebuild the caller's module around the reference class (``forward``) or take the
+  reference function (``call``), run it on the inputs from the caller's random state; answer the output
+  and the random state after it; with ``grad``, run it again from the same state and answer the
+  gradients of the given outputs with respect to the inputs asked for.
+"""
+from __future__ import annotations
+
+import importlib.abc
+import importlib.util
+import socket
+import sys
+
+import torch
+import torch.nn as nn
+
+from . import module_tree, wire
+
+PACKAGE = "reference_solutions"
+
+
+class _Sources(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Import ``reference_solutions.<module>`` from source text held in memory."""
+
+    def __init__(self, sources: dict[str, str]):
+        self.sources = sources
+
+    def find_spec(self, fullname, path=None, target=None):  # noqa: D102 - importlib's protocol
+        if fullname == PACKAGE:
+            return importlib.util.spec_from_loader(fullname, self, is_package=True)
+        if fullname.startswith(PACKAGE + ".") and fullname[len(PACKAGE) + 1:] in self.sources:
+            return importlib.util.spec_from_loader(fullname, self)
+        return None
+
+    def create_module(self, spec):  # noqa: D102
+        return None
+
+    def exec_module(self, module):  # noqa: D102
+        if module.__name__ == PACKAGE:
+            module.__path__ = []
+            return
+        short = module.__name__[len(PACKAGE) + 1:]
+        exec(compile(self.sources[short], f"<reference {short}>", "exec"), module.__dict__)  # noqa: S102 - ours
+
+
+def load(sources: dict[str, str], steps: list[str]) -> dict[str, object]:
+    """The reference's step objects (step id -> class or function), from the modules' sources."""
+    sys.meta_path.insert(0, _Sources(sources))
+    objects = {}
+    for step in steps:
+        module_name, name = step.split(".", 1)
+        objects[step] = getattr(importlib.import_module(f"{PACKAGE}.{module_name}"), name)
+    return objects
+
+
+def _unflatten(value, tensors: list):
+    if isinstance(value, dict):
+        if "$in" in value:
+            return tensors[int(value["$in"])]
+        if "$tuple" in value:
+            return tuple(_unflatten(v, tensors) for v in value["$tuple"])
+        if "$dict" in value:
+            return {k: _unflatten(v, tensors) for k, v in value["$dict"].items()}
+    if isinstance(value, list):
+        return [_unflatten(v, tensors) for v in value]
+    return value
+
+
+class Server:
+    def __init__(self, objects: dict[str, object]):
+        self.objects = objects
+        self.steps = {obj: step for step, obj in objects.items() if isinstance(obj, type)}
+
+    def step_of(self, cls: type) -> str | None:
+        return self.steps.get(cls)
+
+    def class_for(self, step: str) -> type:
+        cls = self.objects.get(step)
+        if not isinstance(cls, type):
+            raise TypeError(f"{step} is not a class")
+        return cls
+
+    def construct(self, request: dict) -> dict:
+        cls = self.class_for(request["step"])
+        args, kwargs = _unflatten(request["init"], [])
+        torch.set_rng_state(request["rng"])
+        module = cls(*args, **kwargs)
+        return {"ok": True, "tree": module_tree.describe(module, self.step_of), "rng": torch.get_rng_state()}
+
+    def run(self, request: dict) -> dict:
+        inputs = list(request["inputs"])
+        grad = request.get("grad")
+        wrt = [int(i) for i in grad["wrt"]] if grad else []
+        if grad:
+            inputs = [t.detach().requires_grad_(i in wrt and t.is_floating_point()) for i, t in enumerate(inputs)]
+        args, kwargs = _unflatten(request["args"], inputs)
+        if request["op"] == "forward":
+            n_args = len(inputs) - _count_state(request["tree"])
+            module = module_tree.rebuild(request["tree"], self.class_for, iter(inputs[n_args:]))
+            held = module_tree.state(module)  # the very tensors the module holds (parameters wrap them)
+            leaves = inputs[:n_args] + held
+            callee = module
+        else:
+            callee = self.objects[request["step"]]
+            if isinstance(callee, type):
+                raise TypeError(f"{request['step']} is a class")
+            leaves = inputs
+        torch.set_rng_state(request["rng"])
+        with torch.set_grad_enabled(bool(grad)):
+            output = callee(*args, **kwargs)
+        if not grad:
+            return {"ok": True, "output": _detached(output), "rng": torch.get_rng_state()}
+        outputs = list(output) if isinstance(output, (tuple, list)) else [output]
+        pairs = [(o, g) for o, g in zip(outputs, grad["outputs"])
+                 if isinstance(o, torch.Tensor) and o.requires_grad and g is not None]
+        targets = [leaves[i] for i in wrt]
+        found = torch.autograd.grad([o for o, _ in pairs], targets, [g.to(o.dtype) for o, g in pairs],
+                                    allow_unused=True) if pairs and targets else [None] * len(targets)
+        return {"ok": True, "grads": [None if g is None else g.detach() for g in found]}
+
+    def answer(self, request: dict) -> dict:
+        try:
+            if request.get("op") == "construct":
+                return self.construct(request)
+            if request.get("op") in ("forward", "call"):
+                return self.run(request)
+            return {"ok": False, "error": {"type": "RuntimeError", "message": "unknown stand-in request"}}
+        except Exception as exc:  # noqa: BLE001 - the reference refused these inputs: said as it said it
+            return {"ok": False, "error": {"type": type(exc).__name__, "message": str(exc)[:500]}}
+
+
+def _count_state(tree: dict) -> int:
+    own = sum(1 for _, t, _, absent in tree["params"] + tree["buffers"] if not absent and t is None)
+    return own + sum(_count_state(c) for _, c in tree["children"] if c is not None)
+
+
+def _detached(value):
+    if isinstance(value, torch.Tensor):
+        return value.detach()
+    if isinstance(value, tuple):
+        return tuple(_detached(v) for v in value)
+    if isinstance(value, list):
+        return [_detached(v) for v in value]
+    return value
+
+
+def serve(channel: socket.socket) -> None:
+    """The first request carries the sources (``{"op": "reference", "sources": ..., "steps": ...}``)."""
+    torch.set_num_threads(1)
+    first = wire.recv(channel)
+    server = Server(load(first["sources"], first["steps"]))
+    del first
+    wire.send(channel, {"ready": True})
+    while True:
+        try:
+            request = wire.recv(channel)
+        except wire.WireError:
+            return
+        if request.get("op") == "exit":
+            return
+        try:
+            wire.send(channel, server.answer(request))
+        except TypeError as exc:  # an output that cannot travel
+            wire.send(channel, {"ok": False, "error": {"type": "TypeError", "message": str(exc)}})
+
+
+__all__ = ["serve", "Server", "load", "nn"]
