@@ -65,3 +65,42 @@ def test_a_whole_frame_before_the_deadline_is_read():
     finally:
         ours.close()
         theirs.close()
+
+
+def _host_timer_ends_a_stalled_sandbox(tmp_path, wall_seconds, patience=30.0):
+    """Open a sandbox whose host has its own timer, spawn a worker, then stall (as a pinned trusted side
+    would): return whether the worker's channel was closed (the worker killed) within ``patience`` s."""
+    from autograder.grading.zygote_client import LocalZygote  # noqa: PLC0415
+
+    folder = tmp_path / "sub"
+    folder.mkdir()
+    (folder / "simple_attention.py").write_text("import time\n\ndef attention_scores(x, q):\n    time.sleep(1000)\n")
+    with LocalZygote() as zygote:
+        request = {"folder": str(folder), "scratch": str(tmp_path / "scratch"), "limits": {}}
+        if wall_seconds:
+            request["wall_seconds"] = wall_seconds
+        sandbox = zygote.open(request)
+        worker = sandbox.spawn({"modules": ["simple_attention"]}, tmp_path / "out", 1000.0)
+        worker.request(None)  # the worker's hello: it is up
+        worker.sock.settimeout(patience)
+        start = time.monotonic()
+        try:
+            closed = worker.sock.recv(1) == b""  # nothing is asked of it: only a kill closes the channel
+        except (TimeoutError, OSError):
+            closed = False
+        took = time.monotonic() - start
+        worker.dead = True
+        sandbox.close()
+        return closed, took
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="forked hosts only")
+def test_the_host_s_own_timer_kills_a_worker_nobody_is_waiting_for(tmp_path):
+    closed, took = _host_timer_ends_a_stalled_sandbox(tmp_path, wall_seconds=1.0)
+    assert closed and took < 25
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="forked hosts only")
+def test_control_without_the_timer_the_worker_lives_on(tmp_path):
+    closed, _ = _host_timer_ends_a_stalled_sandbox(tmp_path, wall_seconds=None, patience=4.0)
+    assert not closed

@@ -16,6 +16,10 @@ from .workers import WorkerError
 from .zygote_client import Zygote
 
 
+#: the host's own timer ends a sandbox this long after the submission's budget, whatever the trusted side does
+WALL_MARGIN = 30.0
+
+
 def limit_error(exc: WorkerError) -> dict:
     return failed(error("LimitExceeded" if exc.limit else "WorkerDied", exc.reason), "the step", limit=exc.limit)
 
@@ -115,7 +119,8 @@ class SubmissionRunner:
         self.close_worker()
         if self._sandbox is None or self._sandbox.dead:
             self._sandbox = self.zygote.open({"folder": str(self.folder), "scratch": str(self.scratch_root / "work"),
-                                              "limits": self.limits, **uids.for_students(self.uid_base)})
+                                              "limits": self.limits, **uids.for_students(self.uid_base),
+                                              "wall_seconds": self.submission_seconds and self.submission_seconds + WALL_MARGIN})
         self._output = self.scratch_root / f"{step}.out"
         # Stand-ins are proxies: their calls come back on the worker's own channel and are answered by the
         # reference worker, for the stand-ins this worker holds only. No reference code reaches the sandbox.

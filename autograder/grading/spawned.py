@@ -34,7 +34,7 @@ class SpawnedSandbox:
         self.process: subprocess.Popen | None = None
         self.dead = False
 
-    def spawn(self, spawn: dict, output: Path, budget: float, total: float | None = None) -> Worker:
+    def spawn(self, spawn: dict, output: Path, budget: float, total: float | None = None, callbacks=None) -> Worker:
         self.end()
         self.scratch.mkdir(parents=True, exist_ok=True)
         token = secrets.token_hex(TOKEN_BYTES // 2)
@@ -63,7 +63,7 @@ class SpawnedSandbox:
             except (OSError, socket.timeout):
                 self.end()
                 raise WorkerError("the worker process did not start") from None
-        return Worker(conn, self, budget)
+        return Worker(conn, self, budget, callbacks=callbacks)
 
     def end(self, wait: float = 0.0) -> dict:
         """End the current worker (after ``wait`` s of grace); say how it ended (``protocol.ended``)."""

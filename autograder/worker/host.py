@@ -15,6 +15,7 @@ from __future__ import annotations
 import gc
 import os
 import socket
+import time
 
 from . import child, protocol, confine, waits
 
@@ -27,8 +28,14 @@ def run(control: socket.socket, request: dict, plan: confine.Plan) -> None:
     uid_base, spawned, current = int(request.get("uid_base", 0)), 0, None
     uid_count = max(1, int(request.get("uids", 1000)))  # grading/uids.py: which uids of the block are ours
     gc.freeze()  # see zygote.main: forked workers must not copy the host's heap by collecting it
+    # A timer of our own besides the trusted side's deadlines: past the submission's wall-clock budget (and a
+    # margin), whatever the trusted side is doing, the step's worker is killed and the sandbox ends.
+    wall = request.get("wall_seconds")
+    ends = time.monotonic() + float(wall) if wall else None
     protocol.reply(control, {"ready": True})
     while True:
+        if ends is not None:
+            control.settimeout(max(ends - time.monotonic(), 0.001))
         op, fds = protocol.receive(control, 2)
         if op is None:
             break
