@@ -9,12 +9,13 @@ state: each call brings the module it runs), and is started again if a call kill
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import time
 from pathlib import Path
 
-from autograder.worker import tempdirs
+from autograder.worker import tempdirs, wire
 
 from . import uids
 from .workers import WorkerError
@@ -23,8 +24,9 @@ from .workers import WorkerError
 CPU_SECONDS = 3600.0
 
 
-def refused(message: str) -> dict:
-    return {"ok": False, "error": {"type": "RuntimeError", "message": message}}
+def refused(message: str) -> bytes:
+    """A stand-in call's answer, as a frame: refused, with why."""
+    return wire.pack({"ok": False, "error": {"type": "RuntimeError", "message": message}})
 
 
 class ReferenceWorker:
@@ -49,8 +51,9 @@ class ReferenceWorker:
                              deadline=time.monotonic() + 60)
         self._owner = os.getpid()
 
-    def call(self, message: dict, deadline: float) -> dict:
-        """Relay one checked stand-in call; the caller's deadline is the call's."""
+    def call(self, header: bytes, blob: bytes, deadline: float) -> bytes:
+        """Relay one checked stand-in call (a frame's header and blob, undecoded) and return the answer's
+        frame, undecoded too; the caller's deadline is the call's."""
         if self._owner != os.getpid() or self._worker is None or self._worker.dead:
             if self._owner == os.getpid():
                 self.close()
@@ -60,7 +63,8 @@ class ReferenceWorker:
                 self.close()
                 return refused("the grader could not start its stand-ins")
         try:
-            return self._worker.request(message, deadline=deadline)
+            answer_header, answer_blob, _ = self._worker.exchange(wire.frame(header, blob), deadline)
+            return wire.frame(answer_header, answer_blob)
         except WorkerError as exc:
             self.close()  # started again for the next call
             if exc.limit == "time":
@@ -89,7 +93,8 @@ class StandinCalls:
         self.reference = reference
         self.holds = holds  # () -> the steps whose stand-ins the worker holds now
 
-    def __call__(self, message, deadline: float) -> dict:
+    def __call__(self, message, blob: bytes, deadline: float) -> bytes:
+        """``message``: the call's header, parsed (its tensors still in ``blob``)."""
         if type(message) is not dict or message.get("op") not in self.OPS or message.get("step") not in self.holds():
             return refused("no such stand-in here")
-        return self.reference.call(message, deadline)
+        return self.reference.call(json.dumps(message).encode("utf-8"), blob, deadline)

@@ -29,7 +29,7 @@ _frame = PerRequest(wire.pack)
 
 
 #: the answer to a stand-in's call where there are none (``grade check``, or a step that may hold none)
-_NO_STANDINS = {"ok": False, "error": {"type": "RuntimeError", "message": "no stand-in may run here"}}
+_NO_STANDINS = wire.pack({"ok": False, "error": {"type": "RuntimeError", "message": "no stand-in may run here"}})
 
 
 class WorkerError(Exception):
@@ -68,7 +68,7 @@ class Sandbox:
         return answer
 
     def spawn(self, spawn: dict, output: Path, budget: float, total: float | None = None,
-              callbacks: Callable[[dict, float], dict] | None = None) -> "Worker":
+              callbacks: Callable[[dict, bytes, float], bytes] | None = None) -> "Worker":
         """A worker for one step (``budget`` seconds of CPU), or several in turn (``total``: at most, in all)."""
         ours, theirs = socket.socketpair()
         out = os.open(output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -114,8 +114,8 @@ class Worker:
     started: float = field(default_factory=time.monotonic)
     dead: bool = False
     status: dict | None = None  # how it ended (protocol.ended)
-    #: answers a stand-in's call made while a request is served: ``callbacks(message, deadline) -> answer``
-    callbacks: Callable[[dict, float], dict] | None = None
+    #: answers a stand-in's call made while a request is served: ``callbacks(call, blob, deadline) -> frame``
+    callbacks: Callable[[dict, bytes, float], bytes] | None = None
 
     def remaining(self) -> float:
         return self.budget - (time.monotonic() - self.started)
@@ -134,6 +134,17 @@ class Worker:
         frame, and the stand-in calls the worker makes meanwhile (``{"$callback": ...}``, answered by
         ``callbacks``). A worker still busy then is killed, whatever it is doing.
         """
+        frame = None if message is None else _frame(message) if "kind" in message else wire.pack(message)
+        header, blob, parsed = self.exchange(frame, deadline)
+        try:
+            return wire.unpack(header, blob, parsed)
+        except wire.WireError as exc:
+            self.kill(wait=0.5)
+            raise WorkerError(self._death_reason(exc), limit=self._limit()) from None
+
+    def exchange(self, frame: bytes | None, deadline: float | None = None) -> tuple[bytes, bytes, object]:
+        """Send a packed frame (or nothing) and return the answer's header, blob and parsed header, with the
+        stand-in calls made meanwhile answered (relayed undecoded: ``callbacks(call, blob, deadline)``)."""
         if self.dead:
             raise WorkerError("the worker for this step is gone")
         deadline = self.deadline() if deadline is None else deadline
@@ -141,16 +152,17 @@ class Worker:
             self.kill()
             raise WorkerError(f"the step ran out of its time limit ({self.budget:g} s)", limit="time")
         try:
-            if message is not None:
+            if frame is not None:
                 self.sock.settimeout(max(deadline - time.monotonic(), 0.001))
-                self.sock.sendall(_frame(message) if "kind" in message else wire.pack(message))
+                self.sock.sendall(frame)
             while True:
-                answer = wire.recv(self.sock, deadline)
-                if type(answer) is not dict or "$callback" not in answer:
-                    return answer
-                reply = self.callbacks(answer["$callback"], deadline) if self.callbacks else _NO_STANDINS
+                header, blob = wire.recv_frame(self.sock, deadline)
+                parsed = wire.parse(header)
+                if type(parsed) is not dict or "$callback" not in parsed:
+                    return header, blob, parsed
+                reply = self.callbacks(parsed["$callback"], blob, deadline) if self.callbacks else _NO_STANDINS
                 self.sock.settimeout(max(deadline - time.monotonic(), 0.001))
-                self.sock.sendall(wire.pack(reply))
+                self.sock.sendall(reply)
         except (socket.timeout, TimeoutError):
             self.kill()
             raise WorkerError(f"the step ran out of its time limit ({self.budget:g} s)", limit="time") from None

@@ -98,3 +98,39 @@ def state(module: nn.Module) -> list[torch.Tensor]:
     tensors: list = []
     describe(module, lambda cls: None, tensors)
     return tensors
+
+
+#: ``torch.nn`` layers a proxy may build itself, drawing their initial values from its own random state, as
+#: the reference did: the layer's class -> its constructor's arguments, from the layer as built
+_REPLAYABLE = {
+    nn.Linear: lambda m: ((m.in_features, m.out_features), {"bias": m.bias is not None, "dtype": m.weight.dtype}),
+}
+
+
+def replay_plan(module: nn.Module) -> list | None:
+    """How to draw ``module``'s parameters again, layer by layer in the order they were built, or None when
+    some of its parameters were not drawn by a replayable layer (those travel as values)."""
+    plan = []
+    for name, sub in module.named_modules():
+        if sub._parameters and type(sub) not in _REPLAYABLE:
+            return None
+        if type(sub) in _REPLAYABLE:
+            args, kwargs = _REPLAYABLE[type(sub)](sub)
+            plan.append([name, args, {k: str(v).replace("torch.", "") if k == "dtype" else v for k, v in kwargs.items()}])
+    return plan
+
+
+def replay(module: nn.Module, plan: list) -> None:
+    """Build the plan's layers in order (each drawing from this process's random state) into ``module``."""
+    for name, args, kwargs in plan:
+        parent_name, _, leaf = name.rpartition(".")
+        parent = module.get_submodule(parent_name) if parent_name else module
+        built = nn.Linear(*args, **{**kwargs, "dtype": getattr(torch, kwargs["dtype"])})
+        built.train(parent.get_submodule(leaf).training)
+        parent.register_module(leaf, built)
+
+
+def same_values(a: nn.Module, b: nn.Module) -> bool:
+    """Exactly the same parameters (names, dtypes and bits)."""
+    pa, pb = dict(a.named_parameters()), dict(b.named_parameters())
+    return pa.keys() == pb.keys() and all(pa[k].dtype == pb[k].dtype and torch.equal(pa[k], pb[k]) for k in pa)

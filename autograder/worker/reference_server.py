@@ -14,8 +14,10 @@ crosses: the tensors, the module trees (``module_tree.py``), the random state. T
 """
 from __future__ import annotations
 
+import collections
 import importlib.abc
 import importlib.util
+import os
 import socket
 import sys
 
@@ -25,6 +27,9 @@ import torch.nn as nn
 from . import module_tree, wire
 
 PACKAGE = "reference_solutions"
+#: modules built and kept (GPT-2's are 14 MB each); a call naming one no longer kept is answered STALE
+HELD = 8
+STALE = "$stale"
 
 
 class _Sources(importlib.abc.MetaPathFinder, importlib.abc.Loader):
@@ -78,6 +83,8 @@ class Server:
     def __init__(self, objects: dict[str, object]):
         self.objects = objects
         self.steps = {obj: step for step, obj in objects.items() if isinstance(obj, type)}
+        self.replays: dict[tuple, list | None] = {}  # (step, arguments) -> its replay plan, or None
+        self.held: collections.OrderedDict[str, list] = collections.OrderedDict()  # handle -> tensors built
 
     def step_of(self, cls: type) -> str | None:
         return self.steps.get(cls)
@@ -91,12 +98,53 @@ class Server:
     def construct(self, request: dict) -> dict:
         cls = self.class_for(request["step"])
         args, kwargs = _unflatten(request["init"], [])
-        torch.set_rng_state(request["rng"])
+        start = request["rng"]
+        torch.set_rng_state(start)
         module = cls(*args, **kwargs)
-        return {"ok": True, "tree": module_tree.describe(module, self.step_of), "rng": torch.get_rng_state()}
+        after = torch.get_rng_state()
+        tree = module_tree.describe(module, self.step_of)
+        plan = self._replayable(request, tree, module, start, after)
+        handle = self._hold(module)
+        if plan is None:
+            return {"ok": True, "tree": tree, "rng": after, "handle": handle}
+        # The caller draws the parameters itself, layer by layer, as the reference did: only the buffers travel.
+        return {"ok": True, "tree": _without_parameters(tree), "replay": plan, "handle": handle}
+
+    def _hold(self, module: nn.Module) -> str:
+        """Keep what was built: a call may then name the tensors it still holds unchanged instead of sending them."""
+        handle = os.urandom(8).hex()
+        self.held[handle] = module_tree.state(module)
+        while len(self.held) > HELD:
+            self.held.popitem(last=False)
+        return handle
+
+    def _replayable(self, request: dict, tree: dict, module: nn.Module, start, after) -> list | None:
+        """The module's replay plan, if replaying it from ``start`` draws exactly its parameters and ends in
+        ``after`` (checked once per step and arguments)."""
+        key = (request["step"], repr(request["init"]))
+        if key not in self.replays:
+            plan = module_tree.replay_plan(module)
+            if plan is not None:
+                torch.set_rng_state(start)
+                again = module_tree.rebuild(_without_parameters(tree), self.class_for)
+                module_tree.replay(again, plan)
+                if not (module_tree.same_values(again, module) and torch.equal(torch.get_rng_state(), after)):
+                    plan = None
+            if len(self.replays) > 256:
+                self.replays.clear()
+            self.replays[key] = plan
+        torch.set_rng_state(after)
+        return self.replays[key]
 
     def run(self, request: dict) -> dict:
         inputs = list(request["inputs"])
+        if request.get("held"):  # the module's tensors the caller still holds as they were built
+            held = self.held.get(request.get("handle"))
+            if held is None:
+                return {"ok": False, "error": {"type": STALE}}
+            first = len(inputs) - _count_state(request["tree"])
+            for index in request["held"]:
+                inputs[first + int(index)] = held[int(index)]
         grad = request.get("grad")
         wrt = [int(i) for i in grad["wrt"]] if grad else []
         if grad:
@@ -135,6 +183,12 @@ class Server:
             return {"ok": False, "error": {"type": "RuntimeError", "message": "unknown stand-in request"}}
         except Exception as exc:  # noqa: BLE001 - the reference refused these inputs: said as it said it
             return {"ok": False, "error": {"type": type(exc).__name__, "message": str(exc)[:500]}}
+
+
+def _without_parameters(tree: dict) -> dict:
+    """The tree with its parameters' values left out (the caller draws them again)."""
+    return {**tree, "params": [[n, None, rg, True] for n, _t, rg, _absent in tree["params"]],
+            "children": [[n, None if c is None else _without_parameters(c)] for n, c in tree["children"]]}
 
 
 def _count_state(tree: dict) -> int:

@@ -27,6 +27,9 @@ from . import module_tree
 #: ``call(message) -> answer``: one round trip to the reference worker, through the trusted side
 Call = Callable[[dict], dict]
 
+#: the answer of a reference worker that no longer keeps the module a call names (reference_server.py)
+STALE = "$stale"
+
 #: the exceptions a stand-in may raise as the reference raised them; anything else is a RuntimeError
 _RAISABLE = {"ValueError", "TypeError", "AssertionError", "IndexError", "KeyError", "RuntimeError",
              "NotImplementedError", "ZeroDivisionError", "AttributeError", "MemoryError"}
@@ -37,13 +40,32 @@ def _raise(error: dict) -> None:
     raise getattr(builtins, kind)(str(error.get("message", "")))
 
 
+def _mark(tensor: torch.Tensor) -> tuple:
+    """What changes when a tensor does: its storage, its in-place version, its shape and dtype."""
+    return (tensor.data_ptr(), tensor._version, tuple(tensor.shape), tensor.dtype)
+
+
 def _ask(call: Call, message: dict) -> dict:
-    answer = call(message)
+    answer = call(_sent(message))
+    if isinstance(answer, dict) and (answer.get("error") or {}).get("type") == STALE:  # no longer kept there
+        answer = call(_sent({**message, "held": []}))
     if not isinstance(answer, dict) or not answer.get("ok"):
         _raise((answer or {}).get("error") or {"message": "the stand-in could not run"})
     if answer.get("rng") is not None:  # the draws the reference made, made here too
         torch.set_rng_state(answer["rng"])
     return answer
+
+
+def _sent(message: dict) -> dict:
+    """The message as sent: the inputs the reference worker still holds (``held``) are not sent again."""
+    held = message.get("held")
+    if not held or "inputs" not in message:
+        return message
+    inputs = list(message["inputs"])
+    first = len(inputs) - message["n_state"]
+    for index in held:
+        inputs[first + index] = None
+    return {**message, "inputs": inputs}
 
 
 def _flatten(value, tensors: list):
@@ -88,7 +110,7 @@ def _run(call: Call, message: dict, args: tuple, kwargs: dict, state: list[torch
     """Call the reference on ``args``/``kwargs`` (and a module's ``state``: its tensors), differentiably."""
     inputs: list = []
     shape = _flatten([list(args), dict(kwargs)], inputs)
-    message = {**message, "args": shape, "rng": torch.get_rng_state()}
+    message = {**message, "args": shape, "rng": torch.get_rng_state(), "n_state": len(state)}
     tensors = [*inputs, *state]
     if not any(isinstance(t, torch.Tensor) and t.requires_grad for t in tensors) or not torch.is_grad_enabled():
         return _ask(call, {**message, "inputs": [t.detach() for t in tensors]})["output"]
@@ -107,11 +129,18 @@ def proxy_class(step: str, call: Call, classes: dict[str, type]) -> type:
         init = _flatten([list(args), dict(kwargs)], [])
         answer = _ask(call, {"op": "construct", "step": step, "init": init, "rng": torch.get_rng_state()})
         module_tree.rebuild(answer["tree"], classes.__getitem__, into=self)
+        if answer.get("replay") is not None:  # the parameters drawn here, as the reference drew them
+            module_tree.replay(self, answer["replay"])
+        # The reference worker keeps what it built: a call sends only the tensors that changed since.
+        object.__setattr__(self, "_standin_held", (answer.get("handle"), [(t, _mark(t)) for t in module_tree.state(self)]))
 
     def forward(self, *args, **kwargs):
         tensors: list = []
         tree = module_tree.describe(self, step_of, tensors)
-        return _run(call, {"op": "forward", "step": step, "tree": tree}, args, kwargs, tensors)
+        handle, marks = getattr(self, "_standin_held", (None, []))
+        held = [i for i, (t, (kept, mark)) in enumerate(zip(tensors, marks)) if t is kept and _mark(t) == mark]
+        return _run(call, {"op": "forward", "step": step, "tree": tree, "handle": handle, "held": held},
+                    args, kwargs, tensors)
 
     cls = type(name, (nn.Module,), {"__init__": __init__, "forward": forward, "__module__": module_name,
                                     "__qualname__": name, "_standin_step": step,

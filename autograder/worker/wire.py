@@ -99,10 +99,19 @@ def pack(message) -> bytes:
     return struct.pack(">I", len(header)) + header + struct.pack(">Q", len(blob)) + blob
 
 
-def unpack(header: bytes, blob: bytes):
+def parse(header: bytes):
+    """A frame's header as data (its tensors still in the blob)."""
+    try:
+        return json.loads(header.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise WireError(f"malformed frame: {exc}") from None
+
+
+def unpack(header: bytes, blob: bytes, parsed=None):
+    """A frame's value; ``parsed``: its header, if already parsed."""
     try:
         tensors = _st_load(blob) if blob else {}
-        return decode(json.loads(header.decode("utf-8")), tensors)
+        return decode(json.loads(header.decode("utf-8")) if parsed is None else parsed, tensors)
     except (ValueError, KeyError, UnicodeDecodeError, TypeError) as exc:
         raise WireError(f"malformed frame: {exc}") from None
     except Exception as exc:  # safetensors raises its own error type for a corrupt blob
@@ -129,9 +138,15 @@ def _recv_exact(sock: socket.socket, n: int, deadline: float | None) -> bytes:
     return b"".join(chunks)
 
 
-def recv(sock: socket.socket, deadline: float | None = None):
-    """The next frame. With ``deadline`` (a ``time.monotonic()`` instant), ``TimeoutError`` once it has
-    passed, however the bytes arrive: every read of every part of the frame shares that one deadline."""
+def frame(header: bytes, blob: bytes) -> bytes:
+    """A frame from its two parts, as ``recv_frame`` returns them (relayed without decoding the tensors)."""
+    return struct.pack(">I", len(header)) + header + struct.pack(">Q", len(blob)) + blob
+
+
+def recv_frame(sock: socket.socket, deadline: float | None = None) -> tuple[bytes, bytes]:
+    """The next frame's header and blob, undecoded. With ``deadline`` (a ``time.monotonic()`` instant),
+    ``TimeoutError`` once it has passed, however the bytes arrive: every read of every part of the frame
+    shares that one deadline."""
     (hlen,) = struct.unpack(">I", _recv_exact(sock, 4, deadline))
     if hlen > MAX_FRAME:
         raise WireError(f"frame header of {hlen} bytes is over the limit")
@@ -139,4 +154,9 @@ def recv(sock: socket.socket, deadline: float | None = None):
     (blen,) = struct.unpack(">Q", _recv_exact(sock, 8, deadline))
     if blen > MAX_FRAME:
         raise WireError(f"frame of {blen} bytes is over the limit")
-    return unpack(header, _recv_exact(sock, blen, deadline))
+    return header, _recv_exact(sock, blen, deadline)
+
+
+def recv(sock: socket.socket, deadline: float | None = None):
+    """The next frame, decoded (``recv_frame`` for the deadline)."""
+    return unpack(*recv_frame(sock, deadline))

@@ -1,0 +1,126 @@
+"""The stand-in proxies and the reference worker, in one process (the wire between them kept): a proxy
+built from a seed holds exactly the reference's parameters and leaves the random state where the reference
+would; its forward, its gradients and its seeded dropout are the reference's."""
+from __future__ import annotations
+
+import inspect
+
+import pytest
+import torch
+
+from autograder.worker import reference_server, standins, wire
+from solutions import causal_attention, multihead_attention, trainable_attention
+
+pytestmark = pytest.mark.unit
+
+STEPS = {"causal_attention.CausalAttention": causal_attention.CausalAttention,
+         "multihead_attention.MultiHeadAttention": multihead_attention.MultiHeadAttention,
+         "trainable_attention.SelfAttention_v1": trainable_attention.SelfAttention_v1,
+         "trainable_attention.SelfAttention_v2": trainable_attention.SelfAttention_v2}
+
+
+@pytest.fixture(scope="module")
+def proxies():
+    server = reference_server.Server(dict(STEPS))
+    calls = []
+
+    def call(message):  # as the wire carries it, both ways; the server's random state is its own (a process)
+        calls.append(message["op"])
+        ours = torch.get_rng_state()
+        answer = server.answer(wire.unpack(*_split(wire.pack(message))))
+        torch.set_rng_state(ours)
+        return wire.unpack(*_split(wire.pack(answer)))
+
+    built = standins.build({step: "class" for step in STEPS}, call)
+    return built, calls
+
+
+def _split(frame: bytes) -> tuple[bytes, bytes]:
+    hlen = int.from_bytes(frame[:4], "big")
+    return frame[4:4 + hlen], frame[4 + hlen + 8:]
+
+
+CASES = [("causal_attention.CausalAttention", (3, 2, 6, 0.0), {}),
+         ("causal_attention.CausalAttention", (3, 4, 6, 0.5), {"qkv_bias": True}),
+         ("multihead_attention.MultiHeadAttention", (3, 4, 6, 0.0, 2), {}),
+         ("trainable_attention.SelfAttention_v1", (3, 2), {}),
+         ("trainable_attention.SelfAttention_v2", (3, 2), {})]
+
+
+def _x(step):
+    torch.manual_seed(7)
+    return torch.rand(2, 6, 3) if "causal" in step or "multihead" in step else torch.rand(6, 3)
+
+
+@pytest.mark.parametrize("step,args,kwargs", CASES)
+def test_a_proxy_draws_the_reference_s_parameters_and_random_state(proxies, step, args, kwargs):
+    built, _ = proxies
+    torch.manual_seed(123)
+    reference = STEPS[step](*args, **kwargs)
+    after_reference = torch.get_rng_state()
+    torch.manual_seed(123)
+    proxy = built[step](*args, **kwargs)
+    assert torch.equal(torch.get_rng_state(), after_reference)
+    assert [n for n, _ in proxy.named_parameters()] == [n for n, _ in reference.named_parameters()]
+    for (name, mine), (_, theirs) in zip(proxy.named_parameters(), reference.named_parameters()):
+        assert torch.equal(mine, theirs), name
+    assert {n: b.shape for n, b in proxy.named_buffers()} == {n: b.shape for n, b in reference.named_buffers()}
+
+
+@pytest.mark.parametrize("step,args,kwargs", CASES)
+def test_forward_gradients_and_dropout_are_the_reference_s(proxies, step, args, kwargs):
+    built, _ = proxies
+    torch.manual_seed(123)
+    reference = STEPS[step](*args, **kwargs)
+    torch.manual_seed(123)
+    proxy = built[step](*args, **kwargs)
+    for training in (False, True):
+        reference.train(training)
+        proxy.train(training)
+        outs, grads = [], []
+        for module in (reference, proxy):
+            x = _x(step).requires_grad_(True)
+            torch.manual_seed(99)  # the same dropout draws, from this process's state
+            out = module(x)
+            out.backward(torch.ones_like(out))
+            outs.append(out.detach())
+            grads.append([x.grad] + [p.grad.clone() for p in module.parameters()])
+            module.zero_grad()
+        assert torch.allclose(outs[0], outs[1], atol=1e-6)
+        for a, b in zip(*grads):
+            assert torch.allclose(a, b, atol=1e-6)
+
+
+def test_a_call_sends_only_what_changed(proxies):
+    """GPT-2's 2.4 M parameters are not sent again on every call: only tensors changed since construction."""
+    built, calls = proxies
+    seen = []
+    torch.manual_seed(1)
+    proxy = built["multihead_attention.MultiHeadAttention"](4, 4, 6, 0.0, 2)
+    original = standins._sent
+    standins._sent = lambda message: (seen.append(message), original(message))[1]
+    try:
+        proxy(torch.rand(1, 3, 4))
+        with torch.no_grad():
+            proxy.W_query.weight.add_(1.0)
+        proxy(torch.rand(1, 3, 4))
+    finally:
+        standins._sent = original
+    first, second = [m for m in seen if m["op"] == "forward"]
+    assert len(first["held"]) == first["n_state"]  # nothing changed: every tensor is held there
+    assert len(second["held"]) == second["n_state"] - 1  # W_query.weight changed: sent again
+
+
+def test_an_error_of_the_reference_is_raised_as_the_reference_raised_it(proxies):
+    built, _ = proxies
+    with pytest.raises(ValueError):
+        built["multihead_attention.MultiHeadAttention"](3, 5, 6, 0.0, 2)
+
+
+def test_no_proxy_holds_reference_code(proxies):
+    built, _ = proxies
+    for step, proxy in built.items():
+        for member in vars(proxy).values():
+            code = getattr(member, "__code__", None)
+            if code is not None:
+                assert inspect.getsourcefile(code).endswith("standins.py"), step
