@@ -13,6 +13,7 @@ import inspect
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -678,13 +679,28 @@ def test_nbgrader_gives_untouched_stubs_zero(gradebook):
     assert (score, top) == (0, COURSE.max_points())
 
 
+#: the buggy student's notebooks, with ``plant`` in the buggy step's: handed in after nbgrader's own autograde
+PLANTER = "planter"
+
+
+def submit_planter(course_dir: Path) -> Path:
+    buggy, planted = (course_dir / "submitted" / s / ASSIGNMENT for s in ("buggy", PLANTER))
+    shutil.copytree(buggy, planted)
+    module = BUG_STEP.split(".")[0]
+    nb = notebook(planted, module)
+    plant(nb)
+    nbformat.write(nb, str(planted / f"{module}.ipynb"))
+    return planted
+
+
 @pytest.fixture(scope="module")
 def sandboxed(gradebook, course_dir, tmp_path_factory):
-    """The same submitted/ graded by the kit, in its sandbox: ``grade autograde --nbgrader``."""
+    """The same submitted/ graded by the kit, in its sandbox: ``grade autograde --nbgrader``; and the planter."""
+    submit_planter(course_dir)
     out = tmp_path_factory.mktemp("nbgrader-sandboxed")
     result = run_grade("autograde", "--nbgrader", str(course_dir), "--out", str(out), timeout=900)
     assert result.returncode == 0, result.stderr[-3000:]
-    return {s: json.loads((out / s / "results.json").read_text()) for s in STUDENTS}
+    return {s: json.loads((out / s / "results.json").read_text()) for s in (*STUDENTS, PLANTER)}
 
 
 @pytest.mark.slow
@@ -713,7 +729,7 @@ def test_the_course_grades_alike_on_dask(sandboxed, course_dir, tmp_path):
         got = json.loads((out / student / "results.json").read_text())
         assert got["score"] == sandboxed[student]["score"], student
         assert got["extra_data"]["submitted_at"] == sandboxed[student]["extra_data"]["submitted_at"], student
-    assert f"grades of {len(STUDENTS)} student(s) written to the gradebook" in result.stdout
+    assert f"grades of {len(STUDENTS) + 1} student(s) written to the gradebook" in result.stdout  # and the planter
 
 
 @pytest.mark.slow
@@ -766,3 +782,58 @@ def test_nbgrader_feedback_carries_the_pictures_of_the_kits_page(sandboxed, expo
     assert any(base64.b64encode(png).decode("ascii")[:400] in flat for png in shown.values())
     correct = (course_dir / "feedback" / "correct" / ASSIGNMENT / f"{BUG_STEP.split('.')[0]}.html").read_text()
     assert "data:image/png;base64," not in correct
+
+
+@pytest.mark.slow
+def test_what_a_student_plants_changes_no_points(sandboxed, exported):
+    assert sandboxed[PLANTER]["score"] == sandboxed["buggy"]["score"] < COURSE.max_points()
+    assert float(exported[PLANTER]["raw_score"]) == sandboxed["buggy"]["score"]
+
+
+@pytest.fixture(scope="module")
+def feedback_the_old_way(exported, released, sandboxed, course_dir) -> Path:
+    """The control: the planter's autograded/ notebooks as the kit wrote them before (``old_feedback_notebook``),
+    rendered by the same ``nbgrader generate_feedback``, into feedback_old/."""
+    _, env = released
+    submitted = course_dir / "submitted" / PLANTER / ASSIGNMENT
+    old = course_dir / "autograded_old" / PLANTER / ASSIGNMENT
+    old.mkdir(parents=True)
+    for path in sorted(submitted.glob("*.ipynb")):
+        nbformat.write(old_feedback_notebook(path, sandboxed[PLANTER]), str(old / path.name))
+    shutil.copyfile(submitted / "timestamp.txt", old / "timestamp.txt")
+    nbgrader("generate_feedback", ASSIGNMENT, "--student", PLANTER, "--CourseDirectory.autograded_directory=autograded_old",
+             "--CourseDirectory.feedback_directory=feedback_old", cwd=course_dir, env=env, timeout=900)
+    return course_dir / "feedback_old" / PLANTER / ASSIGNMENT
+
+
+def rendered(browser, page: Path) -> dict:
+    """What Chromium made of a feedback page: the marks the planted scripts left, its text, its images' alt."""
+    view = browser.open(page)
+    try:
+        return {"marks": set(view.page.evaluate("() => Object.keys(document.body.dataset)")), "text": view.text(),
+                "images": view.page.evaluate("() => Array.from(document.images).map(i => i.alt)")}
+    finally:
+        view.page.close()
+
+
+@pytest.mark.slow
+def test_nbgrader_feedback_runs_no_script_and_shows_no_output_of_the_student(browser, exported, feedback_the_old_way,
+                                                                             course_dir):
+    """``nbgrader generate_feedback``'s page of a notebook with scripts, a JavaScript and an HTML output, an
+    attachment and a fake "passed" under a test cell stripped of its metadata, opened in Chromium: nothing of it
+    runs or shows, and the cell shows the kit's verdict. The control: the same page, built the old way, ran every
+    planted script and showed the fake "passed"."""
+    page = f"{BUG_STEP.split('.')[0]}.html"
+    before = rendered(browser, feedback_the_old_way / page)
+    assert {"plantedMarkdown", "plantedImg", "plantedJs", "plantedHtml"} <= before["marks"]
+    assert FAKE in before["text"] and "PLANTED-HTML" in before["text"] and "planted" in before["images"]
+
+    html = course_dir / "feedback" / PLANTER / ASSIGNMENT / page
+    now = rendered(browser, html)
+    assert now["marks"] & set(PLANTED_KEYS) == set()
+    assert FAKE not in now["text"] and "PLANTED-HTML" not in now["text"] and "planted" not in now["images"]
+    assert "plantedSource = '1'" in now["text"]  # the student's answer, shown as text
+    assert "likely: forgot the 1/sqrt(d_k) scaling" in now["text"] and "CheckFailed (0/" in now["text"]
+    source = html.read_text()
+    assert [t for t in PLANTED_TEXT if t in source] == []
+    assert "<script>document.body.dataset" not in source  # the answer's own script, escaped
