@@ -514,6 +514,24 @@ def test_a_markdown_answer_is_shown_as_text():
     assert "&lt;script&gt;" in html and "My answer" in html
 
 
+def test_the_kits_verdict_shows_a_students_words_as_text():
+    """A verdict quotes what the student's code said (an exception's message): an error output, escaped."""
+    from nbconvert import HTMLExporter  # noqa: PLC0415
+    from nbformat import v4  # noqa: PLC0415
+
+    from autograder.nbgrader_course import autograded  # noqa: PLC0415
+
+    said = f"your cell raised ValueError: {script('plantedVerdict')}"
+    outputs = autograded.verdict_outputs({"status": "failed", "score": 0, "max_score": 1, "output": said},
+                                         picture=b"\x89PNG")
+    assert [o.output_type for o in outputs] == ["display_data", "error"]
+    assert set(outputs[0].data) == {"image/png", "text/plain"}
+    cell = v4.new_code_cell("check()")
+    cell.outputs = outputs
+    html, _ = HTMLExporter(template_name="classic").from_notebook_node(v4.new_notebook(cells=[cell]))
+    assert "plantedVerdict" in html and "<script>window.$" not in html
+
+
 # -- nbgrader itself ------------------------------------------------------------------------------
 def jupyter_env(tmp: Path) -> dict:
     """An environment where nbgrader runs the venv's Python as its "python3" kernel, and reads no
