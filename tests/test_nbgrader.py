@@ -532,6 +532,20 @@ def test_the_kits_verdict_shows_a_students_words_as_text():
     assert "plantedVerdict" in html and "<script>window.$" not in html
 
 
+def test_the_write_back_needs_the_courses_notebooks(tmp_path, monkeypatch):
+    """autograded/ is built from source/ (or release/): without them the gradebook is not touched."""
+    pytest.importorskip("nbgrader")
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")  # alembic
+    from nbgrader.api import Gradebook  # noqa: PLC0415
+
+    from autograder.nbgrader_course import gradebook  # noqa: PLC0415
+
+    with Gradebook(f"sqlite:///{tmp_path / 'gradebook.db'}") as gb:
+        gb.add_assignment(ASSIGNMENT)
+    with pytest.raises(gradebook.GradebookError, match="grade nbgrader --course"):
+        gradebook.write(tmp_path, ASSIGNMENT, {"someone": {"tests": []}})
+
+
 # -- nbgrader itself ------------------------------------------------------------------------------
 def jupyter_env(tmp: Path) -> dict:
     """An environment where nbgrader runs the venv's Python as its "python3" kernel, and reads no
