@@ -13,6 +13,7 @@ import inspect
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -310,6 +311,241 @@ def test_refuses_to_overwrite_without_force(course_dir):
     assert result.returncode == 2 and "--force" in result.stderr
 
 
+# -- autograded/: built from the course's notebooks, never from the student's --------------------
+#: what the planted scripts set on the page when they run (document.body.dataset)
+PLANTED_KEYS = ("plantedMarkdown", "plantedImg", "plantedJs", "plantedHtml", "plantedSource")
+#: the stored output of a test cell whose nbgrader metadata the student removed
+FAKE = "FAKE-FULL-MARKS"
+#: what must not come out of a submitted notebook: its scripts, outputs, attachments, metadata
+PLANTED_TEXT = (*PLANTED_KEYS[:-1], FAKE, "PLANTED-HTML", "planted-meta", "evil.png", "widget-state")
+PNG_1X1 = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+FAKED_CELL = f"test_{BUG_STEP.split('.', 1)[1]}_values"  # the buggy step's: the kit fails it
+
+
+def script(key: str) -> str:
+    """A script that marks the page when it runs (and gives the template's ``$('#id')`` calls a ``$``)."""
+    return f"<script>window.$ = window.$ || function () {{ return {{}}; }}; document.body.dataset.{key} = '1';</script>"
+
+
+def plant(nb, faked: str = FAKED_CELL) -> None:
+    """What a student can store in a notebook for the instructor's browser: scripts in markdown (an existing cell
+    and a new one with an attachment), an ``application/javascript`` and a ``<script>``-carrying ``text/html``
+    output on a solution cell, a ``</script>`` in its source, a test cell (``faked``) stripped of its nbgrader
+    metadata that stores a "passed" full-marks output, and extra metadata on the notebook and its cells."""
+    from nbformat import v4  # noqa: PLC0415
+
+    nb.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {
+        "state": {}, "version_major": 2, "version_minor": 0, "note": "widget-state planted-meta"}}
+    nb.metadata["planted"] = "planted-meta"
+    assert nb.cells[0].cell_type == "markdown"
+    nb.cells[0].source += f"\n\n{script('plantedMarkdown')}\n\n<img src=\"x\" onerror=\"document.body.dataset.plantedImg = '1'\">"
+    faked_cells = [c for c in nb.cells if nbgrader_meta(c).get("grade_id") == faked]
+    assert len(faked_cells) == 1
+    cell = faked_cells[0]
+    cell.metadata = {"planted": "planted-meta"}
+    cell.source = "# (a test cell: its nbgrader metadata removed, its output stored)"
+    cell.execution_count = 7
+    cell.outputs = [v4.new_output("stream", name="stdout", text=f"passed (2/2) {FAKE}\n"),
+                    v4.new_output("execute_result", data={"text/plain": f"'{FAKE}'"}, execution_count=7)]
+    answer = next(c for c in nb.cells if nbgrader_meta(c).get("solution"))
+    answer.metadata["planted"] = "planted-meta"
+    answer.metadata["tags"] = ["planted-meta"]
+    answer.source = "# </pre><script>document.body.dataset.plantedSource = '1'</script>\n" + answer.source
+    answer.execution_count = 3
+    answer.outputs = [
+        v4.new_output("display_data", data={"application/javascript": "document.body.dataset.plantedJs = '1';",
+                                            "text/plain": "<IPython.core.display.Javascript object>"}),
+        v4.new_output("execute_result", execution_count=3, data={
+            "text/html": f"<b>PLANTED-HTML</b>{script('plantedHtml')}", "text/plain": "PLANTED-HTML"})]
+    extra = v4.new_markdown_cell(f"![planted](attachment:evil.png)\n\n{script('plantedMarkdown')}",
+                                 metadata={"planted": "planted-meta"})
+    extra.attachments = {"evil.png": {"image/png": PNG_1X1}}
+    nb.cells.insert(1, extra)
+
+
+def old_feedback_notebook(path: Path, result: dict):
+    """The control: what ``gradebook.feedback_notebooks`` wrote before it built from the course's notebooks: the
+    submitted notebook, with only the outputs of the cells it found by the student's own grade_id replaced."""
+    from nbformat import v4  # noqa: PLC0415
+
+    from autograder.nbgrader_course.gradebook import test_cell  # noqa: PLC0415
+
+    by_cell = {test_cell(t["name"]): t for t in result.get("tests", [])}
+    nb = nbformat.read(str(path), as_version=4)
+    for cell in nb.cells:
+        test = by_cell.get((path.stem, nbgrader_meta(cell).get("grade_id")))
+        if cell.get("cell_type") != "code" or test is None:
+            continue
+        points = f"{test['score']:g}/{test['max_score']:g}"
+        if test["status"] == "passed":
+            cell.outputs = [v4.new_output("stream", name="stdout", text=f"passed ({points})\n")]
+        else:
+            lines = (test.get("output") or "failed").splitlines()
+            cell.outputs = [v4.new_output("error", ename="CheckFailed", evalue=lines[0],
+                                          traceback=[f"CheckFailed ({points})", *lines])]
+    return nb
+
+
+def kit_result(failing: set[str]) -> dict:
+    """A results.json of the kit's for the whole course: every count passed but those of the steps in ``failing``."""
+    tests = []
+    for step, spec in COURSE.steps.items():
+        for count, cspec in spec.counts.items():
+            bad = step in failing
+            tests.append({"name": f"{step} {count}: {spec.title}", "status": "failed" if bad else "passed",
+                          "score": 0 if bad else cspec.points, "max_score": cspec.points,
+                          "output": f"{step} [{count}] case 1\nlikely: forgot the 1/sqrt(d_k) scaling" if bad else ""})
+    return {"tests": tests}
+
+
+def student_copy(source: Path, module: str, bug: bool = True):
+    """A student's notebook as the release has it (no hidden test), answered with the solutions (and the bug)."""
+    from autograder.nbgrader_course.autograded import without_hidden_tests  # noqa: PLC0415
+
+    nb = notebook(source, module)
+    for cell in nb.cells:
+        if nbgrader_meta(cell).get("grade"):
+            cell.source = without_hidden_tests(cell.source)
+        if nbgrader_meta(cell).get("solution"):  # the answer, as a student writes it: no markers
+            cell.source = re.sub(r"(?m)^[ \t]*### (BEGIN|END) SOLUTION\n", "", cell.source)
+        if bug and nbgrader_meta(cell).get("grade_id") == BUG_STEP.split(".", 1)[1]:
+            cell.source = cell.source.replace(*BUG)
+    return nb
+
+
+def test_autograded_notebooks_carry_only_what_the_kit_made(source, tmp_path):
+    """gradebook.feedback_notebooks builds each autograded/ notebook from source/: the master's metadata, cells
+    and ids; the student's answers as source text; no output but the kit's verdicts; no hidden test. The control:
+    the old way (the submitted notebook, only its own test cells' outputs replaced) carried every plant."""
+    from autograder.nbgrader_course import autograded, gradebook  # noqa: PLC0415
+
+    module = BUG_STEP.split(".")[0]
+    course = tmp_path / "course"
+    (course / "source" / ASSIGNMENT).mkdir(parents=True)
+    for path in source.glob("*.ipynb"):
+        (course / "source" / ASSIGNMENT / path.name).write_bytes(path.read_bytes())
+    submitted = course / "submitted" / "planter" / ASSIGNMENT  # hands in one notebook of the four
+    submitted.mkdir(parents=True)
+    nb = student_copy(source, module)
+    plant(nb)
+    nbformat.write(nb, str(submitted / f"{module}.ipynb"))
+    (submitted / "timestamp.txt").write_text(STAMPS["buggy"])
+    result = kit_result({BUG_STEP})
+
+    old = json.dumps(old_feedback_notebook(submitted / f"{module}.ipynb", result))
+    assert [t for t in PLANTED_TEXT if t not in old] == []  # the control: the old way carried all of it
+
+    dest = gradebook.feedback_notebooks(course, ASSIGNMENT, "planter", submitted, result)
+    assert sorted(p.name for p in dest.iterdir()) == sorted([f"{m}.ipynb" for m in COURSE.modules] + ["timestamp.txt"])
+    expected = {name: autograded.verdict_outputs(t) for t in result["tests"]
+                for name in [gradebook.test_cell(t["name"])]}
+    for m in COURSE.modules:
+        text = (dest / f"{m}.ipynb").read_text()
+        assert [t for t in PLANTED_TEXT if t in text] == [], m
+        assert "BEGIN HIDDEN TESTS" not in text and "BEGIN SOLUTION" not in text, m  # neither hidden cases nor answers
+        got, master = nbformat.read(str(dest / f"{m}.ipynb"), as_version=4), notebook(source, m)
+        nbformat.validate(got)
+        assert got.metadata == master.metadata, m
+        assert [(c.id, c.cell_type, c.metadata) for c in got.cells] == [(c.id, c.cell_type, c.metadata) for c in master.cells]
+        assert not any("attachments" in c for c in got.cells)
+        theirs = {nbgrader_meta(c)["grade_id"]: c.source for c in nb.cells if nbgrader_meta(c).get("solution")}
+        for cell, mine in zip(got.cells, master.cells):
+            meta = nbgrader_meta(mine)
+            if meta.get("solution"):
+                assert cell.source == (theirs[meta["grade_id"]] if m == module else autograded.NO_ANSWER["code"])
+            elif meta.get("grade"):
+                assert cell.outputs == expected[(m, meta["grade_id"])]
+                assert cell.source == autograded.without_hidden_tests(mine.source)
+            else:
+                assert cell.source == mine.source
+            if cell.cell_type == "code" and not meta.get("grade"):
+                assert cell.outputs == [] and cell.execution_count is None
+    faked = next(c for c in nbformat.read(str(dest / f"{module}.ipynb"), as_version=4).cells
+                 if nbgrader_meta(c).get("grade_id") == FAKED_CELL)
+    assert [o.output_type for o in faked.outputs] == ["error"] and "CheckFailed (0/" in faked.outputs[0].traceback[0]
+    answer = next(c for c in nbformat.read(str(dest / f"{module}.ipynb"), as_version=4).cells if nbgrader_meta(c).get("solution"))
+    assert answer.source.startswith("# </pre><script>")  # the student's answer, as source text (the page escapes it)
+    assert (dest / "timestamp.txt").read_text() == STAMPS["buggy"]
+
+
+def test_answers_are_found_by_grade_id_else_by_place_and_only_their_source(source, tmp_path):
+    from autograder.nbgrader_course import autograded  # noqa: PLC0415
+
+    master = notebook(source, "simple_attention")
+    places = [i for i, c in enumerate(master.cells) if nbgrader_meta(c).get("solution")]
+    nb = student_copy(source, "simple_attention", bug=False)
+    for i in places:
+        nb.cells[i].source = f"answer {i}"
+    path = tmp_path / "simple_attention.ipynb"
+    nb.cells.reverse()  # moved about: found by grade_id
+    nbformat.write(nb, str(path))
+    assert autograded.student_answers(master, path) == {i: f"answer {i}" for i in places}
+    nb.cells.reverse()
+    for cell in nb.cells:  # every cell's metadata lost (another editor), the cells in place: found by place
+        cell.metadata = {}
+    nbformat.write(nb, str(path))
+    assert autograded.student_answers(master, path) == {i: f"answer {i}" for i in places}
+    nb.cells.pop()  # neither: no answer, and never the master's code
+    nbformat.write(nb, str(path))
+    assert autograded.student_answers(master, path) == {}
+    built = autograded.build(master, {}, {})
+    assert [built.cells[i].source for i in places] == [autograded.NO_ANSWER["code"]] * len(places)
+    path.write_text("{not json")
+    assert autograded.student_answers(master, path) == {}
+    assert autograded.student_answers(master, tmp_path / "not-handed-in.ipynb") == {}
+
+
+def test_a_markdown_answer_is_shown_as_text():
+    """A student-written markdown answer cell (the course has none; nbgrader allows them) renders as text."""
+    from nbconvert.filters.markdown import markdown2html  # noqa: PLC0415
+    from nbformat import v4  # noqa: PLC0415
+
+    from autograder.nbgrader_course import autograded  # noqa: PLC0415
+
+    answer = f"My answer ``` and ````\n\n{script('plantedMarkdown')}\n[link](javascript:alert(1))\n![x](attachment:evil.png)"
+    essay = v4.new_markdown_cell("The master's text", metadata={"nbgrader": {
+        "grade": True, "solution": True, "locked": False, "grade_id": "essay", "points": 1, "schema_version": 3,
+        "cell_type": "markdown"}})
+    essay.attachments = {"evil.png": {"image/png": PNG_1X1}}
+    built = autograded.build(v4.new_notebook(cells=[essay]), {0: answer}, {})
+    assert "attachments" not in built.cells[0] and "master" not in built.cells[0].source
+    html = markdown2html(built.cells[0].source)
+    assert "<script" not in html and "<a " not in html and "<img" not in html
+    assert "&lt;script&gt;" in html and "My answer" in html
+
+
+def test_the_kits_verdict_shows_a_students_words_as_text():
+    """A verdict quotes what the student's code said (an exception's message): an error output, escaped."""
+    from nbconvert import HTMLExporter  # noqa: PLC0415
+    from nbformat import v4  # noqa: PLC0415
+
+    from autograder.nbgrader_course import autograded  # noqa: PLC0415
+
+    said = f"your cell raised ValueError: {script('plantedVerdict')}"
+    outputs = autograded.verdict_outputs({"status": "failed", "score": 0, "max_score": 1, "output": said},
+                                         picture=b"\x89PNG")
+    assert [o.output_type for o in outputs] == ["display_data", "error"]
+    assert set(outputs[0].data) == {"image/png", "text/plain"}
+    cell = v4.new_code_cell("check()")
+    cell.outputs = outputs
+    html, _ = HTMLExporter(template_name="classic").from_notebook_node(v4.new_notebook(cells=[cell]))
+    assert "plantedVerdict" in html and "<script>window.$" not in html
+
+
+def test_the_write_back_needs_the_courses_notebooks(tmp_path, monkeypatch):
+    """autograded/ is built from source/ (or release/): without them the gradebook is not touched."""
+    pytest.importorskip("nbgrader")
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")  # alembic
+    from nbgrader.api import Gradebook  # noqa: PLC0415
+
+    from autograder.nbgrader_course import gradebook  # noqa: PLC0415
+
+    with Gradebook(f"sqlite:///{tmp_path / 'gradebook.db'}") as gb:
+        gb.add_assignment(ASSIGNMENT)
+    with pytest.raises(gradebook.GradebookError, match="grade nbgrader --course"):
+        gradebook.write(tmp_path, ASSIGNMENT, {"someone": {"tests": []}})
+
+
 # -- nbgrader itself ------------------------------------------------------------------------------
 def jupyter_env(tmp: Path) -> dict:
     """An environment where nbgrader runs the venv's Python as its "python3" kernel, and reads no
@@ -475,13 +711,28 @@ def test_nbgrader_gives_untouched_stubs_zero(gradebook):
     assert (score, top) == (0, COURSE.max_points())
 
 
+#: the buggy student's notebooks, with ``plant`` in the buggy step's: handed in after nbgrader's own autograde
+PLANTER = "planter"
+
+
+def submit_planter(course_dir: Path) -> Path:
+    buggy, planted = (course_dir / "submitted" / s / ASSIGNMENT for s in ("buggy", PLANTER))
+    shutil.copytree(buggy, planted)
+    module = BUG_STEP.split(".")[0]
+    nb = notebook(planted, module)
+    plant(nb)
+    nbformat.write(nb, str(planted / f"{module}.ipynb"))
+    return planted
+
+
 @pytest.fixture(scope="module")
 def sandboxed(gradebook, course_dir, tmp_path_factory):
-    """The same submitted/ graded by the kit, in its sandbox: ``grade autograde --nbgrader``."""
+    """The same submitted/ graded by the kit, in its sandbox: ``grade autograde --nbgrader``; and the planter."""
+    submit_planter(course_dir)
     out = tmp_path_factory.mktemp("nbgrader-sandboxed")
     result = run_grade("autograde", "--nbgrader", str(course_dir), "--out", str(out), timeout=900)
     assert result.returncode == 0, result.stderr[-3000:]
-    return {s: json.loads((out / s / "results.json").read_text()) for s in STUDENTS}
+    return {s: json.loads((out / s / "results.json").read_text()) for s in (*STUDENTS, PLANTER)}
 
 
 @pytest.mark.slow
@@ -510,7 +761,7 @@ def test_the_course_grades_alike_on_dask(sandboxed, course_dir, tmp_path):
         got = json.loads((out / student / "results.json").read_text())
         assert got["score"] == sandboxed[student]["score"], student
         assert got["extra_data"]["submitted_at"] == sandboxed[student]["extra_data"]["submitted_at"], student
-    assert f"grades of {len(STUDENTS)} student(s) written to the gradebook" in result.stdout
+    assert f"grades of {len(STUDENTS) + 1} student(s) written to the gradebook" in result.stdout  # and the planter
 
 
 @pytest.mark.slow
@@ -563,3 +814,58 @@ def test_nbgrader_feedback_carries_the_pictures_of_the_kits_page(sandboxed, expo
     assert any(base64.b64encode(png).decode("ascii")[:400] in flat for png in shown.values())
     correct = (course_dir / "feedback" / "correct" / ASSIGNMENT / f"{BUG_STEP.split('.')[0]}.html").read_text()
     assert "data:image/png;base64," not in correct
+
+
+@pytest.mark.slow
+def test_what_a_student_plants_changes_no_points(sandboxed, exported):
+    assert sandboxed[PLANTER]["score"] == sandboxed["buggy"]["score"] < COURSE.max_points()
+    assert float(exported[PLANTER]["raw_score"]) == sandboxed["buggy"]["score"]
+
+
+@pytest.fixture(scope="module")
+def feedback_the_old_way(exported, released, sandboxed, course_dir) -> Path:
+    """The control: the planter's autograded/ notebooks as the kit wrote them before (``old_feedback_notebook``),
+    rendered by the same ``nbgrader generate_feedback``, into feedback_old/."""
+    _, env = released
+    submitted = course_dir / "submitted" / PLANTER / ASSIGNMENT
+    old = course_dir / "autograded_old" / PLANTER / ASSIGNMENT
+    old.mkdir(parents=True)
+    for path in sorted(submitted.glob("*.ipynb")):
+        nbformat.write(old_feedback_notebook(path, sandboxed[PLANTER]), str(old / path.name))
+    shutil.copyfile(submitted / "timestamp.txt", old / "timestamp.txt")
+    nbgrader("generate_feedback", ASSIGNMENT, "--student", PLANTER, "--CourseDirectory.autograded_directory=autograded_old",
+             "--CourseDirectory.feedback_directory=feedback_old", cwd=course_dir, env=env, timeout=900)
+    return course_dir / "feedback_old" / PLANTER / ASSIGNMENT
+
+
+def rendered(browser, page: Path) -> dict:
+    """What Chromium made of a feedback page: the marks the planted scripts left, its text, its images' alt."""
+    view = browser.open(page)
+    try:
+        return {"marks": set(view.page.evaluate("() => Object.keys(document.body.dataset)")), "text": view.text(),
+                "images": view.page.evaluate("() => Array.from(document.images).map(i => i.alt)")}
+    finally:
+        view.page.close()
+
+
+@pytest.mark.slow
+def test_nbgrader_feedback_runs_no_script_and_shows_no_output_of_the_student(browser, exported, feedback_the_old_way,
+                                                                             course_dir):
+    """``nbgrader generate_feedback``'s page of a notebook with scripts, a JavaScript and an HTML output, an
+    attachment and a fake "passed" under a test cell stripped of its metadata, opened in Chromium: nothing of it
+    runs or shows, and the cell shows the kit's verdict. The control: the same page, built the old way, ran every
+    planted script and showed the fake "passed"."""
+    page = f"{BUG_STEP.split('.')[0]}.html"
+    before = rendered(browser, feedback_the_old_way / page)
+    assert {"plantedMarkdown", "plantedImg", "plantedJs", "plantedHtml"} <= before["marks"]
+    assert FAKE in before["text"] and "PLANTED-HTML" in before["text"] and "planted" in before["images"]
+
+    html = course_dir / "feedback" / PLANTER / ASSIGNMENT / page
+    now = rendered(browser, html)
+    assert now["marks"] & set(PLANTED_KEYS) == set()
+    assert FAKE not in now["text"] and "PLANTED-HTML" not in now["text"] and "planted" not in now["images"]
+    assert "plantedSource = '1'" in now["text"]  # the student's answer, shown as text
+    assert "likely: forgot the 1/sqrt(d_k) scaling" in now["text"] and "CheckFailed (0/" in now["text"]
+    source = html.read_text()
+    assert [t for t in PLANTED_TEXT if t in source] == []
+    assert "<script>document.body.dataset" not in source  # the answer's own script, escaped

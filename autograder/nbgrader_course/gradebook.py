@@ -6,11 +6,11 @@ auto score of the test cell that ``grade nbgrader`` wrote for that count (``test
 module's notebook). ``nbgrader export`` and the formgrader then show the kit's scores. Each student's
 notebooks are also written to ``autograded/<student>/<assignment>/`` with the kit's feedback as the test
 cells' outputs, so that ``nbgrader generate_feedback`` renders it, with the feedback page's pictures of a
-failing public case above its words.
+failing public case above its words. Those notebooks are built from the course's own (``autograded.py``):
+of a submitted notebook they carry the text of the answers only.
 """
 from __future__ import annotations
 
-import base64
 import shutil
 from pathlib import Path
 
@@ -38,6 +38,11 @@ def write(course_dir: Path, assignment: str, results: dict[str, dict], db_url: s
         except MissingEntry:
             raise GradebookError(f"the gradebook has no assignment {assignment!r}: run `nbgrader generate_assignment "
                                  f"{assignment}` in {course_dir} first") from None
+        from .autograded import master_notebooks  # noqa: PLC0415
+
+        if not master_notebooks(course_dir, assignment):  # autograded/ is built from them
+            raise GradebookError(f"{course_dir} has no source/{assignment}/*.ipynb (nor release/{assignment}/): "
+                                 f"write the course with grade nbgrader --course {course_dir}")
         for student, result in sorted(results.items()):
             gb.update_or_create_student(student)
             when = (result.get("extra_data") or {}).get("submitted_at")
@@ -65,38 +70,23 @@ def write(course_dir: Path, assignment: str, results: dict[str, dict], db_url: s
 
 
 def feedback_notebooks(course_dir: Path, assignment: str, student: str, submitted: Path, result: dict) -> Path:
-    """``autograded/<student>/<assignment>/``: the submitted notebooks, each test cell showing the kit's verdict."""
-    import nbformat  # noqa: PLC0415
-
+    """``autograded/<student>/<assignment>/``: the course's own notebooks with the student's answers, each test
+    cell showing the kit's verdict and nothing else of the submitted notebooks (``autograded.py``)."""
+    from autograder.intake.times import nbgrader_stamp  # noqa: PLC0415
     from autograder.pages.gradescope_html import pictures as embedded_pictures  # noqa: PLC0415
 
-    by_cell = {test_cell(t["name"]): t for t in result.get("tests", [])}
+    from . import autograded  # noqa: PLC0415 - nbformat, an optional dependency
+
     pictures = embedded_pictures(result)  # the feedback page's pictures of failing public cases, by test name
+    verdicts: dict[str, dict[str, list]] = {}
+    for test in result.get("tests", []):
+        notebook, grade_id = test_cell(test["name"])
+        verdicts.setdefault(notebook, {})[grade_id] = autograded.verdict_outputs(test, pictures.get(test["name"]))
     dest = Path(course_dir) / "autograded" / student / assignment
     if dest.exists():
         shutil.rmtree(dest)
     dest.mkdir(parents=True)
-    for path in sorted(submitted.glob("*.ipynb")):
-        nb = nbformat.read(str(path), as_version=4)
-        for cell in nb.cells:
-            meta = cell.get("metadata", {}).get("nbgrader", {})
-            test = by_cell.get((path.stem, meta.get("grade_id")))
-            if cell.get("cell_type") != "code" or test is None:
-                continue
-            points = f"{test['score']:g}/{test['max_score']:g}"
-            if test["status"] == "passed":
-                cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=f"passed ({points})\n")]
-            else:
-                lines = (test.get("output") or "failed").splitlines()
-                cell.outputs = [nbformat.v4.new_output("error", ename="CheckFailed", evalue=lines[0],
-                                                       traceback=[f"CheckFailed ({points})", *lines])]
-                png = pictures.get(test["name"])
-                if png:  # the same picture as the feedback page: expected, yours, the difference
-                    cell.outputs.insert(0, nbformat.v4.new_output(
-                        "display_data", data={"image/png": base64.b64encode(png).decode("ascii"),
-                                              "text/plain": "expected, yours and their difference (heatmaps)"}))
-        nbformat.write(nb, str(dest / path.name))
-    stamp = submitted / "timestamp.txt"
-    if stamp.is_file():
-        shutil.copyfile(stamp, dest / "timestamp.txt")
+    autograded.write(dest, course_dir, assignment, submitted, verdicts)
+    if nbgrader_stamp(submitted):  # nbgrader's own record of the time, when it is one (not a link)
+        shutil.copyfile(submitted / "timestamp.txt", dest / "timestamp.txt")
     return dest

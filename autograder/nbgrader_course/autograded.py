@@ -1,0 +1,173 @@
+"""The notebooks of ``autograded/<student>/<assignment>/``: built by the kit, from the course's own notebooks.
+
+``nbgrader generate_feedback`` and the formgrader render these notebooks as HTML for the instructor, and
+``nbgrader release_feedback`` hands that HTML to the students. A submitted notebook is untrusted: stored
+outputs (``<script>``, ``application/javascript``, a fake "passed" under a cell whose nbgrader metadata was
+removed), markdown HTML, attachments and metadata (the notebook's ``widgets`` state loads scripts) all
+render in that HTML. So no part of a submitted notebook reaches it but the text of the answers:
+
+- each notebook is the course's master copy, ``source/<assignment>/<module>.ipynb`` as ``grade nbgrader``
+  wrote it (``release/<assignment>/`` where there is no source), with its metadata, cells and cell ids;
+- each solution cell holds the source text of the student's solution cell with the same ``grade_id``
+  (else the cell at the same place, when the notebook still has the master's cells), nothing else of it:
+  never the master's reference code; a markdown answer is shown as text, in a fenced block;
+- the hidden tests are taken out of the test cells (the feedback goes to students);
+- every output is cleared, and each test cell shows the kit's verdict (``verdict_outputs``).
+"""
+from __future__ import annotations
+
+import base64
+import copy
+import json
+import re
+from pathlib import Path
+
+import nbformat
+from nbformat import v4
+
+from .graded_cells import BEGIN_HIDDEN, END_HIDDEN
+
+#: what a solution cell shows when the notebook handed in has no answer for it
+NO_ANSWER = {"code": "# (no answer: the notebook handed in has no cell for this answer)",
+             "markdown": "*(no answer: the notebook handed in has no cell for this answer)*"}
+
+
+def master_notebooks(course_dir: Path, assignment: str) -> dict[str, Path]:
+    """notebook name -> the master copy: ``source/<assignment>/``, else ``release/<assignment>/``."""
+    for kind in ("source", "release"):
+        folder = Path(course_dir) / kind / assignment
+        found = {p.stem: p for p in sorted(folder.glob("*.ipynb")) if p.is_file() and not p.is_symlink()}
+        if found:
+            return found
+    return {}
+
+
+def _nbgrader(cell) -> dict:
+    meta = cell.get("metadata") if isinstance(cell, dict) else None
+    found = meta.get("nbgrader") if isinstance(meta, dict) else None
+    return found if isinstance(found, dict) else {}
+
+
+def _text(source) -> str | None:
+    if isinstance(source, str):
+        return source
+    if isinstance(source, list) and all(isinstance(s, str) for s in source):
+        return "".join(source)
+    return None
+
+
+def _student_cells(path: Path | None) -> list[dict]:
+    """The cells of a submitted notebook, read as plain JSON (a broken notebook has none)."""
+    if path is None or not path.is_file() or path.is_symlink():
+        return []
+    try:
+        data = json.loads(path.read_bytes().decode("utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+        return []
+    cells = data.get("cells") if isinstance(data, dict) else None
+    if not isinstance(cells, list):
+        return []
+    return [c if isinstance(c, dict) else {} for c in cells]
+
+
+def student_answers(master, path: Path | None) -> dict[int, str]:
+    """Index of each solution cell of ``master`` -> the source text of the student's answer to it.
+
+    By the ``grade_id`` of the student's solution cells (the first, as nbgrader keeps the first of duplicates);
+    where there is none, the student's cell at the same place, if the notebook has as many cells as the master
+    and that cell is of the same type and names no other grade_id (its metadata lost, say). Only ``source``."""
+    cells = _student_cells(path)
+    by_id: dict[str, tuple[str, str]] = {}
+    for cell in cells:
+        meta = _nbgrader(cell)
+        grade_id, text = meta.get("grade_id"), _text(cell.get("source", ""))
+        if meta.get("solution") is True and isinstance(grade_id, str) and text is not None:
+            by_id.setdefault(grade_id, (cell.get("cell_type"), text))
+    same_places = len(cells) == len(master.cells)
+    answers = {}
+    for i, mine in enumerate(master.cells):
+        meta = _nbgrader(mine)
+        if not meta.get("solution"):
+            continue
+        kind, text = by_id.get(meta.get("grade_id"), (None, None))
+        if kind == mine.cell_type and text is not None:
+            answers[i] = text
+        elif same_places:
+            theirs = cells[i]
+            text = _text(theirs.get("source", ""))
+            if theirs.get("cell_type") == mine.cell_type and _nbgrader(theirs).get("grade_id") in (None, meta.get("grade_id")) \
+                    and text is not None:
+                answers[i] = text
+    return answers
+
+
+def without_hidden_tests(source: str) -> str:
+    """The text without its ``### BEGIN HIDDEN TESTS`` ... ``### END HIDDEN TESTS`` regions (markers included),
+    as nbgrader's ClearHiddenTests takes them out of the students' copy."""
+    kept, hidden = [], False
+    for line in source.splitlines(keepends=True):
+        if BEGIN_HIDDEN in line:
+            hidden = True
+        elif END_HIDDEN in line and hidden:
+            hidden = False
+        elif not hidden:
+            kept.append(line)
+    return "".join(kept).rstrip("\n")
+
+
+def as_text(answer: str) -> str:
+    """A markdown answer as text: in a fenced block longer than any run of backticks in it, so no HTML,
+    link or image of the student's renders."""
+    longest = max((len(run) for run in re.findall(r"`+", answer)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}text\n{answer}\n{fence}"
+
+
+def verdict_outputs(test: dict, picture: bytes | None = None) -> list:
+    """The kit's verdict on one count, as its test cell's outputs: "passed (p/m)", or the failure's words
+    (an error, as nbgrader shows a failed test cell) under the feedback page's picture of a failing case."""
+    points = f"{test['score']:g}/{test['max_score']:g}"
+    if test["status"] == "passed":
+        return [v4.new_output("stream", name="stdout", text=f"passed ({points})\n")]
+    lines = (test.get("output") or "failed").splitlines() or ["failed"]
+    outputs = [v4.new_output("error", ename="CheckFailed", evalue=lines[0], traceback=[f"CheckFailed ({points})", *lines])]
+    if picture:  # the same picture as the feedback page: expected, yours, the difference
+        outputs.insert(0, v4.new_output("display_data", data={
+            "image/png": base64.b64encode(picture).decode("ascii"),
+            "text/plain": "expected, yours and their difference (heatmaps)"}))
+    return outputs
+
+
+def build(master, answers: dict[int, str], verdicts: dict[str, list]):
+    """The autograded notebook: ``master``'s metadata and cells, the student's answers in its solution cells,
+    no hidden test, no output but the verdicts (grade_id -> outputs) of its test cells."""
+    nb = copy.deepcopy(master)
+    for i, cell in enumerate(nb.cells):
+        meta = _nbgrader(cell)
+        if meta.get("solution"):
+            if i in answers:
+                cell.source = as_text(answers[i]) if cell.cell_type == "markdown" else answers[i]
+            else:
+                cell.source = NO_ANSWER.get(cell.cell_type, "")
+            cell.pop("attachments", None)
+        else:
+            cell.source = without_hidden_tests(cell.source)
+        if cell.cell_type == "code":
+            cell.execution_count = None
+            cell.outputs = copy.deepcopy(verdicts.get(meta.get("grade_id"), [])) if meta.get("grade") else []
+    return nb
+
+
+def write(dest: Path, course_dir: Path, assignment: str, submitted: Path, verdicts: dict[str, dict[str, list]]) -> list[Path]:
+    """``dest``/<notebook>.ipynb for each master notebook of the assignment; ``verdicts``: notebook -> grade_id ->
+    the test cell's outputs. A notebook the student did not hand in is written with no answers."""
+    written = []
+    for name, master_path in master_notebooks(course_dir, assignment).items():
+        master = nbformat.read(str(master_path), as_version=4)
+        theirs = Path(submitted) / f"{name}.ipynb"
+        nb = build(master, student_answers(master, theirs), verdicts.get(name, {}))
+        nbformat.validate(nb)
+        path = Path(dest) / f"{name}.ipynb"
+        nbformat.write(nb, str(path))
+        written.append(path)
+    return written
