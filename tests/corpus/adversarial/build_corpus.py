@@ -607,7 +607,7 @@ def attention_scores(inputs, query):
 def hash_table():
     sys.path.insert(0, str(ROOT))
     import torch
-    from autograder import documents
+    from autograder.unit import documents
     table = {}
     for name, (factory, _s, _w) in documents.INPUTS.items():
         x = factory()
