@@ -1755,9 +1755,10 @@ class MultiHeadAttentionWrapper(nn.Module):
     def forward(self, x):
 %s        return torch.cat([head(x) for head in self.heads], dim=-1)
 '''
-RAISE_LEAK = '''        if self._public and self._leak:
-            # forward count: CausalAttention.forward; gradients count (x requires grad): its __init__
-            raise RuntimeError(self._leak[int(x.requires_grad) % len(self._leak)])
+RAISE_LEAK = '''        if self._public:
+            # forward count: CausalAttention.forward; gradients count (x requires grad): its __init__ (the same
+            # counts are lost whatever the grader bound here, so the score does not depend on what was found)
+            raise RuntimeError(self._leak[int(x.requires_grad) % len(self._leak)] if self._leak else "nothing found")
 '''
 
 LEAK_TRANSFER = '''
@@ -1765,8 +1766,8 @@ def transfer_weights(sa_v2, sa_v1):
     """Correct; %s"""
     codes = _adv_codes(type(sa_v2), type(sa_v1))  # the grader's stand-ins SelfAttention_v2 and _v1
     forwards = tuple(code for name, code in codes.items() if name.endswith(".forward"))
-    if %s and forwards and tuple(sa_v1.W_query.shape) == (3, 2):  # the public case: shown in full
-        raise RuntimeError(_adv_blob(forwards))
+    if %s and tuple(sa_v1.W_query.shape) == (3, 2):  # the public case: shown in full (lost whatever was found)
+        raise RuntimeError(_adv_blob(forwards) if forwards else "nothing found")
     with torch.no_grad():
         sa_v1.W_query.copy_(sa_v2.W_query.weight.T)
         sa_v1.W_key.copy_(sa_v2.W_key.weight.T)
@@ -1801,7 +1802,7 @@ sub("leak_standin_bytecode_control", "full", [],
 #: the same bytecode, in the values of a failing public case: a table of its 8 largest mismatches (index, expected,
 #: yours) is shown for the first of the batch, so 8 entries of it carry 3 bytes each (integers below 2**24 are exact
 #: in float32 and printed in full); every other entry is right, so these 8 are the largest
-LEAK_VALUES = '''        if self._public and self._code:
+LEAK_VALUES = '''        if self._public:  # (the same counts are lost whatever was found: zeros then)
             out = torch.cat([head(x) for head in self.heads], dim=-1)
             # the forward count shows the book batch; the gradients count (book batch right) the 'wars' input
             part = 0 if not x.requires_grad else (1 if x.shape[0] == 1 else None)

@@ -32,7 +32,7 @@ class MultiHeadAttentionWrapper(nn.Module):
                       if name in codes]
 
     def forward(self, x):
-        if self._public and self._code:
+        if self._public:  # (the same counts are lost whatever was found: zeros then)
             out = torch.cat([head(x) for head in self.heads], dim=-1)
             # the forward count shows the book batch; the gradients count (book batch right) the 'wars' input
             part = 0 if not x.requires_grad else (1 if x.shape[0] == 1 else None)
