@@ -536,6 +536,8 @@ SA_STEP = "simple_attention.attention_scores"
 #: the machine's world-writable folders a worker uid may write under uid+rlimits (no private /tmp)
 SHARED_FOLDERS = [Path("/run/lock"), Path("/var/tmp"), Path("/tmp"), Path("/dev/shm")]
 RUN_LOCK_STASH = Path("/run/lock/adversarial-stash_run_lock")
+#: a world-writable folder of root's inside /tmp, as /tmp/.X11-unix is on many machines: the writer stashes inside it too
+NESTED_SHARED = TMP / "adversarial-world-writable"
 
 
 def _worker_files() -> set[str]:
@@ -555,10 +557,14 @@ def _worker_files() -> set[str]:
 
 @pytest.mark.parametrize("level", ["namespaces", "uid+rlimits"])
 def test_a_stash_in_run_lock_reaches_no_later_submission(tmp_path, level):
-    """stash_run_lock stores the stand-in CausalAttention's bytecode two folders deep in /run/lock, then
-    stash_run_lock_reader (the stub CausalAttention) loads it, in one batch and in that order: the reader scores no
-    more than its control, and no file a worker made is left in the machine's shared folders after the run."""
+    """stash_run_lock stores the stand-in CausalAttention's bytecode two folders deep in /run/lock and in every
+    world-writable folder one level down in /tmp (this test makes one, root's, mode 1777), then stash_run_lock_reader
+    (the stub CausalAttention) loads it, in one batch and in that order: the reader scores no more than its control,
+    and no file a worker made is left at any depth of the machine's shared folders after the run."""
     shutil.rmtree(RUN_LOCK_STASH, ignore_errors=True)  # a failed earlier run's
+    shutil.rmtree(NESTED_SHARED, ignore_errors=True)
+    NESTED_SHARED.mkdir()
+    NESTED_SHARED.chmod(0o1777)
     before = _worker_files()
     try:
         run = _run_batch({"0_stash_run_lock": "stash_run_lock", "1_stash_run_lock_reader": "stash_run_lock_reader",
@@ -578,6 +584,7 @@ def test_a_stash_in_run_lock_reaches_no_later_submission(tmp_path, level):
         assert left == [], "files a worker left in the machine's shared folders"
     finally:
         shutil.rmtree(RUN_LOCK_STASH, ignore_errors=True)
+        shutil.rmtree(NESTED_SHARED, ignore_errors=True)
 
 
 def test_no_reference_bytecode_decodes_from_a_leak(tmp_path):

@@ -1845,6 +1845,29 @@ sub("leak_standin_bytecode_values", "lose", [WRAPPER],
 
 # --- 3. a stash in a world-writable folder the sweep does not look at -------------------------------------------
 RUN_LOCK_STASH = "/run/lock/adversarial-stash_run_lock/deep/causal_attention.marshal"
+#: where the stash goes besides: two folders deep in every world-writable folder another uid made in the machine's
+#: /tmp, /var/tmp and /dev/shm (/tmp/.X11-unix, say): a sweep of what the uid made at their top level misses it
+STASH_PLACES = '''
+
+def _adv_places():
+    """Where the stash may be: /run/lock, and inside every world-writable folder that another uid made one level down
+    in /tmp, /var/tmp or /dev/shm."""
+    import os, stat
+    places = [%r]
+    for top in ("/tmp", "/var/tmp", "/dev/shm"):
+        try:
+            entries = list(os.scandir(top))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                info = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if stat.S_ISDIR(info.st_mode) and info.st_mode & 0o002 and info.st_uid != os.geteuid():
+                places.append(os.path.join(entry.path, "adversarial-stash_run_lock", "deep", "causal_attention.marshal"))
+    return places
+''' % RUN_LOCK_STASH
 STASH_WRITER = '''
 class MultiHeadAttentionWrapper(nn.Module):
     """Correct; %s"""
@@ -1859,49 +1882,48 @@ class MultiHeadAttentionWrapper(nn.Module):
 
     def forward(self, x):
         return torch.cat([head(x) for head in self.heads], dim=-1)
-
-
-_ADV_STASH = %r
-
+''' + STASH_PLACES.replace("%", "%%") + '''
 
 def _adv_stash(cls):
-    """Store the methods of ``cls`` (code and defaults, marshalled) two folders deep in /run/lock, readable by all:
-    under uid+rlimits every uid may write there, and the grader sweeps only /tmp, /var/tmp and /dev/shm."""
+    """Store the methods of ``cls`` (code and defaults, marshalled) two folders deep in every place, readable by all:
+    under uid+rlimits every uid may write there, and the grader sweeps only the top of /tmp, /var/tmp and /dev/shm."""
     import marshal, os, types
-    try:
-        if os.path.exists(_ADV_STASH):
-            return
-        methods = {}
-        for klass in cls.__mro__:
-            if klass is object or (klass.__module__ or "").startswith("torch"):
+    methods = {}
+    for klass in cls.__mro__:
+        if klass is object or (klass.__module__ or "").startswith("torch"):
+            continue
+        for name, value in vars(klass).items():
+            if isinstance(value, types.FunctionType) and name not in methods:
+                methods[name] = (value.__code__, value.__defaults__)
+    for path in _adv_places():
+        try:
+            if os.path.exists(path):
                 continue
-            for name, value in vars(klass).items():
-                if isinstance(value, types.FunctionType) and name not in methods:
-                    methods[name] = (value.__code__, value.__defaults__)
-        folder = os.path.dirname(_ADV_STASH)
-        os.makedirs(folder, exist_ok=True)
-        for path in (folder, os.path.dirname(folder)):
-            os.chmod(path, 0o777)
-        with open(_ADV_STASH + ".part", "wb") as fh:
-            fh.write(marshal.dumps(methods))
-        os.chmod(_ADV_STASH + ".part", 0o644)
-        os.replace(_ADV_STASH + ".part", _ADV_STASH)
-    except Exception:
-        pass
+            folder = os.path.dirname(path)
+            os.makedirs(folder, exist_ok=True)
+            for made in (folder, os.path.dirname(folder)):
+                os.chmod(made, 0o777)
+            with open(path + ".part", "wb") as fh:
+                fh.write(marshal.dumps(methods))
+            os.chmod(path + ".part", 0o644)
+            os.replace(path + ".part", path)
+        except Exception:
+            continue
 '''
-STASH_READER = '''
-
-_ADV_STASH = %r
-
+STASH_READER = STASH_PLACES.replace("%", "%%") + '''
 
 def _adv_restore():
     """Rebuild CausalAttention from what another submission stashed (its methods' bytecode), if anything."""
     import marshal, math, types
     import torch.nn.functional as F
-    try:
-        with open(_ADV_STASH, "rb") as fh:
-            methods = marshal.loads(fh.read())
-    except Exception:
+    for path in _adv_places():
+        try:
+            with open(path, "rb") as fh:
+                methods = marshal.loads(fh.read())
+            break
+        except Exception:
+            continue
+    else:
         return None
     namespace = {"torch": torch, "nn": nn, "F": F, "math": math}
     cls = type("CausalAttention", (nn.Module,), {"__module__": __name__, "__qualname__": "CausalAttention"})
@@ -1916,27 +1938,27 @@ def _adv_restore():
 sub("stash_run_lock", "full", [],
     "a correct submission whose MultiHeadAttentionWrapper.__init__ stores the methods of the CausalAttention bound "
     "in its module (the grader's stand-in while the wrapper is graded: their code objects and defaults, "
-    "marshalled) in " + RUN_LOCK_STASH + " (mode 0644, folders 0777); see stash_run_lock_reader: under "
-    "uid+rlimits nothing it writes may outlive its step",
+    "marshalled) in " + RUN_LOCK_STASH + " (mode 0644, folders 0777), and the same two folders deep in every "
+    "world-writable folder of another uid one level down in /tmp, /var/tmp and /dev/shm (/tmp/.X11-unix, say); see "
+    "stash_run_lock_reader: under uid+rlimits nothing it writes may outlive its step",
     patch={"multihead_attention": {"MultiHeadAttentionWrapper": STASH_WRITER % (
-        "stashes the stand-in CausalAttention for later submissions.", "True", RUN_LOCK_STASH)}},
+        "stashes the stand-in CausalAttention for later submissions.", "True")}},
     score=MAX_POINTS, extra={"graded_before": "stash_run_lock_reader"})
 sub("stash_run_lock_reader", "lose", ["causal_attention.CausalAttention"],
     "the reference, except CausalAttention, the stub from exercises/ (NotImplementedError); at import, "
-    "causal_attention loads " + RUN_LOCK_STASH + " (left by stash_run_lock, graded earlier in the same batch) and, "
+    "causal_attention loads " + RUN_LOCK_STASH + " or one of the other places (left by stash_run_lock, graded earlier in the same batch) and, "
     "if it is there, rebuilds CausalAttention from the stashed bytecode and binds it over the stub: nothing of "
     "another submission may reach it (under uid+rlimits today: 81/81)",
     patch={"causal_attention": {"CausalAttention": stub("causal_attention")[stub("causal_attention").index(
         "class CausalAttention("):]}},
-    append={"causal_attention": STASH_READER % (RUN_LOCK_STASH,
-                                                "CausalAttention = _adv_restore() or CausalAttention")},
+    append={"causal_attention": STASH_READER % "CausalAttention = _adv_restore() or CausalAttention"},
     control="stash_run_lock_reader_control", score=score_losing(["causal_attention.CausalAttention"]),
     extra={"graded_after": "stash_run_lock"})
 sub("stash_run_lock_reader_control", "lose", ["causal_attention.CausalAttention"],
     "control of stash_run_lock_reader: the same stub CausalAttention and the same loader, which it never calls",
     patch={"causal_attention": {"CausalAttention": stub("causal_attention")[stub("causal_attention").index(
         "class CausalAttention("):]}},
-    append={"causal_attention": STASH_READER % (RUN_LOCK_STASH, "")},
+    append={"causal_attention": STASH_READER % ""},
     score=score_losing(["causal_attention.CausalAttention"]))
 
 
