@@ -164,7 +164,9 @@ def test_the_memory_scanner_would_find_a_line_of_the_reference(graded):
 
 
 def test_no_solution_line_decodes_from_any_result(graded):
-    """Feedback never carries the reference, in any encoding (base85, base64, hex; compressed or not)."""
+    """Feedback never carries the reference, in any encoding (base85, base64, hex; compressed or not; a few layers
+    deep): neither a solution line nor a reference function's bytecode (marshalled, or its instructions, also as the
+    numbers a page prints), in any string of results.json or in feedback.html."""
     from .leak_scan import scan_results
 
     assert scan_results(graded["out"]) == {}

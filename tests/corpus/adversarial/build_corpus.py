@@ -1686,8 +1686,9 @@ sub("trickle_channel", "lose", [SA],
     "a socket timeout that restarts with every recv never fires either): the step must score a time-limit zero "
     "within its wall-clock budget, the other steps be graded and the batch finish with its summary",
     patch={"simple_attention": {"attention_scores": TRICKLE % (
-        ", but first holds the grader's read of the answer forever, trickling a frame one byte every 5 s.", "True")}},
-    control="trickle_channel_control", score=score_losing([SA]), extra={"hangs_current_grader": True})
+        ", but first holds up the grader's read of its answer: a frame of 1000 bytes, one byte every 5 s (83 minutes "
+        "a call).", "True")}},
+    control="trickle_channel_control", score=score_losing([SA]))
 sub("trickle_channel_control", "full", [],
     "control of trickle_channel: the same step finds the channel the same way, and writes nothing",
     patch={"simple_attention": {"attention_scores": TRICKLE % (" (it finds the channel, and leaves it alone).",

@@ -18,7 +18,7 @@ def _adv_channel():
 
 
 def attention_scores(inputs, query):
-    """Correct, but first holds the grader's read of the answer forever, trickling a frame one byte every 5 s."""
+    """Correct, but first holds up the grader's read of its answer: a frame of 1000 bytes, one byte every 5 s (83 minutes a call)."""
     import os, struct, time
     fd = _adv_channel()
     if fd is not None and True:
