@@ -14,9 +14,11 @@ workers (namespaces, unprivileged uid, limits).
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import stat
+import subprocess
 import time
 import zipfile
 from pathlib import Path
@@ -162,7 +164,9 @@ def test_the_memory_scanner_would_find_a_line_of_the_reference(graded):
 
 
 def test_no_solution_line_decodes_from_any_result(graded):
-    """Feedback never carries the reference, in any encoding (base85, base64, hex; compressed or not)."""
+    """Feedback never carries the reference, in any encoding (base85, base64, hex; compressed or not; a few layers
+    deep): neither a solution line nor a reference function's bytecode (marshalled, or its instructions, also as the
+    numbers a page prints), in any string of results.json or in feedback.html."""
     from .leak_scan import scan_results
 
     assert scan_results(graded["out"]) == {}
@@ -470,3 +474,137 @@ def test_memory_is_limited_per_submission_not_per_process(tmp_path):
     budget = COURSE.limits.memory_mb
     assert peak[0] - start < budget + 1024, f"the machine went from {start:.0f} MB to {peak[0]:.0f} MB in use"
     assert json.loads((out / "fork_children_memory" / "results.json").read_text())["score"] == COURSE.max_points()
+
+
+# ------------------------------------------------------------------------------------------- issue 16's attacks
+#: a batch that hangs fails here, after this long, instead of holding CI forever (the current grader never ends one
+#: with trickle_channel: the step's socket timeout restarts with every byte)
+HANG_TIMEOUT = 600
+#: what a batch with tricklers may take at most: each trickling step ends at its wall-clock budget (step_seconds)
+TRICKLE_BOUND = 6 * COURSE.limits.step_seconds + 60
+
+
+def _run_batch(names: dict[str, str], tmp_path: Path, *args: str, env: dict | None = None) -> dict:
+    """Grade copies of corpus submissions (folder name -> corpus name) in one batch; a hang is reported, not waited on."""
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    for folder, name in names.items():
+        shutil.copytree(ADV_DIR / name, subs / folder)
+    start = time.monotonic()
+    try:
+        result = run_grade("autograde", str(subs), "--out", str(out), *args, env=env, timeout=HANG_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        result = None
+    scores = {p.parent.name: json.loads(p.read_text())["score"] for p in out.glob("*/results.json")}
+    return {"result": result, "elapsed": time.monotonic() - start, "out": out, "scores": scores}
+
+
+def _hung(run: dict) -> str:
+    return (f"the batch did not finish within {HANG_TIMEOUT} s (graded by then: {run['scores']})"
+            if run["result"] is None else "")
+
+
+def test_a_trickle_on_the_channel_is_a_time_limit_and_the_batch_finishes(tmp_path):
+    """trickle_channel announces a 1000-byte frame and sends a byte every 5 s: the step scores a time-limit zero
+    within its wall-clock budget, the rest of the submission is graded, and the batch (with a correct submission
+    beside it, --jobs 2) finishes on its own with every results.json and the class summary."""
+    run = _run_batch({"trickle_channel": "trickle_channel", "correct": "trickle_channel_control"}, tmp_path,
+                     "--jobs", "2")
+    assert run["result"] is not None, _hung(run)
+    assert run["result"].returncode == 0, run["result"].stderr[-2000:]
+    assert run["elapsed"] < TRICKLE_BOUND, f"the batch took {run['elapsed']:.0f} s"
+    assert sorted(run["scores"]) == ["correct", "trickle_channel"]
+    assert (run["out"] / "summary.json").is_file()
+    assert run["scores"]["correct"] == COURSE.max_points()
+    trickler = json.loads((run["out"] / "trickle_channel" / "results.json").read_text())
+    assert trickler["score"] == ADV_MANIFEST["trickle_channel"]["score"]
+    lost = [t for t in trickler["tests"] if t["status"] != "passed"]
+    assert {t["name"].split(" ", 1)[0] for t in lost} == {SA_STEP}
+    assert all(re.search(r"time", t["output"], re.I) for t in lost), [t["output"] for t in lost]
+
+
+def test_two_tricklers_do_not_starve_a_correct_submission(tmp_path):
+    """With --jobs 2 and two tricklers, each job is held by one: the correct submission must still be graded."""
+    run = _run_batch({"0_trickle": "trickle_channel", "1_trickle": "trickle_channel", "2_correct": "trickle_channel_control"},
+                     tmp_path, "--jobs", "2")
+    assert run["scores"].get("2_correct") == COURSE.max_points(), _hung(run) or run["scores"]
+    assert run["result"] is not None, _hung(run)
+    assert run["result"].returncode == 0, run["result"].stderr[-2000:]
+    assert run["elapsed"] < TRICKLE_BOUND, f"the batch took {run['elapsed']:.0f} s"
+    assert run["scores"] == {"0_trickle": ADV_MANIFEST["trickle_channel"]["score"],
+                             "1_trickle": ADV_MANIFEST["trickle_channel"]["score"], "2_correct": COURSE.max_points()}
+
+
+SA_STEP = "simple_attention.attention_scores"
+#: the machine's world-writable folders a worker uid may write under uid+rlimits (no private /tmp)
+SHARED_FOLDERS = [Path("/run/lock"), Path("/var/tmp"), Path("/tmp"), Path("/dev/shm")]
+RUN_LOCK_STASH = Path("/run/lock/adversarial-stash_run_lock")
+#: a world-writable folder of root's inside /tmp, as /tmp/.X11-unix is on many machines: the writer stashes inside it too
+NESTED_SHARED = TMP / "adversarial-world-writable"
+
+
+def _worker_files() -> set[str]:
+    """Everything in the shared folders, at any depth, that a worker uid owns (the grader's blocks start at 1,000,000)."""
+    found = set()
+    for top in SHARED_FOLDERS:
+        for folder, dirs, files in os.walk(top, onerror=lambda e: None):
+            for name in dirs + files:
+                path = os.path.join(folder, name)
+                try:
+                    if os.lstat(path).st_uid >= 1_000_000:
+                        found.add(path)
+                except OSError:
+                    continue
+    return found
+
+
+@pytest.mark.parametrize("level", ["namespaces", "uid+rlimits"])
+def test_a_stash_in_run_lock_reaches_no_later_submission(tmp_path, level):
+    """stash_run_lock stores the stand-in CausalAttention's bytecode two folders deep in /run/lock and in every
+    world-writable folder one level down in /tmp (this test makes one, root's, mode 1777), then stash_run_lock_reader
+    (the stub CausalAttention) loads it, in one batch and in that order: the reader scores no more than its control,
+    and no file a worker made is left at any depth of the machine's shared folders after the run."""
+    shutil.rmtree(RUN_LOCK_STASH, ignore_errors=True)  # a failed earlier run's
+    shutil.rmtree(NESTED_SHARED, ignore_errors=True)
+    NESTED_SHARED.mkdir()
+    NESTED_SHARED.chmod(0o1777)
+    before = _worker_files()
+    try:
+        run = _run_batch({"0_stash_run_lock": "stash_run_lock", "1_stash_run_lock_reader": "stash_run_lock_reader",
+                          "2_stash_run_lock_reader_control": "stash_run_lock_reader_control"},
+                         tmp_path, "--jobs", "1", env={"AUTOGRADER_ISOLATION": level})
+        assert run["result"] is not None, _hung(run)
+        assert run["result"].returncode == 0, run["result"].stderr[-2000:]
+        if level not in run["result"].stdout:
+            pytest.skip(f"this machine does not allow {level}: {run['result'].stdout.strip().splitlines()[-1]}")
+        # what a worker left, not what another grader on this machine has in use for a moment: still there 3 s later
+        first = _worker_files() - before
+        time.sleep(3)
+        left = sorted(first & _worker_files())
+        scores = run["scores"]
+        assert scores["1_stash_run_lock_reader"] <= scores["2_stash_run_lock_reader_control"], scores
+        assert scores == {"0_stash_run_lock": ADV_MANIFEST["stash_run_lock"]["score"],
+                          "1_stash_run_lock_reader": ADV_MANIFEST["stash_run_lock_reader"]["score"],
+                          "2_stash_run_lock_reader_control": ADV_MANIFEST["stash_run_lock_reader_control"]["score"]}
+        assert left == [], "files a worker left in the machine's shared folders"
+    finally:
+        shutil.rmtree(RUN_LOCK_STASH, ignore_errors=True)
+        shutil.rmtree(NESTED_SHARED, ignore_errors=True)
+
+
+def test_no_reference_bytecode_decodes_from_a_leak(tmp_path):
+    """leak_standin_bytecode raises the stand-ins' marshalled bytecode (zlib, base85) on its public cases;
+    leak_standin_bytecode_values writes the stand-in's instructions into a failing public case's values: nothing in
+    their results.json (Gradescope output included) or feedback.html decodes to reference code (tests/leak_scan.py),
+    and neither scores more than its control."""
+    from .leak_scan import scan_results
+
+    names = [n for n, e in ADV_MANIFEST.items() if e.get("no_decodable_reference_code")]
+    assert sorted(names) == ["leak_standin_bytecode", "leak_standin_bytecode_values"]
+    run = _run_batch({n: n for n in [*names, "leak_standin_bytecode_control"]}, tmp_path, "--jobs", "2")
+    assert run["result"] is not None, _hung(run)
+    assert run["result"].returncode == 0, run["result"].stderr[-2000:]
+    assert scan_results(run["out"]) == {}
+    for name in names:
+        control = ADV_MANIFEST[name]["control"]
+        assert run["scores"][name] <= run["scores"][control], (name, run["scores"])
+        assert run["scores"][name] == ADV_MANIFEST[name]["score"], (name, run["scores"])

@@ -607,7 +607,7 @@ def attention_scores(inputs, query):
 def hash_table():
     sys.path.insert(0, str(ROOT))
     import torch
-    from autograder import documents
+    from autograder.unit import documents
     table = {}
     for name, (factory, _s, _w) in documents.INPUTS.items():
         x = factory()
@@ -1649,6 +1649,318 @@ sub("scan_memory_for_solution_lines_control", "lose",
     "the same scanner, with one solution line planted in the module as base64(zlib(line)): it must find it and "
     "answer wrong, which shows the scanner finds what it looks for",
     append={"multihead_attention": _SCANNER % {"hashes": _hashes, "plant": _plant[::-1]}}, base="corpus:correct_alt_style")
+
+
+
+# ---------------------------------------------------------------------------------------------- issue 16: three new attacks
+# Each with its honest control (the same code without the trick); the manifest's "score" is what a SOUND grader gives.
+
+# --- 1. a trickle on the worker's own channel -------------------------------------------------------------------
+TRICKLE = '''
+def _adv_channel():
+    """The worker's channel to the grader: the only socket among this process's file descriptors."""
+    import os, stat
+    for fd in range(1024):
+        try:
+            if stat.S_ISSOCK(os.fstat(fd).st_mode):
+                return fd
+        except OSError:
+            continue
+    return None
+
+
+def attention_scores(inputs, query):
+    """Correct%s"""
+    import os, struct, time
+    fd = _adv_channel()
+    if fd is not None and %s:
+        os.write(fd, struct.pack(">I", 1000))  # a frame header of 1000 bytes is announced...
+        while True:  # ...and comes one byte every 5 s: sleeping costs no CPU, and each recv waits < 5 s
+            time.sleep(5)
+            os.write(fd, b" ")
+    return inputs @ query
+'''
+sub("trickle_channel", "lose", [SA],
+    "attention_scores finds the worker's channel (the only socket among its file descriptors, by os.fstat), "
+    "writes a frame length of 1000 and then one byte every 5 s while sleeping (no CPU: RLIMIT_CPU never fires; "
+    "a socket timeout that restarts with every recv never fires either): the step must score a time-limit zero "
+    "within its wall-clock budget, the other steps be graded and the batch finish with its summary",
+    patch={"simple_attention": {"attention_scores": TRICKLE % (
+        ", but first holds up the grader's read of its answer: a frame of 1000 bytes, one byte every 5 s (83 minutes "
+        "a call).", "True")}},
+    control="trickle_channel_control", score=score_losing([SA]))
+sub("trickle_channel_control", "full", [],
+    "control of trickle_channel: the same step finds the channel the same way, and writes nothing",
+    patch={"simple_attention": {"attention_scores": TRICKLE % (" (it finds the channel, and leaves it alone).",
+                                                                  "False")}},
+    score=MAX_POINTS)
+
+# --- 2. the stand-ins' bytecode, marshalled into the feedback -----------------------------------------------------
+#: module-level helpers of the leak: every code object reachable from a stand-in, as base85(zlib(marshal(code)))
+BYTECODE_LIB = '''
+
+def _adv_codes(*roots):
+    """name -> code object of every function reachable from ``roots`` (the stand-ins the grader bound here): their
+    methods, and the functions and classes their globals hold (other stand-ins), one level deep."""
+    import types
+    found, seen = {}, set()
+
+    def add(name, value):
+        value = getattr(value, "__func__", value)
+        code = getattr(value, "__code__", None)
+        if isinstance(code, types.CodeType) and id(code) not in seen:
+            seen.add(id(code))
+            found[name] = value
+
+    def methods(klass):
+        for k in getattr(klass, "__mro__", ()):
+            if k is not object and not (getattr(k, "__module__", "") or "").startswith("torch"):
+                for name, value in list(vars(k).items()):
+                    add(k.__name__ + "." + name, value)
+
+    for root in roots:
+        methods(root)
+    for fn in list(found.values()):
+        for name, value in list(getattr(fn, "__globals__", {}).items()):
+            if isinstance(value, type):
+                methods(value)
+            elif isinstance(value, types.FunctionType):
+                add(name, value)
+    return {name: fn.__code__ for name, fn in found.items()}
+
+
+def _adv_blob(code):
+    """base85(zlib(marshal(code))) of a code object or a tuple of them, without the file name and line table (they
+    only make it longer: the message shown is cut at 600 characters)."""
+    import base64, marshal, zlib
+    codes = tuple(c.replace(co_filename="", co_linetable=b"", co_exceptiontable=b"", co_qualname=c.co_name)
+                  for c in (code if isinstance(code, tuple) else (code,)))
+    return base64.b85encode(zlib.compress(marshal.dumps(codes if isinstance(code, tuple) else codes[0]), 9)).decode()
+'''
+
+LEAK_WRAPPER = '''
+class MultiHeadAttentionWrapper(nn.Module):
+    """Correct; %s"""
+
+    def __init__(self, d_in, d_out, context_length, dropout, num_heads, qkv_bias=False):
+        super().__init__()
+        self.heads = nn.ModuleList(
+            [CausalAttention(d_in, d_out, context_length, dropout, qkv_bias) for _ in range(num_heads)]
+        )
+        # the public cases' sizes (book: 3 -> 2, context 6, no dropout): their failures are shown in full
+        self._public = (d_in, d_out, context_length, dropout) == (3, 2, 6, 0.0)
+        codes = _adv_codes(CausalAttention)  # here, CausalAttention is the grader's stand-in
+        self._leak = [_adv_blob(codes[name]) for name in ("CausalAttention.forward", "CausalAttention.__init__")
+                      if name in codes]
+
+    def forward(self, x):
+%s        return torch.cat([head(x) for head in self.heads], dim=-1)
+'''
+RAISE_LEAK = '''        if self._public:
+            # forward count: CausalAttention.forward; gradients count (x requires grad): its __init__ (the same
+            # counts are lost whatever the grader bound here, so the score does not depend on what was found)
+            raise RuntimeError(self._leak[int(x.requires_grad) % len(self._leak)] if self._leak else "nothing found")
+'''
+
+LEAK_TRANSFER = '''
+def transfer_weights(sa_v2, sa_v1):
+    """Correct; %s"""
+    codes = _adv_codes(type(sa_v2), type(sa_v1))  # the grader's stand-ins SelfAttention_v2 and _v1
+    forwards = tuple(code for name, code in codes.items() if name.endswith(".forward"))
+    if %s and tuple(sa_v1.W_query.shape) == (3, 2):  # the public case: shown in full (lost whatever was found)
+        raise RuntimeError(_adv_blob(forwards) if forwards else "nothing found")
+    with torch.no_grad():
+        sa_v1.W_query.copy_(sa_v2.W_query.weight.T)
+        sa_v1.W_key.copy_(sa_v2.W_key.weight.T)
+        sa_v1.W_value.copy_(sa_v2.W_value.weight.T)
+'''
+WRAPPER = "multihead_attention.MultiHeadAttentionWrapper"
+TRANSFER = "trainable_attention.transfer_weights"
+sub("leak_standin_bytecode", "lose", [TRANSFER, WRAPPER],
+    "MultiHeadAttentionWrapper.__init__ takes the code objects of the CausalAttention bound in its module (the "
+    "grader's stand-in while the wrapper is graded) and of every function reachable from it, as "
+    "base85(zlib(marshal(code))), and its forward raises them on the public cases (forward count: "
+    "CausalAttention.forward, gradients count: CausalAttention.__init__); transfer_weights does the same with the "
+    "SelfAttention_v1/_v2 it is handed, raising their forwards on its public case: nothing in results.json or "
+    "feedback.html may decode to reference code (marshal.loads, dis), and it scores no more than its control",
+    patch={"multihead_attention": {"MultiHeadAttentionWrapper": LEAK_WRAPPER % (
+        "raises the stand-in CausalAttention's bytecode on the public cases.", RAISE_LEAK)},
+           "trainable_attention": {"transfer_weights": LEAK_TRANSFER % (
+        "raises the stand-ins' bytecode on the public case.", "True")}},
+    append={"multihead_attention": BYTECODE_LIB, "trainable_attention": BYTECODE_LIB},
+    control="leak_standin_bytecode_control",
+    score=score_losing([WRAPPER], ["forward", "gradients"]) - (MAX_POINTS - score_losing([TRANSFER], ["values"])),
+    extra={"no_decodable_reference_code": True})
+sub("leak_standin_bytecode_control", "full", [],
+    "control of leak_standin_bytecode (and of leak_standin_bytecode_values): the same wrapper and transfer_weights "
+    "collecting the same bytecode, never showing it",
+    patch={"multihead_attention": {"MultiHeadAttentionWrapper": LEAK_WRAPPER % (
+        "collects the stand-in CausalAttention's bytecode, and keeps it.", "")},
+           "trainable_attention": {"transfer_weights": LEAK_TRANSFER % (
+        "collects the stand-ins' bytecode, and keeps it.", "False")}},
+    append={"multihead_attention": BYTECODE_LIB, "trainable_attention": BYTECODE_LIB}, score=MAX_POINTS)
+
+#: the same bytecode, in the values of a failing public case: a table of its 8 largest mismatches (index, expected,
+#: yours) is shown for the first of the batch, so 8 entries of it carry 3 bytes each (integers below 2**24 are exact
+#: in float32 and printed in full); every other entry is right, so these 8 are the largest
+LEAK_VALUES = '''        if self._public:  # (the same counts are lost whatever was found: zeros then)
+            out = torch.cat([head(x) for head in self.heads], dim=-1)
+            # the forward count shows the book batch; the gradients count (book batch right) the 'wars' input
+            part = 0 if not x.requires_grad else (1 if x.shape[0] == 1 else None)
+            if part is not None:
+                chunk = self._code[24 * part:24 * part + 24].ljust(24, b"\\0")
+                heads, d_out = len(self.heads), out.shape[-1] // len(self.heads)
+                out = out.clone()
+                for i in range(8):  # shown as [head, token, column] of the first of the batch
+                    h, rest = divmod(i, x.shape[1] * d_out)
+                    t, c = divmod(rest, d_out)
+                    out[0, t, h * d_out + c] = 1.0 + int.from_bytes(chunk[3 * i:3 * i + 3], "big")
+            return out
+'''
+LEAK_VALUES_INIT = '''
+        import opcode
+        cache = opcode.opmap.get("CACHE", -1)
+        code = codes.get("CausalAttention.forward")
+        raw = code.co_code if code is not None else b""
+        # its instructions without the inline caches, from the masked_fill on: 48 bytes
+        ops = bytes(b for i in range(0, len(raw), 2) if raw[i] != cache for b in raw[i:i + 2])
+        names = code.co_names if code is not None else ()
+        start = 0
+        if "masked_fill" in names:
+            at = ops.find(bytes([opcode.opmap["LOAD_METHOD"], names.index("masked_fill")]))
+            start = max(at - 2, 0)
+        self._code = ops[start:start + 48]
+'''
+sub("leak_standin_bytecode_values", "lose", [WRAPPER],
+    "like leak_standin_bytecode, through values instead of a message: the wrapper's forward returns the right "
+    "output except 8 entries of the first of the batch, which carry 3 bytes each of the stand-in "
+    "CausalAttention.forward's instructions (inline caches dropped, from the masked_fill on) as integers (exact in "
+    "float32): 24 bytes in the forward count's book batch, 24 more in the gradients count's 'wars' case; the "
+    "feedback's table of largest mismatches shows exactly these 8, with their index: no decodable reference "
+    "bytecode may be shown, and it scores no more than its control",
+    patch={"multihead_attention": {"MultiHeadAttentionWrapper": LEAK_WRAPPER.replace(
+        '        self._leak = [_adv_blob', LEAK_VALUES_INIT.strip("\n") + '\n        self._leak = [_adv_blob') % (
+        "shows the stand-in CausalAttention's instructions in its public cases' values.", LEAK_VALUES)}},
+    append={"multihead_attention": BYTECODE_LIB}, control="leak_standin_bytecode_control",
+    score=score_losing([WRAPPER], ["forward", "gradients"]), extra={"no_decodable_reference_code": True})
+
+# --- 3. a stash in a world-writable folder the sweep does not look at -------------------------------------------
+RUN_LOCK_STASH = "/run/lock/adversarial-stash_run_lock/deep/causal_attention.marshal"
+#: where the stash goes besides: two folders deep in every world-writable folder another uid made in the machine's
+#: /tmp, /var/tmp and /dev/shm (/tmp/.X11-unix, say): a sweep of what the uid made at their top level misses it
+STASH_PLACES = '''
+
+def _adv_places():
+    """Where the stash may be: /run/lock, and inside every world-writable folder that another uid made one level down
+    in /tmp, /var/tmp or /dev/shm."""
+    import os, stat
+    places = [%r]
+    for top in ("/tmp", "/var/tmp", "/dev/shm"):
+        try:
+            entries = list(os.scandir(top))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                info = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if stat.S_ISDIR(info.st_mode) and info.st_mode & 0o002 and info.st_uid != os.geteuid():
+                places.append(os.path.join(entry.path, "adversarial-stash_run_lock", "deep", "causal_attention.marshal"))
+    return places
+''' % RUN_LOCK_STASH
+STASH_WRITER = '''
+class MultiHeadAttentionWrapper(nn.Module):
+    """Correct; %s"""
+
+    def __init__(self, d_in, d_out, context_length, dropout, num_heads, qkv_bias=False):
+        super().__init__()
+        self.heads = nn.ModuleList(
+            [CausalAttention(d_in, d_out, context_length, dropout, qkv_bias) for _ in range(num_heads)]
+        )
+        if %s:
+            _adv_stash(CausalAttention)  # here, CausalAttention is the grader's stand-in
+
+    def forward(self, x):
+        return torch.cat([head(x) for head in self.heads], dim=-1)
+''' + STASH_PLACES.replace("%", "%%") + '''
+
+def _adv_stash(cls):
+    """Store the methods of ``cls`` (code and defaults, marshalled) two folders deep in every place, readable by all:
+    under uid+rlimits every uid may write there, and the grader sweeps only the top of /tmp, /var/tmp and /dev/shm."""
+    import marshal, os, types
+    methods = {}
+    for klass in cls.__mro__:
+        if klass is object or (klass.__module__ or "").startswith("torch"):
+            continue
+        for name, value in vars(klass).items():
+            if isinstance(value, types.FunctionType) and name not in methods:
+                methods[name] = (value.__code__, value.__defaults__)
+    for path in _adv_places():
+        try:
+            if os.path.exists(path):
+                continue
+            folder = os.path.dirname(path)
+            os.makedirs(folder, exist_ok=True)
+            for made in (folder, os.path.dirname(folder)):
+                os.chmod(made, 0o777)
+            with open(path + ".part", "wb") as fh:
+                fh.write(marshal.dumps(methods))
+            os.chmod(path + ".part", 0o644)
+            os.replace(path + ".part", path)
+        except Exception:
+            continue
+'''
+STASH_READER = STASH_PLACES.replace("%", "%%") + '''
+
+def _adv_restore():
+    """Rebuild CausalAttention from what another submission stashed (its methods' bytecode), if anything."""
+    import marshal, math, types
+    import torch.nn.functional as F
+    for path in _adv_places():
+        try:
+            with open(path, "rb") as fh:
+                methods = marshal.loads(fh.read())
+            break
+        except Exception:
+            continue
+    else:
+        return None
+    namespace = {"torch": torch, "nn": nn, "F": F, "math": math}
+    cls = type("CausalAttention", (nn.Module,), {"__module__": __name__, "__qualname__": "CausalAttention"})
+    for name, (code, defaults) in methods.items():
+        closure = tuple(types.CellType(cls) for _ in code.co_freevars)  # super() needs __class__
+        setattr(cls, name, types.FunctionType(code, namespace, name, defaults, closure or None))
+    return cls
+
+
+%s
+'''
+sub("stash_run_lock", "full", [],
+    "a correct submission whose MultiHeadAttentionWrapper.__init__ stores the methods of the CausalAttention bound "
+    "in its module (the grader's stand-in while the wrapper is graded: their code objects and defaults, "
+    "marshalled) in " + RUN_LOCK_STASH + " (mode 0644, folders 0777), and the same two folders deep in every "
+    "world-writable folder of another uid one level down in /tmp, /var/tmp and /dev/shm (/tmp/.X11-unix, say); see "
+    "stash_run_lock_reader: under uid+rlimits nothing it writes may outlive its step",
+    patch={"multihead_attention": {"MultiHeadAttentionWrapper": STASH_WRITER % (
+        "stashes the stand-in CausalAttention for later submissions.", "True")}},
+    score=MAX_POINTS, extra={"graded_before": "stash_run_lock_reader"})
+sub("stash_run_lock_reader", "lose", ["causal_attention.CausalAttention"],
+    "the reference, except CausalAttention, the stub from exercises/ (NotImplementedError); at import, "
+    "causal_attention loads " + RUN_LOCK_STASH + " or one of the other places (left by stash_run_lock, graded earlier in the same batch) and, "
+    "if it is there, rebuilds CausalAttention from the stashed bytecode and binds it over the stub: nothing of "
+    "another submission may reach it (under uid+rlimits today: 81/81)",
+    patch={"causal_attention": {"CausalAttention": stub("causal_attention")[stub("causal_attention").index(
+        "class CausalAttention("):]}},
+    append={"causal_attention": STASH_READER % "CausalAttention = _adv_restore() or CausalAttention"},
+    control="stash_run_lock_reader_control", score=score_losing(["causal_attention.CausalAttention"]),
+    extra={"graded_after": "stash_run_lock"})
+sub("stash_run_lock_reader_control", "lose", ["causal_attention.CausalAttention"],
+    "control of stash_run_lock_reader: the same stub CausalAttention and the same loader, which it never calls",
+    patch={"causal_attention": {"CausalAttention": stub("causal_attention")[stub("causal_attention").index(
+        "class CausalAttention("):]}},
+    append={"causal_attention": STASH_READER % ""},
+    score=score_losing(["causal_attention.CausalAttention"]))
 
 
 def build():
