@@ -25,6 +25,7 @@ def run(control: socket.socket, request: dict, plan: confine.Plan) -> None:
     workdir = "/tmp/work" if plan.level == confine.NAMESPACES else request["scratch"]
     os.makedirs(workdir, mode=0o755, exist_ok=True)
     uid_base, spawned, current = int(request.get("uid_base", 0)), 0, None
+    dirty = confine.dirty_uids(plan, uid_base)  # uid+rlimits: a uid that owns a file or a process serves no one
     gc.freeze()  # see zygote.main: forked workers must not copy the host's heap by collecting it
     protocol.reply(control, {"ready": True})
     while True:
@@ -34,9 +35,20 @@ def run(control: socket.socket, request: dict, plan: confine.Plan) -> None:
         if op["op"] == "spawn":
             if current is not None:
                 _end(plan, current, 0, workdir)
+            channel_fd, output_fd = fds
+            if len(dirty) >= 1000:
+                os.close(channel_fd)
+                os.close(output_fd)
+                protocol.reply(control, {"ok": False, "error": (
+                    "the grading machine could not give this step a clean user id: every uid of the grader's block "
+                    f"still owns a file or a process (e.g. uid {min(dirty)}: {dirty[min(dirty)][:3]}); not a fault "
+                    "of your code")})
+                continue
             uid = uid_base + spawned % 1000  # a fresh uid per worker (of this zygote's block): its own process count
             spawned += 1
-            channel_fd, output_fd = fds
+            while uid in dirty:
+                uid = uid_base + spawned % 1000
+                spawned += 1
             host_pid = os.getpid()
             pid = os.fork()
             if pid == 0:  # pragma: no cover - the worker

@@ -1,0 +1,174 @@
+"""What a run shares with the machine and with other runs: world-writable folders, uids, temp folders.
+
+Under ``uid+rlimits`` a worker writes into the machine's own world-writable folders; nothing it writes
+may outlive its step, at any depth, and a uid that still owns a file or a process serves no one.
+Two graders on one machine never remove each other's folders or control groups.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from autograder.worker import confine, leftovers, tempdirs
+
+from .conftest import ROOT, run_grade
+
+SAMPLES = ROOT / "samples" / "submissions"
+ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="uid changes need root")
+DEEP = ["/run/lock/agx-stash/x/y/note", "/var/tmp/agx-stash/a/b/note", "/tmp/agx-stash/deep/er/note"]
+
+WRITER = f'''
+import os as _os
+for _path in {DEEP!r}:
+    try:
+        _os.makedirs(_os.path.dirname(_path), exist_ok=True)
+        with open(_path, "w") as _fh:
+            _fh.write("marshalled stand-in code would go here")
+    except OSError:
+        pass
+'''
+READER = f'''
+import os as _os
+if any(_os.path.exists(_p) for _p in {DEEP!r}):
+    raise ImportError("found a note left by an earlier submission")
+'''
+
+
+def _as_uid(uid: int, code) -> int:
+    """Run ``code()`` in a child that has become ``uid``; its exit code."""
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - child
+        try:
+            os.setgroups([])
+            os.setresgid(uid, uid, uid)
+            os.setresuid(uid, uid, uid)
+            os.umask(0o077)
+            code()
+            os._exit(0)
+        except BaseException:  # noqa: BLE001
+            os._exit(1)
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+
+
+def _write_deep(path: str):
+    def write():
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        Path(path).write_text("note")
+    return write
+
+
+def _top(path: str) -> str:
+    """The folder a note's writer made in the world-writable one (``.../agx-stash``): never more."""
+    assert "/agx-" in path
+    return path[:path.index("/agx-")] + "/" + path[path.index("/agx-") + 1:].split("/", 1)[0]
+
+
+def _clean():
+    for path in DEEP:
+        shutil.rmtree(_top(path), ignore_errors=True)
+
+
+@ROOT_ONLY
+def test_discovery_finds_the_world_writable_folders_every_uid_can_reach():
+    found = leftovers.discover()
+    for folder in ("/tmp", "/var/tmp", "/run/lock"):
+        if os.path.isdir(folder) and os.stat(folder).st_mode & 0o002:
+            assert folder in found, found
+    assert not [f for f in found if f.startswith(("/proc", "/sys"))]
+
+
+@ROOT_ONLY
+@pytest.mark.parametrize("path", DEEP)
+def test_a_file_written_deep_in_a_world_writable_folder_is_found_and_swept(path):
+    uid = 2_000_321  # above every block a grader claims (uids.FIRST_UID + uids.BLOCKS * uids.BLOCK)
+    roots = leftovers.discover()
+    top = _top(path)
+    try:
+        assert _as_uid(uid, _write_deep(path)) == 0
+        assert os.path.exists(path)
+        # control: the sweep of old, the top level of /tmp, /var/tmp and /dev/shm only, misses what is
+        # under /run/lock, and nothing below the top level tells it whose the note is
+        old = [e.path for d in ("/tmp", "/var/tmp", "/dev/shm") if os.path.isdir(d) for e in os.scandir(d)
+               if e.stat(follow_symlinks=False).st_uid == uid]
+        if path.startswith("/run/lock"):
+            assert old == []
+        assert top in leftovers.owned_files(uid, roots)
+        assert uid in leftovers.owners(uid - 21, 100, roots)
+        leftovers.sweep(uid, roots)
+        assert not os.path.exists(path) and not os.path.exists(top)
+        assert leftovers.owners(uid - 21, 100, roots) == {}
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
+
+
+@ROOT_ONLY
+def test_a_uid_that_owns_a_process_or_a_file_is_cleaned_or_never_handed_out():
+    """The host's check before a block's uids serve a submission: a process left by a killed run is
+    killed, its files removed; what cannot be removed keeps the uid out of use."""
+    base = 2_000_400  # above every block a grader claims
+    plan = confine.Plan(confine.UID, shared=leftovers.discover())
+    sleeper = os.fork()
+    if sleeper == 0:  # pragma: no cover - child
+        os.setresuid(base + 1, base + 1, base + 1)
+        time.sleep(60)
+        os._exit(0)
+    path = "/var/tmp/agx-left/deep/note"
+    try:
+        assert _as_uid(base + 2, _write_deep(path)) == 0
+        deadline = time.monotonic() + 5
+        while base + 1 not in leftovers.owners(base, 10, plan.shared) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        before = leftovers.owners(base, 10, plan.shared)
+        assert set(before) == {base + 1, base + 2}, before
+        assert confine.dirty_uids(plan, base, 10) == {}
+        assert not os.path.exists(path)
+        assert os.waitpid(sleeper, 0)[0] == sleeper  # killed
+        sleeper = 0
+    finally:
+        if sleeper:
+            os.kill(sleeper, 9)
+            os.waitpid(sleeper, 0)
+        shutil.rmtree(_top(path), ignore_errors=True)
+
+
+@ROOT_ONLY
+@pytest.mark.slow
+def test_a_note_left_deep_in_a_shared_folder_reaches_no_later_submission(tmp_path):
+    """uid+rlimits, one job, so the reader's workers get the writer's very uids: the writer leaves notes deep
+    in /run/lock, /var/tmp and /tmp; the reader's simple_attention.py would not import if it found one.
+    Both score as alice; the control (a note left there by hand) does cost the reader its points."""
+    _clean()
+    subs = tmp_path / "subs"
+    for name, trick in (("0_writer", WRITER), ("1_reader", READER)):
+        shutil.copytree(SAMPLES / "alice", subs / name)
+        module = subs / name / "simple_attention.py"
+        module.write_text(module.read_text() + trick)
+    out = tmp_path / "out"
+    try:
+        result = run_grade("autograde", str(subs), "--out", str(out), "--jobs", "1", "--trust-submissions",
+                           env={"AUTOGRADER_ISOLATION": "uid+rlimits"})
+        assert result.returncode == 0, result.stderr[-2000:]
+        if "uid+rlimits" not in result.stdout:
+            pytest.skip(result.stdout.strip().splitlines()[-1])
+        assert "world-writable folders" in result.stdout and "/run/lock" in result.stdout
+        scores = {p.parent.name: json.loads(p.read_text())["score"] for p in out.glob("*/results.json")}
+        assert scores == {"0_writer": 81, "1_reader": 81}
+        assert [p for p in DEEP if os.path.exists(p)] == []  # gone after the run
+        # control: the reader does fail when a note is there (left here by root, readable by all)
+        _write_deep(DEEP[0])()
+        os.chmod(DEEP[0], 0o644)
+        for parent in Path(DEEP[0]).parents:
+            if str(parent) in ("/run/lock", "/"):
+                break
+            os.chmod(parent, 0o755)
+        again = run_grade("autograde", str(subs / "1_reader"), "--out", str(tmp_path / "control"),
+                          "--trust-submissions", env={"AUTOGRADER_ISOLATION": "uid+rlimits"})
+        control = json.loads((tmp_path / "control" / "1_reader" / "results.json").read_text())
+        assert control["score"] < 81, again.stdout  # its simple_attention.py does not import
+    finally:
+        _clean()
