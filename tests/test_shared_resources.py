@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -172,3 +174,61 @@ def test_a_note_left_deep_in_a_shared_folder_reaches_no_later_submission(tmp_pat
         assert control["score"] < 81, again.stdout  # its simple_attention.py does not import
     finally:
         _clean()
+
+
+def _unshare_pid() -> list[str]:
+    """A command prefix that runs a program in a PID namespace of its own, where this machine allows it."""
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        return []
+    import subprocess  # noqa: PLC0415
+
+    probe = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", "true"], capture_output=True, timeout=30)
+    return ["unshare", "--pid", "--fork", "--mount-proc"] if probe.returncode == 0 else []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("level", ["namespaces", "uid+rlimits", "rlimits"])
+def test_two_batches_and_a_check_side_by_side_grade_right(tmp_path, level):
+    """Two ``grade autograde`` batches and a ``grade check`` at once, on one machine, sharing /tmp, the uid
+    blocks and the control groups. The second batch starts once the first has staged its submissions,
+    in a PID namespace of its own where the machine allows it: there, the first batch's pids mean nothing
+    (a sweep that trusted them removed the first batch's staged files: alice 0/81, "missing")."""
+    import subprocess  # noqa: PLC0415
+
+    subs = tmp_path / "subs"
+    for name in ("alice", "bob"):
+        shutil.copytree(SAMPLES / name, subs / name)
+    # a temp folder of their own: graders of older versions on this machine (which trust pids) stay out of it
+    base = Path(tempfile.mkdtemp(prefix="agx-side-by-side-", dir="/tmp"))
+    base.chmod(0o711)  # traversable by the workers' uids, as /tmp is
+    env = {**os.environ, "AUTOGRADER_ISOLATION": level, "TMPDIR": str(base)}
+    grade = [sys.executable, "-m", "autograder.cli"]
+
+    def batch(out: Path, jobs: str, prefix=()):
+        return subprocess.Popen([*prefix, *grade, "autograde", str(subs), "--out", str(out), "--jobs", jobs,
+                                 "--trust-submissions"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+
+    first = batch(tmp_path / "out1", "1")
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and first.poll() is None and not list(base.glob(
+            f"grade-staging-{first.pid}-*/bob")):
+        time.sleep(0.02)
+    second = batch(tmp_path / "out2", "2", _unshare_pid())
+    check = subprocess.Popen([*grade, "check", str(SAMPLES / "alice"), "--json"], cwd=ROOT, env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    runs = {"first": first, "second": second, "check": check}
+    try:
+        outputs = {name: proc.communicate(timeout=900) for name, proc in runs.items()}
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    for name in ("first", "second"):
+        assert runs[name].returncode == 0, outputs[name][1][-3000:]
+        assert f"isolation: {level}" in outputs[name][0], outputs[name][0]
+        out = tmp_path / ("out1" if name == "first" else "out2")
+        results = {n: json.loads((out / n / "results.json").read_text()) for n in ("alice", "bob")}
+        scores = {n: r["score"] for n, r in results.items()}
+        assert scores == {"alice": 81, "bob": 78}, (name, scores, results["alice"]["tests"][0]["output"][:500])
+    assert runs["check"].returncode == 0, outputs["check"]
+    data = json.loads(outputs["check"][0])
+    assert data["score"] == data["max_score"] > 0

@@ -121,7 +121,10 @@ def _plan_level(uid_base: int, site_dirs: list[str], local: bool, most: str) -> 
         plan.reason = "not running as root (no uid change, no namespaces)"
         return plan
     plan.level = UID
-    plan.groups, plan.groups_reason = cgroups.probe(f"attention-grader-{os.getpid()}")
+    # named after our uid block, which our grader holds locked while we live: another grader (in another
+    # PID namespace too) removes these groups only once that lock is free (cgroups._sweep)
+    plan.groups, plan.groups_reason = cgroups.probe(f"attention-grader-u{uid_base}" if uid_base else
+                                                    f"attention-grader-{os.getpid()}")
     if most == UID:
         plan.reason = "limited to uid+rlimits by AUTOGRADER_ISOLATION"
         return plan
@@ -158,7 +161,7 @@ def _probe(plan: Plan) -> str | None:
             os._exit(1)
     os.close(write)
     _, status = os.waitpid(pid, 0)
-    os.rmdir(folder)
+    tempdirs.remove_empty(folder)
     with os.fdopen(read, "rb") as fh:
         message = fh.read().decode(errors="replace")
     if os.waitstatus_to_exitcode(status) == 0:

@@ -16,10 +16,11 @@ import gc
 import os
 import socket
 
-from . import child, protocol, confine, waits
+from . import child, protocol, confine, tempdirs, waits
 
 
 def run(control: socket.socket, request: dict, plan: confine.Plan) -> None:
+    tempdirs.close_inherited()  # the zygote's folder locks: no worker (student code) may hold or release them
     limits = request.get("limits", {})
     folder = confine.enter(request["folder"], plan, limits)  # with namespaces the watcher stays outside
     workdir = "/tmp/work" if plan.level == confine.NAMESPACES else request["scratch"]

@@ -20,7 +20,7 @@ import traceback
 
 import torch
 
-from . import cgroups, host, protocol, confine, waits
+from . import cgroups, host, protocol, confine, tempdirs, waits
 from . import syscalls as sc
 
 
@@ -67,7 +67,7 @@ def main(control_fd: int, uid_base: int = 0, site_dirs: list[str] | None = None,
     cgroups.release(plan.groups)
     if plan.root_dir:
         try:
-            os.rmdir(plan.root_dir)  # the namespaces' mount point: empty out here
+            tempdirs.remove_empty(plan.root_dir)  # the namespaces' mount point: empty out here
         except OSError:
             pass
     os._exit(0)
