@@ -8,23 +8,8 @@ block's lock file for as long as it lives.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
-FIRST_UID = 1_000_000
-BLOCK = 1_000  # uids per block: a host hands them out in turn, one per worker
-BLOCKS = 1_000
-LOCKS = [Path("/run/lock/attention-autograder-uids"), Path("/tmp/attention-autograder-uids")]
-
-
-def _lock_dir() -> Path:
-    for folder in LOCKS:
-        try:
-            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-            if os.access(folder, os.W_OK):
-                return folder
-        except OSError:
-            continue
-    raise OSError("no folder for uid block locks (tried " + ", ".join(map(str, LOCKS)) + ")")
+from autograder.worker.locks import BLOCK, BLOCKS, FIRST_UID, LOCK_DIRS as LOCKS, lock_dir as _lock_dir  # noqa: F401
 
 
 def claim() -> tuple[int, int]:

@@ -74,10 +74,13 @@ class Sandbox:
         out = os.open(output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         limits = {"cpu_seconds": budget, "cpu_total_seconds": total or budget}
         try:
-            self._ask({"op": "spawn", "spawn": spawn, "limits": limits}, 30, [theirs.fileno(), out])
+            answer = self._ask({"op": "spawn", "spawn": spawn, "limits": limits}, 30, [theirs.fileno(), out])
         finally:
             theirs.close()
             os.close(out)
+        if answer.get("error"):  # the machine's fault (the host says why), never the student's
+            ours.close()
+            raise WorkerError(answer["error"])
         return Worker(ours, self, budget, callbacks=callbacks)
 
     def end(self, wait: float = 0.0) -> dict:

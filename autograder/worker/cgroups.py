@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from . import tempdirs
+from . import locks, tempdirs
 
 
 def _own_groups() -> dict[str, str]:
@@ -160,8 +160,12 @@ def _sweep(folder: str, prefix: str) -> None:
     except OSError:
         return
     for entry in entries:
-        pid = entry.name[len(prefix):]
-        if pid.isdigit() and not tempdirs.alive(int(pid)):
+        owner = entry.name[len(prefix):]
+        if owner.startswith("u") and owner[1:].isdigit():  # named after its grader's uid block: its lock says
+            gone = not locks.block_held(int(owner[1:]))
+        else:  # an older grader's, named after its pid (this PID namespace's only)
+            gone = owner.isdigit() and not tempdirs.alive(int(owner))
+        if gone:
             release(Groups({"x": entry.path}))
 
 

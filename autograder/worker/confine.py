@@ -51,6 +51,7 @@ class Plan:
     reason: str = ""
     groups: cgroups.Groups = field(default_factory=cgroups.Groups)  # per-submission memory and process count
     groups_reason: str = ""
+    shared: tuple[str, ...] = ()  # uid+rlimits: the world-writable folders swept after each step (leftovers.discover)
 
     def under_tmp(self) -> set[str]:
         """Top-level entries of /tmp that lead to an allow-listed mount (a venv under /tmp)."""
@@ -62,7 +63,10 @@ class Plan:
                     f"{'no network, ' if self.network_cut else ''}unprivileged uid per worker, no_new_privs, "
                     "limits on time, memory, processes, file size and output)")
         elif self.level == UID:
-            text = "uid+rlimits (unprivileged uid per worker; limits on time, memory, processes, file size and output)"
+            text = ("uid+rlimits (unprivileged uid per worker; limits on time, memory, processes, file size and output; "
+                    f"after each step, every file the worker's uid left in the machine's {len(self.shared)} world-writable "
+                    f"folders ({', '.join(self.shared)}) removed at any depth, and a uid that still owns a file or a "
+                    "process never given to another worker)")
         else:
             text = "rlimits (limits on time, memory, file size and output; no namespaces, no uid change)"
         if self.level != RLIMITS:
@@ -72,7 +76,7 @@ class Plan:
 
     def shared_dirs(self) -> tuple[str, ...]:
         """Machine-wide folders a worker may write to (with namespaces it sees none of them)."""
-        return leftovers.SHARED_DIRS if self.level == UID else ()
+        return self.shared if self.level == UID else ()
 
     def group_name(self, host_pid: int) -> str:
         return f"h{host_pid}"
@@ -91,8 +95,22 @@ def _allow_list(site_dirs: list[str]) -> list[str]:
 LEVELS = (RLIMITS, UID, NAMESPACES)
 
 
-def plan_for_zygote(uid_base: int, site_dirs: list[str], local: bool = False, most: str = NAMESPACES) -> Plan:
-    """Decide, once, what this machine allows (up to ``most``); cut the zygote off the network."""
+def plan_for_zygote(uid_base: int, site_dirs: list[str], local: bool = False, most: str = NAMESPACES,
+                    scan: tuple[int, int] | None = None) -> Plan:
+    """Decide, once, what this machine allows (up to ``most``); cut the zygote off the network.
+
+    ``scan``: the search for world-writable folders, started beside the zygote's ``import torch``
+    (``leftovers.start_discovery``): waited for if the level is ``uid+rlimits``, else stopped.
+    """
+    plan = _plan_level(uid_base, site_dirs, local, most)
+    if plan.level == UID:
+        plan.shared = leftovers.finish_discovery(scan)
+    else:
+        leftovers.cancel_discovery(scan)
+    return plan
+
+
+def _plan_level(uid_base: int, site_dirs: list[str], local: bool, most: str) -> Plan:
     if local:
         return Plan(RLIMITS, reason="grade check runs your own code on your own machine")
     plan = Plan(RLIMITS, uid_base=uid_base, binds=_allow_list(site_dirs))
@@ -103,7 +121,10 @@ def plan_for_zygote(uid_base: int, site_dirs: list[str], local: bool = False, mo
         plan.reason = "not running as root (no uid change, no namespaces)"
         return plan
     plan.level = UID
-    plan.groups, plan.groups_reason = cgroups.probe(f"attention-grader-{os.getpid()}")
+    # named after our uid block, which our grader holds locked while we live: another grader (in another
+    # PID namespace too) removes these groups only once that lock is free (cgroups._sweep)
+    plan.groups, plan.groups_reason = cgroups.probe(f"attention-grader-u{uid_base}" if uid_base else
+                                                    f"attention-grader-{os.getpid()}")
     if most == UID:
         plan.reason = "limited to uid+rlimits by AUTOGRADER_ISOLATION"
         return plan
@@ -140,7 +161,7 @@ def _probe(plan: Plan) -> str | None:
             os._exit(1)
     os.close(write)
     _, status = os.waitpid(pid, 0)
-    os.rmdir(folder)
+    tempdirs.remove_empty(folder)
     with os.fdopen(read, "rb") as fh:
         message = fh.read().decode(errors="replace")
     if os.waitstatus_to_exitcode(status) == 0:
@@ -238,7 +259,22 @@ def kill_step(plan: Plan, pid: int, uid: int) -> None:
             pass
     if plan.level == UID:  # daemons that left the session: everything running as the step's uid
         _kill_uid(uid)
-        leftovers.sweep(uid)  # and what it left in the machine's shared folders and IPC
+        leftovers.sweep(uid, plan.shared)  # and what it left in the machine's shared folders (any depth) and IPC
+
+
+def dirty_uids(plan: Plan, uid_base: int, count: int = 1000) -> dict[int, list[str]]:
+    """Under ``uid+rlimits``: the uids of the block that still own a process, a file in the shared folders
+    or an IPC object (a run killed with ``kill -9``, a host killed before it could tidy up), after one
+    try at removing it all. The host never gives such a uid to a worker."""
+    if plan.level != UID:
+        return {}
+    found = leftovers.owners(uid_base, count, plan.shared)
+    if found:
+        for uid in found:
+            _kill_uid(uid)
+            leftovers.sweep(uid, plan.shared)
+        found = leftovers.owners(uid_base, count, plan.shared)
+    return found
 
 
 def _kill_uid(uid: int) -> None:

@@ -17,16 +17,19 @@ import os
 import socket
 import time
 
-from . import child, protocol, confine, waits
+from . import child, protocol, confine, tempdirs, waits
 
 
 def run(control: socket.socket, request: dict, plan: confine.Plan) -> None:
+    tempdirs.close_inherited()  # the zygote's folder locks: no worker (student code) may hold or release them
     limits = request.get("limits", {})
     folder = confine.enter(request["folder"], plan, limits)  # with namespaces the watcher stays outside
     workdir = "/tmp/work" if plan.level == confine.NAMESPACES else request["scratch"]
     os.makedirs(workdir, mode=0o755, exist_ok=True)
     uid_base, spawned, current = int(request.get("uid_base", 0)), 0, None
     uid_count = max(1, int(request.get("uids", 1000)))  # grading/uids.py: which uids of the block are ours
+    # uid+rlimits: a uid that owns a file or a process serves no one (only ours: the reference worker's is not)
+    dirty = confine.dirty_uids(plan, uid_base, uid_count)
     gc.freeze()  # see zygote.main: forked workers must not copy the host's heap by collecting it
     # A timer of our own besides the trusted side's deadlines: past the submission's wall-clock budget (and a
     # margin), whatever the trusted side is doing, the step's worker is killed and the sandbox ends.
@@ -42,9 +45,20 @@ def run(control: socket.socket, request: dict, plan: confine.Plan) -> None:
         if op["op"] == "spawn":
             if current is not None:
                 _end(plan, current, 0, workdir)
+            channel_fd, output_fd = fds
+            if len(dirty) >= uid_count:
+                os.close(channel_fd)
+                os.close(output_fd)
+                protocol.reply(control, {"ok": False, "error": (
+                    "the grading machine could not give this step a clean user id: every uid of the grader's block "
+                    f"still owns a file or a process (e.g. uid {min(dirty)}: {dirty[min(dirty)][:3]}); not a fault "
+                    "of your code")})
+                continue
             uid = uid_base + spawned % uid_count  # a fresh uid per worker (of this zygote's block): its own process count
             spawned += 1
-            channel_fd, output_fd = fds
+            while uid in dirty:
+                uid = uid_base + spawned % uid_count
+                spawned += 1
             host_pid = os.getpid()
             pid = os.fork()
             if pid == 0:  # pragma: no cover - the worker

@@ -1,19 +1,30 @@
 """The grader's own folders in the system temp folder: each run leaves none behind, even when killed.
 
-Each folder is named ``<prefix><pid>-<random>`` after the process that made it, which removes it when it is
-done. A run killed with ``kill -9`` cannot; so every run first sweeps away the folders of its prefix whose
-process is no longer alive.
+Each folder is named ``<prefix><pid>-<random>`` and holds a lock file (``.owner.lock``) that the process
+that made it keeps locked for as long as it lives (its forked children hold it too). The folder appears
+under that name only once locked (made under a hidden name, then renamed). A run killed with ``kill -9``
+cannot remove its folders; so every run first sweeps away the folders of its prefix whose lock nobody
+holds. A pid is no proof of life: another grader in another PID namespace (two containers sharing
+``/tmp``) would read a live run's pid as gone, and pids are reused. Folders of older graders, without a
+lock, fall back to their pid.
 """
 from __future__ import annotations
 
 import os
 import shutil
 import tempfile
+import time
 from pathlib import Path
+
+from . import locks
+
+LOCK = ".owner.lock"
+#: folders this process made, and the descriptor that holds each one's lock
+_held: dict[str, int] = {}
 
 
 def alive(pid: int) -> bool:
-    """Running (a zombie whose parent never reaped it is not)."""
+    """Running (a zombie whose parent never reaped it is not). In this PID namespace only."""
     try:
         with open(f"/proc/{pid}/stat") as fh:
             return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
@@ -30,19 +41,34 @@ def alive(pid: int) -> bool:
     return True
 
 
+def _gone(entry: os.DirEntry, pid: str) -> bool:
+    """Is the owner of this folder gone? Its lock says so; without one (an older grader's), its pid."""
+    owner = locks.held(os.path.join(entry.path, LOCK))
+    if owner is not None:
+        return not owner
+    if entry.name.startswith("."):  # being made (not yet locked), or its maker died at that moment
+        try:
+            return time.time() - entry.stat(follow_symlinks=False).st_mtime > 3600
+        except OSError:
+            return False
+    return pid.isdigit() and not alive(int(pid))
+
+
 def sweep(prefix: str, base: str | None = None) -> None:
-    """Remove ``prefix*`` folders of processes that are gone (and empty ones of older runs, named without a pid)."""
+    """Remove ``prefix*`` folders whose owner is gone (and empty ones of older runs, named without a pid)."""
     base = base or tempfile.gettempdir()
+    _forget_removed()
     try:
         entries = list(os.scandir(base))
     except OSError:
         return
     for entry in entries:
-        if not entry.name.startswith(prefix) or not entry.is_dir(follow_symlinks=False):
+        name = entry.name[1:] if entry.name.startswith(".") else entry.name
+        if not name.startswith(prefix) or not entry.is_dir(follow_symlinks=False) or entry.path in _held:
             continue
-        pid = entry.name[len(prefix):].split("-", 1)[0]
-        if pid.isdigit():
-            if not alive(int(pid)):
+        pid = name[len(prefix):].split("-", 1)[0]
+        if pid.isdigit() or entry.name.startswith(".") or os.path.exists(os.path.join(entry.path, LOCK)):
+            if _gone(entry, pid):
                 shutil.rmtree(entry.path, ignore_errors=True)
         else:
             try:
@@ -51,10 +77,46 @@ def sweep(prefix: str, base: str | None = None) -> None:
                 pass
 
 
+def _forget_removed() -> None:
+    """Let go of the locks of our folders that have been removed since."""
+    for path, fd in list(_held.items()):
+        if not os.path.isdir(path):
+            os.close(fd)
+            del _held[path]
+
+
+def close_inherited() -> None:
+    """In a forked child that must not hold its parent's locks (a host, whose workers run student code)."""
+    for fd in _held.values():
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    _held.clear()
+
+
 def make(prefix: str, base: str | None = None, mode: int | None = None) -> Path:
-    """A fresh folder ``<prefix><our pid>-XXXX``, after sweeping the litter of dead runs."""
+    """A fresh folder ``<prefix><our pid>-XXXX``, locked by us, after sweeping the litter of dead runs."""
     sweep(prefix, base)
-    path = Path(tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-", dir=base))
+    hidden = Path(tempfile.mkdtemp(prefix=f".{prefix}{os.getpid()}-", dir=base))
+    fd = os.open(hidden / LOCK, os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
+    if locks.fcntl is not None:
+        locks.fcntl.flock(fd, locks.fcntl.LOCK_EX)
+    path = hidden.with_name(hidden.name[1:])
+    os.rename(hidden, path)
+    _held[str(path)] = fd
     if mode is not None:
         os.chmod(path, mode)
     return path
+
+
+def remove_empty(path: str | os.PathLike) -> None:
+    """Remove a folder of ours that should be empty but for its lock (never anything else: a mount point)."""
+    fd = _held.pop(str(path), None)
+    try:
+        os.unlink(os.path.join(path, LOCK))
+    except OSError:
+        pass
+    if fd is not None:
+        os.close(fd)
+    os.rmdir(path)

@@ -20,7 +20,7 @@ import traceback
 
 import torch
 
-from . import cgroups, host, protocol, confine, waits
+from . import cgroups, host, protocol, confine, tempdirs, waits
 from . import syscalls as sc
 
 
@@ -52,11 +52,12 @@ def warm_up() -> None:
 
 
 def main(control_fd: int, uid_base: int = 0, site_dirs: list[str] | None = None,
-         most: str = confine.NAMESPACES) -> None:
+         most: str = confine.NAMESPACES, scan: tuple[int, int] | None = None) -> None:
+    """``scan``: the search for world-writable folders, started before ``import torch`` (_BOOT)."""
     torch.set_num_threads(1)
     warm_up()
     control = socket.socket(fileno=control_fd)
-    plan = confine.plan_for_zygote(uid_base, site_dirs or [], most=most)
+    plan = confine.plan_for_zygote(uid_base, site_dirs or [], most=most, scan=scan)
     # Everything loaded so far lives as long as we do: keep the collector from walking (and so
     # copying, page by page) all of it in every forked child.
     gc.freeze()
@@ -66,7 +67,7 @@ def main(control_fd: int, uid_base: int = 0, site_dirs: list[str] | None = None,
     cgroups.release(plan.groups)
     if plan.root_dir:
         try:
-            os.rmdir(plan.root_dir)  # the namespaces' mount point: empty out here
+            tempdirs.remove_empty(plan.root_dir)  # the namespaces' mount point: empty out here
         except OSError:
             pass
     os._exit(0)
@@ -100,6 +101,7 @@ def serve(control: socket.socket, plan: confine.Plan) -> None:
                 if request.get("op") == "clone":  # a copy of this zygote for another batch job
                     _finished.clear()
                     _clones.clear()
+                    _ended_hosts.clear()  # our parent's hosts: their groups are our parent's to remove
                     if plan.network_cut:  # its own network (abstract sockets), IPC and host name, as ours
                         sc.unshare(sc.CLONE_NEWNET | sc.CLONE_NEWIPC | sc.CLONE_NEWUTS)
                     serve(socket.socket(fileno=channel_fd), plan)
