@@ -124,3 +124,30 @@ def test_no_proxy_holds_reference_code(proxies):
             code = getattr(member, "__code__", None)
             if code is not None:
                 assert inspect.getsourcefile(code).endswith("standins.py"), step
+
+
+@pytest.mark.parametrize("change", [
+    {"attrs": {"_forward_hooks": "x"}}, {"attrs": {"forward": 1}}, {"attrs": {"__class__": "int"}},
+    {"attrs": {"d_out": {"not": "plain"}}}, {"class": "os.system", "step": False},
+    {"class": "torch.nn.functional.linear", "step": False},
+])
+def test_a_crafted_module_tree_is_refused_by_the_reference_worker(change):
+    """What a hostile worker may send as its module: data only, names that hide nothing, torch.nn layers only."""
+    from autograder.worker import module_tree  # noqa: PLC0415
+
+    server = reference_server.Server(dict(STEPS))
+    torch.manual_seed(0)
+    tree = module_tree.describe(causal_attention.CausalAttention(3, 2, 6, 0.0), server.step_of)
+    tree = {**tree, **{k: ({**tree[k], **v} if isinstance(v, dict) and k == "attrs" else v) for k, v in change.items()}}
+    with pytest.raises(TypeError):
+        module_tree.rebuild(tree, server.class_for)
+
+
+def test_control_the_honest_tree_rebuilds():
+    from autograder.worker import module_tree  # noqa: PLC0415
+
+    server = reference_server.Server(dict(STEPS))
+    torch.manual_seed(0)
+    module = causal_attention.CausalAttention(3, 2, 6, 0.0)
+    again = module_tree.rebuild(module_tree.describe(module, server.step_of), server.class_for)
+    assert module_tree.same_values(again, module)

@@ -69,13 +69,37 @@ def rebuild(tree: dict, class_for: Callable[[str], type], tensors: Iterator | No
     ``tensors``, each ``None`` the tree holds for a tensor takes the next one. ``into``: fill this
     (already initialised) module instead of making one.
     """
+    _depth[0] += 1
+    try:
+        return _rebuild(tree, class_for, tensors, into)
+    finally:
+        _depth[0] -= 1
+
+
+_depth = [0]
+#: how deep a tree may nest (the unit's modules nest two levels)
+MAX_DEPTH = 8
+
+
+def _name(module: nn.Module, name) -> str:
+    """A name a tree may give: a plain identifier that hides nothing of the class (no method, no dunder)."""
+    if type(name) is not str or not name.isidentifier() or name.startswith("_") or hasattr(type(module), name):
+        raise TypeError(f"a stand-in cannot hold a member named {name!r}")
+    return name
+
+
+def _rebuild(tree: dict, class_for, tensors, into):
+    if _depth[0] > MAX_DEPTH:
+        raise TypeError("a stand-in's module nests too deeply")
     if into is None:
         cls = class_for(tree["class"]) if tree["step"] else layer_class(tree["class"])
         into = cls.__new__(cls)
         nn.Module.__init__(into)
     module = into
     for name, value in tree["attrs"].items():
-        object.__setattr__(module, name, value)
+        if not _plain(value):
+            raise TypeError(f"a stand-in's attribute {name!r} is not plain data")
+        object.__setattr__(module, _name(module, name), value)
 
     def take(stored, absent):
         if absent:
@@ -84,12 +108,13 @@ def rebuild(tree: dict, class_for: Callable[[str], type], tensors: Iterator | No
 
     for name, stored, requires_grad, absent in tree["params"]:
         tensor = take(stored, absent)
-        module.register_parameter(name, None if tensor is None else nn.Parameter(tensor, requires_grad=requires_grad))
+        module.register_parameter(_name(module, name),
+                                  None if tensor is None else nn.Parameter(tensor, requires_grad=bool(requires_grad)))
     for name, stored, persistent, absent in tree["buffers"]:
-        module.register_buffer(name, take(stored, absent), persistent=persistent)
+        module.register_buffer(_name(module, name), take(stored, absent), persistent=bool(persistent))
     for name, child in tree["children"]:
-        module.register_module(name, None if child is None else rebuild(child, class_for, tensors))
-    object.__setattr__(module, "training", tree["training"])
+        module.register_module(_name(module, name), None if child is None else rebuild(child, class_for, tensors))
+    object.__setattr__(module, "training", bool(tree["training"]))
     return module
 
 
