@@ -252,7 +252,8 @@ def test_a_client_killed_mid_batch_takes_its_workers_down_and_a_rerun_resumes(lo
 
 
 def test_submissions_that_crash_or_hang_their_worker_get_a_fair_zero_and_others_are_unaffected(cli_cluster, tmp_path):
-    hostile = ["os_exit_in_step", "segfault", "kill_parent", "infinite_loop"]
+    # trickle_channel: a frame trickled a byte at a time while sleeping must not pin a Dask worker's thread
+    hostile = ["os_exit_in_step", "segfault", "kill_parent", "infinite_loop", "trickle_channel"]
     subs = tmp_path / "subs"
     for name in hostile:
         shutil.copytree(ADVERSARIAL / name, subs / name)
