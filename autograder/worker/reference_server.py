@@ -24,7 +24,7 @@ import sys
 import torch
 import torch.nn as nn
 
-from . import module_tree, wire
+from . import module_tree, syscalls, wire
 
 PACKAGE = "reference_solutions"
 #: modules built and kept (GPT-2's are 14 MB each); a call naming one no longer kept is answered STALE
@@ -209,6 +209,10 @@ def _detached(value):
 def serve(channel: socket.socket) -> None:
     """The first request carries the sources (``{"op": "reference", "sources": ..., "steps": ...}``)."""
     torch.set_num_threads(1)
+    try:  # no process of the same uid may read our memory (/proc/PID/mem) or trace us: defence in depth
+        syscalls.prctl(syscalls.PR_SET_DUMPABLE, 0)
+    except (OSError, AttributeError):  # not Linux
+        pass
     first = wire.recv(channel)
     server = Server(load(first["sources"], first["steps"]))
     del first
