@@ -32,8 +32,9 @@ class Staged:
     module_errors: dict[str, dict] = field(default_factory=dict)
     problem: str | None = None
     #: why nothing could be graded, as data (the class summary's "needs a person" list): ``symlink``,
-    #: ``unsupported``, ``empty`` (a folder or archive with no file), ``no_modules``, ``several_copies``, or
-    #: the archive's (``corrupt``, ``unreadable``, ``too_many_entries``, ``too_large``, ``zip_bomb``)
+    #: ``unsupported``, ``empty_folder`` and ``empty_archive`` (no file in it), ``no_modules``,
+    #: ``several_copies``, or the archive's (``corrupt``, ``unreadable``, ``empty_archive``,
+    #: ``too_many_entries``, ``too_large``, ``zip_bomb``)
     cause: str | None = None
 
 
@@ -48,8 +49,8 @@ def _has_files(root: Path) -> bool:
     return False
 
 
-def _root_cause(problem: str, unpacked: Path) -> str:
-    return "several_copies" if "several folders" in problem else "no_modules" if _has_files(unpacked) else "empty"
+def _root_cause(problem: str, unpacked: Path, empty: str) -> str:
+    return "several_copies" if "several folders" in problem else "no_modules" if _has_files(unpacked) else empty
 
 
 def _walk(root: Path, depth: int = 3):
@@ -189,7 +190,7 @@ def stage(source: Path, name: str, staging: Path, modules: list[str], steps: dic
                 root, problem = find_root(unpacked, modules)
                 if problem:
                     return Staged(name, None, notes=notes, problem=f"{source.name}: {problem}",
-                                  cause=_root_cause(problem, unpacked))
+                                  cause=_root_cause(problem, unpacked, "empty_archive"))
                 staged = copy_modules(root, dest, modules, steps)
                 staged.notes[:0] = notes
             finally:
@@ -204,7 +205,7 @@ def stage(source: Path, name: str, staging: Path, modules: list[str], steps: dic
         elif source.is_dir():
             root, problem = find_root(source, modules)
             if problem:
-                return Staged(name, None, problem=f"{source.name}/: {problem}", cause=_root_cause(problem, source))
+                return Staged(name, None, problem=f"{source.name}/: {problem}", cause=_root_cause(problem, source, "empty_folder"))
             staged = copy_modules(root, dest, modules, steps)
         else:
             return Staged(name, None, problem=f"{source.name}: expected a folder, a .zip archive or a notebook",

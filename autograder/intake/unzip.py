@@ -12,7 +12,7 @@ MAX_RATIO = 200  # a larger compression ratio on a big entry is a zip bomb, not 
 
 class ArchiveError(Exception):
     """The archive cannot be used; the message says why, in the student's terms, and ``cause`` as data
-    (``corrupt``, ``unreadable``, ``empty``, ``too_many_entries``, ``too_large``, ``zip_bomb``)."""
+    (``corrupt``, ``unreadable``, ``empty_archive``, ``too_many_entries``, ``too_large``, ``zip_bomb``)."""
 
     def __init__(self, message: str, cause: str = "corrupt"):
         super().__init__(message)
@@ -38,7 +38,7 @@ def extract(archive: Path, target: Path) -> list[str]:
     with zf:
         entries = zf.infolist()
         if not entries:
-            raise ArchiveError(f"{archive.name} is empty", "empty")
+            raise ArchiveError(f"{archive.name} is empty", "empty_archive")
         if len(entries) > MAX_ENTRIES:
             raise ArchiveError(f"{archive.name} has {len(entries)} entries; at most {MAX_ENTRIES} are accepted", "too_many_entries")
         total = 0

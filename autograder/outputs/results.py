@@ -66,7 +66,7 @@ class Problem(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     kind: str  # PROBLEM_KINDS
-    #: not_graded: symlink, unsupported, empty, no_modules, several_copies, corrupt, unreadable,
+    #: not_graded: symlink, unsupported, empty_folder, empty_archive, no_modules, several_copies, corrupt, unreadable,
     #: too_many_entries, too_large, zip_bomb; module_not_graded: not_utf8, too_large, unreadable, symlink,
     #: broken_notebook, missing
     cause: str | None = None
