@@ -104,7 +104,8 @@ def needs_person_markdown(summary: dict) -> list[str]:
     lines = [f"## Needs a person: {len(needs)}", ""]
     for category, found in class_list.by_category(needs).items():
         lines += [f"### {class_list.CATEGORIES[category]} ({len(found)})", ""]
-        lines += [f"- **{_md(class_list.who(entry))}**: {_md(why['why'])}" + (f" ({_md(why['detail'])})" if why["detail"] else "")
+        lines += [f"- **{_md(class_list.who(entry))}**: " + " ".join(filter(None, [_md(why["why"]), why["detail"] and (
+                      f"({_md(why['detail'])})" if why["why"] else _md(why["detail"]))]))
                   + (f" [feedback]({entry['feedback']})" if entry.get("feedback") else "") for entry, why in found]
         lines.append("")
     return lines

@@ -124,8 +124,8 @@ def build(course, results: dict[str, dict], grader_errors=(), unreadable: dict[s
                 found.append(reason({"kind": "grader_error"}))
         matches = index.lookup(name) if index is not None else None
         if matches is not None and not matches:
-            found.append({"category": "not_on_roster", "why": "no roster student has this login, id or e-mail",
-                          "detail": ""})
+            found.append({"category": "not_on_roster", "why": "",
+                          "detail": "no roster student has this login, id or e-mail"})
         elif matches is not None and len(matches) > 1:
             found.append({"category": "ambiguous", "why": ", ".join(s.label for s in matches), "detail": ""})
         order = list(CATEGORIES)
@@ -148,8 +148,9 @@ def build(course, results: dict[str, dict], grader_errors=(), unreadable: dict[s
     if roster is not None:
         handed = {id(s) for name in {*results, *(unreadable or {})} for s in index.lookup(name)}
         needs += [{"submission": None, "student": s.label, "feedback": None,
-                   "reasons": [{"category": "no_submission", "why": "nothing handed in under its login, id or e-mail",
-                                "detail": ""}]} for s in roster if id(s) not in handed]
+                   "reasons": [{"category": "no_submission", "why": "",
+                                "detail": "nothing handed in under this student's login, id or e-mail"}]}
+                  for s in roster if id(s) not in handed]
     order = list(CATEGORIES)
     needs.sort(key=lambda e: (order.index(e["reasons"][0]["category"]), (e["submission"] or e["student"]).lower()))
     return rows, needs
@@ -172,7 +173,8 @@ def who(entry: dict) -> str:
 
 def one_line(entry: dict) -> str:
     """``frank: not graded (corrupt zip); timed out (...)``: for the terminal and summary.md."""
-    return f"{who(entry)}: " + "; ".join(f"{SHORT[r['category']]} ({r['why']})" for r in entry["reasons"])
+    return f"{who(entry)}: " + "; ".join(SHORT[r["category"]] + (f" ({r['why']})" if r["why"] else "")
+                                         for r in entry["reasons"])
 
 
 def has_late_policy(rows: list[dict]) -> bool:
@@ -201,6 +203,7 @@ table.sortable th button::after{content:" \\2195";color:#999}
 table.sortable th[aria-sort=ascending] button::after{content:" \\25B2";color:inherit}
 table.sortable th[aria-sort=descending] button::after{content:" \\25BC";color:inherit}
 table.sortable td.state{text-align:left}table.sortable td.state.problem{color:#c62828;font-weight:bold}
+table.sortable td,table.sortable th{white-space:nowrap}
 table.sortable caption{text-align:left;font-size:.85em;color:#555;caption-side:top;padding:.2em 0}
 """
 
@@ -268,8 +271,10 @@ def needs_person_html(summary: dict) -> str:
         out.append(f"<h3>{escape(CATEGORIES[category])} ({len(found)})</h3><ul class=\"{category}\">")
         for entry, why in found:
             detail = f" &mdash; <span class=\"detail\">{escape(why['detail'])}</span>" if why["detail"] else ""
+            short = f"<span class=\"why\">{escape(why['why'])}</span>" if why["why"] else ""
+            detail = detail if short else f" <span class=\"detail\">{escape(why['detail'])}</span>"
             out.append(f"<li data-submission=\"{escape(who(entry))}\">{_link(who(entry), entry.get('feedback'))}: "
-                       f"<span class=\"why\">{escape(why['why'])}</span>{detail}</li>")
+                       f"{short}{detail}</li>")
         out.append("</ul>")
     out.append("</section>")
     return "\n".join(out)
