@@ -209,7 +209,7 @@ def test_results_json_says_why_as_data(mixed):
     def problem(name):
         return json.loads((mixed["out"] / name / "results.json").read_text())["extra_data"]["problems"]
 
-    assert problem("frank") == [{"kind": "not_graded", "cause": "corrupt", "steps": [],
+    assert problem("frank") == [{"kind": "not_graded", "cause": "corrupt",
                                  "message": "frank.zip is not a valid .zip archive (it may be corrupt or truncated)"}]
     assert problem("eve")[0]["cause"] == "empty_folder"
     assert [(p["kind"], p["cause"], p["module"]) for p in problem("nina")] == \
@@ -255,6 +255,7 @@ def test_the_dashboard_names_each_with_its_reason_and_links_and_sorts_every_subm
     by_name = {r[0]: r for r in rows}
     assert by_name["alice"][2] == f"{TOP:g}/{TOP:g}" and by_name["frank"][3] == "not graded"
     assert by_name["alice"][-1] == "on time" and by_name["bob"][-1].startswith("2 days late")
+    assert by_name["alice"][5] == "2026-12-11 20:00 +01:00" and by_name["carol"][-1] == "no time known"
     # every link opens that submission's feedback page
     hrefs = view.page.evaluate("() => Array.from(document.querySelectorAll('#submissions tbody a')).map(a => a.href)")
     assert len(hrefs) == len(mixed["names"])
@@ -268,6 +269,7 @@ def test_the_dashboard_names_each_with_its_reason_and_links_and_sorts_every_subm
     scores = [float(r[2].split("/")[0]) for r in table(view)]
     assert scores == sorted(scores) and scores[0] == 0
     assert view.page.get_attribute("#submissions th:nth-child(3)", "aria-sort") == "ascending"
+    assert "Sorted by score, ascending" in view.page.inner_text("#submissions caption")
     view.page.click("#submissions th >> text=score")
     assert [float(r[2].split("/")[0]) for r in table(view)] == sorted(scores, reverse=True)
     view.page.click("#submissions th >> text=grading time")
@@ -291,6 +293,7 @@ def test_the_dashboard_names_each_with_its_reason_and_links_and_sorts_every_subm
         page = context.new_page()
         page.goto((mixed["out"] / "summary.html").resolve().as_uri())
         names = page.locator("#submissions tbody tr td:first-child").all_inner_texts()
+        assert "In name order." in page.inner_text("#submissions caption")
         assert names == sorted(mixed["names"], key=str.lower)
         assert page.locator("#needs-a-person li").count() == len(WHY)
     finally:

@@ -187,7 +187,7 @@ def late_text(row: dict) -> str:
     if late == "late":
         days = row["late_days"]
         return f"{days:g} day{'s' if days != 1 else ''} late (-{row['late_penalty']:g}%)"
-    return {"on_time": "on time", "in_grace": "in grace period", "undated": "no submission time"}.get(late, "")
+    return {"on_time": "on time", "in_grace": "in grace period", "undated": "no time known"}.get(late, "")
 
 
 # -- on the dashboard (autograder/pages/dashboard.py) --------------------------------------------------
@@ -217,7 +217,7 @@ SCRIPT = """
     if (hint) hint.textContent = "Click a column header to sort by it; click again to reverse.";
     const original = Array.from(body.rows);
     heads.forEach((th, col) => {
-      const button = document.createElement("button");
+      const label = th.textContent, button = document.createElement("button");
       button.type = "button";
       button.textContent = th.textContent;
       th.textContent = "";
@@ -226,6 +226,7 @@ SCRIPT = """
         const up = th.getAttribute("aria-sort") !== "ascending";
         heads.forEach(h => h.removeAttribute("aria-sort"));
         th.setAttribute("aria-sort", up ? "ascending" : "descending");
+        if (hint) hint.textContent = `Sorted by ${label}, ${up ? "ascending" : "descending"}; click a header to sort by it.`;
         const number = th.dataset.type === "number";
         const key = row => {
           const cell = row.cells[col], raw = cell.dataset.sort ?? cell.textContent.trim();
@@ -291,6 +292,20 @@ def _utc_seconds(when: str | None) -> float | None:
         return None
 
 
+def _when(when: str | None) -> str:
+    """``2026-12-11 20:00 +01:00``: the platform's time, minutes shown, its own UTC offset kept."""
+    from datetime import datetime  # noqa: PLC0415
+
+    if not when:
+        return ""
+    try:
+        moment = datetime.fromisoformat(when.replace("Z", "+00:00"))
+    except ValueError:
+        return when
+    offset = moment.strftime("%z")
+    return moment.strftime("%Y-%m-%d %H:%M") + (f" {offset[:3]}:{offset[3:]}" if offset else "")
+
+
 def table_html(summary: dict) -> str:
     from html import escape  # noqa: PLC0415
 
@@ -300,8 +315,8 @@ def table_html(summary: dict) -> str:
     heads = [("submission", "text"), *([("student", "text")] if roster else []), ("score", "number"),
              ("status", "number"), ("grading time (s)", "number"), ("submitted", "number"),
              *([("late days", "number")] if late else [])]
-    out = ["<table id=\"submissions\" class=\"sortable\"><caption>One row per submission, in name order; the name "
-           "links to its feedback page. <span class=\"how\"></span></caption>",
+    out = ["<table id=\"submissions\" class=\"sortable\"><caption>One row per submission; the name links to its "
+           "feedback page. <span class=\"how\">In name order.</span></caption>",
            "<thead><tr>" + "".join(f"<th scope=\"col\" data-type=\"{kind}\">{escape(head)}</th>" for head, kind in heads)
            + "</tr></thead><tbody>"]
     for r in rows:
@@ -313,7 +328,7 @@ def table_html(summary: dict) -> str:
                   _cell(r["status"], r["status_rank"], "state" + (" problem" if r["status"] != "graded" else "")),
                   _cell("" if r.get("execution_time") is None else f"{r['execution_time']:.2f}",
                         "" if r.get("execution_time") is None else r["execution_time"], "num"),
-                  _cell(r.get("submitted_at") or "", "" if _utc_seconds(r.get("submitted_at")) is None
+                  _cell(_when(r.get("submitted_at")), "" if _utc_seconds(r.get("submitted_at")) is None
                         else _utc_seconds(r.get("submitted_at")))]
         if late:
             cells.append(_cell(late_text(r), "" if r.get("late_days") is None else r["late_days"]))
