@@ -80,6 +80,9 @@ def assign(course_file: Path) -> None:
 @click.option("--scheduler", metavar="ADDRESS", help="With --executor dask: the scheduler (tcp://host:8786).")
 @click.option("--local-workers", type=click.IntRange(min=1), metavar="N",
               help="With --executor dask: a LocalCluster of N worker processes  [default: the number of cores]")
+@click.option("--roster", "roster_file", metavar="FILE", type=click.Path(path_type=Path, exists=True, dir_okay=False),
+              help="Class list CSV (as grade export takes): the class summary also names submissions that match no "
+                   "roster student and roster students with no submission.")
 def autograde(**options) -> None:
     """Grade SUBMISSIONS (folders, .zip archives, notebooks, or folders of them) with the hidden suites.
 

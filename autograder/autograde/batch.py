@@ -85,14 +85,15 @@ def grade_staged(staged: Staged, extra: dict, grader) -> tuple[dict, dict, tuple
     Shared by the local jobs and the Dask workers (``autograder/cluster/``), so both grade alike.
     """
     if staged.problem:
-        result = results.rejected(grader.course, staged.problem, staged.notes)
+        result = results.rejected(grader.course, staged.problem, staged.notes, staged.cause)
         (cards, pictures), lines = feedback.cards_and_pictures(result), result["output"].splitlines()
         result = feedback.embed(result, cards, pictures)
     else:
         result = grader.grade(staged.folder, notes=staged.notes, module_errors=staged.module_errors)
         cards, pictures, lines = grader.last_cards, grader.last_pictures, grader.last_lines
     errors = [] if staged.problem else list(getattr(grader, "last_grader_errors", []))
-    result["extra_data"] = {**extra, "isolation": grader.zygote.level, "grader_errors": len(errors)}
+    result["extra_data"] = {**extra, "isolation": grader.zygote.level, "grader_errors": len(errors),
+                            "problems": (result.get("extra_data") or {}).get("problems", [])}
     item = {"name": extra["submission"], "score": result["score"], "problem": staged.problem,
             "isolation": grader.zygote.isolation, "grader_errors": errors}
     return result, item, (cards, pictures, lines)

@@ -51,6 +51,7 @@ class GradingPlugin:
         self.collected: list[tuple[str | None, str]] = []
         self.items: list = []  # every test pytest collected (before selection)
         self.grader_errors: list[str] = []  # for the instructor's log, never for students
+        self.grader_error_counts: list[tuple[str, str]] = []  # (step, count) the grader failed on
 
     def new_check(self, step: str, count: str) -> Check:
         visibility = self.course.steps[step].counts[count].visibility
@@ -90,6 +91,7 @@ class GradingPlugin:
             outcome.feedback = (f"{step} [{count}]: the grader itself failed on this count, not your code; please "
                                 f"tell your instructor ({type(exc).__name__})")
             self.grader_errors.append(f"{nodeid}: {traceback.format_exc(limit=-3)}")
+            self.grader_error_counts.append((step, count))
         outcome.cases = getattr(check, "cases_run", 0)
         self.outcomes[(step, count)] = outcome
 

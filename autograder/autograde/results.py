@@ -10,6 +10,7 @@ from autograder.course import Course
 from autograder.outputs.results import Results, write_atomic  # noqa: F401 - write_atomic: the writer's
 from autograder.pages import misconceptions
 
+from . import problems as problem_list
 from .plugin import FAILED, NOT_ATTEMPTED, PASSED, Outcome
 
 
@@ -17,11 +18,13 @@ def test_name(course: Course, step: str, count: str) -> str:
     return f"{step} {count}: {course.steps[step].title}"
 
 
-def rejected(course: Course, problem: str, notes: list[str] | None = None) -> dict:
-    """The results of a submission that could not be graded at all (an empty archive, no module)."""
+def rejected(course: Course, problem: str, notes: list[str] | None = None, cause: str | None = None) -> dict:
+    """The results of a submission that could not be graded at all (an empty archive, no module);
+    ``cause``: why, as data (intake/stage.py's ``Staged.cause``)."""
     outcomes = {(step, count): Outcome(step, count, FAILED, f"not graded: {problem}")
                 for step, spec in course.steps.items() for count in spec.counts}
-    return build(course, outcomes, notes=[f"This submission could not be graded: {problem}", *(notes or [])])
+    result = build(course, outcomes, notes=[f"This submission could not be graded: {problem}", *(notes or [])])
+    return {**result, "extra_data": {"problems": problem_list.not_graded(cause, problem)}}
 
 
 def build(course: Course, outcomes: dict[tuple[str, str], Outcome], *, notes: list[str] | None = None,

@@ -11,7 +11,7 @@ from autograder.grading.reference_worker import ReferenceWorker
 from autograder.grading.runner import SubmissionRunner, asked_standins
 from autograder.grading.zygote_client import Zygote
 
-from . import direct, feedback, results
+from . import direct, feedback, problems, results
 from .plugin import GradingPlugin
 from .suite_runner import run_suites, validate_suites
 
@@ -73,7 +73,8 @@ class Grader:
         # A line the student wrote is theirs to see, even where the reference has the same line: only text
         # that comes from nowhere in their own files can be a quote of the reference.
         own = _own_lines(folder)
-        plugin = GradingPlugin(self.course, self.reference, runner.run, cache=self.cache,
+        recorder = problems.Recorder(runner.run)  # timed out, limits, deaths, tampering: as data
+        plugin = GradingPlugin(self.course, self.reference, recorder, cache=self.cache,
                                reference_lines={line for line in self.reference_lines if line not in own},
                                late_steps=self.late_steps)
         try:
@@ -90,6 +91,9 @@ class Grader:
         #: the page's cards, pictures (drawn only for failing public cases) and summary lines, for feedback.html
         self.last_cards, self.last_pictures = feedback.cards_and_pictures(result, plugin.outcomes)
         self.last_lines = result["output"].splitlines()
+        # what a person should look at (the class summary's list), as data; batch.grade_staged adds the identity
+        result["extra_data"] = {"problems": [*problems.modules(module_errors or {}, self.course.steps_by_module()),
+                                             *recorder.problems(), *problems.grader_errors(plugin.grader_error_counts)]}
         return feedback.embed(result, self.last_cards, self.last_pictures)
 
     @property

@@ -1,6 +1,8 @@
-"""The class summary written next to the results: per-step pass rates, the score distribution, the
-misconceptions diagnosed per step (with who), the slowest submissions, and after a regrade who gained or
-lost points where; as summary.json, summary.md and the dashboard summary.html (autograder/pages/dashboard.py)."""
+"""The class summary written next to the results: the submissions that need a person and why, every
+submission's row (score, status, times, late days, its feedback page), per-step pass rates, the score
+distribution, the misconceptions diagnosed per step (with who), the slowest submissions, and after a regrade
+who gained or lost points where; as summary.json, summary.md and the dashboard summary.html
+(autograder/pages/dashboard.py), and the last lines ``grade autograde`` prints (``terminal_lines``)."""
 from __future__ import annotations
 
 import statistics
@@ -10,16 +12,19 @@ from autograder.course import Course
 
 from autograder.outputs.results import ResultsError, read, write_atomic
 from autograder.pages import changes as regrade_changes
+from autograder.pages import class_list
 from autograder.pages import misconceptions
 
 
-def collect(out: Path) -> dict[str, dict]:
+def collect(out: Path, unreadable: dict[str, str] | None = None) -> dict[str, dict]:
+    """Every submission's results in ``out``; those that cannot be read go to ``unreadable`` (name -> why)."""
     results = {}
     for path in sorted(out.glob("*/results.json")):
         try:
             results[path.parent.name] = read(path).as_json()
-        except ResultsError:
-            continue
+        except ResultsError as exc:
+            if unreadable is not None:
+                unreadable[path.parent.name] = str(exc)
     return results
 
 
@@ -43,8 +48,12 @@ def slowest(results: dict[str, dict], n: int = 5) -> list[dict]:
     return [{"submission": name, "seconds": t} for t, name in sorted(timed, key=lambda x: (-x[0], x[1]))[:n]]
 
 
-def build(course: Course, results: dict[str, dict], grader_errors: list[str] = (), previous: dict | None = None) -> dict:
+def build(course: Course, results: dict[str, dict], grader_errors: list[str] = (), previous: dict | None = None,
+          *, unreadable: dict[str, str] | None = None, pages: set[str] | None = None, roster=None) -> dict:
+    """``unreadable``: submission -> why its results.json cannot be read; ``pages``: the submissions with a
+    feedback.html (None: all); ``roster``: the roster's students when ``grade autograde --roster`` gave one."""
     top = course.max_points()
+    rows, needs = class_list.build(course, results, grader_errors, unreadable, pages, roster)
     scores = sorted(r.get("score", 0.0) for r in results.values())
     steps = {}
     for step, spec in course.steps.items():
@@ -60,6 +69,11 @@ def build(course: Course, results: dict[str, dict], grader_errors: list[str] = (
     return {
         "submissions": len(results),
         "max_score": top,
+        # who needs a person, and why (autograder/pages/class_list.py); each reason's category, why and detail
+        "needs_person": needs,
+        "roster": None if roster is None else len(roster),
+        # every submission: score, status, grading time, submitted_at, late days, its feedback page
+        "table": rows,
         "full_marks": sum(s == top for s in scores),
         "zero": sum(s == 0 for s in scores),
         "mean": round(statistics.fmean(scores), 3) if scores else None,
@@ -78,11 +92,59 @@ def build(course: Course, results: dict[str, dict], grader_errors: list[str] = (
     }
 
 
+def _md(text) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def needs_person_markdown(summary: dict) -> list[str]:
+    needs = summary.get("needs_person") or []
+    if not needs:
+        return ["## Needs a person", "", "None: every submission was graded in full, within its limits."
+                + (" Every roster student handed one in." if summary.get("roster") is not None else ""), ""]
+    lines = [f"## Needs a person: {len(needs)}", ""]
+    for category, found in class_list.by_category(needs).items():
+        lines += [f"### {class_list.CATEGORIES[category]} ({len(found)})", ""]
+        lines += [f"- **{_md(class_list.who(entry))}**: " + " ".join(filter(None, [_md(why["why"]), why["detail"] and (
+                      f"({_md(why['detail'])})" if why["why"] else _md(why["detail"]))]))
+                  + (f" [feedback]({entry['feedback']})" if entry.get("feedback") else "") for entry, why in found]
+        lines.append("")
+    return lines
+
+
+def table_markdown(summary: dict) -> list[str]:
+    rows = summary.get("table") or []
+    late = class_list.has_late_policy(rows)
+    head = ["submission", "score", "status", "grading time (s)", "submitted", *(["late"] if late else []), "feedback"]
+    lines = ["## Submissions", "", "| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+    for r in rows:
+        cells = [_md(r["submission"]), "" if r["score"] is None else f"{r['score']:g}/{r['max_score']:g}", _md(r["status"]),
+                 "" if r.get("execution_time") is None else f"{r['execution_time']:.2f}", r.get("submitted_at") or "",
+                 *([class_list.late_text(r)] if late else []),
+                 f"[feedback.html]({r['feedback']})" if r.get("feedback") else ""]
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines + [""]
+
+
+def terminal_lines(summary: dict, out: Path, most: int = 10) -> list[str]:
+    """The last lines of ``grade autograde``: who needs a person and why (at most ``most``, then where the rest are)."""
+    needs = summary.get("needs_person") or []
+    if not needs:
+        return ["needs a person: none"]
+    lines = [f"needs a person: {len(needs)} (see {out / 'summary.html'})"]
+    lines += [f"  {class_list.one_line(entry)}" for entry in needs[:most]]
+    if len(needs) > most:
+        lines.append(f"  and {len(needs) - most} more: see {out / 'summary.html'}")
+    return lines
+
+
 def as_markdown(summary: dict) -> str:
     lines = [f"# Class summary: {summary['submissions']} submissions", "",
              f"Score out of {summary['max_score']:g}: mean {summary['mean']}, median {summary['median']}, "
              f"min {summary['min']}, max {summary['max']}; {summary['full_marks']} with full marks, "
-             f"{summary['zero']} with zero.", "", "| score (% of max) | submissions |", "| --- | --- |"]
+             f"{summary['zero']} with zero.", ""]
+    lines += needs_person_markdown(summary)
+    lines += table_markdown(summary)
+    lines += ["## Scores", "", "| score (% of max) | submissions |", "| --- | --- |"]
     lines += [f"| {b['from_percent']}-{b['to_percent']}% | {b['submissions']} |" for b in summary["distribution"]]
     lines += ["", "| step | passed | pass rate |", "| --- | --- | --- |"]
     lines += [f"| {step} ({s['title']}) | {s['passed']} | {100 * s['pass_rate']:.0f}% |" for step, s in summary["steps"].items()]
@@ -118,12 +180,16 @@ def with_similar_pairs(out: Path, summary: dict) -> dict:
     return {**summary, "similar_pairs": similar_pairs(out)}
 
 
-def write(course: Course, out: Path, grader_errors: list[str] = (), previous: dict | None = None) -> dict:
-    """``previous``: submission -> step -> points before this run regraded it (pages/changes.snapshot)."""
+def write(course: Course, out: Path, grader_errors: list[str] = (), previous: dict | None = None, roster=None) -> dict:
+    """``previous``: submission -> step -> points before this run regraded it (pages/changes.snapshot);
+    ``roster``: the roster's students (export/roster.py), or None: then nothing is said about a roster."""
     from autograder.pages import dashboard  # noqa: PLC0415
 
-    results = collect(out)
-    summary = with_similar_pairs(out, build(course, results, grader_errors, previous))
+    unreadable: dict[str, str] = {}
+    results = collect(out, unreadable)
+    pages = {p.parent.name for p in out.glob("*/feedback.html")}
+    summary = with_similar_pairs(out, build(course, results, grader_errors, previous, unreadable=unreadable,
+                                            pages=pages, roster=roster))
     write_atomic(out / "summary.json", summary)
     (out / "summary.md").write_text(as_markdown(summary), encoding="utf-8")
     dashboard.write(out / "summary.html", summary)

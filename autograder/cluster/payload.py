@@ -24,6 +24,7 @@ class Payload:
     problem: str | None = None
     require: str | None = None  # --require-isolation
     one_only: bool = False  # more than one submission and no --trust-submissions: refuse level rlimits
+    cause: str | None = None  # why nothing could be graded, as data (Staged.cause)
 
     @classmethod
     def pack(cls, job, require: str | None = None, one_only: bool = False) -> "Payload":
@@ -32,7 +33,7 @@ class Payload:
         if staged.folder is not None:
             files = {path.name: path.read_bytes() for path in sorted(staged.folder.iterdir()) if path.is_file()}
         return cls(job.source.name, dict(job.extra), files, list(staged.notes), dict(staged.module_errors),
-                   staged.problem, require, one_only)
+                   staged.problem, require, one_only, staged.cause)
 
     def unpack(self, base: Path) -> Staged:
         """The staged submission again, in a fresh folder under ``base`` (remove it with ``discard``)."""
@@ -45,7 +46,7 @@ class Payload:
                 (folder / name).write_bytes(data)
                 (folder / name).chmod(0o644)
             folder.chmod(0o755)
-        return Staged(self.name, folder, list(self.notes), dict(self.module_errors), self.problem)
+        return Staged(self.name, folder, list(self.notes), dict(self.module_errors), self.problem, self.cause)
 
     @staticmethod
     def discard(staged: Staged) -> None:

@@ -18,11 +18,12 @@ def main(submissions: tuple[Path, ...] = (), out: Path = Path("results"), course
          n_jobs: int | None = None, force: bool = False, times_file: Path | None = None,
          nbgrader_course: Path | None = None, assignment: str | None = None,
          trust_submissions: bool = False, require: str | None = None, executor: str = "local",
-         scheduler: str | None = None, local_workers: int | None = None) -> int:
+         scheduler: str | None = None, local_workers: int | None = None, roster_file: Path | None = None) -> int:
     """Grade ``submissions`` (or an nbgrader course's submitted/ notebooks) into ``out``.
 
     ``executor``: ``local`` (``n_jobs`` processes here) or ``dask`` (a scheduler at ``scheduler``, or a
     LocalCluster of ``local_workers``; docs/cluster.md). ``require``: the lowest isolation level to grade at.
+    ``roster_file``: the class list; the summary then names who is not on it and who handed nothing in.
 
     0 when every submission was graded; 3 when the grader itself failed on some (grader_errors.log).
     """
@@ -34,6 +35,7 @@ def main(submissions: tuple[Path, ...] = (), out: Path = Path("results"), course
         raise UsageError("give SUBMISSIONS (folders, .zip archives, notebooks) or --nbgrader COURSE_DIR, not both "
                          "or neither")
     cluster = cluster_options(executor, scheduler, local_workers, n_jobs)
+    roster = _roster(roster_file) if roster_file else None
     try:
         submitted = times.read(times_file) if times_file else {}
     except times.TimesError as exc:
@@ -48,7 +50,7 @@ def main(submissions: tuple[Path, ...] = (), out: Path = Path("results"), course
     try:
         grader = _load(course_file)
         logged = grade(grader, tuple(submissions), out, n_jobs or os.cpu_count() or 1, force, zygote,
-                       trust_submissions, submitted, found, require, cluster)
+                       trust_submissions, submitted, found, require, cluster, roster)
         if found and found[0]:
             _to_nbgrader(nbgrader_course, found[0], out)
     finally:
@@ -91,6 +93,16 @@ def _to_nbgrader(course_dir: Path, sources, out: Path) -> None:
                 f"feedback notebooks in {course_dir}/autograded/ (nbgrader generate_feedback {assignment})")
 
 
+def _roster(path: Path):
+    """The roster's students, read before anything is graded (a bad roster stops the run at once)."""
+    from autograder.export.roster import RosterError, read_roster  # noqa: PLC0415
+
+    try:
+        return read_roster(path)
+    except RosterError as exc:
+        raise UsageError(str(exc)) from None
+
+
 def cluster_options(executor: str, scheduler: str | None, local_workers: int | None, n_jobs: int | None) -> dict | None:
     """--executor dask's options ({scheduler, local_workers}), or None for the local executor."""
     if executor == "local":
@@ -120,7 +132,7 @@ def _load(course_file: Path):
 
 def grade(grader, submissions: tuple[Path, ...], out: Path, n_jobs: int, force: bool, zygote,
           trust_submissions: bool = False, submitted: dict[str, str] | None = None, found=None,
-          require: str | None = None, cluster: dict | None = None) -> dict[str, str]:
+          require: str | None = None, cluster: dict | None = None, roster=None) -> dict[str, str]:
     """Stage, skip what is graded, grade the rest; write the class summary. The submissions the grader failed on."""
     from tqdm import tqdm  # noqa: PLC0415
 
@@ -171,7 +183,7 @@ def grade(grader, submissions: tuple[Path, ...], out: Path, n_jobs: int, force: 
     finally:
         batch.cleanup(staging)
     logged = grader_log.update(out, [job.source.name for job in todo], grader_errors)
-    stats = summary.write(course, out, sorted(logged), previous)
+    stats = summary.write(course, out, sorted(logged), previous, roster)
     how = (f"{n_jobs} job(s)" if cluster is None else f"Dask at {cluster['scheduler']}" if cluster["scheduler"]
            else f"Dask ({cluster['local_workers']} local worker(s))")
     console.say(f"graded {len(todo)} submission(s) in {time.monotonic() - start:.1f} s with {how}: "
@@ -183,6 +195,8 @@ def grade(grader, submissions: tuple[Path, ...], out: Path, n_jobs: int, force: 
                     f"(before/after in {out}/summary.html)")
     for level in sorted(levels):
         console.say(f"isolation: {level}")
+    for line in summary.terminal_lines(stats, out):  # last: who needs a person, and why (at most 10 named)
+        console.say(line)
     return logged
 
 

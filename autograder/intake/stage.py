@@ -31,6 +31,26 @@ class Staged:
     notes: list[str] = field(default_factory=list)
     module_errors: dict[str, dict] = field(default_factory=dict)
     problem: str | None = None
+    #: why nothing could be graded, as data (the class summary's "needs a person" list): ``symlink``,
+    #: ``unsupported``, ``empty_folder`` and ``empty_archive`` (no file in it), ``no_modules``,
+    #: ``several_copies``, or the archive's (``corrupt``, ``unreadable``, ``empty_archive``,
+    #: ``too_many_entries``, ``too_large``, ``zip_bomb``)
+    cause: str | None = None
+
+
+def _has_files(root: Path) -> bool:
+    """Whether ``root`` holds any regular file (folders and links do not count), a few levels down."""
+    for folder in _walk(root):
+        try:
+            if any(e.is_file(follow_symlinks=False) for e in os.scandir(folder)):
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def _root_cause(problem: str, unpacked: Path, empty: str) -> str:
+    return "several_copies" if "several folders" in problem else "no_modules" if _has_files(unpacked) else empty
 
 
 def _walk(root: Path, depth: int = 3):
@@ -75,24 +95,26 @@ def find_root(unpacked: Path, modules: list[str]) -> tuple[Path | None, str | No
     return top[0], None
 
 
-def _module_error(kind: str, message: str) -> dict:
-    return error(kind, message)
+def _module_error(kind: str, message: str, cause: str | None = None) -> dict:
+    """A module staging could not use; ``cause`` (``unreadable``, ``too_large``, ``not_utf8``) as data."""
+    return {**error(kind, message), **({"cause": cause} if cause else {})}
 
 
-def _read_source(path: Path, label: str) -> tuple[bytes | None, str | None]:
+def _read_source(path: Path, label: str) -> tuple[bytes | None, str | None, str | None]:
+    """(the file's bytes, or None with what is wrong and its cause as data)."""
     try:
         data = path.read_bytes()
     except OSError as exc:
-        return None, f"{label} cannot be read ({exc.strerror})"
+        return None, f"{label} cannot be read ({exc.strerror})", "unreadable"
     if len(data) > MAX_SOURCE:
-        return None, f"{label} is {len(data) // 1024} KB; source files over {MAX_SOURCE // 1024} KB are not graded"
+        return None, f"{label} is {len(data) // 1024} KB; source files over {MAX_SOURCE // 1024} KB are not graded", "too_large"
     try:
         data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
         return None, (f"{label} is not UTF-8 text (byte 0x{data[exc.start]:02x} on line {line}); "
-                      "save it with UTF-8 encoding")
-    return data, None
+                      "save it with UTF-8 encoding"), "not_utf8"
+    return data, None, None
 
 
 def copy_modules(root: Path, dest: Path, modules: list[str], steps: dict[str, list[str]] | None = None) -> Staged:
@@ -116,10 +138,10 @@ def copy_modules(root: Path, dest: Path, modules: list[str], steps: dict[str, li
             continue
         if not entry.is_file(follow_symlinks=False):
             continue
-        data, error = _read_source(Path(entry.path), name)
+        data, error, cause = _read_source(Path(entry.path), name)
         if error:
             if name[:-3] in modules:
-                staged.module_errors[name[:-3]] = _module_error("UnreadableSource", error)
+                staged.module_errors[name[:-3]] = _module_error("UnreadableSource", error, cause)
             else:
                 staged.notes.append(error)
             continue
@@ -159,14 +181,16 @@ def stage(source: Path, name: str, staging: Path, modules: list[str], steps: dic
     dest = staging / name
     try:
         if source.is_symlink():
-            return Staged(name, None, problem=f"{source.name} is a symbolic link; hand in the folder or archive itself")
+            return Staged(name, None, problem=f"{source.name} is a symbolic link; hand in the folder or archive itself",
+                          cause="symlink")
         if source.suffix.lower() == ".zip" and source.is_file():
             unpacked = Path(tempfile.mkdtemp(prefix="unzip-", dir=staging))
             try:
                 notes = unzip.extract(source, unpacked)
                 root, problem = find_root(unpacked, modules)
                 if problem:
-                    return Staged(name, None, notes=notes, problem=f"{source.name}: {problem}")
+                    return Staged(name, None, notes=notes, problem=f"{source.name}: {problem}",
+                                  cause=_root_cause(problem, unpacked, "empty_archive"))
                 staged = copy_modules(root, dest, modules, steps)
                 staged.notes[:0] = notes
             finally:
@@ -181,17 +205,19 @@ def stage(source: Path, name: str, staging: Path, modules: list[str], steps: dic
         elif source.is_dir():
             root, problem = find_root(source, modules)
             if problem:
-                return Staged(name, None, problem=f"{source.name}/: {problem}")
+                return Staged(name, None, problem=f"{source.name}/: {problem}", cause=_root_cause(problem, source, "empty_folder"))
             staged = copy_modules(root, dest, modules, steps)
         else:
-            return Staged(name, None, problem=f"{source.name}: expected a folder, a .zip archive or a notebook")
+            return Staged(name, None, problem=f"{source.name}: expected a folder, a .zip archive or a notebook",
+                          cause="unsupported")
     except unzip.ArchiveError as exc:
-        return Staged(name, None, problem=str(exc))
+        return Staged(name, None, problem=str(exc), cause=exc.cause)
     for path in [dest, *dest.iterdir()]:
         os.chmod(path, 0o755 if path.is_dir() else 0o644)
     staged.name = name
     if len(staged.module_errors) == len(modules) and all(e["type"] == "MissingModule" for e in staged.module_errors.values()):
         staged.problem = f"{source.name}: none of {', '.join(m + '.py' for m in modules)} is in it"
+        staged.cause = "no_modules"
     return staged
 
 

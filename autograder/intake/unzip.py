@@ -11,7 +11,12 @@ MAX_RATIO = 200  # a larger compression ratio on a big entry is a zip bomb, not 
 
 
 class ArchiveError(Exception):
-    """The archive cannot be used; the message says why, in the student's terms."""
+    """The archive cannot be used; the message says why, in the student's terms, and ``cause`` as data
+    (``corrupt``, ``unreadable``, ``empty_archive``, ``too_many_entries``, ``too_large``, ``zip_bomb``)."""
+
+    def __init__(self, message: str, cause: str = "corrupt"):
+        super().__init__(message)
+        self.cause = cause
 
 
 def _safe_name(name: str) -> PurePosixPath | None:
@@ -28,23 +33,23 @@ def extract(archive: Path, target: Path) -> list[str]:
     except zipfile.BadZipFile:
         raise ArchiveError(f"{archive.name} is not a valid .zip archive (it may be corrupt or truncated)") from None
     except OSError as exc:
-        raise ArchiveError(f"{archive.name} cannot be read: {exc.strerror}") from None
+        raise ArchiveError(f"{archive.name} cannot be read: {exc.strerror}", "unreadable") from None
     notes: list[str] = []
     with zf:
         entries = zf.infolist()
         if not entries:
-            raise ArchiveError(f"{archive.name} is empty")
+            raise ArchiveError(f"{archive.name} is empty", "empty_archive")
         if len(entries) > MAX_ENTRIES:
-            raise ArchiveError(f"{archive.name} has {len(entries)} entries; at most {MAX_ENTRIES} are accepted")
+            raise ArchiveError(f"{archive.name} has {len(entries)} entries; at most {MAX_ENTRIES} are accepted", "too_many_entries")
         total = 0
         for info in entries:
             total += info.file_size
             if total > MAX_BYTES:
                 raise ArchiveError(f"{archive.name} unpacks to more than {MAX_BYTES // 2**20} MB; "
-                                   "submit only your .py files")
+                                   "submit only your .py files", "too_large")
             if info.file_size > 2**20 and info.compress_size and info.file_size / info.compress_size > MAX_RATIO:
                 raise ArchiveError(f"{archive.name}: {info.filename} is compressed {info.file_size // info.compress_size}:1 "
-                                   "(a zip bomb?); it was not unpacked")
+                                   "(a zip bomb?); it was not unpacked", "zip_bomb")
         for info in entries:
             name = _safe_name(info.filename)
             mode = info.external_attr >> 16
@@ -65,7 +70,7 @@ def extract(archive: Path, target: Path) -> list[str]:
                     while chunk := src.read(1 << 16):
                         left -= len(chunk)
                         if left < 0:  # the header lied about the size
-                            raise ArchiveError(f"{archive.name} unpacks to more than it says; it was not unpacked")
+                            raise ArchiveError(f"{archive.name} unpacks to more than it says; it was not unpacked", "zip_bomb")
                         out.write(chunk)
             except (zipfile.BadZipFile, EOFError, ValueError, NotImplementedError) as exc:
                 raise ArchiveError(f"{archive.name}: {info.filename} cannot be unpacked ({exc})") from None

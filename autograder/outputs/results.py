@@ -4,7 +4,8 @@ The format is Gradescope's (https://gradescope-autograders.readthedocs.io/en/lat
 ``execution_time``, ``output``, ``visibility``, ``stdout_visibility``, ``tests[]`` (``name``, ``number``,
 ``score``, ``max_score``, ``status``, ``output``, ``tags``, ``visibility``), ``output_format`` and
 ``test_output_format`` (the top-level output is the feedback page's HTML, the tests' outputs text), plus the kit's ``extra_data``
-(``submission``, ``submitted_at``, ``submission_hash``, ``grader_hash``, ``isolation``, ``grader_errors``).
+(``submission``, ``submitted_at``, ``submission_hash``, ``grader_hash``, ``isolation``, ``grader_errors``, and
+``problems``: what a person should look at, as data; Gradescope ignores ``extra_data``).
 ``grade autograde`` writes it (``write_atomic``); resume, the class summary and ``grade export`` read it
 (``read``), and a file they cannot use is said in the reader's terms (``ResultsError``).
 """
@@ -54,6 +55,27 @@ class Test(BaseModel):
         return self.name.split(":", 1)[0].split(" ", 1)[-1]
 
 
+#: Problem.kind: the submission was not graded at all; one module was not (staging could not use its file);
+#: a step ran out of time; a step hit another limit; the worker died another way; the student's code changed
+#: the grader's own functions; the grader itself failed (a bug in a suite)
+PROBLEM_KINDS = ("not_graded", "module_not_graded", "timed_out", "limit", "crashed", "tampering", "grader_error")
+
+
+class Problem(BaseModel):
+    """Something a person should look at, as data (the class summary's "needs a person" list reads it)."""
+    model_config = ConfigDict(extra="allow")
+
+    kind: str  # PROBLEM_KINDS
+    #: not_graded: symlink, unsupported, empty_folder, empty_archive, no_modules, several_copies, corrupt, unreadable,
+    #: too_many_entries, too_large, zip_bomb; module_not_graded: not_utf8, too_large, unreadable, symlink,
+    #: broken_notebook, missing
+    cause: str | None = None
+    limit: str | None = None  # timed_out: "time" or "submission time"; limit: "memory", "output", "processes"
+    module: str | None = None
+    steps: list[str] = []  # the steps it cost, in the order they were graded
+    message: str = ""  # in the words the student read
+
+
 class ExtraData(BaseModel):
     model_config = ConfigDict(extra="allow")
 
@@ -63,6 +85,7 @@ class ExtraData(BaseModel):
     grader_hash: str | None = None
     isolation: str | None = None
     grader_errors: int = 0
+    problems: list[Problem] = []
 
     @field_validator("submitted_at")
     @classmethod

@@ -1,9 +1,18 @@
 """``results/summary.html``: the class at a glance, for the instructor.
 
-Per-step pass rates, the score histogram, per step the misconceptions diagnosed (how many students, and
-who), the slowest submissions, and after a regrade who gained or lost points on which step. Built from
-summary.json's own figures (``autograde/summary.py``), so the page and the JSON never disagree; one
-picture (the histogram), inline; no script.
+First the submissions that need a person, by reason (not graded and why, a module not graded, timed out,
+limits hit, the worker died, tampering, grader errors, the roster's mismatches; pages/class_list.py); then
+per-step pass rates, the score histogram, per step the misconceptions diagnosed (how many students, and
+who), the slowest submissions, after a regrade who gained or lost points on which step, and last the table
+of every submission (score, status, grading time, submitted, late days; the name links to its feedback
+page). Built from summary.json's own figures (``autograde/summary.py``), so the page and the JSON never
+disagree; one picture (the histogram), inline; no network.
+
+One small inline script sorts the table when a column header is clicked. Without it the page loses
+nothing else: the table reads in name order and the needs-a-person list is plain HTML. (Sorting without
+script, by pre-rendered orders shown with CSS ``:target``, would repeat the whole table once per column and
+direction: a page many times larger for a real class, and every name many times over for find-in-page
+and screen readers.)
 """
 from __future__ import annotations
 
@@ -11,6 +20,7 @@ import io
 from html import escape
 from pathlib import Path
 
+from . import class_list
 from .feedback_page import STYLE, data_uri
 
 EXTRA_STYLE = """
@@ -68,12 +78,16 @@ def page(summary: dict) -> str:
     if summary.get("grader_errors"):
         out.append(f"<p class=\"likely\"><strong>The grader itself failed</strong> while grading "
                    f"{escape(', '.join(summary['grader_errors']))}: see grader_errors.log.</p>")
+    if "needs_person" in summary:  # (a summary.json written before there was a list has none)
+        out.append("<nav class=\"toc\"><a href=\"#needs-a-person\">Needs a person</a><a href=\"#submissions\">"
+                   "Every submission</a><a href=\"#steps\">Steps</a></nav>")
+        out.append(class_list.needs_person_html(summary))
     out.append("<h2>Scores</h2>")
     if n:
         out.append(f"<figure><img src=\"{data_uri(histogram(summary))}\" alt=\"histogram of the scores: "
                    + escape(", ".join(f"{b['from_percent']}-{b['to_percent']}%: {b['submissions']}" for b in summary["distribution"]))
                    + "\"></figure>")
-    out.append("<h2>Steps</h2>")
+    out.append("<h2 id=\"steps\">Steps</h2>")
     rows = []
     for step, s in summary["steps"].items():
         rate = 100 * s["pass_rate"]
@@ -108,8 +122,14 @@ def page(summary: dict) -> str:
         rows = [[_td(p["a"]), _td(p["b"]), _td(f"{p['score']:.2f}"), _td(", ".join(p["steps"]) or "(spread over steps)")]
                 for p in summary["similar_pairs"]]
         out.append(_table(["submission", "submission", "similarity", "steps whose code is shared"], rows))
+    script = ""
+    if "table" in summary:
+        out.append(f"<h2>Every submission ({len(summary['table'])})</h2>")
+        out.append(class_list.table_html(summary))
+        script = f"<script>{class_list.SCRIPT}</script>\n"
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>Class summary</title>"
-            f"<style>{STYLE}{EXTRA_STYLE}</style></head>\n<body>\n" + "\n".join(out) + "\n</body></html>\n")
+            f"<style>{STYLE}{EXTRA_STYLE}{class_list.STYLE}</style></head>\n<body>\n" + "\n".join(out)
+            + f"\n{script}</body></html>\n")
 
 
 def write(path: Path, summary: dict) -> Path:
