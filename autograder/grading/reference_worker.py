@@ -38,9 +38,10 @@ class ReferenceWorker:
         self._sandbox = None
         self._worker = None
         self._owner = None  # the process that started it: a forked batch job starts its own
+        self._fresh = False  # a new submission has begun: the worker forgets the last one's modules first
         self._root: Path | None = None
 
-    def _start(self) -> None:
+    def _start(self, deadline: float) -> None:
         self._root = tempdirs.make("grade-reference-", mode=0o711)
         (self._root / "empty").mkdir()
         self._sandbox = self.zygote.open({"folder": str(self._root / "empty"), "scratch": str(self._root / "work"),
@@ -48,7 +49,7 @@ class ReferenceWorker:
         self._worker = self._sandbox.spawn({"modules": [], "reference": True}, self._root / "output",
                                            CPU_SECONDS, CPU_SECONDS)
         self._worker.request({"op": "reference", "sources": self.sources, "steps": self.steps},
-                             deadline=time.monotonic() + 60)
+                             deadline=min(deadline, time.monotonic() + 60))
         self._owner = os.getpid()
 
     def call(self, header: bytes, blob: bytes, deadline: float) -> bytes:
@@ -58,7 +59,7 @@ class ReferenceWorker:
             if self._owner == os.getpid():
                 self.close()
             try:
-                self._start()
+                self._start(deadline)
             except (WorkerError, OSError, RuntimeError):
                 self.close()
                 return refused("the grader could not start its stand-ins")
@@ -70,6 +71,19 @@ class ReferenceWorker:
             if exc.limit == "time":
                 return refused("the step ran out of its time limit while a stand-in was running")
             return refused("the stand-in could not run on these inputs (a limit of the grader's was hit)")
+
+    @property
+    def fresh(self) -> bool:
+        return self._fresh
+
+    def new_submission(self) -> None:
+        """What the reference worker holds for one submission (modules built, kept) is for that one only."""
+        self._fresh = True
+
+    def reset(self, deadline: float) -> None:
+        self._fresh = False
+        if self._worker is not None and not self._worker.dead and self._owner == os.getpid():
+            self.call(b'{"op": "reset"}', b"", deadline)
 
     def close(self) -> None:
         if self._owner is not None and self._owner != os.getpid():  # another process's: not ours to stop
@@ -95,6 +109,29 @@ class StandinCalls:
 
     def __call__(self, message, blob: bytes, deadline: float) -> bytes:
         """``message``: the call's header, parsed (its tensors still in ``blob``)."""
-        if type(message) is not dict or message.get("op") not in self.OPS or message.get("step") not in self.holds():
+        holds = self.holds()
+        if type(message) is not dict or type(message.get("op")) is not str or message["op"] not in self.OPS \
+                or type(message.get("step")) is not str or message["step"] not in holds \
+                or not _steps_held(message.get("tree"), holds, message["step"]):
             return refused("no such stand-in here")
+        if self.reference.fresh:  # the first call of a submission: nothing of another submission's is kept
+            self.reference.reset(deadline)
         return self.reference.call(json.dumps(message).encode("utf-8"), blob, deadline)
+
+
+def _steps_held(tree, holds, step: str, depth: int = 0) -> bool:
+    """A module tree may name, as the unit's own classes, only the call's step at its root and stand-ins the
+    worker holds below it (a tree naming another step would have it computed: the reference worker also
+    takes the root from the call's step)."""
+    if tree is None:
+        return True
+    if type(tree) is not dict or depth > 8:
+        return False
+    if tree.get("step") and tree.get("class") not in holds:
+        return False
+    if depth == 0 and tree.get("step") is not True or depth == 0 and tree.get("class") != step:
+        return False
+    children = tree.get("children")
+    if type(children) is not list:
+        return False
+    return all(type(c) is list and len(c) == 2 and _steps_held(c[1], holds, step, depth + 1) for c in children)

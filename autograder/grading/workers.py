@@ -163,7 +163,10 @@ class Worker:
                 parsed = wire.parse(header)
                 if type(parsed) is not dict or "$callback" not in parsed:
                     return header, blob, parsed
-                reply = self.callbacks(parsed["$callback"], blob, deadline) if self.callbacks else _NO_STANDINS
+                try:
+                    reply = self.callbacks(parsed["$callback"], blob, deadline) if self.callbacks else _NO_STANDINS
+                except Exception as exc:  # noqa: BLE001 - a call no honest proxy makes: the protocol is broken
+                    raise wire.WireError(f"a malformed stand-in call ({type(exc).__name__})") from None
                 self.sock.settimeout(max(deadline - time.monotonic(), 0.001))
                 self.sock.sendall(reply)
         except (socket.timeout, TimeoutError):

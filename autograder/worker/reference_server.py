@@ -27,8 +27,10 @@ import torch.nn as nn
 from . import module_tree, syscalls, wire
 
 PACKAGE = "reference_solutions"
-#: modules built and kept (GPT-2's are 14 MB each); a call naming one no longer kept is answered STALE
+#: modules built and kept (GPT-2's are 14 MB each), for one submission only; a call naming one no longer kept
+#: is answered STALE (and sent again in full)
 HELD = 8
+HELD_BYTES = 256 * 2**20
 STALE = "$stale"
 
 
@@ -114,7 +116,7 @@ class Server:
         """Keep what was built: a call may then name the tensors it still holds unchanged instead of sending them."""
         handle = os.urandom(8).hex()
         self.held[handle] = module_tree.state(module)
-        while len(self.held) > HELD:
+        while len(self.held) > HELD or (len(self.held) > 1 and _bytes(self.held) > HELD_BYTES):
             self.held.popitem(last=False)
         return handle
 
@@ -122,6 +124,8 @@ class Server:
         """The module's replay plan, if replaying it from ``start`` draws exactly its parameters and ends in
         ``after`` (checked once per step and arguments)."""
         key = (request["step"], repr(request["init"]))
+        if len(key[1]) > 4096:  # arguments no exercise has: checked every time, never kept
+            self.replays.pop(key, None)
         if key not in self.replays:
             plan = module_tree.replay_plan(module)
             if plan is not None:
@@ -132,6 +136,9 @@ class Server:
                     plan = None
             if len(self.replays) > 256:
                 self.replays.clear()
+            if len(key[1]) > 4096:
+                torch.set_rng_state(after)
+                return plan
             self.replays[key] = plan
         torch.set_rng_state(after)
         return self.replays[key]
@@ -152,7 +159,9 @@ class Server:
         args, kwargs = _unflatten(request["args"], inputs)
         if request["op"] == "forward":
             n_args = len(inputs) - _count_state(request["tree"])
-            module = module_tree.rebuild(request["tree"], self.class_for, iter(inputs[n_args:]))
+            # The class is the call's step, whatever the tree names (the trusted side checked the step is held)
+            tree = {**request["tree"], "class": request["step"], "step": True}
+            module = module_tree.rebuild(tree, self.class_for, iter(inputs[n_args:]))
             held = module_tree.state(module)  # the very tensors the module holds (parameters wrap them)
             leaves = inputs[:n_args] + held
             callee = module
@@ -170,12 +179,21 @@ class Server:
         pairs = [(o, g) for o, g in zip(outputs, grad["outputs"])
                  if isinstance(o, torch.Tensor) and o.requires_grad and g is not None]
         targets = [leaves[i] for i in wrt]
-        found = torch.autograd.grad([o for o, _ in pairs], targets, [g.to(o.dtype) for o, g in pairs],
-                                    allow_unused=True) if pairs and targets else [None] * len(targets)
+        if pairs and targets:
+            # d sum(out * grad) / d x: the same gradients as with grad_outputs, without the explicit-gradient path
+            # (which imports torch's symbolic-shapes machinery, over a second, and fails where sympy cannot load)
+            with torch.enable_grad():
+                total = sum((o * g.to(o.dtype)).sum() for o, g in pairs)
+                found = torch.autograd.grad(total, targets, allow_unused=True)
+        else:
+            found = [None] * len(targets)
         return {"ok": True, "grads": [None if g is None else g.detach() for g in found]}
 
     def answer(self, request: dict) -> dict:
         try:
+            if request.get("op") == "reset":  # a new submission: nothing of the last one's is kept
+                self.held.clear()
+                return {"ok": True}
             if request.get("op") == "construct":
                 return self.construct(request)
             if request.get("op") in ("forward", "call"):
@@ -183,6 +201,10 @@ class Server:
             return {"ok": False, "error": {"type": "RuntimeError", "message": "unknown stand-in request"}}
         except Exception as exc:  # noqa: BLE001 - the reference refused these inputs: said as it said it
             return {"ok": False, "error": {"type": type(exc).__name__, "message": str(exc)[:500]}}
+
+
+def _bytes(held) -> int:
+    return sum(t.numel() * t.element_size() for tensors in held.values() for t in tensors if t is not None)
 
 
 def _without_parameters(tree: dict) -> dict:

@@ -12,10 +12,16 @@ from .errors import error
 PACKAGE = "submission"
 
 
+#: the longest exception message an answer carries
+MESSAGE_CHARS = 10_000
+
+
 def describe_exception(exc: BaseException, folder: Path | None = None) -> dict:
     """A plain description of ``exc`` that survives hostile ``__str__`` and ``__repr__``."""
     try:
         message = str(exc)
+        if len(message) > MESSAGE_CHARS:  # an answer's header stays small (wire.MAX_HEADER)
+            message = message[:MESSAGE_CHARS] + " [... cut]"
     except BaseException:  # noqa: BLE001 - student exceptions may raise anything from __str__
         message = "<the exception's message could not be printed>"
     try:

@@ -49,6 +49,9 @@ def _st_load(blob: bytes) -> dict[str, torch.Tensor]:
 
 #: The largest frame either side accepts; a bigger one is a protocol error (a worker flooding memory).
 MAX_FRAME = 256 * 1024 * 1024
+#: The largest JSON header: the tensors travel in the blob, so a header is names, shapes and small numbers.
+#: Parsing JSON costs some 24 bytes of memory per byte: this bounds what a header costs the trusted side.
+MAX_HEADER = 4 * 1024 * 1024
 
 
 class WireError(Exception):
@@ -103,8 +106,8 @@ def parse(header: bytes):
     """A frame's header as data (its tensors still in the blob)."""
     try:
         return json.loads(header.decode("utf-8"))
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise WireError(f"malformed frame: {exc}") from None
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+        raise WireError(f"malformed frame: {type(exc).__name__}") from None
 
 
 def unpack(header: bytes, blob: bytes, parsed=None):
@@ -112,8 +115,8 @@ def unpack(header: bytes, blob: bytes, parsed=None):
     try:
         tensors = _st_load(blob) if blob else {}
         return decode(json.loads(header.decode("utf-8")) if parsed is None else parsed, tensors)
-    except (ValueError, KeyError, UnicodeDecodeError, TypeError) as exc:
-        raise WireError(f"malformed frame: {exc}") from None
+    except (ValueError, KeyError, UnicodeDecodeError, TypeError, RecursionError) as exc:
+        raise WireError(f"malformed frame: {type(exc).__name__}: {str(exc)[:200]}") from None
     except Exception as exc:  # safetensors raises its own error type for a corrupt blob
         raise WireError(f"malformed frame: {type(exc).__name__}: {exc}") from None
 
@@ -148,7 +151,7 @@ def recv_frame(sock: socket.socket, deadline: float | None = None) -> tuple[byte
     ``TimeoutError`` once it has passed, however the bytes arrive: every read of every part of the frame
     shares that one deadline."""
     (hlen,) = struct.unpack(">I", _recv_exact(sock, 4, deadline))
-    if hlen > MAX_FRAME:
+    if hlen > MAX_HEADER:
         raise WireError(f"frame header of {hlen} bytes is over the limit")
     header = _recv_exact(sock, hlen, deadline)
     (blen,) = struct.unpack(">Q", _recv_exact(sock, 8, deadline))
