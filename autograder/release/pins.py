@@ -9,6 +9,7 @@ Linux and Windows, PyPI the (CPU-only) macOS wheels, and ``==2.13.0`` accepts bo
 from __future__ import annotations
 
 import re
+import sys
 from importlib import metadata
 
 TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
@@ -58,3 +59,30 @@ def requirements_txt(pins: dict[str, str], purpose: str) -> str:
              f"--extra-index-url {TORCH_CPU_INDEX}"]
     lines += [f"{name}=={version}" for name, version in pins.items()]
     return "\n".join(lines) + "\n"
+
+
+def python_range(pins: dict[str, str], version: tuple[int, int] | None = None) -> str:
+    """The Pythons the pins install on, as ``requires-python``: the minor version they were frozen from.
+
+    The pins are this environment's exact versions, and several are compiled (torch, numpy, contourpy...):
+    their wheels are per CPython minor version, and a pin may need a newer Python than an older one has
+    (numpy 2.4 and contourpy 1.3.3 need 3.11). The one Python known to install them all is the one they
+    were installed on here, so that is the range; each pin's own ``Requires-Python`` must agree with it."""
+    major, minor = version or sys.version_info[:2]
+    here = f"{major}.{minor}.0"
+    try:
+        from packaging.specifiers import InvalidSpecifier, SpecifierSet  # noqa: PLC0415
+    except ImportError:  # pragma: no cover - pip and pytest bring packaging
+        SpecifierSet = None
+    if SpecifierSet is not None:
+        for name in pins:
+            try:
+                needs = metadata.distribution(name).metadata.get("Requires-Python")
+            except metadata.PackageNotFoundError:
+                continue
+            try:
+                if needs and here not in SpecifierSet(needs):
+                    raise LookupError(f"{name}=={pins[name]} needs Python {needs}, not {major}.{minor}")
+            except InvalidSpecifier:
+                continue
+    return f">={major}.{minor},<{major}.{minor + 1}"
