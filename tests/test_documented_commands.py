@@ -231,7 +231,7 @@ def _layered_venv(course: Path) -> Path:
     kit_site = next(p for p in map(Path, sys.path) if p.name == "site-packages" and p.is_relative_to(KIT_VENV))
     (site / "_kit_venv.pth").write_text(str(kit_site) + "\n")
     run = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--no-deps",
-                          "--no-build-isolation", "-e", str(course)], capture_output=True, text=True, timeout=600)
+                          "-e", str(course)], capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr
     (venv / ".installed").touch()
     return venv
