@@ -18,7 +18,8 @@ wrote is either ignored by .gitignore or identical to what is committed (``grade
 ``exercises/`` byte for byte).
 
 **Placeholders filled** (the command is run as written; the test makes what it names exist first):
-``submissions/`` (the four sample submissions), ``roster.csv`` (their students), ``path/to/folder`` (alice's
+``submissions/`` (three submissions of the test corpus, ``SUBMISSIONS``: not the samples, which ``make demo``
+has graded into ``results/`` already), ``roster.csv`` (every student the commands grade), ``path/to/folder`` (alice's
 correct submission), ``last-term-submissions`` and ``../last-term/submissions`` (corpus submissions), ``~``
 (a fresh HOME per document, whose ``~/.jupyter/nbgrader_config.py`` sets nbgrader's exchange to a temporary
 folder: the hub's global config), ``~/attention-course`` for docs/similarity.md (an nbgrader course with two
@@ -56,6 +57,8 @@ COMMAND_LANGUAGES = {"", "bash", "sh", "console"}
 FENCE = re.compile(r"^```([\w+-]*)[^\n]*\n(.*?)^```[ \t]*$", re.M | re.S)
 SAMPLES = ROOT / "samples" / "submissions"
 KIT_VENV = Path(sys.prefix)
+#: submissions/: student -> a submission of tests/corpus/submissions
+SUBMISSIONS = {"grace": "correct_einsum", "heidi": "bug_no_scaling", "ivan": "bug_mask_wrong_corner"}
 
 #: untagged blocks that are not commands: (document, the block's first line starts with) -> what it is
 NOT_COMMANDS = {
@@ -286,13 +289,14 @@ def prepared_nbgrader_course(tmp_path_factory) -> Path:
 
 def _fill(course: Path, home: Path, tmp: Path, prepared: Path) -> list[str]:
     """Make the placeholders exist; return the paths in the copy that the test made (git status may show them)."""
-    shutil.copytree(SAMPLES, course / "submissions")
-    (course / "roster.csv").write_text("name,login,email\nAlice A,alice,alice@uni.edu\nBob B,bob,bob@uni.edu\n"
-                                       "Carol C,carol,carol@uni.edu\nDave D,dave,dave@uni.edu\n"
-                                       "Root R,root,root@uni.edu\nFrank F,frank,frank@uni.edu\n")
-    shutil.copytree(SAMPLES / "alice", course / "path" / "to" / "folder")
     corpus = ROOT / "tests" / "corpus" / "submissions"
-    for name in ("correct_einsum", "bug_no_scaling"):
+    for student, name in SUBMISSIONS.items():  # not the samples: make demo has graded those into results/ already
+        shutil.copytree(corpus / name, course / "submissions" / student)
+    (course / "roster.csv").write_text("name,login,email\n" + "".join(
+        f"{who.title()} X,{who},{who}@uni.edu\n" for who in ("alice", "bob", "carol", "dave", *SUBMISSIONS, "frank",
+                                                             "erin", "root")))
+    shutil.copytree(SAMPLES / "alice", course / "path" / "to" / "folder")
+    for name in ("correct_loops", "bug_softmax_dim0"):
         shutil.copytree(corpus / name, course / "last-term-submissions" / name)
         shutil.copytree(corpus / name, tmp / "last-term" / "submissions" / name)
     (home / ".jupyter").mkdir(parents=True)
