@@ -269,3 +269,14 @@ def test_make_demo_says_each_stage_and_pip_is_quiet_only_off_a_terminal(tmp_path
     again = _make(tmp_path, "demo", tty)
     assert "installing" not in again and "grading the" in again
     assert sum(" pip install " in c for c in (tmp_path / "calls.log").read_text().splitlines()) == 1
+
+
+@pytest.mark.unit
+def test_the_bundle_python_range_is_what_the_pins_allow():
+    from autograder.release.pins import installed_closure, python_range
+    from autograder.release.student_files import STUDENT_ROOTS
+
+    pins = installed_closure(STUDENT_ROOTS)
+    assert python_range(pins) == ">=3.11"  # numpy 2.4.6 and contourpy 1.3.3: Requires-Python >=3.11
+    with pytest.raises(LookupError, match="not 3.10"):  # the control: a Python below the pins' floor
+        python_range(pins, (3, 10))

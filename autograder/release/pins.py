@@ -62,27 +62,28 @@ def requirements_txt(pins: dict[str, str], purpose: str) -> str:
 
 
 def python_range(pins: dict[str, str], version: tuple[int, int] | None = None) -> str:
-    """The Pythons the pins install on, as ``requires-python``: the minor version they were frozen from.
+    """The Pythons the pins install on, as ``requires-python``: what every pin's own ``Requires-Python`` allows.
 
-    The pins are this environment's exact versions, and several are compiled (torch, numpy, contourpy...):
-    their wheels are per CPython minor version, and a pin may need a newer Python than an older one has
-    (numpy 2.4 and contourpy 1.3.3 need 3.11). The one Python known to install them all is the one they
-    were installed on here, so that is the range; each pin's own ``Requires-Python`` must agree with it."""
+    The lower bound is the highest of the pins' lower bounds (numpy 2.4.6 and contourpy 1.3.3 need 3.11, so
+    the bundle cannot promise 3.10); an upper bound is kept when a pin has one. The Python building the bundle
+    must be in the range (its pins are installed on it). tests/test_release.py installs the requirements on
+    the lowest and the highest Python of the range that the machine has, and checks the refusal below it."""
+    from packaging.specifiers import SpecifierSet  # noqa: PLC0415 - pip and pytest bring packaging
+    from packaging.version import Version  # noqa: PLC0415
+
     major, minor = version or sys.version_info[:2]
-    here = f"{major}.{minor}.0"
-    try:
-        from packaging.specifiers import InvalidSpecifier, SpecifierSet  # noqa: PLC0415
-    except ImportError:  # pragma: no cover - pip and pytest bring packaging
-        SpecifierSet = None
-    if SpecifierSet is not None:
-        for name in pins:
-            try:
-                needs = metadata.distribution(name).metadata.get("Requires-Python")
-            except metadata.PackageNotFoundError:
-                continue
-            try:
-                if needs and here not in SpecifierSet(needs):
-                    raise LookupError(f"{name}=={pins[name]} needs Python {needs}, not {major}.{minor}")
-            except InvalidSpecifier:
-                continue
-    return f">={major}.{minor},<{major}.{minor + 1}"
+    low, high = Version("3.0"), None
+    for name in pins:
+        try:
+            needs = metadata.distribution(name).metadata.get("Requires-Python") or ""
+        except metadata.PackageNotFoundError:
+            continue
+        for spec in SpecifierSet(needs):
+            bound = Version(".".join(spec.version.split(".")[:2]).rstrip(".*"))
+            if spec.operator in (">=", ">", "~=", "=="):
+                low = max(low, bound)
+            elif spec.operator == "<":
+                high = bound if high is None else min(high, bound)
+    if Version(f"{major}.{minor}") < low or (high is not None and Version(f"{major}.{minor}") >= high):
+        raise LookupError(f"the pins need Python >={low}{f',<{high}' if high else ''}, not {major}.{minor}")
+    return f">={low.major}.{low.minor}" + (f",<{high}" if high else "")

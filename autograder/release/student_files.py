@@ -19,8 +19,8 @@ build-backend = "setuptools.build_meta"
 name = "attention-exercises"
 version = "{version}"
 description = "Exercises on attention mechanisms, with grade check (public checks only)"
-# the Python the pinned requirements were frozen from and install on: pip refuses the package on another,
-# rather than leave a `grade` without its dependencies
+# the Pythons every pinned requirement installs on (their own Requires-Python): pip refuses the package on
+# another, rather than leave a `grade` without its dependencies
 requires-python = "{python}"
 dependencies = [
     # The CPU build of torch: pip install -r requirements.txt installs it from {TORCH_CPU_INDEX}
@@ -40,7 +40,7 @@ packages = [{package_list}]
 
 def python_words(python: str) -> str:
     """``>=3.11,<3.12`` -> ``Python 3.11``."""
-    return f"Python {_lowest(python)}"
+    return f"Python {_lowest(python)}" + (" or newer" if "<" not in python else f" ({python})")
 
 
 def _lowest(python: str) -> str:
@@ -57,11 +57,11 @@ Your exercises are in `exercises/` ({files}). Each function or class raises
 
 ## Install (once)
 
-With {words} (the version these pinned requirements are made for: `requires-python = "{python}"`;
-with another, `pip install` stops and says so), on Linux, macOS or Windows, from this folder:
+With {words} (what these pinned requirements install on: `requires-python = "{python}"`; with an
+older one, `pip install` stops and says so), on Linux, macOS or Windows, from this folder:
 
 ```
-python3 -m venv .venv                # python3 --version must say {words}; else name it (python{low}, py -{low})
+python3 -m venv .venv                # python3 --version: {words}; else name one (python{low}, py -{low})
 source .venv/bin/activate            # Windows: .venv\\Scripts\\activate
 pip install -r requirements.txt      # the exact versions the checks were made with (torch CPU build)
 pip install --no-deps .              # the `grade` command
