@@ -239,6 +239,10 @@ def _layered_venv(course: Path) -> Path:
     site = venv / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}" / "site-packages"
     kit_site = next(p for p in map(Path, sys.path) if p.name == "site-packages" and p.is_relative_to(KIT_VENV))
     (site / "_kit_venv.pth").write_text(str(kit_site) + "\n")
+    # ensurepip's setuptools would shadow the kit venv's, and grade release pins what it finds installed
+    # (torch needs setuptools>=77): the copy's venv must see the kit's environment, not an older one
+    subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "uninstall", "-y", "-q", "setuptools"], check=True,
+                   capture_output=True, timeout=300)
     run = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--no-deps",
                           "-e", str(course)], capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr
