@@ -1,6 +1,8 @@
 # Two commands do everything on a fresh machine; both install what they need into .venv first.
 #   make demo   grade the bundled sample submissions into results/
 #   make test   run the whole test suite
+# Each stage says what it does, and how long it takes on a first run, in one line. pip shows its progress
+# when the output is a terminal (--quiet otherwise, for logs and CI).
 PYTHON ?= python3.11
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -9,22 +11,30 @@ STAMP  := $(VENV)/.installed
 .PHONY: demo test check install
 
 $(STAMP): pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
-	touch $(STAMP)
+	@echo "installing the kit, torch 2.13.0 (CPU) and the test tools into $(VENV) (first run: about 2 minutes)..."
+	@$(PYTHON) -m venv $(VENV)
+	@if [ -t 1 ]; then quiet=; else quiet=--quiet; fi; \
+	  $(BIN)/python -m pip install $$quiet --disable-pip-version-check -e '.[test]'
+	@touch $(STAMP)
+	@echo "installed: $(BIN)/grade"
 
 install: $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/grade autograde samples/submissions --out results
+	@echo "grading the 4 sample submissions of samples/submissions/ into results/ (about 30 s: torch starts, then each in its sandbox)..."
+	@$(BIN)/grade autograde samples/submissions --out results
 	@echo "results: results/<name>/results.json (Gradescope format) and results/<name>/feedback.html; the class: results/summary.html"
 
 check: $(STAMP)
-	$(BIN)/grade check exercises
+	@echo "checking exercises/ against the public cases (about 10 s)..."
+	@$(BIN)/grade check exercises
 
 # The fast unit tests first (seconds), then the rest of the suite, then the tests whose numbers depend on the CPU's vector units again, as on a CPU without
 # them (ATEN_CPU_CAPABILITY=default): a difference between CPUs is found here, not in a classroom.
 test: $(STAMP)
+	@echo "1/3 the fast unit tests (about 30 s)..."
 	$(BIN)/python -m pytest -m unit -q -p no:cacheprovider
+	@echo "2/3 the rest of the suite, slow end-to-end tests included (about 10 minutes on 2 cores)..."
 	$(BIN)/python -m pytest -m "not unit"
+	@echo "3/3 the CPU-dependent numerics again, as on a CPU without vector units (about 1 minute)..."
 	ATEN_CPU_CAPABILITY=default $(BIN)/python -m pytest -m numerics -p no:cacheprovider -q

@@ -25,23 +25,51 @@ def _colored() -> bool:
     return colored()
 
 
+def _version() -> str:
+    from autograder import __version__  # noqa: PLC0415
+
+    return __version__
+
+
+def _course(course_file: Path, nbgrader_dir: Path | None = None, course_dir_option: bool = False) -> Path:
+    """``--course`` as given, else ./course.yml, else the course an nbgrader course records (.attention-kit.yml)."""
+    from click.core import ParameterSource  # noqa: PLC0415
+
+    from autograder.commands import console, course_location  # noqa: PLC0415
+    from autograder.commands.usage import UsageError  # noqa: PLC0415
+
+    explicit = click.get_current_context().get_parameter_source("course_file") != ParameterSource.DEFAULT
+    try:
+        found, note = course_location.resolve(course_file, explicit, nbgrader_dir, course_dir_option)
+    except UsageError as exc:
+        click.echo(click.style("error: ", fg="red") + str(exc), err=True)
+        sys.exit(2)
+    if note:
+        console.note(note)
+    return found
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(_version(), "--version", "-V", prog_name="grade",
+                      message="%(prog)s (attention autograder) %(version)s")
 def main() -> None:
     """Autograded exercises for attention mechanisms (chapter 3 of Build a Large Language Model)."""
 
 
 @main.command()
-@click.argument("path", type=click.Path(path_type=Path), default=Path("exercises"))
+@click.argument("path", type=click.Path(path_type=Path), required=False)
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON, for machines.")
-@click.option("--step", "steps", multiple=True, help="Only this step (module.name) or module; repeatable.")
-@click.option("--html", "html_file", is_flag=False, flag_value="feedback.html", default=None,
-              type=click.Path(path_type=Path, dir_okay=False),
-              help="Also write the feedback page (pictures of failing cases) to FILE [default: feedback.html].")
-def check(path: Path, as_json: bool, steps: tuple[str, ...], html_file: Path | None) -> None:
-    """Check your exercises (default ./exercises) against the public cases of the course documents."""
+@click.option("--step", "steps", multiple=True,
+              help="Only this step (module.name, or its name alone when no other module has it) or module; repeatable.")
+@click.option("--html", "html_file", is_flag=False, flag_value="", default=None, metavar="[FILE]",
+              help="Also write the feedback page (pictures of failing cases) to FILE [default: ./feedback.html; run "
+                   "inside the checked folder, beside it: never among your exercises].")
+def check(path: Path | None, as_json: bool, steps: tuple[str, ...], html_file: str | None) -> None:
+    """Check your exercises (default ./exercises, or this folder when it holds them) against the public cases."""
     from autograder.commands import check as verb  # noqa: PLC0415
 
-    _run(verb.main, path=path, steps=steps, as_json=as_json, color=_colored(), html_file=html_file)
+    page = None if html_file is None else True if html_file == "" else Path(html_file)
+    _run(verb.main, path=path, steps=steps, as_json=as_json, color=_colored(), html_file=page)
 
 
 @main.command()
@@ -50,7 +78,7 @@ def assign(course_file: Path) -> None:
     """Write exercises/ from solutions/ and record the public cases for grade check."""
     from autograder.commands import assign as verb  # noqa: PLC0415
 
-    _run(verb.main, course_file=course_file)
+    _run(verb.main, course_file=_course(course_file))
 
 
 @main.command()
@@ -92,6 +120,7 @@ def autograde(**options) -> None:
     """
     from autograder.commands import autograde as verb  # noqa: PLC0415
 
+    options["course_file"] = _course(options["course_file"], options["nbgrader_course"])
     _run(verb.main, **options)
 
 
@@ -120,6 +149,7 @@ def export(**options) -> None:
     """Write the grades of DIR's results.json files as a Canvas, Moodle or plain CSV gradebook file."""
     from autograder.commands import export as verb  # noqa: PLC0415
 
+    options["course_file"] = _course(options["course_file"])
     _run(verb.main, **options)
 
 
@@ -134,6 +164,7 @@ def release(**options) -> None:
     """Build the student bundle: exercises, public checks, grade check; no solution, no hidden case."""
     from autograder.commands import release as verb  # noqa: PLC0415
 
+    options["course_file"] = _course(options["course_file"])
     _run(verb.main, **options)
 
 
@@ -146,20 +177,25 @@ def gradescope(**options) -> None:
     """Build the Gradescope autograder zip (instructor-only: it holds the solutions and hidden suites)."""
     from autograder.commands import gradescope as verb  # noqa: PLC0415
 
+    options["course_file"] = _course(options["course_file"])
     _run(verb.main, **options)
 
 
 @main.command()
-@click.option("--course", "dest", required=True, type=click.Path(file_okay=False, path_type=Path),
-              help="The nbgrader course directory to write (created if missing).")
-@click.option("--course-file", "course_file", default=Path("course.yml"), type=click.Path(path_type=Path),
-              show_default=True, help="The course definition.")
+@click.option("--course-dir", "dest", metavar="DIR", type=click.Path(file_okay=False, path_type=Path),
+              help="The nbgrader course folder to write (created if missing).")
+@click.option("--course", "course_file", default=Path("course.yml"), metavar="FILE", type=click.Path(path_type=Path),
+              show_default=True, help="The course definition, as for every other verb.")
 @click.option("--assignment", default=None, help="The assignment name (default: the unit in course.yml).")
 @click.option("--force", is_flag=True, help="Overwrite source/<assignment>/ and nbgrader_config.py.")
 def nbgrader(**options) -> None:
     """Write an nbgrader course: DIR/nbgrader_config.py and DIR/source/<assignment>/<module>.ipynb."""
     from autograder.commands import nbgrader as verb  # noqa: PLC0415
 
+    options["course_file"] = _course(options["course_file"], course_dir_option=True)
+    if options["dest"] is None:
+        raise click.UsageError("Missing option '--course-dir' (the nbgrader course folder to write, such as "
+                               "~/attention-course).")
     _run(verb.main, **options)
 
 
@@ -178,6 +214,7 @@ def similarity(**options) -> None:
     """Rank pairs of SUBMISSIONS by code shared beyond boilerplate (read, never run). Never a verdict."""
     from autograder.commands import similarity as verb  # noqa: PLC0415
 
+    options["course_file"] = _course(options["course_file"], options["nbgrader"])
     _run(verb.main, **options)
 
 

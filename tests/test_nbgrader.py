@@ -53,7 +53,7 @@ def solution_region(source: str) -> str:
 @pytest.fixture(scope="module")
 def course_dir(tmp_path_factory) -> Path:
     dest = tmp_path_factory.mktemp("nbgrader") / "course"
-    result = run_grade("nbgrader", "--course", str(dest))
+    result = run_grade("nbgrader", "--course-dir", str(dest))
     assert result.returncode == 0, result.stderr
     assert f"{COURSE.max_points():g} of {COURSE.max_points():g} points" in result.stdout
     return dest
@@ -307,7 +307,7 @@ def test_stubs_fail_every_test_cell_as_not_attempted(source):
 
 
 def test_refuses_to_overwrite_without_force(course_dir):
-    result = run_grade("nbgrader", "--course", str(course_dir))
+    result = run_grade("nbgrader", "--course-dir", str(course_dir))
     assert result.returncode == 2 and "--force" in result.stderr
 
 

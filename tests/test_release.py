@@ -282,3 +282,74 @@ def test_the_bundle_installs_and_checks_without_the_instructor_repo(release, tmp
     solved = python(grade, "check")
     assert solved.returncode == 0, solved.stdout + solved.stderr
     assert "FAILED" not in solved.stdout and "not attempted" not in solved.stdout
+
+
+# -- (d) the Python range the bundle claims is the one its pins install on ------------------------------
+PYENV = Path("/root/.pyenv/versions")
+
+
+def pythons_here() -> dict[tuple[int, int], Path]:
+    """(major, minor) -> an interpreter of that version on this machine: pyenv's, and the one running."""
+    found = {}
+    for folder in sorted(PYENV.glob("3.*")) if PYENV.is_dir() else []:
+        python = folder / "bin" / "python3"
+        if python.is_file():
+            found[tuple(int(p) for p in folder.name.split(".")[:2])] = python
+    found.setdefault(sys.version_info[:2], Path(sys.base_exec_prefix) / "bin" / "python3")
+    return found
+
+
+def _venv(python: Path, folder: Path) -> Path:
+    run = subprocess.run([str(python), "-m", "venv", str(folder)], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    return folder / "bin" / "python"
+
+
+def _pip(python: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
+    return subprocess.run([str(python), "-m", "pip", "install", "--disable-pip-version-check", *args], cwd=cwd,
+                          env=env, capture_output=True, text=True, timeout=1200)
+
+
+@pytest.mark.slow
+def test_the_bundle_installs_on_the_pythons_it_claims_and_refuses_the_others(release, tmp_path):
+    """requirements.txt into a fresh venv of the lowest and the highest Python the bundle's requires-python
+    claims that this machine has, then `pip install --no-deps .` and `grade check`, as its README says. Just
+    outside the range, `pip install --no-deps .` must refuse; the control: the pins do not install there
+    either (3.10 was claimed once, where numpy==2.4.6 and contourpy==1.3.3 have no release)."""
+    import tomllib
+
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import Version
+
+    claim = SpecifierSet(tomllib.loads((release / "pyproject.toml").read_text())["project"]["requires-python"])
+    here = pythons_here()
+    inside = sorted(v for v in here if Version(f"{v[0]}.{v[1]}.0") in claim)
+    assert inside, f"no Python of {sorted(here)} is in {claim}"
+    assert f"Python {inside[0][0]}.{inside[0][1]}" in (release / "README.md").read_text()
+    for version in sorted({inside[0], inside[-1]}):
+        bundle = tmp_path / f"{version}" / BUNDLE
+        shutil.copytree(release, bundle)
+        python = _venv(here[version], bundle / ".venv")
+        requirements = _pip(python, "-r", "requirements.txt", cwd=bundle)
+        assert requirements.returncode == 0, f"{version}: " + requirements.stdout[-2000:] + requirements.stderr[-3000:]
+        package = _pip(python, "--no-deps", ".", cwd=bundle)
+        assert package.returncode == 0, package.stdout[-2000:] + package.stderr[-3000:]
+        check = subprocess.run([str(bundle / ".venv" / "bin" / "grade"), "check", "--json"], cwd=bundle,
+                               capture_output=True, text=True, timeout=600)
+        assert check.returncode == 1, check.stdout[-2000:] + check.stderr[-3000:]  # the stubs: not attempted
+        assert {s["status"] for s in json.loads(check.stdout)["steps"]} == {"not attempted"}
+    below = [v for v in here if Version(f"{v[0]}.{v[1]}.0") < Version(f"{inside[0][0]}.{inside[0][1]}.0")]
+    above = [v for v in here if Version(f"{v[0]}.{v[1]}.0") > Version(f"{inside[-1][0]}.{inside[-1][1]}.0")]
+    outside = [v for v in (max(below, default=None), min(above, default=None)) if v and v[0] == 3]
+    assert outside, "no Python just outside the range on this machine: the refusal cannot be checked"
+    for version in outside:
+        bundle = tmp_path / f"{version}" / BUNDLE
+        shutil.copytree(release, bundle)
+        python = _venv(here[version], bundle / ".venv")
+        package = _pip(python, "--no-deps", ".", cwd=bundle)
+        assert package.returncode != 0 and "requires a different Python" in package.stdout + package.stderr, (
+            f"{version}: " + package.stdout[-2000:] + package.stderr[-2000:])
+        assert not (bundle / ".venv" / "bin" / "grade").exists()
+        requirements = _pip(python, "-r", "requirements.txt", cwd=bundle)
+        assert requirements.returncode != 0, f"{version}: the pins install here, so the range could be wider"

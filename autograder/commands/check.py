@@ -9,20 +9,26 @@ from . import console
 from .usage import UsageError
 
 
-def main(path: Path = Path("exercises"), steps: tuple[str, ...] = (), as_json: bool = False,
-         color: bool = False, html_file: Path | None = None) -> int:
+DEFAULT_FOLDER = Path("exercises")
+PAGE = "feedback.html"
+
+
+def main(path: Path | None = None, steps: tuple[str, ...] = (), as_json: bool = False,
+         color: bool = False, html_file: Path | bool | None = None) -> int:
     """Check the exercise files in ``path`` (a folder, or one module file); 0 when every check passes.
 
-    ``html_file``: also write the feedback page there (the page grade autograde writes), and say where."""
+    ``path`` None: ./exercises, or the current folder when it holds the exercise files itself.
+    ``html_file``: also write the feedback page there (the page grade autograde writes), and say where;
+    ``True``: to ``feedback.html`` here, or beside the checked folder when run inside it (``page_path``)."""
     from autograder.check import public_cases  # noqa: PLC0415
 
-    path, steps = _folder(Path(path), tuple(steps))
     try:
         data = public_cases.load()
     except FileNotFoundError as exc:
         raise UsageError(str(exc)) from None
-    _known_steps(steps, data)
     modules = data["modules"]
+    path, steps = _folder(_default_folder(modules) if path is None else Path(path), tuple(steps))
+    steps = _known_steps(steps, data)
     if not any((path / f"{m}.py").exists() for m in modules):
         raise UsageError(f"{path}: none of {', '.join(m + '.py' for m in modules)} is here")
     results = run(path, data, list(steps) or None)
@@ -39,7 +45,10 @@ def main(path: Path = Path("exercises"), steps: tuple[str, ...] = (), as_json: b
     if html_file:
         from autograder.check.page import write_page  # noqa: PLC0415
 
-        written = write_page(results, path, Path(html_file))
+        dest = page_path(path, html_file)
+        written = write_page(results, path, dest)
+        if written.parent == path.resolve() or path.resolve() in written.parents:
+            console.warn(f"{written} is inside {path}/: do not hand it in with your exercises")
         (console.note if as_json else console.say)(f"feedback page: {written}")
     return 0 if results and all(r.status == "passed" for r in results) else 1
 
@@ -68,12 +77,42 @@ def _folder(path: Path, steps: tuple[str, ...]) -> tuple[Path, tuple[str, ...]]:
     return path, steps
 
 
-def _known_steps(steps: tuple[str, ...], data: dict) -> None:
+def _default_folder(modules: list[str]) -> Path:
+    """./exercises; or, run inside the exercises folder (no exercises/ here, but the modules are), this folder."""
+    if not DEFAULT_FOLDER.exists() and any(Path(f"{m}.py").is_file() for m in modules):
+        console.note(f"checking this folder, {Path.cwd()} (it holds the exercise files)")
+        return Path(".")
+    return DEFAULT_FOLDER
+
+
+def page_path(folder: Path, html_file: Path | bool) -> Path:
+    """Where --html writes: FILE as given; else feedback.html in the current folder, unless that is the checked
+    folder or inside it (grade check run in exercises/): then beside the checked folder, in its parent. The page
+    is then never among the exercise files a student hands in."""
+    if html_file is not True:
+        return Path(html_file)
+    here, checked = Path.cwd().resolve(), folder.resolve()
+    return (checked.parent if here == checked or checked in here.parents else here) / PAGE
+
+
+def _known_steps(steps: tuple[str, ...], data: dict) -> tuple[str, ...]:
+    """The steps and modules asked for, each as its full name; a step's name alone is enough when unique."""
     known = list(data["steps"]) + data["modules"]
+    resolved = []
     for step in steps:
-        if step not in known:
-            near = difflib.get_close_matches(step, known, n=3, cutoff=0.5) or \
-                [k for k in known if k.endswith("." + step)]
-            raise UsageError(f"--step {step}: no such step or module" +
-                             (f" (did you mean {', '.join(near)}?)" if near
-                              else f"; the modules are {', '.join(data['modules'])}"))
+        if step in known:
+            resolved.append(step)
+            continue
+        owners = [k for k in data["steps"] if k.rsplit(".", 1)[-1] == step]
+        if len(owners) == 1:
+            resolved.append(owners[0])
+            continue
+        if owners:
+            raise UsageError(f"--step {step}: a step of {len(owners)} modules; say which: "
+                             + ", ".join(f"--step {o}" for o in owners))
+        near = difflib.get_close_matches(step, known, n=3, cutoff=0.5) or \
+            [k for k in known if k.endswith("." + step)]
+        raise UsageError(f"--step {step}: no such step or module" +
+                         (f" (did you mean {', '.join(near)}?)" if near
+                          else f"; the modules are {', '.join(data['modules'])}"))
+    return tuple(resolved)

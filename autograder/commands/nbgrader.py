@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from . import console
+from . import console, course_location
 from .usage import UsageError
 
 
@@ -16,15 +16,22 @@ def main(dest: Path, course_file: Path = Path("course.yml"), assignment: str | N
     except ImportError as exc:
         raise UsageError(f"grade nbgrader needs nbformat ({exc}): pip install -e '.[test]', "
                          "or pip install 'nbgrader>=0.9'") from None
+    if Path(course_file).is_dir():
+        raise UsageError(f"course_file={course_file}: a folder; it names the course definition file (course.yml); "
+                         "the nbgrader course folder to write is dest (--course-dir)")
     try:
         summary = write_course(course_file, dest, assignment=assignment, force=force)
     except (CourseError, CourseDirError) as exc:
         raise UsageError(str(exc)) from None
+    # so that grade commands run from the course folder find this course.yml (grade autograde --nbgrader .)
+    record = course_location.write_record(dest, course_file)
     for module, points in summary["points"].items():
         console.say(f"{summary['folder'] / (module + '.ipynb')}: {points:g} points")
     console.say(f"{sum(summary['points'].values()):g} of {summary['total']:g} points in {len(summary['points'])} "
                 f"notebooks; next, in {dest}: nbgrader generate_assignment {summary['assignment']}")
+    console.say(f"{record}: the course.yml these notebooks came from ({Path(course_file).resolve()}), for grade "
+                "commands run in that folder")
     console.warn("nbgrader autograde runs student code beside the checks in one kernel, unsandboxed: a notebook "
                  "can patch the checks and award itself points. For untrusted students grade the collected "
-                 f"notebooks with: grade autograde --nbgrader {dest} --out results (docs/nbgrader.md)")
+                 f"notebooks, from {dest}, with: grade autograde --nbgrader . --out results (docs/nbgrader.md)")
     return 0

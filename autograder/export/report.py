@@ -34,10 +34,7 @@ def summary(book: Gradebook, options: ExportOptions, fmt: str) -> list[str]:
             lines.append(f"  late: {e.student.label} submitted {e.submission.submitted_at.isoformat()}, "
                          f"{number(e.lateness.late_days)} day(s) late, -{number(e.lateness.penalty * 100)}%: "
                          f"{number(e.submission.score * scale)} -> {number(e.final * scale)} / {number(options.points)}")
-    undated = [e.student.label for e in graded if e.status == UNDATED]
-    if undated:
-        lines.append(f"  undated (results.json has no extra_data.submitted_at; counted on time): {_names(undated)}")
-    return lines
+    return lines  # undated students are named once, among the warnings
 
 
 def warnings(book: Gradebook, options: ExportOptions, fmt: str) -> list[str]:
@@ -61,8 +58,9 @@ def warnings(book: Gradebook, options: ExportOptions, fmt: str) -> list[str]:
         lines.append(f"unreadable {bad.path}: {bad.reason}{tail}")
     undated = [e.student.label for e in book.entries if e.status == UNDATED]
     if undated:
-        lines.append(f"{len(undated)} student(s) have no submission time from the platform, so no late penalty was "
-                     f"applied: {_names(undated)} (give the LMS's times with --times times.csv)")
+        lines.append(f"{len(undated)} student(s) undated, counted on time: no submission time from the platform "
+                     f"(results.json has no extra_data.submitted_at), so no late penalty was applied: "
+                     f"{_names(undated)} (give the LMS's times with --times times.csv)")
     for sub in book.max_mismatch:
         lines.append(f"{sub.path}: tests add up to {number(sub.max_score)} points but course.yml to "
                      f"{number(book.max_points)}: graded with another course.yml?")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -22,7 +23,7 @@ from autograder.course import load_course
 
 from . import leaks
 from .reproducible_zip import tree_entries, write_zip
-from .pins import installed_closure, requirements_txt
+from .pins import installed_closure, python_range, requirements_txt
 from .student_code import PACKAGE_DIR, ReleaseError, student_package
 from .student_files import STUDENT_ROOTS, pyproject, readme
 
@@ -90,18 +91,25 @@ def _stage(stage: Path, course_file: Path) -> dict:
     packages = sorted({"autograder." + rel.rsplit("/", 1)[0].replace("/", ".") if "/" in rel else "autograder"
                        for rel in files if rel.endswith(".py")})
     pins = installed_closure(STUDENT_ROOTS)
+    python = python_range(pins)
     public_steps = [s for s, spec in data["steps"].items()
                     if any(c["visibility"] == "public" for c in spec["counts"].values())]
     public_points = sum(c["points"] for spec in data["steps"].values() for c in spec["counts"].values()
                         if c["visibility"] == "public")
-    (stage / "README.md").write_text(readme(data["title"], data["modules"], len(public_steps), public_points),
+    (stage / "README.md").write_text(readme(data["title"], data["modules"], len(public_steps), public_points, python),
                                      encoding="utf-8")
     (stage / "requirements.txt").write_text(
         requirements_txt(pins, "grade check for the attention exercises: pip install -r requirements.txt"),
         encoding="utf-8")
-    (stage / "pyproject.toml").write_text(pyproject(__version__, pins, packages), encoding="utf-8")
+    (stage / "pyproject.toml").write_text(pyproject(__version__, pins, packages, python), encoding="utf-8")
     check_no_leak(stage, root / course.solutions, (root / course.suites).resolve())
     return {"files": sum(1 for p in stage.rglob("*") if p.is_file()), "cases": len(data["cases"])}
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def build_release(out: Path, course_file: Path = Path("course.yml"), zip_path: Path | None = None) -> dict:
@@ -116,6 +124,7 @@ def build_release(out: Path, course_file: Path = Path("course.yml"), zip_path: P
     try:
         summary = _stage(stage, course_file)
         (stage / MARKER).write_text("built by grade release; the next build replaces this folder\n")
+        os.chmod(stage, 0o777 & ~_umask())  # mkdtemp made it 0700: the bundle is for sharing
         if out.exists():
             shutil.rmtree(out)
         stage.replace(out)

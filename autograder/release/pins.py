@@ -9,6 +9,7 @@ Linux and Windows, PyPI the (CPU-only) macOS wheels, and ``==2.13.0`` accepts bo
 from __future__ import annotations
 
 import re
+import sys
 from importlib import metadata
 
 TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
@@ -58,3 +59,31 @@ def requirements_txt(pins: dict[str, str], purpose: str) -> str:
              f"--extra-index-url {TORCH_CPU_INDEX}"]
     lines += [f"{name}=={version}" for name, version in pins.items()]
     return "\n".join(lines) + "\n"
+
+
+def python_range(pins: dict[str, str], version: tuple[int, int] | None = None) -> str:
+    """The Pythons the pins install on, as ``requires-python``: what every pin's own ``Requires-Python`` allows.
+
+    The lower bound is the highest of the pins' lower bounds (numpy 2.4.6 and contourpy 1.3.3 need 3.11, so
+    the bundle cannot promise 3.10); an upper bound is kept when a pin has one. The Python building the bundle
+    must be in the range (its pins are installed on it). tests/test_release.py installs the requirements on
+    the lowest and the highest Python of the range that the machine has, and checks the refusal below it."""
+    from packaging.specifiers import SpecifierSet  # noqa: PLC0415 - pip and pytest bring packaging
+    from packaging.version import Version  # noqa: PLC0415
+
+    major, minor = version or sys.version_info[:2]
+    low, high = Version("3.0"), None
+    for name in pins:
+        try:
+            needs = metadata.distribution(name).metadata.get("Requires-Python") or ""
+        except metadata.PackageNotFoundError:
+            continue
+        for spec in SpecifierSet(needs):
+            bound = Version(".".join(spec.version.split(".")[:2]).rstrip(".*"))
+            if spec.operator in (">=", ">", "~=", "=="):
+                low = max(low, bound)
+            elif spec.operator == "<":
+                high = bound if high is None else min(high, bound)
+    if Version(f"{major}.{minor}") < low or (high is not None and Version(f"{major}.{minor}") >= high):
+        raise LookupError(f"the pins need Python >={low}{f',<{high}' if high else ''}, not {major}.{minor}")
+    return f">={low.major}.{low.minor}" + (f",<{high}" if high else "")

@@ -8,7 +8,7 @@ from .pins import TORCH_CPU_INDEX
 STUDENT_ROOTS = ["torch", "numpy", "click", "safetensors", "rich", "matplotlib"]
 
 
-def pyproject(version: str, pins: dict[str, str], packages: list[str]) -> str:
+def pyproject(version: str, pins: dict[str, str], packages: list[str], python: str) -> str:
     deps = "\n".join(f'    "{name}=={pins[name]}",' for name in STUDENT_ROOTS)
     package_list = ", ".join(f'"{p}"' for p in packages)
     return f'''[build-system]
@@ -19,7 +19,9 @@ build-backend = "setuptools.build_meta"
 name = "attention-exercises"
 version = "{version}"
 description = "Exercises on attention mechanisms, with grade check (public checks only)"
-requires-python = ">=3.10"  # and whatever torch 2.13.0 has wheels for: pip says if yours has none
+# the Pythons every pinned requirement installs on (their own Requires-Python): pip refuses the package on
+# another, rather than leave a `grade` without its dependencies
+requires-python = "{python}"
 dependencies = [
     # The CPU build of torch: pip install -r requirements.txt installs it from {TORCH_CPU_INDEX}
 {deps}
@@ -36,8 +38,18 @@ packages = [{package_list}]
 '''
 
 
-def readme(title: str, modules: list[str], steps: int, public_points: float) -> str:
+def python_words(python: str) -> str:
+    """``>=3.11,<3.12`` -> ``Python 3.11``."""
+    return f"Python {_lowest(python)}" + (" or newer" if "<" not in python else f" ({python})")
+
+
+def _lowest(python: str) -> str:
+    return python.split(",")[0].lstrip(">=")
+
+
+def readme(title: str, modules: list[str], steps: int, public_points: float, python: str) -> str:
     files = ", ".join(f"`{m}.py`" for m in modules)
+    words, low = python_words(python), _lowest(python)
     return f"""# {title}
 
 Your exercises are in `exercises/` ({files}). Each function or class raises
@@ -45,11 +57,11 @@ Your exercises are in `exercises/` ({files}). Each function or class raises
 
 ## Install (once)
 
-With Python 3.10 or newer (any version torch 2.13.0 has a wheel for; pip says so if yours has none), on
-Linux, macOS or Windows, from this folder:
+With {words} (what these pinned requirements install on: `requires-python = "{python}"`; with an
+older one, `pip install` stops and says so), on Linux, macOS or Windows, from this folder:
 
 ```
-python3 -m venv .venv
+python3 -m venv .venv                # python3 --version: {words}; else name one (python{low}, py -{low})
 source .venv/bin/activate            # Windows: .venv\\Scripts\\activate
 pip install -r requirements.txt      # the exact versions the checks were made with (torch CPU build)
 pip install --no-deps .              # the `grade` command
