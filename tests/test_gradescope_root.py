@@ -44,9 +44,9 @@ from autograder.release.pins import TORCH_CPU_INDEX
 
 from .conftest import ROOT, run_grade
 
-pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(sys.platform != "linux" or os.geteuid() != 0,
-                                 reason="a Debian root needs Linux and root (mount namespaces, chroot, mmdebstrap)")]
+in_a_root = [pytest.mark.slow,
+             pytest.mark.skipif(sys.platform != "linux" or os.geteuid() != 0,
+                                reason="a Debian root needs Linux and root (mount namespaces, chroot, mmdebstrap)")]
 
 SAMPLES = ROOT / "samples" / "submissions"
 SUBMISSIONS = ("alice", "bob")  # alice: all correct; bob: one bug
@@ -326,6 +326,8 @@ def _grade_in_root(root: DebianRoot, name: str, env: dict) -> tuple[subprocess.C
 CASES = [("alice", None), ("bob", None), ("bob", "uid+rlimits")]
 
 
+@in_a_root[0]
+@in_a_root[1]
 @pytest.mark.parametrize(("name", "cap"), CASES, ids=[f"{n}-{c or 'default'}" for n, c in CASES])
 def test_run_autograder_in_the_root_grades_as_grade_autograde(debian_root, expected, timings, name, cap):
     started = time.monotonic()
@@ -344,3 +346,52 @@ def test_run_autograder_in_the_root_grades_as_grade_autograde(debian_root, expec
         [(t["name"], t["score"], t["status"]) for t in want["tests"]]
     assert results["extra_data"]["submitted_at"] == "2026-12-10T14:03:22.500000-08:00"
     timings[f"score {case}"] = f"{results['score']:g}/{sum(t['max_score'] for t in results['tests']):g}"
+
+
+# -- setup.sh's pip arguments, without a root or a network (stub python3.11 and pip) ------------------------
+STUB = """#!/bin/bash
+# python3.11, and the venv's python: log what pip is asked; make the venv's python a copy of this stub
+echo "$0 $*" >> "$STUB_LOG"
+if [ "${1:-}" = -m ] && [ "${2:-}" = venv ]; then mkdir -p "$3/bin" && cp "$0" "$3/bin/python"; fi
+exit 0
+"""
+
+
+def _setup_sh_calls(tmp: Path, env: dict) -> list[str]:
+    from autograder.gradescope.scripts import SETUP_SH
+
+    root, bin_dir, log = tmp / "autograder", tmp / "bin", tmp / "calls.log"
+    (root / "source").mkdir(parents=True)
+    bin_dir.mkdir()
+    (root / "source" / "requirements.txt").write_text(
+        f"# pins\n--extra-index-url {TORCH_CPU_INDEX}\nnumpy==2.0.0\ntorch==2.13.0\n")
+    (root / "source" / "setup.sh").write_text(SETUP_SH)
+    (bin_dir / "python3.11").write_text(STUB)
+    (bin_dir / "python3.11").chmod(0o755)
+    done = subprocess.run(["bash", str(root / "source" / "setup.sh")], capture_output=True, text=True, timeout=60,
+                          env={"PATH": f"{bin_dir}:/usr/bin:/bin", "AUTOGRADER_ROOT": str(root), "STUB_LOG": str(log),
+                               **env})
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (root / "venv" / "requirements.txt").read_text() == "# pins\nnumpy==2.0.0\ntorch==2.13.0\n"
+    return [line.split(" ", 1)[1] for line in log.read_text().splitlines() if " -m pip install " in line]
+
+
+@pytest.mark.unit
+@pytest.mark.skipif(shutil.which("bash") is None, reason="setup.sh is a bash script")
+def test_setup_sh_uses_the_cpu_index_unless_told_otherwise(tmp_path):
+    calls = _setup_sh_calls(tmp_path / "default", {})
+    assert len(calls) == 3, calls
+    torch, requirements, kit = calls
+    assert f"--index-url {TORCH_CPU_INDEX} torch==2.13.0" in torch
+    assert "--index-url" not in requirements and "-r " in requirements  # torch is in; PyPI has the rest
+    assert "--no-deps --no-build-isolation -e" in kit
+    assert not any("--find-links" in call for call in calls)
+
+    calls = _setup_sh_calls(tmp_path / "elsewhere", {"AUTOGRADER_PIP_INDEX_URL": "https://mirror.example/simple",
+                                                    "AUTOGRADER_PIP_FIND_LINKS": " /opt/wheels  https://mirror.example/w/"})
+    torch, requirements, kit = calls
+    assert "--index-url https://mirror.example/simple torch==2.13.0" in torch and TORCH_CPU_INDEX not in torch
+    for call in calls:  # each space-separated entry once, on every call
+        assert call.count("--find-links /opt/wheels ") == 1, call
+        assert call.count("--find-links https://mirror.example/w/ ") == 1, call
+        assert call.count("--find-links") == 2, call
