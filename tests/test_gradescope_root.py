@@ -224,7 +224,7 @@ class DebianRoot:
     def run(self, command: str, timeout: float, extra_env: dict | None = None) -> subprocess.CompletedProcess:
         env = {"PATH": PATH, "HOME": "/root", "LANG": "C.UTF-8", **self.env, **(extra_env or {})}
         inner = ["/usr/bin/env", "-i", *(f"{k}={v}" for k, v in env.items()), "/bin/bash", "-c", command]
-        return subprocess.run(["unshare", "--mount", "--pid", "--fork", "bash", "-c", ENTER, "enter",
+        return subprocess.run(["unshare", "--mount", "--pid", "--fork", "--kill-child", "bash", "-c", ENTER, "enter",
                                str(self.path), ":".join(self.binds), "--", *inner],
                               capture_output=True, text=True, timeout=timeout)
 
