@@ -91,12 +91,6 @@ EXPECTED_RC = {
                                             "anything fails (2 would be a usage error)"),
     ("README.md", "grade check"): (1, "exercises/ holds the stubs"),
     ("README.md", "grade check --json"): (1, "exercises/ holds the stubs"),
-    # A KNOWN BUG this test found, left to the owner of autograder/nbgrader_course/: grade autograde --nbgrader
-    # writes autograded/<student>/<assignment>/ without nbgrader's submission_secret.txt, so generate_feedback's
-    # feedback/ lacks it and release_feedback stops (FileNotFoundError). When it is fixed this line exits 0 and
-    # the test fails until this entry is removed.
-    ("docs/nbgrader.md", "nbgrader release_feedback attention"): (1, "known bug: no submission_secret.txt in "
-                                                                     "autograded/ (see above)"),
 }
 #: (document, the block's first command starts with) -> a shell line run first, instead of `cd COURSE`
 BLOCK_START = {

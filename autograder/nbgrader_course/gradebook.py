@@ -89,4 +89,7 @@ def feedback_notebooks(course_dir: Path, assignment: str, student: str, submitte
     autograded.write(dest, course_dir, assignment, submitted, verdicts)
     if nbgrader_stamp(submitted):  # nbgrader's own record of the time, when it is one (not a link)
         shutil.copyfile(submitted / "timestamp.txt", dest / "timestamp.txt")
+    secret = submitted / "submission_secret.txt"  # nbgrader's key for the feedback's file names (release_feedback)
+    if secret.is_file() and not secret.is_symlink() and secret.stat().st_size <= 1024:
+        shutil.copyfile(secret, dest / "submission_secret.txt")
     return dest
