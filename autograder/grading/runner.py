@@ -20,6 +20,33 @@ from .zygote_client import Zygote
 WALL_MARGIN = 30.0
 
 
+#: what a step scores when the answers on the worker's channel are not the worker's own
+PROTOCOL = ("your code wrote its own messages on the grader's channel to the worker, so none of this step's "
+            "answers can be trusted: this step scores zero")
+
+
+def _well_formed(answer) -> bool:
+    """An answer as the worker makes it: a dict, ok, or carrying an error with its type and message."""
+    if type(answer) is not dict:
+        return False
+    if answer.get("ok") is True:
+        return True
+    error = answer.get("error")
+    return type(error) is dict and type(error.get("type")) is str and type(error.get("message")) is str
+
+
+def _control(worker, message: dict | None) -> dict:
+    """A control request's answer (hello, step, stand-ins), checked: anything else breaks the protocol."""
+    answer = worker.request(message)
+    if type(answer) is not dict or type(answer.get("changed", [])) is not list \
+            or type(answer.get("import_errors", {})) is not dict:
+        worker.kill()
+        raise WorkerError(PROTOCOL)
+    answer.setdefault("changed", [])
+    answer.setdefault("import_errors", {})
+    return answer
+
+
 def limit_error(exc: WorkerError) -> dict:
     return failed(error("LimitExceeded" if exc.limit else "WorkerDied", exc.reason), "the step", limit=exc.limit)
 
@@ -101,10 +128,10 @@ class SubmissionRunner:
                 worker.begin(budget)
                 clean, extra = True, needed - self._holds
                 if extra:  # the worker takes on what this step may hold besides, if it is still clean
-                    clean = not worker.request({"op": "standins", "standins": self._code(extra), "if_clean": True,
-                                                "cpu_seconds": budget})["changed"]
+                    clean = not _control(worker, {"op": "standins", "standins": self._code(extra), "if_clean": True,
+                                                  "cpu_seconds": budget})["changed"]
                     self._holds |= extra if clean else set()
-                if clean and not worker.request({"op": "step", "if_clean": True, "cpu_seconds": budget})["changed"]:
+                if clean and not _control(worker, {"op": "step", "if_clean": True, "cpu_seconds": budget})["changed"]:
                     self._step = step
                     self._mark_output()
                     return
@@ -129,11 +156,11 @@ class SubmissionRunner:
                                            callbacks=calls)
         self._holds = set(needed)
         self._step = step
-        hello = self._worker.request(None)
-        self.import_errors = {**hello.get("import_errors", {}), **self.module_errors}
+        hello = _control(self._worker, None)
+        self.import_errors = {**hello["import_errors"], **self.module_errors}
         if needed:
-            self._worker.request({"op": "standins", "standins": self._code(needed)})
-        self._worker.request({"op": "step"})
+            _control(self._worker, {"op": "standins", "standins": self._code(needed)})
+        _control(self._worker, {"op": "step"})
         self._mark_output()
 
     def _mark_output(self) -> None:
@@ -173,12 +200,15 @@ class SubmissionRunner:
             if module in self.import_errors:
                 return _import_error(self.import_errors, module)
             answer = self._worker.request(request)
+            if not _well_formed(answer):  # not the worker's own answer: the student's code wrote on its channel
+                self._worker.kill()
+                raise WorkerError(PROTOCOL)
             if (answer.get("error") or {}).get("type") == "Tampering":  # the worker retired itself: so is the step
                 self.timed_out[step] = answer
             return answer
         except WorkerError as exc:
             answer = limit_error(exc)
-            if exc.limit == "time":
+            if exc.limit == "time" or exc.reason == PROTOCOL:
                 self.timed_out[step] = answer
             return answer
 
