@@ -110,7 +110,10 @@ class _CtrlC:
 
 @contextlib.contextmanager
 def interrupts():
-    """Ctrl-C (SIGINT) handled as ``_CtrlC`` says while the block runs (in the main thread; elsewhere, as before)."""
+    """Ctrl-C (SIGINT) handled as ``_CtrlC`` says while the block runs (in the main thread; elsewhere, as before).
+
+    Once Ctrl-C was pressed, the handler stays: a second one while the process winds down still exits at once.
+    """
     import signal  # noqa: PLC0415
     import threading  # noqa: PLC0415
 
@@ -122,7 +125,8 @@ def interrupts():
     try:
         yield handler
     finally:
-        signal.signal(signal.SIGINT, before)
+        if not handler.pressed:
+            signal.signal(signal.SIGINT, before)
 
 
 def _to_nbgrader(course_dir: Path, sources, out: Path) -> None:
