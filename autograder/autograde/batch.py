@@ -214,7 +214,7 @@ def run(grader, jobs: list[Job], out: Path, zygote, n_jobs: int, on_done) -> Non
         for process in processes:
             process.join(timeout=30)
     except BaseException:  # Ctrl-C (KeyboardInterrupt), or a job that failed: nothing goes on grading
-        halt(processes, clones)
+        halt(processes, clones, zygote)
         raise
     finally:
         for process in processes:
@@ -240,39 +240,68 @@ def warm_pictures() -> None:
     import matplotlib.figure  # noqa: F401, PLC0415
 
 
-def halt(processes, clones, seconds: float = 1.0) -> None:
-    """Stop a batch at once: freeze every job (it writes nothing more), end their zygote clones (each clone's
-    hosts and sandboxes are killed as it exits), then kill the jobs.
+def halt(processes, clones, zygote) -> None:
+    """Stop a batch at once: freeze every job (it writes nothing more), kill their zygote clones (each clone's
+    hosts and sandboxes die with it), then kill the jobs.
 
     In that order so that no job sees its sandbox die and writes a result about it, and no host is left
-    answering a job that is gone. A clone is given ``seconds`` to exit; the jobs are killed in any case.
+    answering a job that is gone. The clones are the children of ``zygote``, which grades nothing itself
+    here; where they cannot be found, each is asked to quit and given a second.
     """
-    import select  # noqa: PLC0415
     import signal  # noqa: PLC0415
-    import time  # noqa: PLC0415
-
-    from autograder.worker import protocol  # noqa: PLC0415
 
     for process in processes:
         if process.is_alive():
             with contextlib.suppress(OSError):
                 os.kill(process.pid, signal.SIGSTOP)
+    found = children(zygote.process.pid) if clones and getattr(zygote, "process", None) is not None else []
+    for pid in found:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    if clones and not found:
+        _quit(clones, seconds=1.0)
+    for process in processes:
+        if process.is_alive():
+            process.kill()
+
+
+def children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` now (Linux's /proc; none found elsewhere)."""
+    found = []
+    try:
+        entries = [e.name for e in os.scandir("/proc") if e.name.isdigit()]
+    except OSError:
+        return []
+    for entry in entries:
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as stat:
+                if int(stat.read().rsplit(b")", 1)[1].split()[1]) == pid:
+                    found.append(int(entry))
+        except (OSError, IndexError, ValueError):
+            continue
+    return found
+
+
+def _quit(clones, seconds: float) -> None:
+    """Ask each clone to quit; wait up to ``seconds`` for them to exit (a clone's channel then reads empty)."""
+    import select  # noqa: PLC0415
+    import time  # noqa: PLC0415
+
+    from autograder.worker import protocol  # noqa: PLC0415
+
     ending = []
     for clone in clones:
         with contextlib.suppress(OSError):
             protocol.request(clone.control, {"op": "quit"})
             ending.append(clone.control)
     deadline = time.monotonic() + seconds
-    while ending and time.monotonic() < deadline:  # a clone's channel reads empty once it has exited
+    while ending and time.monotonic() < deadline:
         for sock in select.select(ending, [], [], max(0.0, deadline - time.monotonic()))[0]:
             try:
                 if not sock.recv(65536):
                     ending.remove(sock)
             except OSError:
                 ending.remove(sock)
-    for process in processes:
-        if process.is_alive():
-            process.kill()
 
 
 def staging_dir(out: Path) -> Path:
