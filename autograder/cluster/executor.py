@@ -135,26 +135,41 @@ def run(grader, grader_hash: str, jobs: list, out: Path, on_done, *, scheduler: 
                 write(out, answer["item"]["name"], answer["result"], answer["page"])
                 on_done(answer["item"])
         except KeyboardInterrupt:  # Ctrl-C: a LocalCluster's workers are killed now, not after their task
-            kill_local_workers(client)
+            kill_local_workers(client, zygote)
             raise
         finally:
             client.cancel(futures)
 
 
-def kill_local_workers(client) -> None:
-    """Kill the worker processes of the client's LocalCluster at once (their zygote clones and sandboxes go with
-    them), telling their nannies not to start them again; a remote cluster's workers are not ours to kill (the
-    client's futures are cancelled: each worker finishes the submission it has and takes no other)."""
+def kill_local_workers(client, zygote=None) -> None:
+    """Kill the worker processes of the client's LocalCluster at once, telling their nannies not to start them
+    again; a remote cluster's workers are not ours to kill (the client's futures are cancelled: each worker
+    finishes the submission it has and takes no other).
+
+    As ``batch.halt`` does for --jobs: the workers are frozen first, then their zygote clones (children of
+    the client's ``zygote``) are killed, which takes their sandboxes down, then the workers: no worker sees
+    its sandbox die, no sandbox answers a worker that is gone.
+    """
+    import logging  # noqa: PLC0415
     import signal  # noqa: PLC0415
 
-    import logging  # noqa: PLC0415
+    from autograder.autograde.batch import children  # noqa: PLC0415
 
     logging.getLogger("distributed").setLevel(logging.ERROR)  # workers lost, tasks cancelled: as we meant
     cluster = getattr(client, "cluster", None)
+    pids = []
     for nanny in list(getattr(cluster, "workers", {}).values()):
         with contextlib.suppress(Exception):
             nanny.close_gracefully(reason="interrupted")  # no restart when its worker dies
         pid = getattr(nanny, "pid", None)
         if pid:
+            pids.append(pid)
             with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGKILL)
+                os.kill(pid, signal.SIGSTOP)
+    if pids and getattr(zygote, "process", None) is not None:
+        for clone in children(zygote.process.pid):
+            with contextlib.suppress(OSError):
+                os.kill(clone, signal.SIGKILL)
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
