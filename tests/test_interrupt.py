@@ -6,6 +6,8 @@ its own here) and to the main process alone (``kill -INT PID``), on the local ex
 Dask LocalCluster. The class is large enough (24 submissions) for the interrupt to land mid-batch: it is sent
 once a couple of results.json are written.
 
+On a running scheduler (``--scheduler``) the workers are not ours: the rest is cancelled, the cluster goes on.
+
 Time bounds are generous (a loaded machine): Ctrl-C to exit takes about a second here; before this was
 handled it took as long as grading every submission (SIGINT to the main process) or never stopped the batch
 at all (to the process group).
@@ -284,3 +286,27 @@ def test_ctrl_c_stops_a_local_dask_cluster(tmp_path, batch_of, to):
     finished = assert_stopped_cleanly(batch, names, seconds)
     if to == "group":
         assert_resumes(batch, names, finished)
+
+
+# -- Dask: a running scheduler -------------------------------------------------------------------
+def test_ctrl_c_on_a_running_scheduler_cancels_the_rest(tmp_path, batch_of):
+    """The workers are not ours: Ctrl-C cancels what is left; the cluster is unharmed and the re-run uses it."""
+    pytest.importorskip("distributed")
+    from .test_cluster import CliCluster  # noqa: PLC0415
+
+    base = tmp_path / "cluster"
+    base.mkdir()
+    cluster = CliCluster(base)
+    try:
+        subs = tmp_path / "subs"
+        names = make_class(subs)
+        batch = batch_of(subs, "--executor", "dask", "--scheduler", cluster.address)
+        batch.wait_for_results()
+        batch.interrupt("group")
+        seconds = batch.wait(timeout=120)
+        print(f"Dask, a running scheduler: exited {seconds:.2f} s after SIGINT")
+        finished = assert_stopped_cleanly(batch, names, seconds)
+        assert all(proc.poll() is None for proc in cluster.procs), "a process of the cluster was stopped"
+        assert_resumes(batch, names, finished)
+    finally:
+        cluster.close()
