@@ -8,9 +8,9 @@ once a couple of results.json are written.
 
 On a running scheduler (``--scheduler``) the workers are not ours: the rest is cancelled, the cluster goes on.
 
-Time bounds are generous (a loaded machine): Ctrl-C to exit takes about a second here; before this was
-handled it took as long as grading every submission (SIGINT to the main process) or never stopped the batch
-at all (to the process group).
+Time bounds are generous (a loaded machine): Ctrl-C to exit takes about a second here. Before Ctrl-C was
+handled, the batch went on grading every submission it had queued, then exited 1 ("Aborted!") with no
+class summary.
 """
 from __future__ import annotations
 
