@@ -253,6 +253,8 @@ def grade(grader, submissions: tuple[Path, ...], out: Path, n_jobs: int, force: 
         batch.cleanup(staging)
     # interrupted: only the submissions that finished (their results.json is written) count as graded
     graded = list(grader_errors) if interrupted else [job.source.name for job in todo]
+    if interrupted:  # those not regraded keep their results: nothing of theirs was replaced
+        previous = {name: points for name, points in previous.items() if name in grader_errors}
     logged = grader_log.update(out, graded, grader_errors)
     stats = summary.write(course, out, sorted(logged), previous, roster)
     if interrupted:
