@@ -3,14 +3,18 @@
 Each job (``--jobs``) is a forked grading process with its own zygote (a clone of the batch's, forked
 warm) and its own range of worker uids; it writes each submission's results.json atomically itself, so a batch killed half-way (even
 with ``kill -9``) keeps everything finished, and a re-run skips every submission whose results carry
-the same submission and grader hashes.
+the same submission and grader hashes. A job gets its next submission only once it is free, so Ctrl-C
+stops the batch at once: every job, its zygote clone and sandboxes are ended (``halt``), none waits for
+the submissions not yet started.
 """
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
+import multiprocessing.connection
 import os
+import pickle
 import shutil
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -61,21 +65,54 @@ def prepare(sources: list[Source], staging: Path, modules: list[str], out: Path,
 _grader = None  # the parent's Grader (course and reference loaded, no zygote), inherited by fork
 
 
-def _start(slots, zygotes, parent: int) -> None:
-    from multiprocessing.util import Finalize  # noqa: PLC0415
+def _serve(slot: int, channel, zygotes, parent: int) -> None:
+    """A batch job: grade each job (index into the inherited ``_jobs``) sent on ``channel`` until told to stop.
+
+    Answers ("done", item) or ("failed", (exception, traceback text)) per job. It ignores SIGINT: Ctrl-C on a terminal
+    reaches the whole foreground process group, and the batch (the parent) alone decides what stops.
+    """
+    import signal  # noqa: PLC0415
+    import traceback  # noqa: PLC0415
 
     from autograder.worker.syscalls import die_with_parent  # noqa: PLC0415
 
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     die_with_parent(parent)  # a job never outlives the batch (kill -9 included)
-
-    with slots.get_lock():
-        slot = slots.value
-        slots.value += 1
     for i, zygote in enumerate(zygotes):
         if i != slot:
             zygote.forget()
     _grader.adopt(zygotes[slot])
-    Finalize(_grader, _grader.close, exitpriority=10)
+    try:
+        while True:
+            try:
+                index = channel.recv()
+            except EOFError:
+                break
+            if index is None:
+                break
+            try:
+                answer = ("done", grade_job(_jobs[index], _out))
+            except Exception as exc:  # noqa: BLE001 - raised again in the batch, which stops
+                answer = ("failed", (exc, traceback.format_exc()))
+            try:
+                channel.send(answer)
+            except (TypeError, AttributeError, pickle.PicklingError):  # an exception that does not pickle
+                channel.send(("failed", (RuntimeError(answer[1][1]), answer[1][1])))
+    finally:
+        _grader.close()
+
+
+_jobs: list = []  # the batch's jobs and results folder, inherited by fork
+_out: Path | None = None
+
+
+class _RemoteTraceback(Exception):
+    def __str__(self) -> str:
+        return "\n" + self.args[0]
+
+
+class JobDied(RuntimeError):
+    """A batch job ended without answering (killed from outside, or a bug of the grader's)."""
 
 
 def grade_staged(staged: Staged, extra: dict, grader) -> tuple[dict, dict, tuple]:
@@ -114,30 +151,157 @@ def grade_job(job: Job, out: Path, grader=None) -> dict:
 
 
 def run(grader, jobs: list[Job], out: Path, zygote, n_jobs: int, on_done) -> None:
-    """Grade ``jobs`` in ``n_jobs`` processes, each with a clone of ``zygote``; call ``on_done`` per submission."""
-    global _grader
-    n_jobs = max(1, min(n_jobs, len(jobs)))
-    if n_jobs == 1:
-        grader.adopt(zygote)
-        for job in jobs:
-            on_done(grade_job(job, out, grader))
+    """Grade ``jobs`` in ``n_jobs`` processes, each with a clone of ``zygote``; call ``on_done`` per submission.
+
+    A job is handed to a process only when that process is free, so nothing is queued that an interrupt
+    would have to wait for: on ``KeyboardInterrupt`` (Ctrl-C) every job process is killed at once (their
+    zygote clones, hosts and sandboxes go with them, ``halt``), and the interrupt goes on up; every
+    submission finished so far keeps its results.json. With one job too, the grading runs in a process of
+    its own: this one only waits, so an interrupt never lands in the middle of a talk with a sandbox.
+    """
+    global _grader, _jobs, _out
+    if not jobs:
         return
+    n_jobs = max(1, min(n_jobs, len(jobs)))
+    warm_pictures()
     grader.warm_cache()  # reference answers, computed once here and shared by every job through fork
-    _grader = grader
+    _grader, _jobs, _out = grader, list(jobs), out
     clones = []
+    processes: list = []
     context = multiprocessing.get_context("fork")
-    slots = context.Value("i", 0)
     try:
         for _ in range(n_jobs):
             clones.append(zygote.clone())  # forked warm, each with its own uid block
-        with ProcessPoolExecutor(max_workers=n_jobs, mp_context=context, initializer=_start,
-                                 initargs=(slots, [*clones, zygote], os.getpid())) as pool:
-            futures = [pool.submit(grade_job, job, out) for job in jobs]
-            for future in as_completed(futures):
-                on_done(future.result())
+        channels = {}
+        for slot in range(n_jobs):
+            ours, theirs = context.Pipe()
+            process = context.Process(target=_serve, args=(slot, theirs, [*clones, zygote], os.getpid()),
+                                      name=f"grade-job-{slot}", daemon=True)
+            process.start()
+            theirs.close()
+            processes.append(process)
+            channels[ours] = process
+        pending = iter(range(len(jobs)))
+        busy: dict = {}  # channel -> the index of the job it grades
+
+        def hand_out(channel) -> None:
+            index = next(pending, None)
+            if index is not None:
+                channel.send(index)
+                busy[channel] = index
+
+        for channel in channels:
+            hand_out(channel)
+        while busy:
+            sentinels = {channels[c].sentinel: c for c in busy}
+            for ready in multiprocessing.connection.wait([*busy, *sentinels]):
+                channel = sentinels.get(ready, ready)
+                if channel not in busy:
+                    continue
+                try:
+                    kind, answer = channel.recv()
+                except (EOFError, OSError):
+                    raise JobDied(f"a grading job died while grading {jobs[busy[channel]].source.name} "
+                                  f"(exit status {channels[channel].exitcode})") from None
+                index = busy.pop(channel)
+                if kind == "failed":  # as concurrent.futures does: the job's exception, its traceback as the cause
+                    exc, text = answer
+                    raise exc from _RemoteTraceback(f"grading {jobs[index].source.name}:\n{text}")
+                hand_out(channel)
+                on_done(answer)
+        for channel in channels:
+            channel.send(None)  # done: each job closes its grader (its zygote clone) and exits
+        for process in processes:
+            process.join(timeout=30)
+    except BaseException:  # Ctrl-C (KeyboardInterrupt), or a job that failed: nothing goes on grading
+        halt(processes, clones, zygote)
+        raise
     finally:
+        for process in processes:
+            if process.is_alive():
+                process.kill()
+            process.join(timeout=5)
         for clone in clones:
             clone.close()
+        _jobs, _out = [], None
+
+
+def warm_pictures() -> None:
+    """Import matplotlib (Agg) once, here, before any job is forked.
+
+    Every job inherits it, so the feedback pages' heatmaps are drawn without a second or two of import
+    in each job; and the class summary's histogram, drawn here when the batch ends, or at once when it
+    is interrupted (Ctrl-C), pays no import then.
+    """
+    import matplotlib  # noqa: PLC0415
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.backends.backend_agg  # noqa: F401, PLC0415
+    import matplotlib.figure  # noqa: F401, PLC0415
+
+
+def halt(processes, clones, zygote) -> None:
+    """Stop a batch at once: freeze every job (it writes nothing more), kill their zygote clones (each clone's
+    hosts and sandboxes die with it), then kill the jobs.
+
+    In that order so that no job sees its sandbox die and writes a result about it, and no host is left
+    answering a job that is gone. The clones are the children of ``zygote``, which grades nothing itself
+    here; where they cannot be found, each is asked to quit and given a second.
+    """
+    import signal  # noqa: PLC0415
+
+    for process in processes:
+        if process.is_alive():
+            with contextlib.suppress(OSError):
+                os.kill(process.pid, signal.SIGSTOP)
+    found = children(zygote.process.pid) if clones and getattr(zygote, "process", None) is not None else []
+    for pid in found:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    if clones and not found:
+        _quit(clones, seconds=1.0)
+    for process in processes:
+        if process.is_alive():
+            process.kill()
+
+
+def children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` now (Linux's /proc; none found elsewhere)."""
+    found = []
+    try:
+        entries = [e.name for e in os.scandir("/proc") if e.name.isdigit()]
+    except OSError:
+        return []
+    for entry in entries:
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as stat:
+                if int(stat.read().rsplit(b")", 1)[1].split()[1]) == pid:
+                    found.append(int(entry))
+        except (OSError, IndexError, ValueError):
+            continue
+    return found
+
+
+def _quit(clones, seconds: float) -> None:
+    """Ask each clone to quit; wait up to ``seconds`` for them to exit (a clone's channel then reads empty)."""
+    import select  # noqa: PLC0415
+    import time  # noqa: PLC0415
+
+    from autograder.worker import protocol  # noqa: PLC0415
+
+    ending = []
+    for clone in clones:
+        with contextlib.suppress(OSError):
+            protocol.request(clone.control, {"op": "quit"})
+            ending.append(clone.control)
+    deadline = time.monotonic() + seconds
+    while ending and time.monotonic() < deadline:
+        for sock in select.select(ending, [], [], max(0.0, deadline - time.monotonic()))[0]:
+            try:
+                if not sock.recv(65536):
+                    ending.remove(sock)
+            except OSError:
+                ending.remove(sock)
 
 
 def staging_dir(out: Path) -> Path:

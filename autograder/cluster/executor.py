@@ -9,10 +9,11 @@ keeps every results.json written so far; a re-run skips them (batch.prepare), as
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 from pathlib import Path
 
-from autograder.autograde.batch import write
+from autograder.autograde.batch import warm_pictures, write
 
 from .payload import Payload
 
@@ -53,6 +54,7 @@ def local_cluster(n_workers: int, grader=None, grader_hash: str | None = None, z
             clones = [zygote.clone() for _ in range(n_workers)]
             inherited.offer(grader, grader_hash, zygote, clones)
         with dask.config.set({**LOCAL_CONFIG, "temporary-directory": str(scratch)}), \
+                _ctrl_c_for_the_client_only(), \
                 LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None,
                              host="127.0.0.1") as cluster:
             inherited.withdraw()
@@ -63,6 +65,38 @@ def local_cluster(n_workers: int, grader=None, grader_hash: str | None = None, z
         for clone in clones:
             clone.close()
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def _ctrl_c_for_the_client_only():
+    """While the block runs, Ctrl-C (SIGINT) is acted on by this process alone, not by a LocalCluster's workers.
+
+    The workers are forked from this process with its handlers, so this one is theirs too, and does nothing
+    there: Ctrl-C on a terminal reaches every process of the foreground group, and an interrupted worker's
+    event loop falls over (its nanny then starts it again). The client decides, and kills them
+    (``kill_local_workers``). In the client, the handler that was there before does what it did.
+    """
+    import signal  # noqa: PLC0415
+    import threading  # noqa: PLC0415
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    client, before = os.getpid(), signal.getsignal(signal.SIGINT)
+
+    def handler(signum, frame) -> None:
+        if os.getpid() != client or before == signal.SIG_IGN:
+            return
+        if callable(before):
+            before(signum, frame)
+        else:
+            raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, before)
 
 
 def connect(scheduler: str | None, local_workers: int | None, grader=None, grader_hash=None, zygote=None):
@@ -87,6 +121,7 @@ def run(grader, grader_hash: str, jobs: list, out: Path, on_done, *, scheduler: 
 
     if not jobs:
         return
+    warm_pictures()  # before a LocalCluster's workers are forked from us: see batch.warm_pictures
     with connect(scheduler, local_workers, grader, grader_hash, zygote) as client:
         client.register_plugin(WarmGrader(str(grader.course_file), grader_hash))
         # One key per submission and content: a resubmitted task (worker lost) is the same task.
@@ -99,5 +134,42 @@ def run(grader, grader_hash: str, jobs: list, out: Path, on_done, *, scheduler: 
                     raise Refused(answer["refused"])
                 write(out, answer["item"]["name"], answer["result"], answer["page"])
                 on_done(answer["item"])
+        except KeyboardInterrupt:  # Ctrl-C: a LocalCluster's workers are killed now, not after their task
+            kill_local_workers(client, zygote)
+            raise
         finally:
             client.cancel(futures)
+
+
+def kill_local_workers(client, zygote=None) -> None:
+    """Kill the worker processes of the client's LocalCluster at once, telling their nannies not to start them
+    again; a remote cluster's workers are not ours to kill (the client's futures are cancelled: each worker
+    finishes the submission it has and takes no other).
+
+    As ``batch.halt`` does for --jobs: the workers are frozen first, then their zygote clones (children of
+    the client's ``zygote``) are killed, which takes their sandboxes down, then the workers: no worker sees
+    its sandbox die, no sandbox answers a worker that is gone.
+    """
+    import logging  # noqa: PLC0415
+    import signal  # noqa: PLC0415
+
+    from autograder.autograde.batch import children  # noqa: PLC0415
+
+    logging.getLogger("distributed").setLevel(logging.ERROR)  # workers lost, tasks cancelled: as we meant
+    cluster = getattr(client, "cluster", None)
+    pids = []
+    for nanny in list(getattr(cluster, "workers", {}).values()):
+        with contextlib.suppress(Exception):
+            nanny.close_gracefully(reason="interrupted")  # no restart when its worker dies
+        pid = getattr(nanny, "pid", None)
+        if pid:
+            pids.append(pid)
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGSTOP)
+    if pids and getattr(zygote, "process", None) is not None:
+        for clone in children(zygote.process.pid):
+            with contextlib.suppress(OSError):
+                os.kill(clone, signal.SIGKILL)
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)

@@ -5,6 +5,9 @@ graded with the same submission and grader (content hashes), so an interrupted b
 """
 from __future__ import annotations
 
+import atexit
+import contextlib
+import gc
 import os
 import sys
 import time
@@ -25,8 +28,23 @@ def main(submissions: tuple[Path, ...] = (), out: Path = Path("results"), course
     LocalCluster of ``local_workers``; docs/cluster.md). ``require``: the lowest isolation level to grade at.
     ``roster_file``: the class list; the summary then names who is not on it and who handed nothing in.
 
-    0 when every submission was graded; 3 when the grader itself failed on some (grader_errors.log).
+    0 when every submission was graded; 3 when the grader itself failed on some (grader_errors.log); 130 when
+    interrupted (Ctrl-C): what finished keeps its results and is in the class summary, a re-run grades the rest.
     """
+    with interrupts() as ctrl_c:
+        try:
+            return _main(submissions, out, course_file, n_jobs, force, times_file, nbgrader_course, assignment,
+                         trust_submissions, require, executor, scheduler, local_workers, roster_file)
+        except (KeyboardInterrupt, Interrupted) as exc:
+            ctrl_c.pressed = True  # a second Ctrl-C from now on ends the process at once
+            if not isinstance(exc, Interrupted):  # before any submission was graded
+                console.note("interrupted; run the same command again to resume")
+            atexit.register(gc.freeze)  # the interpreter's last collection walks every torch object: seconds
+            return INTERRUPTED
+
+
+def _main(submissions, out, course_file, n_jobs, force, times_file, nbgrader_course, assignment, trust_submissions,
+          require, executor, scheduler, local_workers, roster_file) -> int:
     from autograder.grading.zygote_client import Zygote  # noqa: PLC0415 - no torch: the zygote starts first
     from autograder.intake import times  # noqa: PLC0415
     from autograder.intake.discover import nbgrader_submissions  # noqa: PLC0415
@@ -62,6 +80,53 @@ def main(submissions: tuple[Path, ...] = (), out: Path = Path("results"), course
                       f"in {out / 'grader_errors.log'}")
         return 3
     return 0
+
+
+#: the exit status of a run stopped by Ctrl-C (128 + SIGINT, as a shell reports it)
+INTERRUPTED = 130
+
+
+class Interrupted(Exception):
+    """The batch was stopped by Ctrl-C; what finished is written, the summary too, and the user was told."""
+
+
+class _CtrlC:
+    """The first Ctrl-C raises KeyboardInterrupt in the main thread: the batch stops its jobs, keeps what finished,
+    writes the class summary and exits 130. The second ends the process at once (130): everything the batch
+    started dies with it (each process it starts dies with its parent, as after ``kill -9``)."""
+
+    def __init__(self) -> None:
+        self.pressed = False
+
+    def __call__(self, signum, frame) -> None:
+        if self.pressed:
+            try:
+                os.write(2, b"\ninterrupted again: stopping at once\n")
+            finally:
+                os._exit(INTERRUPTED)
+        self.pressed = True
+        raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def interrupts():
+    """Ctrl-C (SIGINT) handled as ``_CtrlC`` says while the block runs (in the main thread; elsewhere, as before).
+
+    Once Ctrl-C was pressed, the handler stays: a second one while the process winds down still exits at once.
+    """
+    import signal  # noqa: PLC0415
+    import threading  # noqa: PLC0415
+
+    handler = _CtrlC()
+    if threading.current_thread() is not threading.main_thread():
+        yield handler
+        return
+    before = signal.signal(signal.SIGINT, handler)
+    try:
+        yield handler
+    finally:
+        if not handler.pressed:
+            signal.signal(signal.SIGINT, before)
 
 
 def _to_nbgrader(course_dir: Path, sources, out: Path) -> None:
@@ -163,7 +228,8 @@ def grade(grader, submissions: tuple[Path, ...], out: Path, n_jobs: int, force: 
         previous = changes.snapshot(out, [job.source.name for job in todo])  # before they are replaced
         counts = {"full": 0, "partial": 0, "zero": 0}
         levels: set[str] = set()
-        grader_errors: dict[str, list[str]] = {}
+        grader_errors: dict[str, list[str]] = {}  # every submission finished, with the grader's own errors
+        interrupted = False
         with tqdm(total=len(todo), unit="submission", desc="grading", file=sys.stderr, disable=None) as bar:
             def on_done(item: dict) -> None:
                 key = "full" if item["score"] == top else "zero" if item["score"] == 0 else "partial"
@@ -175,15 +241,25 @@ def grade(grader, submissions: tuple[Path, ...], out: Path, n_jobs: int, force: 
                 note = f"  ({item['problem']})" if item["problem"] else ""
                 tqdm.write(f"{item['name']}: {item['score']:g}/{top:g}{note}")
 
-            if cluster is None:
-                batch.run(grader, todo, out, zygote, n_jobs, on_done)
-            else:
-                _on_dask(grader, grader_hash, todo, out, on_done, cluster, require,
-                         len(todo) > 1 and not trust_submissions, zygote)
+            try:
+                if cluster is None:
+                    batch.run(grader, todo, out, zygote, n_jobs, on_done)
+                else:
+                    _on_dask(grader, grader_hash, todo, out, on_done, cluster, require,
+                             len(todo) > 1 and not trust_submissions, zygote)
+            except KeyboardInterrupt:  # Ctrl-C: every job process is gone; what finished has its results.json
+                interrupted = True
     finally:
         batch.cleanup(staging)
-    logged = grader_log.update(out, [job.source.name for job in todo], grader_errors)
+    # interrupted: only the submissions that finished (their results.json is written) count as graded
+    graded = list(grader_errors) if interrupted else [job.source.name for job in todo]
+    if interrupted:  # those not regraded keep their results: nothing of theirs was replaced
+        previous = {name: points for name, points in previous.items() if name in grader_errors}
+    logged = grader_log.update(out, graded, grader_errors)
     stats = summary.write(course, out, sorted(logged), previous, roster)
+    if interrupted:
+        console.note(f"interrupted after {len(graded)} of {len(todo)}; run the same command again to resume")
+        raise Interrupted
     how = (f"{n_jobs} job(s)" if cluster is None else f"Dask at {cluster['scheduler']}" if cluster["scheduler"]
            else f"Dask ({cluster['local_workers']} local worker(s))")
     console.say(f"graded {len(todo)} submission(s) in {time.monotonic() - start:.1f} s with {how}: "
