@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import importlib.util
 import inspect
 import json
 import os
@@ -129,25 +130,79 @@ def test_solution_cells_hold_the_reference_between_markers(source):
                 assert cells[name].count("### BEGIN SOLUTION") == cells[name].count("### END SOLUTION") >= 1
 
 
-def test_helper_cell_is_the_feedback_package_and_the_runner_and_setup_silences_warnings(source):
-    """The helper is the feedback package's own modules, then checks.py, each pasted whole but for the imports
-    of one another: the words of a failure are the judge's, by the same functions."""
+def test_the_checking_helper_is_the_feedback_package_and_the_runner_beside_the_notebooks(source):
+    """checking_helper.py, beside the notebooks, is the feedback package's own modules, then cell_runner.py, each
+    pasted whole but for the imports of one another: the words of a failure are the judge's, by the same
+    functions. Each notebook's helper cell imports it; the setup cell silences warnings."""
     pasted = helper.pasted([*helper.feedback_modules(), cell_runner.__name__])
     assert [name for name, _ in pasted][-1] == cell_runner.__name__
     assert {name.rsplit(".", 1)[1] for name, _ in pasted[:-1]} == {
         p.stem for p in (ROOT / "autograder" / "feedback").glob("*.py") if p.stem != "__init__"}
+    text = (source / "checking_helper.py").read_text()
+    data = f"{ASSIGNMENT}_data.pt"
+    assert text == notebooks.helper_source(COURSE, list(COURSE.steps), data if (source / data).exists() else None)
+    for name, code in pasted:
+        assert code in text, name
+        body = inspect.getsource(importlib.import_module(name))
+        assert all(line in body.splitlines() for line in code.splitlines()), name  # nothing rewritten
+    assert not [n for n in ast.walk(ast.parse(text)) if isinstance(n, ast.ImportFrom)
+                and (n.level or n.module in ("__future__", "autograder") or n.module.startswith("autograder."))]
+    assert len(text) < 48_000  # code, not data
     for module in COURSE.modules:
         cells = {nbgrader_meta(c).get("grade_id"): c.source for c in notebook(source, module).cells}
-        text = cells["checking_helper"]
-        for name, code in pasted:
-            assert code in text, name
-            body = inspect.getsource(importlib.import_module(name))
-            assert all(line in body.splitlines() for line in code.splitlines()), name  # nothing rewritten
-        assert not [n for n in ast.walk(ast.parse(text)) if isinstance(n, ast.ImportFrom)
-                    and (n.level or n.module in ("__future__", "autograder") or n.module.startswith("autograder."))]
-        assert len(text) < 48_000  # code, not data
+        assert cells["checking_helper"] == helper.import_cell()
+        assert cells["checking_helper"].splitlines()[-1] == "from checking_helper import *"
         assert 'warnings.filterwarnings("ignore")' in cells["setup"]
         assert "book_inputs = torch.tensor([[0.43, 0.15, 0.89]," in cells["setup"]
+
+
+def test_the_student_comes_first(source):
+    """Each notebook opens with its explanation, the setup (the documents' inputs), a three-line locked cell that
+    imports the checks, then the first step: nothing of the kit's 800 lines of checking code stands before the
+    student's work. The control: the helper's code, which the helper cell held before, is 800 lines."""
+    old_cell = notebooks.helper_source(COURSE, list(COURSE.steps), f"{ASSIGNMENT}_data.pt")
+    assert len(old_cell.splitlines()) > 700  # what students scrolled past in cell 2
+    for module in COURSE.modules:
+        nb = notebook(source, module)
+        kinds = [nbgrader_meta(c).get("grade_id", c.cell_type) for c in nb.cells]
+        assert kinds[:3] == ["markdown", "setup", "checking_helper"], module
+        first = next(i for i, c in enumerate(nb.cells) if nbgrader_meta(c).get("solution"))
+        assert first <= 5, (module, kinds[:first + 1])  # then a step's (or a carried-over part's) explanation
+        helper_cell = nb.cells[2]
+        assert nbgrader_meta(helper_cell)["locked"] and len(helper_cell.source.splitlines()) <= 3
+        before = "\n".join(c.source for c in nb.cells[:first] if c.cell_type == "code")
+        assert len(before.splitlines()) < 60, module  # the setup's inputs and the import
+        assert "def check_function" not in before and "class CheckFailed" not in before
+
+
+def test_the_helper_exports_what_the_test_cells_use(source):
+    """``from checking_helper import *`` brings exactly helper.EXPORTS, and every name a test cell uses is one of
+    them, a setup name, an answer's or a builtin. The checks' own names (compare_values, ...) stay in the module,
+    whose globals the checks use: a student's function of the same name no longer replaces one of the checks'
+    (it did when the helper was pasted into the notebook)."""
+    import builtins  # noqa: PLC0415
+
+    namespace: dict = {}
+    exec(notebooks.helper_source(COURSE, list(COURSE.steps), "x.pt"), namespace)  # noqa: S102 - our own code
+    assert sorted(namespace["__all__"]) == sorted(helper.EXPORTS)
+    assert all(name in namespace for name in helper.EXPORTS)
+    for module in COURSE.modules:
+        nb = notebook(source, module)
+        setup: dict = {}
+        exec(nb.cells[1].source, setup)  # noqa: S102 - our own setup cell: the libraries and the inputs
+        answers = {nbgrader_meta(c)["grade_id"] for c in nb.cells if nbgrader_meta(c).get("solution")}
+        defined = {n.name for c in nb.cells if nbgrader_meta(c).get("solution")
+                   for n in ast.parse(c.source).body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+        for cell in nb.cells:
+            if nbgrader_meta(cell).get("grade"):
+                used = {n.id for n in ast.walk(ast.parse(cell.source)) if isinstance(n, ast.Name)}
+                unknown = used - set(helper.EXPORTS) - set(setup) - defined - answers - set(dir(builtins))
+                assert not unknown, (module, nbgrader_meta(cell)["grade_id"], unknown)
+    spec = importlib.util.spec_from_file_location("checking_helper", source / "checking_helper.py")
+    checks = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(checks)
+    assert sorted(checks.__all__) == sorted(helper.EXPORTS) and "compare_values" not in checks.__all__
+    assert checks.check_function.__globals__ is vars(checks)  # not the notebook's namespace
 
 
 def test_the_helper_runs_with_torch_and_the_standard_library_only():
@@ -210,7 +265,7 @@ def test_notebooks_stay_small_simple_tensors_are_expressions(source):
             if cell.cell_type == "code" and nbgrader_meta(cell).get("grade_id") != "checking_helper":
                 assert len(open_part(cell)) < 20_000, (module, nbgrader_meta(cell).get("grade_id"))
                 assert 'B("' not in open_part(cell)  # long tensors of open cases: in the data file (D)
-    assert sum((source / f"{m}.ipynb").stat().st_size for m in COURSE.modules) < 900_000
+    assert sum((source / f"{m}.ipynb").stat().st_size for m in COURSE.modules) < 750_000  # 876 KB with the helper pasted
 
 
 def test_visible_cases_in_the_open_hidden_cases_between_markers(source):
@@ -249,10 +304,13 @@ def run_cells(nb, replace=None, folder: Path | None = None) -> dict[str, BaseExc
     outcomes = {}
     here = os.getcwd()
     os.chdir(folder or here)
+    sys.path.insert(0, str(folder or here))  # the helper cell imports checking_helper.py, as a kernel does from there
     try:
         _run_cells(nb, replace, namespace, outcomes)
     finally:
         os.chdir(here)
+        sys.path.remove(str(folder or here))
+        sys.modules.pop(helper.MODULE, None)
     return outcomes
 
 
@@ -304,6 +362,72 @@ def test_stubs_fail_every_test_cell_as_not_attempted(source):
         outcomes = run_cells(notebook(source, module), stub, source)
         assert all(type(e).__name__ == "CheckFailed" for e in outcomes.values())  # the cell's own class
         assert all("not attempted yet" in str(e) for g, e in outcomes.items() if "errors" not in g)
+
+
+#: a student's answer that raises: its check says where, in the student's own cell
+RAISES = "    raise ValueError('my own bug')\n"
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def kernel_run(folder: Path, nb, monkeypatch, tmp_path) -> object:
+    """Run ``nb`` in a real IPython kernel (nbclient, the venv's python3 kernel), in ``folder``; errors kept."""
+    nbclient = pytest.importorskip("nbclient")
+    for key, value in jupyter_env(tmp_path / "jupyter").items():
+        monkeypatch.setenv(key, value)
+    client = nbclient.NotebookClient(nb, kernel_name="python3", timeout=300, allow_errors=True,
+                                     resources={"metadata": {"path": str(folder)}})
+    return client.execute()
+
+
+def errors(cell) -> list:
+    return [o for o in cell.outputs if o.output_type == "error"]
+
+
+def test_a_failing_check_shows_the_kits_message_not_the_helpers_traceback(source, tmp_path, monkeypatch):
+    """The student's view, in a real kernel: the released trainable_attention notebook, answered with the
+    solutions but one bug and one answer that raises, beside the released checking_helper.py. A failing test
+    cell shows the kit's lines and nothing else: no frame of the helper, no source line of it, not the student's
+    exception it came from (the message says where that was: `your cell`). Every other test cell passes, with no
+    output. The control: the same check run again without CheckFailed's ``_render_traceback_`` shows IPython's
+    traceback through the helper, as every failing test cell did before."""
+    module = BUG_STEP.split(".")[0]
+    folder = tmp_path / "student"
+    folder.mkdir()
+    for path in source.iterdir():
+        if not path.name.endswith(".ipynb"):  # what generate_assignment copies beside the notebooks
+            shutil.copyfile(path, folder / path.name)
+    nb = student_copy(source, module)
+    raising = next(c for c in nb.cells if nbgrader_meta(c).get("grade_id") == "context_vector")
+    body = raising.source.splitlines(keepends=True)
+    at = next(i for i, line in enumerate(body) if line.startswith("    return"))
+    raising.source = "".join(body[:at] + [RAISES] + body[at:])
+    failing = next(c for c in nb.cells if nbgrader_meta(c).get("grade_id") == f"test_{BUG_STEP.split('.', 1)[1]}_values")
+    nb.cells.append(nbformat.v4.new_code_cell("del CheckFailed._render_traceback_"))  # the control, below
+    nb.cells.append(nbformat.v4.new_code_cell(failing.source))
+    ran = kernel_run(folder, nb, monkeypatch, tmp_path)
+
+    failed = {nbgrader_meta(c)["grade_id"]: errors(c) for c in ran.cells if nbgrader_meta(c).get("grade") and errors(c)}
+    assert set(failed) == {f"test_{BUG_STEP.split('.', 1)[1]}_{c}" for c in ("values", "gradients")} | {
+        "test_context_vector_values", "test_context_vector_gradients"}  # the randomized counts: hidden, not here
+    for grade_id, (error,) in failed.items():
+        lines = [ANSI.sub("", line) for line in error.traceback]
+        assert error.ename == "CheckFailed" and lines[0] == f"CheckFailed: {error.evalue.splitlines()[0]}", grade_id
+        assert lines[1:] == error.evalue.splitlines()[1:], grade_id  # the message, and only the message
+        assert not [line for line in lines if "checking_helper" in line or "File " in line or "_fail(" in line
+                    or "Traceback" in line or "During handling" in line], grade_id
+    values = [ANSI.sub("", line) for line in failed[f"test_{BUG_STEP.split('.', 1)[1]}_values"][0].traceback]
+    assert values[0].startswith(f"CheckFailed: {BUG_STEP} [values] case ")
+    assert "  likely: forgot the 1/sqrt(d_k) scaling" in values
+    raised = "\n".join(failed["test_context_vector_values"][0].traceback)
+    assert "raised ValueError" in raised and "my own bug" in raised and "your cell" in raised
+    for cell in ran.cells:
+        if nbgrader_meta(cell).get("grade") and nbgrader_meta(cell)["grade_id"] not in failed:
+            assert cell.outputs == [], nbgrader_meta(cell)["grade_id"]  # passed, silently: nothing on stderr
+
+    (control,) = errors(ran.cells[-1])
+    shown = ANSI.sub("", "\n".join(control.traceback))
+    assert "checking_helper.py" in shown and "_fail(" in shown  # IPython's traceback walks through the helper
+    assert len(control.traceback) > len(values)
 
 
 def test_refuses_to_overwrite_without_force(course_dir):
