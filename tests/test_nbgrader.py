@@ -670,6 +670,47 @@ def test_the_write_back_needs_the_courses_notebooks(tmp_path, monkeypatch):
         gradebook.write(tmp_path, ASSIGNMENT, {"someone": {"tests": []}})
 
 
+def test_the_gradebook_write_back_gives_no_warning_of_nbgraders(source, tmp_path, monkeypatch):
+    """nbgrader's own Gradebook.add_submission makes SQLAlchemy warn three times (a new submission linked before it
+    is added to the session): the control, called directly. gradebook.write, which calls it for a student new to
+    the gradebook, lets none of them through, and silences nothing else."""
+    pytest.importorskip("nbgrader")
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")  # alembic
+    import warnings  # noqa: PLC0415
+
+    from nbgrader.api import Gradebook  # noqa: PLC0415
+    from sqlalchemy.exc import SAWarning  # noqa: PLC0415
+
+    from autograder.nbgrader_course import gradebook  # noqa: PLC0415
+
+    (tmp_path / "source").mkdir()
+    shutil.copytree(source, tmp_path / "source" / ASSIGNMENT)
+    url = f"sqlite:///{tmp_path / 'gradebook.db'}"
+    with Gradebook(url) as gb:
+        gb.add_assignment(ASSIGNMENT)
+        gb.add_notebook("simple_attention", ASSIGNMENT)
+        gb.add_grade_cell("test_x", "simple_attention", ASSIGNMENT, max_score=1, cell_type="code")
+        with warnings.catch_warnings(record=True) as raw:
+            warnings.simplefilter("always")
+            gb.add_student("control")
+            gb.add_submission(ASSIGNMENT, "control")
+    said = [str(w.message) for w in raw if issubclass(w.category, SAWarning)]
+    assert len(said) == 3 and all(re.match(gradebook.NBGRADER_SA_WARNING, m) for m in said), said
+
+    with warnings.catch_warnings(record=True) as ours:
+        warnings.simplefilter("always")
+        assert gradebook.write(tmp_path, ASSIGNMENT, {"someone": {"tests": []}}, db_url=url) == 0
+    assert [str(w.message) for w in ours] == []
+    with Gradebook(url) as gb:
+        assert gb.find_submission(ASSIGNMENT, "someone")  # the gradebook is complete all the same
+    with warnings.catch_warnings(record=True) as other:
+        warnings.simplefilter("always")
+        with gradebook._quiet_add_submission():
+            warnings.warn("Object of type <Something> not in session", SAWarning, stacklevel=1)
+            warnings.warn("another warning", UserWarning, stacklevel=1)
+    assert len(other) == 2  # only nbgrader's three are silenced
+
+
 # -- nbgrader itself ------------------------------------------------------------------------------
 def jupyter_env(tmp: Path) -> dict:
     """An environment where nbgrader runs the venv's Python as its "python3" kernel, and reads no
