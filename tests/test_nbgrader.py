@@ -753,6 +753,31 @@ def released(course_dir, tmp_path_factory) -> tuple[Path, dict]:
 def test_a_file_beside_the_notebooks_is_released(released):
     release, _ = released
     assert (release / BESIDE).read_bytes() == b"the master copy"
+    assert (release / "checking_helper.py").read_bytes() == (release.parent.parent / "source" / ASSIGNMENT /
+                                                             "checking_helper.py").read_bytes()
+
+
+@pytest.mark.slow
+def test_the_exchange_carries_the_checking_helper_to_students_and_back(released, course_dir, tmp_path):
+    """nbgrader's exchange, as on JupyterHub: release_assignment, a student's fetch_assignment and submit, then
+    collect: checking_helper.py travels with the notebooks both ways (in a copy of the course)."""
+    _, env = released
+    course = tmp_path / "course"
+    shutil.copytree(course_dir, course, ignore=shutil.ignore_patterns("submitted", "autograded", "feedback*"))
+    exchange, home = tmp_path / "exchange", tmp_path / "home"
+    exchange.mkdir(mode=0o777)
+    exchange.chmod(0o777)
+    home.mkdir()
+    where = f"--Exchange.root={exchange}"
+    nbgrader("release_assignment", ASSIGNMENT, where, cwd=course, env=env, timeout=300)
+    nbgrader("fetch_assignment", ASSIGNMENT, "--course", ASSIGNMENT, where, cwd=home, env=env, timeout=300)
+    helper_file = (course / "source" / ASSIGNMENT / "checking_helper.py").read_bytes()
+    assert (home / ASSIGNMENT / "checking_helper.py").read_bytes() == helper_file
+    nbgrader("submit", ASSIGNMENT, "--course", ASSIGNMENT, where, cwd=home, env=env, timeout=300)
+    nbgrader("collect", ASSIGNMENT, where, cwd=course, env=env, timeout=300)
+    (collected,) = (course / "submitted").glob(f"*/{ASSIGNMENT}")
+    assert (collected / "checking_helper.py").read_bytes() == helper_file
+    assert sorted(p.stem for p in collected.glob("*.ipynb")) == sorted(COURSE.modules)
 
 
 def test_released_notebooks_stay_small(released):
@@ -801,14 +826,28 @@ STUDENTS = ("correct", "buggy", "stubs", "patcher")
 STAMPS = {s: f"2026-12-1{i} 10:00:00.000000 UTC" for i, s in enumerate(STUDENTS)}
 
 
+#: a checking helper whose every name is a no-op: were it used, every test cell would pass
+FORGED_HELPER = """def _ok(*args, **kwargs):
+    return None
+
+
+check_function = check_module = check_parameters = check_raises = check_dropout = _ok
+T = D = B = Digest = Gen = Holder = _ok
+CheckFailed = AssertionError
+"""
+
+
 def submit(course_dir: Path, source: Path, release: Path) -> None:
-    """submitted/<student>/<assignment>/: correct, buggy (one step), stubs (the release untouched), and
-    patcher (the release untouched but for PATCH_CHECKS in its first solution cell)."""
+    """submitted/<student>/<assignment>/: correct, buggy (one step), stubs (the release untouched, with a forged
+    checking_helper.py beside it), and patcher (the release untouched but for PATCH_CHECKS in its first solution
+    cell)."""
     bug_name = BUG_STEP.split(".", 1)[1]
     for student in STUDENTS:
         folder = course_dir / "submitted" / student / ASSIGNMENT
         folder.mkdir(parents=True)
         (folder / "timestamp.txt").write_text(STAMPS[student])
+        if student == "stubs":  # untouched notebooks, but a checking_helper.py whose checks pass everything
+            (folder / "checking_helper.py").write_text(FORGED_HELPER)
         if student == "patcher":
             (folder / BESIDE).write_bytes(b"forged")
         elif student != "stubs":
@@ -848,10 +887,15 @@ def gradebook(released, course_dir, source):
 
 @pytest.mark.slow
 def test_autograde_uses_the_master_copy_of_a_file_beside_the_notebooks(gradebook, course_dir):
-    """The data file: nbgrader autograde puts the source's copy beside each student's notebooks, over any a
-    student handed in (the "stubs" student hands in none, "patcher" a forged one)."""
+    """The data file and checking_helper.py: nbgrader autograde puts the source's copy beside each student's
+    notebooks, over any a student handed in (the "stubs" student hands in no data file but a forged helper,
+    "patcher" a forged data file). The stubs' forged helper would pass every cell: they get zero
+    (test_nbgrader_gives_untouched_stubs_zero)."""
+    helper_file = (course_dir / "source" / ASSIGNMENT / "checking_helper.py").read_bytes()
     for student in STUDENTS:
         assert (course_dir / "autograded" / student / ASSIGNMENT / BESIDE).read_bytes() == b"the master copy"
+        assert (course_dir / "autograded" / student / ASSIGNMENT / "checking_helper.py").read_bytes() == helper_file
+    assert (course_dir / "submitted" / "stubs" / ASSIGNMENT / "checking_helper.py").read_text() == FORGED_HELPER
 
 
 @pytest.mark.slow
@@ -891,13 +935,28 @@ def submit_planter(course_dir: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def sandboxed(gradebook, course_dir, tmp_path_factory):
-    """The same submitted/ graded by the kit, in its sandbox: ``grade autograde --nbgrader``; and the planter."""
+def sandboxed_run(gradebook, course_dir, tmp_path_factory) -> tuple[dict, subprocess.CompletedProcess]:
+    """The same submitted/ graded by the kit, in its sandbox: ``grade autograde --nbgrader``; and the planter, a
+    student new to the gradebook (nbgrader autograde ran before it handed in)."""
     submit_planter(course_dir)
     out = tmp_path_factory.mktemp("nbgrader-sandboxed")
     result = run_grade("autograde", "--nbgrader", str(course_dir), "--out", str(out), timeout=900)
     assert result.returncode == 0, result.stderr[-3000:]
-    return {s: json.loads((out / s / "results.json").read_text()) for s in (*STUDENTS, PLANTER)}
+    return {s: json.loads((out / s / "results.json").read_text()) for s in (*STUDENTS, PLANTER)}, result
+
+
+@pytest.fixture(scope="module")
+def sandboxed(sandboxed_run) -> dict:
+    return sandboxed_run[0]
+
+
+@pytest.mark.slow
+def test_grade_autograde_nbgrader_prints_no_warning(sandboxed_run):
+    """Nothing on stderr that reads as a failure: SQLAlchemy's warnings about nbgrader's add_submission (three per
+    student new to the gradebook, here the planter) are silenced (control: the unit test above)."""
+    _, result = sandboxed_run
+    assert "Warning" not in result.stderr and "warning" not in result.stderr.lower(), result.stderr[-3000:]
+    assert f"grades of {len(STUDENTS) + 1} student(s) written to the gradebook" in result.stdout
 
 
 @pytest.mark.slow
@@ -979,6 +1038,42 @@ def test_nbgrader_feedback_carries_the_pictures_of_the_kits_page(sandboxed, expo
     assert any(base64.b64encode(png).decode("ascii")[:400] in flat for png in shown.values())
     correct = (course_dir / "feedback" / "correct" / ASSIGNMENT / f"{BUG_STEP.split('.')[0]}.html").read_text()
     assert "data:image/png;base64," not in correct
+
+
+@pytest.fixture(scope="module")
+def feedback_with_the_helper_pasted(exported, released, course_dir) -> Path:
+    """The control: the buggy student's autograded/ notebooks with the helper cell as it was before (the whole
+    helper pasted in), rendered by the same ``nbgrader generate_feedback``, into feedback_pasted/."""
+    _, env = released
+    ours = course_dir / "autograded" / "buggy" / ASSIGNMENT
+    pasted = course_dir / "autograded_pasted" / "buggy" / ASSIGNMENT
+    pasted.mkdir(parents=True)
+    data = f"{ASSIGNMENT}_data.pt"
+    for path in sorted(ours.glob("*.ipynb")):
+        nb = nbformat.read(str(path), as_version=4)
+        steps = [s for s in COURSE.steps if s.split(".")[0] == path.stem]
+        (cell,) = [c for c in nb.cells if nbgrader_meta(c).get("grade_id") == "checking_helper"]
+        cell.source = notebooks.helper_source(COURSE, steps, data if (course_dir / "source" / ASSIGNMENT / data).exists()
+                                              else None).split('"""', 2)[2].strip()  # the cell: no docstring
+        nbformat.write(nb, str(pasted / path.name))
+    shutil.copyfile(ours / "timestamp.txt", pasted / "timestamp.txt")
+    nbgrader("generate_feedback", ASSIGNMENT, "--student", "buggy", "--CourseDirectory.autograded_directory=autograded_pasted",
+             "--CourseDirectory.feedback_directory=feedback_pasted", cwd=course_dir, env=env, timeout=900)
+    return course_dir / "feedback_pasted" / "buggy" / ASSIGNMENT
+
+
+@pytest.mark.slow
+def test_the_feedback_page_is_the_students_work_not_the_helper(exported, feedback_with_the_helper_pasted, course_dir):
+    """Each generate_feedback page lost the helper's rendering: some 200 KB of syntax-highlighted code the students
+    never wrote. The control: the same notebooks with the helper pasted into its cell, as before."""
+    for module in COURSE.modules:
+        page = (course_dir / "feedback" / "buggy" / ASSIGNMENT / f"{module}.html").read_text()
+        before = (feedback_with_the_helper_pasted / f"{module}.html").read_text()
+        as_text = [re.sub(r"<[^>]+>", "", html) for html in (before, page)]
+        assert "def check_function(" in as_text[0] and "def check_function(" not in as_text[1]
+        assert "_render_traceback_" in as_text[0] and "_render_traceback_" not in as_text[1]
+        assert len(before) - len(page) > 150_000, (module, len(before), len(page))
+        assert len(page) < 0.8 * len(before), (module, len(before), len(page))
 
 
 @pytest.mark.slow
