@@ -61,7 +61,7 @@ def write(course_dir: Path, assignment: str, results: dict[str, dict], db_url: s
 
         if not master_notebooks(course_dir, assignment):  # autograded/ is built from them
             raise GradebookError(f"{course_dir} has no source/{assignment}/*.ipynb (nor release/{assignment}/): "
-                                 f"write the course with grade nbgrader --course {course_dir}")
+                                 f"write the course with grade nbgrader --course-dir {course_dir}")
         for student, result in sorted(results.items()):
             gb.update_or_create_student(student)
             when = (result.get("extra_data") or {}).get("submitted_at")
