@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import importlib.util
 import inspect
 import json
 import os
@@ -129,25 +130,79 @@ def test_solution_cells_hold_the_reference_between_markers(source):
                 assert cells[name].count("### BEGIN SOLUTION") == cells[name].count("### END SOLUTION") >= 1
 
 
-def test_helper_cell_is_the_feedback_package_and_the_runner_and_setup_silences_warnings(source):
-    """The helper is the feedback package's own modules, then checks.py, each pasted whole but for the imports
-    of one another: the words of a failure are the judge's, by the same functions."""
+def test_the_checking_helper_is_the_feedback_package_and_the_runner_beside_the_notebooks(source):
+    """checking_helper.py, beside the notebooks, is the feedback package's own modules, then cell_runner.py, each
+    pasted whole but for the imports of one another: the words of a failure are the judge's, by the same
+    functions. Each notebook's helper cell imports it; the setup cell silences warnings."""
     pasted = helper.pasted([*helper.feedback_modules(), cell_runner.__name__])
     assert [name for name, _ in pasted][-1] == cell_runner.__name__
     assert {name.rsplit(".", 1)[1] for name, _ in pasted[:-1]} == {
         p.stem for p in (ROOT / "autograder" / "feedback").glob("*.py") if p.stem != "__init__"}
+    text = (source / "checking_helper.py").read_text()
+    data = f"{ASSIGNMENT}_data.pt"
+    assert text == notebooks.helper_source(COURSE, list(COURSE.steps), data if (source / data).exists() else None)
+    for name, code in pasted:
+        assert code in text, name
+        body = inspect.getsource(importlib.import_module(name))
+        assert all(line in body.splitlines() for line in code.splitlines()), name  # nothing rewritten
+    assert not [n for n in ast.walk(ast.parse(text)) if isinstance(n, ast.ImportFrom)
+                and (n.level or n.module in ("__future__", "autograder") or n.module.startswith("autograder."))]
+    assert len(text) < 48_000  # code, not data
     for module in COURSE.modules:
         cells = {nbgrader_meta(c).get("grade_id"): c.source for c in notebook(source, module).cells}
-        text = cells["checking_helper"]
-        for name, code in pasted:
-            assert code in text, name
-            body = inspect.getsource(importlib.import_module(name))
-            assert all(line in body.splitlines() for line in code.splitlines()), name  # nothing rewritten
-        assert not [n for n in ast.walk(ast.parse(text)) if isinstance(n, ast.ImportFrom)
-                    and (n.level or n.module in ("__future__", "autograder") or n.module.startswith("autograder."))]
-        assert len(text) < 48_000  # code, not data
+        assert cells["checking_helper"] == helper.import_cell()
+        assert cells["checking_helper"].splitlines()[-1] == "from checking_helper import *"
         assert 'warnings.filterwarnings("ignore")' in cells["setup"]
         assert "book_inputs = torch.tensor([[0.43, 0.15, 0.89]," in cells["setup"]
+
+
+def test_the_student_comes_first(source):
+    """Each notebook opens with its explanation, the setup (the documents' inputs), a three-line locked cell that
+    imports the checks, then the first step: nothing of the kit's 800 lines of checking code stands before the
+    student's work. The control: the helper's code, which the helper cell held before, is 800 lines."""
+    old_cell = notebooks.helper_source(COURSE, list(COURSE.steps), f"{ASSIGNMENT}_data.pt")
+    assert len(old_cell.splitlines()) > 700  # what students scrolled past in cell 2
+    for module in COURSE.modules:
+        nb = notebook(source, module)
+        kinds = [nbgrader_meta(c).get("grade_id", c.cell_type) for c in nb.cells]
+        assert kinds[:3] == ["markdown", "setup", "checking_helper"], module
+        first = next(i for i, c in enumerate(nb.cells) if nbgrader_meta(c).get("solution"))
+        assert first <= 5, (module, kinds[:first + 1])  # then a step's (or a carried-over part's) explanation
+        helper_cell = nb.cells[2]
+        assert nbgrader_meta(helper_cell)["locked"] and len(helper_cell.source.splitlines()) <= 3
+        before = "\n".join(c.source for c in nb.cells[:first] if c.cell_type == "code")
+        assert len(before.splitlines()) < 60, module  # the setup's inputs and the import
+        assert "def check_function" not in before and "class CheckFailed" not in before
+
+
+def test_the_helper_exports_what_the_test_cells_use(source):
+    """``from checking_helper import *`` brings exactly helper.EXPORTS, and every name a test cell uses is one of
+    them, a setup name, an answer's or a builtin. The checks' own names (compare_values, ...) stay in the module,
+    whose globals the checks use: a student's function of the same name no longer replaces one of the checks'
+    (it did when the helper was pasted into the notebook)."""
+    import builtins  # noqa: PLC0415
+
+    namespace: dict = {}
+    exec(notebooks.helper_source(COURSE, list(COURSE.steps), "x.pt"), namespace)  # noqa: S102 - our own code
+    assert sorted(namespace["__all__"]) == sorted(helper.EXPORTS)
+    assert all(name in namespace for name in helper.EXPORTS)
+    for module in COURSE.modules:
+        nb = notebook(source, module)
+        setup: dict = {}
+        exec(nb.cells[1].source, setup)  # noqa: S102 - our own setup cell: the libraries and the inputs
+        answers = {nbgrader_meta(c)["grade_id"] for c in nb.cells if nbgrader_meta(c).get("solution")}
+        defined = {n.name for c in nb.cells if nbgrader_meta(c).get("solution")
+                   for n in ast.parse(c.source).body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+        for cell in nb.cells:
+            if nbgrader_meta(cell).get("grade"):
+                used = {n.id for n in ast.walk(ast.parse(cell.source)) if isinstance(n, ast.Name)}
+                unknown = used - set(helper.EXPORTS) - set(setup) - defined - answers - set(dir(builtins))
+                assert not unknown, (module, nbgrader_meta(cell)["grade_id"], unknown)
+    spec = importlib.util.spec_from_file_location("checking_helper", source / "checking_helper.py")
+    checks = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(checks)
+    assert sorted(checks.__all__) == sorted(helper.EXPORTS) and "compare_values" not in checks.__all__
+    assert checks.check_function.__globals__ is vars(checks)  # not the notebook's namespace
 
 
 def test_the_helper_runs_with_torch_and_the_standard_library_only():
@@ -210,7 +265,7 @@ def test_notebooks_stay_small_simple_tensors_are_expressions(source):
             if cell.cell_type == "code" and nbgrader_meta(cell).get("grade_id") != "checking_helper":
                 assert len(open_part(cell)) < 20_000, (module, nbgrader_meta(cell).get("grade_id"))
                 assert 'B("' not in open_part(cell)  # long tensors of open cases: in the data file (D)
-    assert sum((source / f"{m}.ipynb").stat().st_size for m in COURSE.modules) < 900_000
+    assert sum((source / f"{m}.ipynb").stat().st_size for m in COURSE.modules) < 750_000  # 876 KB with the helper pasted
 
 
 def test_visible_cases_in_the_open_hidden_cases_between_markers(source):
@@ -249,10 +304,13 @@ def run_cells(nb, replace=None, folder: Path | None = None) -> dict[str, BaseExc
     outcomes = {}
     here = os.getcwd()
     os.chdir(folder or here)
+    sys.path.insert(0, str(folder or here))  # the helper cell imports checking_helper.py, as a kernel does from there
     try:
         _run_cells(nb, replace, namespace, outcomes)
     finally:
         os.chdir(here)
+        sys.path.remove(str(folder or here))
+        sys.modules.pop(helper.MODULE, None)
     return outcomes
 
 
@@ -304,6 +362,72 @@ def test_stubs_fail_every_test_cell_as_not_attempted(source):
         outcomes = run_cells(notebook(source, module), stub, source)
         assert all(type(e).__name__ == "CheckFailed" for e in outcomes.values())  # the cell's own class
         assert all("not attempted yet" in str(e) for g, e in outcomes.items() if "errors" not in g)
+
+
+#: a student's answer that raises: its check says where, in the student's own cell
+RAISES = "    raise ValueError('my own bug')\n"
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def kernel_run(folder: Path, nb, monkeypatch, tmp_path) -> object:
+    """Run ``nb`` in a real IPython kernel (nbclient, the venv's python3 kernel), in ``folder``; errors kept."""
+    nbclient = pytest.importorskip("nbclient")
+    for key, value in jupyter_env(tmp_path / "jupyter").items():
+        monkeypatch.setenv(key, value)
+    client = nbclient.NotebookClient(nb, kernel_name="python3", timeout=300, allow_errors=True,
+                                     resources={"metadata": {"path": str(folder)}})
+    return client.execute()
+
+
+def errors(cell) -> list:
+    return [o for o in cell.outputs if o.output_type == "error"]
+
+
+def test_a_failing_check_shows_the_kits_message_not_the_helpers_traceback(source, tmp_path, monkeypatch):
+    """The student's view, in a real kernel: the released trainable_attention notebook, answered with the
+    solutions but one bug and one answer that raises, beside the released checking_helper.py. A failing test
+    cell shows the kit's lines and nothing else: no frame of the helper, no source line of it, not the student's
+    exception it came from (the message says where that was: `your cell`). Every other test cell passes, with no
+    output. The control: the same check run again without CheckFailed's ``_render_traceback_`` shows IPython's
+    traceback through the helper, as every failing test cell did before."""
+    module = BUG_STEP.split(".")[0]
+    folder = tmp_path / "student"
+    folder.mkdir()
+    for path in source.iterdir():
+        if not path.name.endswith(".ipynb"):  # what generate_assignment copies beside the notebooks
+            shutil.copyfile(path, folder / path.name)
+    nb = student_copy(source, module)
+    raising = next(c for c in nb.cells if nbgrader_meta(c).get("grade_id") == "context_vector")
+    body = raising.source.splitlines(keepends=True)
+    at = next(i for i, line in enumerate(body) if line.startswith("    return"))
+    raising.source = "".join(body[:at] + [RAISES] + body[at:])
+    failing = next(c for c in nb.cells if nbgrader_meta(c).get("grade_id") == f"test_{BUG_STEP.split('.', 1)[1]}_values")
+    nb.cells.append(nbformat.v4.new_code_cell("del CheckFailed._render_traceback_"))  # the control, below
+    nb.cells.append(nbformat.v4.new_code_cell(failing.source))
+    ran = kernel_run(folder, nb, monkeypatch, tmp_path)
+
+    failed = {nbgrader_meta(c)["grade_id"]: errors(c) for c in ran.cells if nbgrader_meta(c).get("grade") and errors(c)}
+    assert set(failed) == {f"test_{BUG_STEP.split('.', 1)[1]}_{c}" for c in ("values", "gradients")} | {
+        "test_context_vector_values", "test_context_vector_gradients"}  # the randomized counts: hidden, not here
+    for grade_id, (error,) in failed.items():
+        lines = [ANSI.sub("", line) for line in error.traceback]
+        assert error.ename == "CheckFailed" and lines[0] == f"CheckFailed: {error.evalue.splitlines()[0]}", grade_id
+        assert lines[1:] == error.evalue.splitlines()[1:], grade_id  # the message, and only the message
+        assert not [line for line in lines if "checking_helper" in line or "File " in line or "_fail(" in line
+                    or "Traceback" in line or "During handling" in line], grade_id
+    values = [ANSI.sub("", line) for line in failed[f"test_{BUG_STEP.split('.', 1)[1]}_values"][0].traceback]
+    assert values[0].startswith(f"CheckFailed: {BUG_STEP} [values] case ")
+    assert "  likely: forgot the 1/sqrt(d_k) scaling" in values
+    raised = "\n".join(failed["test_context_vector_values"][0].traceback)
+    assert "raised ValueError" in raised and "my own bug" in raised and "your cell" in raised
+    for cell in ran.cells:
+        if nbgrader_meta(cell).get("grade") and nbgrader_meta(cell)["grade_id"] not in failed:
+            assert cell.outputs == [], nbgrader_meta(cell)["grade_id"]  # passed, silently: nothing on stderr
+
+    (control,) = errors(ran.cells[-1])
+    shown = ANSI.sub("", "\n".join(control.traceback))
+    assert "checking_helper.py" in shown and "_fail(" in shown  # IPython's traceback walks through the helper
+    assert len(control.traceback) > len(values)
 
 
 def test_refuses_to_overwrite_without_force(course_dir):
@@ -546,6 +670,47 @@ def test_the_write_back_needs_the_courses_notebooks(tmp_path, monkeypatch):
         gradebook.write(tmp_path, ASSIGNMENT, {"someone": {"tests": []}})
 
 
+def test_the_gradebook_write_back_gives_no_warning_of_nbgraders(source, tmp_path, monkeypatch):
+    """nbgrader's own Gradebook.add_submission makes SQLAlchemy warn three times (a new submission linked before it
+    is added to the session): the control, called directly. gradebook.write, which calls it for a student new to
+    the gradebook, lets none of them through, and silences nothing else."""
+    pytest.importorskip("nbgrader")
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")  # alembic
+    import warnings  # noqa: PLC0415
+
+    from nbgrader.api import Gradebook  # noqa: PLC0415
+    from sqlalchemy.exc import SAWarning  # noqa: PLC0415
+
+    from autograder.nbgrader_course import gradebook  # noqa: PLC0415
+
+    (tmp_path / "source").mkdir()
+    shutil.copytree(source, tmp_path / "source" / ASSIGNMENT)
+    url = f"sqlite:///{tmp_path / 'gradebook.db'}"
+    with Gradebook(url) as gb:
+        gb.add_assignment(ASSIGNMENT)
+        gb.add_notebook("simple_attention", ASSIGNMENT)
+        gb.add_grade_cell("test_x", "simple_attention", ASSIGNMENT, max_score=1, cell_type="code")
+        with warnings.catch_warnings(record=True) as raw:
+            warnings.simplefilter("always")
+            gb.add_student("control")
+            gb.add_submission(ASSIGNMENT, "control")
+    said = [str(w.message) for w in raw if issubclass(w.category, SAWarning)]
+    assert len(said) == 3 and all(re.match(gradebook.NBGRADER_SA_WARNING, m) for m in said), said
+
+    with warnings.catch_warnings(record=True) as ours:
+        warnings.simplefilter("always")
+        assert gradebook.write(tmp_path, ASSIGNMENT, {"someone": {"tests": []}}, db_url=url) == 0
+    assert [str(w.message) for w in ours] == []
+    with Gradebook(url) as gb:
+        assert gb.find_submission(ASSIGNMENT, "someone")  # the gradebook is complete all the same
+    with warnings.catch_warnings(record=True) as other:
+        warnings.simplefilter("always")
+        with gradebook._quiet_add_submission():
+            warnings.warn("Object of type <Something> not in session", SAWarning, stacklevel=1)
+            warnings.warn("another warning", UserWarning, stacklevel=1)
+    assert len(other) == 2  # only nbgrader's three are silenced
+
+
 # -- nbgrader itself ------------------------------------------------------------------------------
 def jupyter_env(tmp: Path) -> dict:
     """An environment where nbgrader runs the venv's Python as its "python3" kernel, and reads no
@@ -588,6 +753,31 @@ def released(course_dir, tmp_path_factory) -> tuple[Path, dict]:
 def test_a_file_beside_the_notebooks_is_released(released):
     release, _ = released
     assert (release / BESIDE).read_bytes() == b"the master copy"
+    assert (release / "checking_helper.py").read_bytes() == (release.parent.parent / "source" / ASSIGNMENT /
+                                                             "checking_helper.py").read_bytes()
+
+
+@pytest.mark.slow
+def test_the_exchange_carries_the_checking_helper_to_students_and_back(released, course_dir, tmp_path):
+    """nbgrader's exchange, as on JupyterHub: release_assignment, a student's fetch_assignment and submit, then
+    collect: checking_helper.py travels with the notebooks both ways (in a copy of the course)."""
+    _, env = released
+    course = tmp_path / "course"
+    shutil.copytree(course_dir, course, ignore=shutil.ignore_patterns("submitted", "autograded", "feedback*"))
+    exchange, home = tmp_path / "exchange", tmp_path / "home"
+    exchange.mkdir(mode=0o777)
+    exchange.chmod(0o777)
+    home.mkdir()
+    where = f"--Exchange.root={exchange}"
+    nbgrader("release_assignment", ASSIGNMENT, where, cwd=course, env=env, timeout=300)
+    nbgrader("fetch_assignment", ASSIGNMENT, "--course", ASSIGNMENT, where, cwd=home, env=env, timeout=300)
+    helper_file = (course / "source" / ASSIGNMENT / "checking_helper.py").read_bytes()
+    assert (home / ASSIGNMENT / "checking_helper.py").read_bytes() == helper_file
+    nbgrader("submit", ASSIGNMENT, "--course", ASSIGNMENT, where, cwd=home, env=env, timeout=300)
+    nbgrader("collect", ASSIGNMENT, where, cwd=course, env=env, timeout=300)
+    (collected,) = (course / "submitted").glob(f"*/{ASSIGNMENT}")
+    assert (collected / "checking_helper.py").read_bytes() == helper_file
+    assert sorted(p.stem for p in collected.glob("*.ipynb")) == sorted(COURSE.modules)
 
 
 def test_released_notebooks_stay_small(released):
@@ -636,14 +826,28 @@ STUDENTS = ("correct", "buggy", "stubs", "patcher")
 STAMPS = {s: f"2026-12-1{i} 10:00:00.000000 UTC" for i, s in enumerate(STUDENTS)}
 
 
+#: a checking helper whose every name is a no-op: were it used, every test cell would pass
+FORGED_HELPER = """def _ok(*args, **kwargs):
+    return None
+
+
+check_function = check_module = check_parameters = check_raises = check_dropout = _ok
+T = D = B = Digest = Gen = Holder = _ok
+CheckFailed = AssertionError
+"""
+
+
 def submit(course_dir: Path, source: Path, release: Path) -> None:
-    """submitted/<student>/<assignment>/: correct, buggy (one step), stubs (the release untouched), and
-    patcher (the release untouched but for PATCH_CHECKS in its first solution cell)."""
+    """submitted/<student>/<assignment>/: correct, buggy (one step), stubs (the release untouched, with a forged
+    checking_helper.py beside it), and patcher (the release untouched but for PATCH_CHECKS in its first solution
+    cell)."""
     bug_name = BUG_STEP.split(".", 1)[1]
     for student in STUDENTS:
         folder = course_dir / "submitted" / student / ASSIGNMENT
         folder.mkdir(parents=True)
         (folder / "timestamp.txt").write_text(STAMPS[student])
+        if student == "stubs":  # untouched notebooks, but a checking_helper.py whose checks pass everything
+            (folder / "checking_helper.py").write_text(FORGED_HELPER)
         if student == "patcher":
             (folder / BESIDE).write_bytes(b"forged")
         elif student != "stubs":
@@ -683,10 +887,15 @@ def gradebook(released, course_dir, source):
 
 @pytest.mark.slow
 def test_autograde_uses_the_master_copy_of_a_file_beside_the_notebooks(gradebook, course_dir):
-    """The data file: nbgrader autograde puts the source's copy beside each student's notebooks, over any a
-    student handed in (the "stubs" student hands in none, "patcher" a forged one)."""
+    """The data file and checking_helper.py: nbgrader autograde puts the source's copy beside each student's
+    notebooks, over any a student handed in (the "stubs" student hands in no data file but a forged helper,
+    "patcher" a forged data file). The stubs' forged helper would pass every cell: they get zero
+    (test_nbgrader_gives_untouched_stubs_zero)."""
+    helper_file = (course_dir / "source" / ASSIGNMENT / "checking_helper.py").read_bytes()
     for student in STUDENTS:
         assert (course_dir / "autograded" / student / ASSIGNMENT / BESIDE).read_bytes() == b"the master copy"
+        assert (course_dir / "autograded" / student / ASSIGNMENT / "checking_helper.py").read_bytes() == helper_file
+    assert (course_dir / "submitted" / "stubs" / ASSIGNMENT / "checking_helper.py").read_text() == FORGED_HELPER
 
 
 @pytest.mark.slow
@@ -726,13 +935,28 @@ def submit_planter(course_dir: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def sandboxed(gradebook, course_dir, tmp_path_factory):
-    """The same submitted/ graded by the kit, in its sandbox: ``grade autograde --nbgrader``; and the planter."""
+def sandboxed_run(gradebook, course_dir, tmp_path_factory) -> tuple[dict, subprocess.CompletedProcess]:
+    """The same submitted/ graded by the kit, in its sandbox: ``grade autograde --nbgrader``; and the planter, a
+    student new to the gradebook (nbgrader autograde ran before it handed in)."""
     submit_planter(course_dir)
     out = tmp_path_factory.mktemp("nbgrader-sandboxed")
     result = run_grade("autograde", "--nbgrader", str(course_dir), "--out", str(out), timeout=900)
     assert result.returncode == 0, result.stderr[-3000:]
-    return {s: json.loads((out / s / "results.json").read_text()) for s in (*STUDENTS, PLANTER)}
+    return {s: json.loads((out / s / "results.json").read_text()) for s in (*STUDENTS, PLANTER)}, result
+
+
+@pytest.fixture(scope="module")
+def sandboxed(sandboxed_run) -> dict:
+    return sandboxed_run[0]
+
+
+@pytest.mark.slow
+def test_grade_autograde_nbgrader_prints_no_warning(sandboxed_run):
+    """Nothing on stderr that reads as a failure: SQLAlchemy's warnings about nbgrader's add_submission (three per
+    student new to the gradebook, here the planter) are silenced (control: the unit test above)."""
+    _, result = sandboxed_run
+    assert "Warning" not in result.stderr and "warning" not in result.stderr.lower(), result.stderr[-3000:]
+    assert f"grades of {len(STUDENTS) + 1} student(s) written to the gradebook" in result.stdout
 
 
 @pytest.mark.slow
@@ -814,6 +1038,42 @@ def test_nbgrader_feedback_carries_the_pictures_of_the_kits_page(sandboxed, expo
     assert any(base64.b64encode(png).decode("ascii")[:400] in flat for png in shown.values())
     correct = (course_dir / "feedback" / "correct" / ASSIGNMENT / f"{BUG_STEP.split('.')[0]}.html").read_text()
     assert "data:image/png;base64," not in correct
+
+
+@pytest.fixture(scope="module")
+def feedback_with_the_helper_pasted(exported, released, course_dir) -> Path:
+    """The control: the buggy student's autograded/ notebooks with the helper cell as it was before (the whole
+    helper pasted in), rendered by the same ``nbgrader generate_feedback``, into feedback_pasted/."""
+    _, env = released
+    ours = course_dir / "autograded" / "buggy" / ASSIGNMENT
+    pasted = course_dir / "autograded_pasted" / "buggy" / ASSIGNMENT
+    pasted.mkdir(parents=True)
+    data = f"{ASSIGNMENT}_data.pt"
+    for path in sorted(ours.glob("*.ipynb")):
+        nb = nbformat.read(str(path), as_version=4)
+        steps = [s for s in COURSE.steps if s.split(".")[0] == path.stem]
+        (cell,) = [c for c in nb.cells if nbgrader_meta(c).get("grade_id") == "checking_helper"]
+        cell.source = notebooks.helper_source(COURSE, steps, data if (course_dir / "source" / ASSIGNMENT / data).exists()
+                                              else None).split('"""', 2)[2].strip()  # the cell: no docstring
+        nbformat.write(nb, str(pasted / path.name))
+    shutil.copyfile(ours / "timestamp.txt", pasted / "timestamp.txt")
+    nbgrader("generate_feedback", ASSIGNMENT, "--student", "buggy", "--CourseDirectory.autograded_directory=autograded_pasted",
+             "--CourseDirectory.feedback_directory=feedback_pasted", cwd=course_dir, env=env, timeout=900)
+    return course_dir / "feedback_pasted" / "buggy" / ASSIGNMENT
+
+
+@pytest.mark.slow
+def test_the_feedback_page_is_the_students_work_not_the_helper(exported, feedback_with_the_helper_pasted, course_dir):
+    """Each generate_feedback page lost the helper's rendering: some 200 KB of syntax-highlighted code the students
+    never wrote. The control: the same notebooks with the helper pasted into its cell, as before."""
+    for module in COURSE.modules:
+        page = (course_dir / "feedback" / "buggy" / ASSIGNMENT / f"{module}.html").read_text()
+        before = (feedback_with_the_helper_pasted / f"{module}.html").read_text()
+        as_text = [re.sub(r"<[^>]+>", "", html) for html in (before, page)]
+        assert "def check_function(" in as_text[0] and "def check_function(" not in as_text[1]
+        assert "_render_traceback_" in as_text[0] and "_render_traceback_" not in as_text[1]
+        assert len(before) - len(page) > 150_000, (module, len(before), len(page))
+        assert len(page) < 0.8 * len(before), (module, len(before), len(page))
 
 
 @pytest.mark.slow

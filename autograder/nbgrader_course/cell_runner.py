@@ -1,9 +1,9 @@
 """The checks that the nbgrader test cells call, inside the student's notebook: the notebook's runner.
 
-The notebooks' locked "checking helper" cell is the ``autograder.feedback`` package (tolerances,
-comparisons, likely misconceptions, the messages: what ``grade check`` and the hidden suites say too)
-followed by this file, pasted in by ``grade nbgrader`` (``helper.helper_source``) with the imports of
-one another removed, so a notebook needs nothing but torch. This file depends on torch, the standard
+The notebooks' checking helper, ``checking_helper.py`` beside them, is the ``autograder.feedback``
+package (tolerances, comparisons, likely misconceptions, the messages: what ``grade check`` and the
+hidden suites say too) followed by this file, pasted in by ``grade nbgrader`` (``helper.module_source``)
+with the imports of one another removed, so a notebook needs nothing but torch. This file depends on torch, the standard
 library and that package only, and has no ``from __future__`` import (the cell runs in an IPython
 kernel). What is here is what only a notebook needs: calling the student's function or class in the
 notebook's kernel, the values written into the test cells, and ``CheckFailed``.
@@ -30,16 +30,26 @@ from autograder.feedback.messages import (NOT_ATTEMPTED, frozen_parameter, modif
 from autograder.feedback.parameters import parameter_problems
 from autograder.feedback.tolerance import Tolerance, tolerance_for_output
 
-#: per step: ((rtol, atol) for float32, (rtol, atol) for float64); the notebook fills it in
+#: per step: ((rtol, atol) for float32, (rtol, atol) for float64); checking_helper.py fills it in
 TOLERANCES = {}
 DEFAULT_TOLERANCE = ((1e-4, 1e-5), (1e-7, 1e-9))
-#: the file beside the notebooks holding the tensors too long to write out (``D``); the notebook names it
+#: the file beside the notebooks holding the tensors too long to write out (``D``); checking_helper.py names it
 DATA_FILE = "data.pt"
 _DATA = {}
 
 
 class CheckFailed(AssertionError):
-    """One case of one step failed; the message says what to fix."""
+    """One case of one step failed; the message says what to fix.
+
+    In a notebook, IPython shows it as its message alone (``_render_traceback_``, IPython's hook for an
+    exception's own traceback): the test cell above it shows which check failed, and the helper's frames,
+    the student's exception it was raised from, and the helper's source lines would only push the
+    message down. Outside IPython it is an ``AssertionError`` with its usual traceback.
+    """
+
+    def _render_traceback_(self):
+        lines = str(self).splitlines() or [""]
+        return [f"\x1b[0;31m{type(self).__name__}\x1b[0m: {lines[0]}", *lines[1:]]
 
 
 # -- the values written into the test cells -------------------------------------------------------

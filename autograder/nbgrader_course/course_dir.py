@@ -3,6 +3,7 @@
     DIR/nbgrader_config.py
     DIR/source/<assignment>/<module>.ipynb     one notebook per module of course.yml
     DIR/source/<assignment>/<assignment>_data.pt   the long tensors of the cases in the open (torch.save)
+    DIR/source/<assignment>/checking_helper.py      the checks the notebooks' test cells call
 
 From there nbgrader takes over: ``nbgrader generate_assignment`` writes the students' copy into
 ``release/``, ``nbgrader autograde`` grades ``submitted/<student>/<assignment>/``.
@@ -20,7 +21,8 @@ from autograder.grading.reference import Reference
 
 from .collect import collect_cases
 from .literals import DataFile
-from .notebooks import build_notebook
+from . import helper
+from .notebooks import build_notebook, helper_source
 
 #: seconds nbgrader gives one cell; GPT-2 small's hidden cases are the slowest, at a few seconds
 CELL_TIMEOUT = 300
@@ -85,10 +87,13 @@ def write_course(course_file: Path, dest: Path, assignment: str | None = None, f
         nbformat.write(nb, str(path))
         written[module] = sum(c.metadata["nbgrader"].get("points", 0) for c in nb.cells
                               if c.metadata.get("nbgrader", {}).get("grade"))
-    # beside the notebooks: generate_assignment copies it into release/, autograde into autograded/
+    # beside the notebooks: generate_assignment copies them into release/, autograde into autograded/
     data_path = data.save(folder)
+    helper_path = folder / helper.FILE
+    helper_path.write_text(helper_source(course, list(course.steps), data_path.name if data_path else None),
+                           encoding="utf-8")
     config = dest / "nbgrader_config.py"
     if force or not config.exists():  # an instructor's own edits survive a regeneration without --force
         config.write_text(config_text(course.unit), encoding="utf-8")
     return {"config": config, "assignment": assignment, "folder": folder, "points": written, "data": data_path,
-            "total": course.max_points()}
+            "helper": helper_path, "total": course.max_points()}

@@ -1,10 +1,15 @@
-"""The source of the notebooks' locked "checking helper" cell.
+"""The checking helper: ``checking_helper.py``, beside the notebooks, and the notebooks' cell importing it.
 
-It is ``autograder.feedback``'s own modules (the words and numbers every grading path uses), in the
+The file is ``autograder.feedback``'s own modules (the words and numbers every grading path uses), in the
 order they import one another, then the notebook's runner (``cell_runner.py``), each pasted as it is but
-for its ``from __future__`` import and its imports of the feedback package, which would fail in a
-notebook and are not needed there: the cell is one namespace. Then the course's tolerances and the
-name of the data file. The result depends on torch and the standard library only.
+for its ``from __future__`` import and its imports of the feedback package (the file is one namespace),
+then the course's tolerances and the name of the data file. It depends on torch and the standard library
+only. ``grade nbgrader`` writes it into ``source/<assignment>/``, where nbgrader treats it as it treats the
+data file: ``generate_assignment`` copies it into ``release/`` (students fetch it with the notebooks) and
+``autograde`` copies the source's master copy beside each student's notebooks, over any copy a student
+handed in. Each notebook's locked "checking helper" cell is then one import (``import_cell``): the
+student's notebook starts with the inputs and the first exercise, not 800 lines of the kit's code, and a
+page of ``nbgrader generate_feedback`` shows the student's work, not the helper.
 """
 from __future__ import annotations
 
@@ -19,6 +24,14 @@ PACKAGE = "autograder.feedback"
 FEEDBACK_DIR = Path(__file__).resolve().parent.parent / "feedback"
 #: what a pasted module may import besides its own package's modules
 ALLOWED_IMPORTS = {"torch", "math", "re", "builtins", "base64", "dataclasses", "os", "traceback"}
+
+
+#: the module beside the notebooks, and its file
+MODULE = "checking_helper"
+FILE = f"{MODULE}.py"
+#: what the test cells use of it: the one name the notebook's cell imports with ``*``
+EXPORTS = ("check_function", "check_module", "check_parameters", "check_raises", "check_dropout",
+           "T", "D", "B", "Digest", "Gen", "Holder", "CheckFailed")
 
 
 class HelperError(Exception):
@@ -106,23 +119,34 @@ def pasted(module_names: list[str]) -> list[tuple[str, str]]:
         text, _ = _strip(inspect.getsource(importlib.import_module(name)), name)
         for defined in _defined(text):
             if defined in seen:
-                raise HelperError(f"{defined} is defined by both {seen[defined]} and {name}: they share the notebook's namespace")
+                raise HelperError(f"{defined} is defined by both {seen[defined]} and {name}: they share {FILE}'s namespace")
             seen[defined] = name
         out.append((name, text))
     return out
 
 
-def helper_source(tolerances: dict[str, tuple], data_file: str | None = None) -> str:
-    """The cell: the feedback modules, the runner, then ``TOLERANCES`` (step -> ((rtol, atol) of float32,
-    (rtol, atol) of float64)) and the data file's name."""
-    parts = ["# The checking helper (locked): what the test cells call. The same tolerances, comparisons,\n"
-             "# likely mistakes and messages as `grade check` (the kit's autograder/feedback package),\n"
-             "# then the code that runs your functions and classes here (autograder/nbgrader_course/cell_runner.py)."]
+def module_source(tolerances: dict[str, tuple], data_file: str | None = None) -> str:
+    """``checking_helper.py``: the feedback modules, the runner, then ``TOLERANCES`` (step -> ((rtol, atol) of
+    float32, (rtol, atol) of float64)), the data file's name and ``__all__`` (``EXPORTS``)."""
+    parts = ['"""The checking helper of the notebooks beside this file: what their test cells call.\n\n'
+             "Written by the attention autograder kit's `grade nbgrader`; each notebook imports it in its locked\n"
+             "\"checking helper\" cell. The same tolerances, comparisons, likely mistakes and messages as `grade check`\n"
+             "(the kit's autograder/feedback package), then the code that runs your functions and classes in the\n"
+             "notebook (autograder/nbgrader_course/cell_runner.py). Do not edit it: grading uses the course's copy.\n"
+             '"""']
     for name, text in pasted([*feedback_modules(), cell_runner.__name__]):
         parts.append(f"# ---- {name.replace('.', '/')}.py\n{text}")
     entries = "".join(f"\n    {step!r}: {value}," for step, value in tolerances.items())
     tail = f"TOLERANCES.update({{{entries}\n}})"
     if data_file:
         tail += f"\nDATA_FILE = {data_file!r}"
+    tail += "\n\n__all__ = [" + ", ".join(repr(n) for n in EXPORTS) + "]"
     parts.append(tail)
-    return "\n\n".join(parts)
+    return "\n\n".join(parts) + "\n"
+
+
+def import_cell() -> str:
+    """The notebooks' locked "checking helper" cell: the import of ``checking_helper.py``."""
+    return ("# The checking helper (locked): the checks the test cells call (check_function, ...) and the values\n"
+            f"# they are written with (T, D, ...), from {FILE} beside this notebook: the kit's own code.\n"
+            f"from {MODULE} import *")

@@ -10,7 +10,7 @@ not reach students, so they stay in the hidden cells (which ``nbgrader generate_
 as their raw bytes, base64-encoded: ``B("float32", [1, 4, 768], "...")``. Tensors too large for a
 notebook (GPT-2's 2.4M weights) become a ``Digest``: shape, dtype, sums and a sample of entries. The
 names ``T``, ``D``, ``B``, ``Digest``, ``Gen`` and ``Holder`` are defined by the checking helper
-(``cell_runner.py``), which every notebook holds.
+(``cell_runner.py``, in ``checking_helper.py`` beside the notebooks), which every notebook imports.
 """
 from __future__ import annotations
 

@@ -33,18 +33,19 @@ def setup_source(imports: list[str]) -> str:
 
 
 def helper_source(course, steps: list[str], data_file: str | None = None) -> str:
-    """The checking helper cell: the feedback package and the runner (``helper.py``), this notebook's
-    tolerances, and the name of the data file beside the notebooks."""
+    """``checking_helper.py``, beside the notebooks: the feedback package and the runner (``helper.py``), the
+    tolerances of ``steps``, and the name of the data file beside the notebooks."""
     tolerances = {}
     for step in steps:
         t = course.tolerances(step)
         tolerances[step] = ((t.float32.rtol, t.float32.atol), (t.float64.rtol, t.float64.atol))
-    return helper.helper_source(tolerances, data_file)
+    return helper.module_source(tolerances, data_file)
 
 
 def build_notebook(course, module: str, solutions: Path, cases: dict[tuple[str, str], list[Case]],
                    data: literals.DataFile | None = None) -> nbformat.NotebookNode:
-    """The notebook of ``module``; the long tensors of its cases in the open go into ``data``."""
+    """The notebook of ``module``; the long tensors of its cases in the open go into ``data``. Its checking
+    helper cell imports ``checking_helper.py`` (``helper_source``), which the course writes beside it."""
     source: ModuleSource = read_module(solutions / f"{module}.py")
     steps = [s for s in course.steps if s.split(".", 1)[0] == module]
     names = {s.split(".", 1)[1]: s for s in steps}
@@ -68,7 +69,7 @@ def build_notebook(course, module: str, solutions: Path, cases: dict[tuple[str, 
     nb.metadata["language_info"] = {"name": "python"}
     nb.cells.append(cells.markdown(prose.notebook_intro(course.title, module, source, points, len(steps)), "intro"))
     nb.cells.append(cells.read_only(setup_source(imports), "setup"))
-    nb.cells.append(cells.read_only(helper_source(course, steps, data.name if data else None), "checking_helper"))
+    nb.cells.append(cells.read_only(helper.import_cell(), "checking_helper"))
     for other, pieces in borrowed_sources.items():
         nb.cells.append(cells.markdown(prose.borrowed_intro(other, borrowed[other]), f"from_{other}"))
         nb.cells.append(cells.solution("\n\n\n".join(pieces), f"from_{other}_code"))
