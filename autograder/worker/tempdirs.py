@@ -43,14 +43,14 @@ def alive(pid: int) -> bool:
 
 def _gone(entry: os.DirEntry, pid: str) -> bool:
     """Is the owner of this folder gone? Its lock says so; without one (an older grader's), its pid."""
-    owner = locks.held(os.path.join(entry.path, LOCK))
-    if owner is not None:
-        return not owner
-    if entry.name.startswith("."):  # being made (not yet locked), or its maker died at that moment
+    if entry.name.startswith("."):  # being made (its lock file may exist, not yet locked), or its maker died then
         try:
             return time.time() - entry.stat(follow_symlinks=False).st_mtime > 3600
         except OSError:
             return False
+    owner = locks.held(os.path.join(entry.path, LOCK))
+    if owner is not None:
+        return not owner
     return pid.isdigit() and not alive(int(pid))
 
 
