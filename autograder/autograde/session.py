@@ -66,7 +66,6 @@ class Grader:
         if not self.cache:  # every submission, the first one included, sees the same requests in the same order
             self.warm_cache()
         times = {step: self.course.step_time(step) for step in self.course.steps}
-        self.reference_worker.new_submission()
         runner = SubmissionRunner(self.zygote, folder, self.course.modules, self.standin_kinds, times, self.limits(),
                                   reference=self.reference_worker,
                                   uid_base=self.uid_base, submission_seconds=self.course.limits.submission_seconds,

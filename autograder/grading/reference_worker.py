@@ -4,8 +4,10 @@ every stand-in call relayed to it.
 The reference worker runs the stand-ins' code, so that none of it is ever in a student's process. It is a
 worker of its own sandbox, forked from the zygote and confined like a student's worker, but under a uid
 no student's worker is ever given (the last of the zygote's block), and it never imports a submission. It
-lives as long as the grading process that started it, serving every submission (it holds no student
-state: each call brings the module it runs), and is started again if a call kills it or runs out of time.
+lives as long as the grading process that started it, serving every submission: it holds no student
+state (each call brings the module it runs; what it keeps is what the reference built from given arguments
+and a random state, bounded, the same for every submission), and is started again if a call kills it or
+runs out of time.
 """
 from __future__ import annotations
 
@@ -38,7 +40,6 @@ class ReferenceWorker:
         self._sandbox = None
         self._worker = None
         self._owner = None  # the process that started it: a forked batch job starts its own
-        self._fresh = False  # a new submission has begun: the worker forgets the last one's modules first
         self._root: Path | None = None
 
     def _start(self, deadline: float) -> None:
@@ -72,19 +73,6 @@ class ReferenceWorker:
                 return refused("the step ran out of its time limit while a stand-in was running")
             return refused("the stand-in could not run on these inputs (a limit of the grader's was hit)")
 
-    @property
-    def fresh(self) -> bool:
-        return self._fresh
-
-    def new_submission(self) -> None:
-        """What the reference worker holds for one submission (modules built, kept) is for that one only."""
-        self._fresh = True
-
-    def reset(self, deadline: float) -> None:
-        self._fresh = False
-        if self._worker is not None and not self._worker.dead and self._owner == os.getpid():
-            self.call(b'{"op": "reset"}', b"", deadline)
-
     def close(self) -> None:
         if self._owner is not None and self._owner != os.getpid():  # another process's: not ours to stop
             self._worker = self._sandbox = self._owner = None
@@ -114,8 +102,6 @@ class StandinCalls:
                 or type(message.get("step")) is not str or message["step"] not in holds \
                 or not _steps_held(message.get("tree"), holds, message["step"]):
             return refused("no such stand-in here")
-        if self.reference.fresh:  # the first call of a submission: nothing of another submission's is kept
-            self.reference.reset(deadline)
         return self.reference.call(json.dumps(message).encode("utf-8"), blob, deadline)
 
 

@@ -40,8 +40,9 @@ import os
 import attention_worker.syscalls as syscalls
 syscalls.die_with_parent(int(parent))
 import attention_worker.leftovers as leftovers
-# the search for world-writable folders (swept under uid+rlimits) runs beside the import of torch
-scan = leftovers.start_discovery() if most != "rlimits" and os.geteuid() == 0 else None
+# the search for world-writable folders (swept under uid+rlimits) runs beside the import of torch where that level
+# is asked for; where namespaces fail, the plan runs it then (once per zygote)
+scan = leftovers.start_discovery() if most == "uid+rlimits" and os.geteuid() == 0 else None
 import attention_worker.zygote as zygote
 zygote.main(int(control_fd), int(uid_base), site_dirs, most, scan)
 """

@@ -16,6 +16,8 @@ every call against the stand-ins this worker may hold (``grading/standin_calls.p
 from __future__ import annotations
 
 import builtins
+import hashlib
+import json
 import types
 from typing import Callable
 
@@ -117,8 +119,25 @@ def _run(call: Call, message: dict, args: tuple, kwargs: dict, state: list[torch
     return _Remote.apply(call, message, len(inputs), *tensors)
 
 
-def proxy_class(step: str, call: Call, classes: dict[str, type]) -> type:
-    """An ``nn.Module`` class named as the step's, whose instances are built and run by the reference."""
+def construct_handle(step: str, init: str, rng: torch.Tensor) -> str:
+    """The name of what the reference builds for ``step`` from ``init`` (JSON) and the random state ``rng``:
+    the same on both sides, so a module built here from a cached answer is known to be held there too."""
+    digest = hashlib.sha1(step.encode() + b"\0" + init.encode() + b"\0")
+    digest.update(rng.numpy().tobytes())
+    return digest.hexdigest()
+
+
+def _fresh_buffers(tree: dict) -> dict:
+    """The tree with its buffers copied: two modules built from one cached answer share no tensor."""
+    return {**tree, "buffers": [[n, t.clone() if isinstance(t, torch.Tensor) else t, *rest] for n, t, *rest in tree["buffers"]],
+            "children": [[n, None if c is None else _fresh_buffers(c)] for n, c in tree["children"]]}
+
+
+def proxy_class(step: str, call: Call, classes: dict[str, type], built: dict, held_there: set) -> type:
+    """An ``nn.Module`` class named as the step's, whose instances are built and run by the reference.
+
+    ``built``: (step, arguments) -> the reference worker's answer, for modules whose parameters are drawn
+    here (the same arguments again need no round trip); ``held_there``: what the reference worker keeps."""
     module_name, name = step.split(".", 1)
 
     def step_of(cls: type) -> str | None:
@@ -126,13 +145,21 @@ def proxy_class(step: str, call: Call, classes: dict[str, type]) -> type:
 
     def __init__(self, *args, **kwargs):
         nn.Module.__init__(self)
-        init = _flatten([list(args), dict(kwargs)], [])
-        answer = _ask(call, {"op": "construct", "step": step, "init": init, "rng": torch.get_rng_state()})
-        module_tree.rebuild(answer["tree"], classes.__getitem__, into=self)
+        init = json.dumps(_flatten([list(args), dict(kwargs)], []))
+        start = torch.get_rng_state()
+        handle = construct_handle(step, init, start)
+        answer = built.get((step, init))
+        if answer is None:
+            answer = _ask(call, {"op": "construct", "step": step, "init": init, "rng": start})
+            if answer.get("replay") is not None:  # the same arguments again: built here, from this answer
+                built[(step, init)] = answer
+        module_tree.rebuild(_fresh_buffers(answer["tree"]), classes.__getitem__, into=self)
         if answer.get("replay") is not None:  # the parameters drawn here, as the reference drew them
             module_tree.replay(self, answer["replay"])
-        # The reference worker keeps what it built: a call sends only the tensors that changed since.
-        object.__setattr__(self, "_standin_held", (answer.get("handle"), [(t, _mark(t)) for t in module_tree.state(self)]))
+        # The reference worker keeps what it built (the same arguments and random state, the same module, for
+        # every submission alike): a call names it and sends only the tensors changed since (all of them, if it
+        # is no longer kept there).
+        object.__setattr__(self, "_standin_held", (handle, [(t, _mark(t)) for t in module_tree.state(self)]))
 
     def forward(self, *args, **kwargs):
         tensors: list = []
@@ -165,8 +192,11 @@ def build(kinds: dict[str, str], call: Call) -> dict[str, object]:
     """Proxies for the stand-ins this worker may hold (step id -> "class" or "function"), in unit order."""
     classes: dict[str, type] = {}
     objects: dict[str, object] = {}
+    built: dict = {}
+    held_there: set = set()
     for step, kind in kinds.items():
-        objects[step] = proxy_class(step, call, classes) if kind == "class" else proxy_function(step, call)
+        objects[step] = (proxy_class(step, call, classes, built, held_there) if kind == "class"
+                         else proxy_function(step, call))
     return objects
 
 
