@@ -95,12 +95,22 @@ def scores(out: Path) -> dict[str, float]:
 
 
 def needs_a_person(out: Path) -> None:
-    """PLACEHOLDER: the dashboard's "needs a person" list (being built elsewhere) is checked here.
+    """The dashboard's "needs a person" list names each submission that needs one, with its reason, in
+    summary.json, summary.md and summary.html alike."""
+    from autograder.pages import class_list  # noqa: PLC0415
 
-    It should name at least frank (corrupt zip), eve (empty folder), non_utf8_module, output_flood and
-    infinite_loop. Until it exists, only the summary the list will live in is checked.
-    """
-    assert (out / "summary.json").is_file()
+    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    listed = {class_list.who(e): {(r["category"], r["why"]) for r in e["reasons"]} for e in summary["needs_person"]}
+    assert ("not_graded", "corrupt zip") in listed["frank"], listed.get("frank")
+    assert ("not_graded", "empty folder") in listed["eve"], listed.get("eve")
+    assert any(cat == "module_not_graded" and "UTF-8" in why for cat, why in listed["non_utf8_module"])
+    assert any(cat in ("limit", "timed_out") for cat, _ in listed["output_flood"])
+    assert any(cat == "timed_out" for cat, _ in listed["infinite_loop"])
+    page = (out / "summary.html").read_text(encoding="utf-8")
+    markdown = (out / "summary.md").read_text(encoding="utf-8")
+    for name in ("frank", "eve", "non_utf8_module", "output_flood", "infinite_loop"):
+        assert name in page and name in markdown, name
+    assert "Needs a person" in page and "Needs a person" in markdown
 
 
 def test_deadline_day(tmp_path):
