@@ -13,6 +13,7 @@ workers (namespaces, unprivileged uid, limits).
 """
 from __future__ import annotations
 
+
 import json
 import os
 import re
@@ -27,6 +28,7 @@ import pytest
 
 from autograder.course import load_course
 
+from .machine_lock import machine_to_ourselves
 from .conftest import ROOT, run_grade
 
 pytestmark = pytest.mark.slow
@@ -101,14 +103,15 @@ def outputs(result: dict) -> list[str]:
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     out = tmp_path_factory.mktemp("adversarial-results")
-    clean_markers()
-    start = time.monotonic()
-    result = run_grade("autograde", str(ADV_DIR), "--out", str(out), *jobs_args(), timeout=3600)
-    elapsed = time.monotonic() - start
-    time.sleep(DAEMON_GRACE)  # a daemon that escaped would have written its marker by now
-    left = markers()
-    forged = forged_files()
-    clean_markers()
+    with machine_to_ourselves():
+        clean_markers()
+        start = time.monotonic()
+        result = run_grade("autograde", str(ADV_DIR), "--out", str(out), *jobs_args(), timeout=3600)
+        elapsed = time.monotonic() - start
+        time.sleep(DAEMON_GRACE)  # a daemon that escaped would have written its marker by now
+        left = markers()
+        forged = forged_files()
+        clean_markers()
     return {"out": out, "result": result, "elapsed": elapsed, "markers": left, "forged": forged}
 
 
@@ -186,13 +189,17 @@ def test_no_marker_file_appears(graded):
 
 def test_the_marker_tricks_do_write_their_markers_when_not_confined(tmp_path):
     """The control of the test above: unconfined, a sitecustomize.py and a thread left running write their markers."""
-    import subprocess
-    import sys
-
-    clean_markers()
     for name in ("sitecustomize_in_submission", "background_thread"):  # copies: nothing is written into the corpus
         shutil.copytree(ADV_DIR / name, tmp_path / name)
     env = {"PATH": "/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1"}
+    with machine_to_ourselves():
+        clean_markers()
+        _write_markers_unconfined(tmp_path, env)
+
+
+def _write_markers_unconfined(tmp_path, env) -> None:
+    import sys
+
     try:
         subprocess.run([sys.executable, "-c", "pass"], env={**env, "PYTHONPATH": str(tmp_path / "sitecustomize_in_submission")},
                        timeout=60, check=False)
@@ -345,10 +352,11 @@ def graded_zips(tmp_path_factory):
     zips = build_zips(base / "zips")
     out = base / "out"
     before = {p for p in base.rglob("*")}
-    clean_markers()
-    result = run_grade("autograde", *[str(p) for p in zips.values()], "--out", str(out), timeout=1800)
-    left = markers()
-    clean_markers()
+    with machine_to_ourselves():
+        clean_markers()
+        result = run_grade("autograde", *[str(p) for p in zips.values()], "--out", str(out), timeout=1800)
+        left = markers()
+        clean_markers()
     written = {p for p in base.rglob("*")} - before
     return {"zips": zips, "out": out, "result": result, "base": base, "markers": left, "written": written}
 
@@ -434,13 +442,15 @@ def test_a_stash_reaches_no_later_submission(tmp_path, level):
     for order, name in enumerate(("stash_standins_sysv_shm", "stash_reader_sysv_shm")):
         shutil.copytree(ADV_DIR / name, subs / f"{order}_{name}")
     out = tmp_path / "out"
-    result = run_grade("autograde", str(subs), "--out", str(out), "--jobs", "1", env={"AUTOGRADER_ISOLATION": level})
+    with machine_to_ourselves():  # the machine's IPC objects are counted: another suite's stash takes its turn
+        result = run_grade("autograde", str(subs), "--out", str(out), "--jobs", "1", env={"AUTOGRADER_ISOLATION": level})
+        left = _ipc_owned_by_workers()
     assert result.returncode == 0, result.stderr[-2000:]
     if level not in result.stdout:
         pytest.skip(f"this machine does not allow {level}: {result.stdout.strip().splitlines()[-1]}")
     scores = {p.parent.name: json.loads(p.read_text())["score"] for p in out.glob("*/results.json")}
     assert scores == {"0_stash_standins_sysv_shm": 3, "1_stash_reader_sysv_shm": 0}
-    assert _ipc_owned_by_workers() == []
+    assert left == []
 
 
 def _used_mb() -> float:
@@ -563,6 +573,11 @@ def test_a_stash_in_run_lock_reaches_no_later_submission(tmp_path, level):
     world-writable folder one level down in /tmp (this test makes one, root's, mode 1777), then stash_run_lock_reader
     (the stub CausalAttention) loads it, in one batch and in that order: the reader scores no more than its control,
     and no file a worker made is left at any depth of the machine's shared folders after the run."""
+    with machine_to_ourselves():  # fixed paths and the machine's shared folders: another suite takes its turn
+        _stash_in_run_lock(tmp_path, level)
+
+
+def _stash_in_run_lock(tmp_path, level) -> None:
     shutil.rmtree(RUN_LOCK_STASH, ignore_errors=True)  # a failed earlier run's
     shutil.rmtree(NESTED_SHARED, ignore_errors=True)
     NESTED_SHARED.mkdir()

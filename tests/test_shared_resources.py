@@ -19,6 +19,7 @@ import pytest
 from autograder.worker import confine, leftovers, tempdirs
 
 from .conftest import ROOT, run_grade
+from .machine_lock import machine_to_ourselves
 
 SAMPLES = ROOT / "samples" / "submissions"
 ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="uid changes need root")
@@ -55,6 +56,14 @@ def _as_uid(uid: int, code) -> int:
         except BaseException:  # noqa: BLE001
             os._exit(1)
     return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+
+
+
+@pytest.fixture(autouse=True)
+def _fixed_paths_and_uids_to_ourselves():
+    """Fixed uids and folders: another test suite on this machine takes its turn (tests/machine_lock.py)."""
+    with machine_to_ourselves():
+        yield
 
 
 def _write_deep(path: str):
