@@ -348,6 +348,9 @@ def _run_document(document: str, tmp: Path, prepared: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("VIRTUAL_ENV", "PYTHON"))}
     env.update(HOME=str(home), PATH=os.pathsep.join([str(venv / "bin"), str(KIT_VENV / "bin"), env["PATH"]]),
                DASK_TEMPORARY_DIRECTORY=str(tmp), NO_COLOR="1")
+    # A command that names an index this machine cannot reach (the bundle's PyTorch CPU index, with no network
+    # but the registries) runs as written; pip is only told not to retry it, package after package.
+    env.setdefault("PIP_RETRIES", "0")
     todo = command_blocks(document)
     needs_dask = any("tcp://login1:8786" in b.text for b in todo)
     scheduler = Scheduler(venv / "bin" / "python", course, env, tmp) if needs_dask else None
