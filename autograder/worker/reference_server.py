@@ -147,21 +147,21 @@ class Server:
 
     def run(self, request: dict) -> dict:
         inputs = list(request["inputs"])
+        # a module's tensors follow the call's own inputs (a function's call has no tree)
+        n_args = len(inputs) - _count_state(request["tree"]) if request["op"] == "forward" else len(inputs)
         if request.get("held"):  # the module's tensors the caller still holds as they were built
             held = self.held.get(request.get("handle"))
             if held is None:
                 return {"ok": False, "error": {"type": STALE}}
             held = held[1]
-            first = len(inputs) - _count_state(request["tree"])
             for index in request["held"]:
-                inputs[first + int(index)] = held[int(index)]
+                inputs[n_args + int(index)] = held[int(index)]
         grad = request.get("grad")
         wrt = [int(i) for i in grad["wrt"]] if grad else []
         if grad:
             inputs = [t.detach().requires_grad_(i in wrt and t.is_floating_point()) for i, t in enumerate(inputs)]
         args, kwargs = _unflatten(request["args"], inputs)
         if request["op"] == "forward":
-            n_args = len(inputs) - _count_state(request["tree"])
             # The class is the call's step, whatever the tree names (the trusted side checked the step is held)
             tree = {**request["tree"], "class": request["step"], "step": True}
             module = module_tree.rebuild(tree, self.class_for, iter(inputs[n_args:]))

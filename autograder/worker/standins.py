@@ -87,8 +87,8 @@ class _Remote(torch.autograd.Function):
     """The reference's computation, done by the reference worker: forward now, backward when asked."""
 
     @staticmethod
-    def forward(ctx, call, message, n_inputs, *tensors):  # noqa: D102 - torch's protocol
-        ctx.call, ctx.message, ctx.n_inputs = call, message, n_inputs
+    def forward(ctx, call, message, *tensors):  # noqa: D102 - torch's protocol
+        ctx.call, ctx.message = call, message
         ctx.save_for_backward(*tensors)
         answer = _ask(call, {**message, "inputs": list(tensors)})
         output = answer["output"]
@@ -98,14 +98,14 @@ class _Remote(torch.autograd.Function):
     @staticmethod
     def backward(ctx, *grad_outputs):  # noqa: D102 - torch's protocol
         tensors = ctx.saved_tensors
-        wants = [i for i, need in enumerate(ctx.needs_input_grad[3:]) if need]
+        wants = [i for i, need in enumerate(ctx.needs_input_grad[2:]) if need]
         # The same random state as the forward had: the same dropout mask, recomputed there.
         answer = _ask(ctx.call, {**ctx.message, "inputs": list(tensors), "grad": {"outputs": list(grad_outputs),
                                                                                    "wrt": wants}})
         grads = [None] * len(tensors)
         for index, grad in zip(wants, answer["grads"]):
             grads[index] = grad
-        return (None, None, None, *grads)
+        return (None, None, *grads)
 
 
 def _run(call: Call, message: dict, args: tuple, kwargs: dict, state: list[torch.Tensor]):
@@ -116,7 +116,7 @@ def _run(call: Call, message: dict, args: tuple, kwargs: dict, state: list[torch
     tensors = [*inputs, *state]
     if not any(isinstance(t, torch.Tensor) and t.requires_grad for t in tensors) or not torch.is_grad_enabled():
         return _ask(call, {**message, "inputs": [t.detach() for t in tensors]})["output"]
-    return _Remote.apply(call, message, len(inputs), *tensors)
+    return _Remote.apply(call, message, *tensors)
 
 
 def construct_handle(step: str, init: str, rng: torch.Tensor) -> str:
@@ -133,11 +133,11 @@ def _fresh_buffers(tree: dict) -> dict:
             "children": [[n, None if c is None else _fresh_buffers(c)] for n, c in tree["children"]]}
 
 
-def proxy_class(step: str, call: Call, classes: dict[str, type], built: dict, held_there: set) -> type:
+def proxy_class(step: str, call: Call, classes: dict[str, type], built: dict) -> type:
     """An ``nn.Module`` class named as the step's, whose instances are built and run by the reference.
 
     ``built``: (step, arguments) -> the reference worker's answer, for modules whose parameters are drawn
-    here (the same arguments again need no round trip); ``held_there``: what the reference worker keeps."""
+    here (the same arguments again need no round trip)."""
     module_name, name = step.split(".", 1)
 
     def step_of(cls: type) -> str | None:
@@ -193,9 +193,8 @@ def build(kinds: dict[str, str], call: Call) -> dict[str, object]:
     classes: dict[str, type] = {}
     objects: dict[str, object] = {}
     built: dict = {}
-    held_there: set = set()
     for step, kind in kinds.items():
-        objects[step] = (proxy_class(step, call, classes, built, held_there) if kind == "class"
+        objects[step] = (proxy_class(step, call, classes, built) if kind == "class"
                          else proxy_function(step, call))
     return objects
 
