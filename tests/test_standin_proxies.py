@@ -151,3 +151,73 @@ def test_control_the_honest_tree_rebuilds():
     module = causal_attention.CausalAttention(3, 2, 6, 0.0)
     again = module_tree.rebuild(module_tree.describe(module, server.step_of), server.class_for)
     assert module_tree.same_values(again, module)
+
+
+def _wrapper_of(built, heads: int):
+    """The solution's MultiHeadAttentionWrapper, its heads the CausalAttention proxy (as while it is graded)."""
+    proxy = built["causal_attention.CausalAttention"]
+    torch.manual_seed(123)
+    return torch.nn.ModuleList([proxy(3, 2, 6, 0.0) for _ in range(heads)])
+
+
+def test_every_head_is_held_there_after_its_first_call(proxies):
+    """Two heads built from one cached answer: after a first call each, a forward and a backward cost one round trip
+    each (the reference worker builds the second head as it was built here, and keeps it) - never a refused call
+    followed by every tensor sent again."""
+    built, calls = proxies
+    heads = _wrapper_of(built, 2)
+    x = torch.rand(2, 6, 3, requires_grad=True)
+    torch.cat([h(x) for h in heads], dim=-1).sum().backward()  # the first call of each head
+    calls.clear()
+    for _ in range(3):
+        torch.cat([h(x) for h in heads], dim=-1).sum().backward()
+    assert calls == ["forward", "forward", "backward", "backward"] * 3
+
+
+def test_a_backward_whose_graph_is_gone_is_computed_again_alike(proxies, monkeypatch):
+    """The reference worker keeps a forward's graph for its backward; if it was dropped meanwhile, the forward is run
+    there again from the same inputs and random state: the same gradients, with dropout."""
+    built, calls = proxies
+    torch.manual_seed(5)
+    head = built["causal_attention.CausalAttention"](3, 4, 6, 0.5)
+    grads = []
+    for keep in (True, False):
+        x = torch.rand(2, 6, 3, generator=torch.Generator().manual_seed(3)).requires_grad_(True)
+        if not keep:  # as if the worker had kept other graphs since
+            monkeypatch.setattr(reference_server, "KEPT", 0)
+        torch.manual_seed(11)
+        out = head(x)
+        calls.clear()
+        out.backward(torch.arange(out.numel(), dtype=out.dtype).reshape(out.shape))
+        grads.append([x.grad.clone()] + [p.grad.clone() for p in head.parameters()])
+        head.zero_grad()
+        assert ("forward" in calls) is not keep, calls  # a backward without its graph runs the forward again
+    for a, b in zip(*grads):
+        assert torch.equal(a, b)
+
+
+def test_a_forged_build_is_not_kept_under_another_module_s_name():
+    """A call that names a module the reference worker holds under a handle, with a build that does not make it,
+    is refused as stale: the worker keeps only what it built itself, under the name of what it built."""
+    server = reference_server.Server(dict(STEPS))
+    torch.manual_seed(0)
+    honest_rng = torch.get_rng_state()
+    init = '[[3, 2, 6, 0.0], {"$dict": {}}]'
+    handle = standins.construct_handle("causal_attention.CausalAttention", init, honest_rng)
+    forged = {"init": '[[3, 2, 6, 0.9], {"$dict": {}}]', "rng": honest_rng}
+    request = {"op": "forward", "step": "causal_attention.CausalAttention", "handle": handle, "held": [0, 1, 2, 3],
+               "args": [[{"$in": 0}], {"$dict": {}}], "rng": honest_rng, "n_state": 4,
+               "inputs": [torch.rand(1, 3, 3), None, None, None, None], "tree": _tree_of(3, 2, 6, 0.0)}
+    assert server.answer({**request, "build": forged})["error"]["type"] == standins.STALE
+    assert handle not in server.held
+    # control: the honest build is built, kept under its own name, and answers
+    assert server.answer({**request, "build": {"init": init, "rng": honest_rng}})["ok"]
+    assert handle in server.held
+
+
+def _tree_of(*args):
+    from autograder.worker import module_tree  # noqa: PLC0415
+
+    torch.manual_seed(0)
+    module = causal_attention.CausalAttention(*args)
+    return module_tree.describe(module, {causal_attention.CausalAttention: "causal_attention.CausalAttention"}.get, [])

@@ -89,7 +89,7 @@ class ReferenceWorker:
 class StandinCalls:
     """What one student's worker may ask of the reference worker: only the stand-ins it holds."""
 
-    OPS = {"construct", "forward", "call"}
+    OPS = {"construct", "forward", "call", "backward"}
 
     def __init__(self, reference: ReferenceWorker, holds):
         self.reference = reference

@@ -3,14 +3,16 @@
 A worker forked and confined like any other (its own uid, no network, the same limits), which never
 imports a submission: the trusted side sends it the reference solutions' source, once, and then relays
 the calls of the stand-in proxies (``standins.py``, the other half) that it has checked. Only data
-crosses: the tensors, the module trees (``module_tree.py``), the random state. Three requests:
+crosses: the tensors, the module trees (``module_tree.py``), the random state. Four requests:
 
 * ``construct``: build the step's class from the given arguments, after setting the caller's random
   state; answer the module as a tree with its tensors, and the random state after the draws;
 * ``forward`` / ``call``: rebuild the caller's module around the reference class (``forward``) or take the
   reference function (``call``), run it on the inputs from the caller's random state; answer the output
-  and the random state after it; with ``grad``, run it again from the same state and answer the
-  gradients of the given outputs with respect to the inputs asked for.
+  and the random state after it. With ``keep`` (the inputs whose gradients may be asked for), keep the
+  graph for a ``backward``; with ``grad``, run it again from the same state and answer the gradients of
+  the given outputs with respect to the inputs asked for (a backward whose graph is no longer kept);
+* ``backward``: the gradients of a kept forward's inputs, given its outputs' gradients.
 """
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ import importlib.abc
 import json
 import importlib.util
 import os
+import secrets
 import socket
 import sys
 
@@ -32,6 +35,9 @@ PACKAGE = "reference_solutions"
 #: submission, since the cases seed alike): a call naming one no longer kept is answered STALE (and sent again)
 HELD = 64
 HELD_BYTES = 256 * 2**20
+#: forward graphs kept for the backward that follows (a backward naming one no longer kept is answered STALE, and the
+#: caller runs the forward again with the gradients asked for)
+KEPT = 16
 STALE = "$stale"
 
 
@@ -88,6 +94,7 @@ class Server:
         self.steps = {obj: step for step, obj in objects.items() if isinstance(obj, type)}
         self.replays: dict[tuple, list | None] = {}  # (step, arguments) -> its replay plan, or None
         self.held: collections.OrderedDict[str, list] = collections.OrderedDict()  # handle -> tensors built
+        self.kept: collections.OrderedDict[str, tuple] = collections.OrderedDict()  # token -> (outputs, inputs wanted)
 
     def step_of(self, cls: type) -> str | None:
         return self.steps.get(cls)
@@ -151,14 +158,19 @@ class Server:
         n_args = len(inputs) - _count_state(request["tree"]) if request["op"] == "forward" else len(inputs)
         if request.get("held"):  # the module's tensors the caller still holds as they were built
             held = self.held.get(request.get("handle"))
+            if held is None and isinstance(request.get("build"), dict):  # built here now, as the caller built it
+                self.construct({"step": request["step"], "init": request["build"].get("init"),
+                                "rng": request["build"].get("rng")})
+                held = self.held.get(request.get("handle"))  # None still if the handle is not what was built
             if held is None:
                 return {"ok": False, "error": {"type": STALE}}
             held = held[1]
             for index in request["held"]:
                 inputs[n_args + int(index)] = held[int(index)]
         grad = request.get("grad")
-        wrt = [int(i) for i in grad["wrt"]] if grad else []
-        if grad:
+        keep = request.get("keep") if not grad and isinstance(request.get("keep"), list) else None
+        wrt = [int(i) for i in grad["wrt"]] if grad else [int(i) for i in keep] if keep is not None else []
+        if grad or keep is not None:
             inputs = [t.detach().requires_grad_(i in wrt and t.is_floating_point()) for i, t in enumerate(inputs)]
         args, kwargs = _unflatten(request["args"], inputs)
         if request["op"] == "forward":
@@ -174,24 +186,27 @@ class Server:
                 raise TypeError(f"{request['step']} is a class")
             leaves = inputs
         torch.set_rng_state(request["rng"])
-        with torch.set_grad_enabled(bool(grad)):
+        with torch.set_grad_enabled(bool(grad) or keep is not None):
             output = callee(*args, **kwargs)
         if not grad:
             after = torch.get_rng_state()  # sent back only if the call drew (dropout in training): 5 KB less each way
-            return {"ok": True, "output": _detached(output), **({} if torch.equal(after, request["rng"]) else {"rng": after})}
-        outputs = list(output) if isinstance(output, (tuple, list)) else [output]
-        pairs = [(o, g) for o, g in zip(outputs, grad["outputs"])
-                 if isinstance(o, torch.Tensor) and o.requires_grad and g is not None]
-        targets = [leaves[i] for i in wrt]
-        if pairs and targets:
-            # d sum(out * grad) / d x: the same gradients as with grad_outputs, without the explicit-gradient path
-            # (which imports torch's symbolic-shapes machinery, over a second, and fails where sympy cannot load)
-            with torch.enable_grad():
-                total = sum((o * g.to(o.dtype)).sum() for o, g in pairs)
-                found = torch.autograd.grad(total, targets, allow_unused=True)
-        else:
-            found = [None] * len(targets)
-        return {"ok": True, "grads": [None if g is None else g.detach() for g in found]}
+            answer = {"ok": True, "output": _detached(output), **({} if torch.equal(after, request["rng"]) else {"rng": after})}
+            if keep is not None:  # the graph, for the backward that follows
+                token = secrets.token_hex(16)
+                self.kept[token] = (list(output) if isinstance(output, (tuple, list)) else [output], [leaves[i] for i in wrt])
+                while len(self.kept) > KEPT:
+                    self.kept.popitem(last=False)
+                answer["kept"] = token
+            return answer
+        return {"ok": True, "grads": _gradients(output, grad["outputs"], [leaves[i] for i in wrt])}
+
+    def backward(self, request: dict) -> dict:
+        """The gradients of a kept forward's inputs, given its outputs' gradients (the graph serves once)."""
+        kept = self.kept.pop(request.get("kept"), None) if isinstance(request.get("kept"), str) else None
+        if kept is None:
+            return {"ok": False, "error": {"type": STALE}}
+        outputs, targets = kept
+        return {"ok": True, "grads": _gradients(outputs, request["outputs"], targets)}
 
     def answer(self, request: dict) -> dict:
         try:
@@ -199,9 +214,29 @@ class Server:
                 return self.construct(request)
             if request.get("op") in ("forward", "call"):
                 return self.run(request)
+            if request.get("op") == "backward":
+                return self.backward(request)
             return {"ok": False, "error": {"type": "RuntimeError", "message": "unknown stand-in request"}}
         except Exception as exc:  # noqa: BLE001 - the reference refused these inputs: said as it said it
             return {"ok": False, "error": {"type": type(exc).__name__, "message": str(exc)[:500]}}
+
+
+def _gradients(output, grad_outputs, targets: list) -> list:
+    """The gradients of ``output`` (given its gradients ``grad_outputs``) with respect to ``targets``."""
+    outputs = list(output) if isinstance(output, (tuple, list)) else [output]
+    if not isinstance(grad_outputs, list):
+        raise TypeError("the outputs' gradients must be a list")
+    pairs = [(o, g) for o, g in zip(outputs, grad_outputs)
+             if isinstance(o, torch.Tensor) and o.requires_grad and isinstance(g, torch.Tensor)]
+    if pairs and targets:
+        # d sum(out * grad) / d x: the same gradients as with grad_outputs, without the explicit-gradient path
+        # (which imports torch's symbolic-shapes machinery, over a second, and fails where sympy cannot load)
+        with torch.enable_grad():
+            total = sum((o * g.to(o.dtype)).sum() for o, g in pairs)
+            found = torch.autograd.grad(total, targets, allow_unused=True)
+    else:
+        found = [None] * len(targets)
+    return [None if g is None else g.detach() for g in found]
 
 
 def _bytes(held) -> int:

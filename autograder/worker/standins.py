@@ -49,7 +49,11 @@ def _mark(tensor: torch.Tensor) -> tuple:
 
 def _ask(call: Call, message: dict) -> dict:
     answer = call(_sent(message))
-    if isinstance(answer, dict) and (answer.get("error") or {}).get("type") == STALE:  # no longer kept there
+    if isinstance(answer, dict) and (answer.get("error") or {}).get("type") == STALE and message.get("built"):
+        # not kept there (built here from a cached answer, or dropped since): it is built there again from how it
+        # was built here, and kept for the calls that follow
+        answer = call(_sent({**message, "build": message["built"]}))
+    if isinstance(answer, dict) and (answer.get("error") or {}).get("type") == STALE:
         answer = call(_sent({**message, "held": []}))
     if not isinstance(answer, dict) or not answer.get("ok"):
         _raise((answer or {}).get("error") or {"message": "the stand-in could not run"})
@@ -59,7 +63,9 @@ def _ask(call: Call, message: dict) -> dict:
 
 
 def _sent(message: dict) -> dict:
-    """The message as sent: the inputs the reference worker still holds (``held``) are not sent again."""
+    """The message as sent: the inputs the reference worker still holds (``held``) are not sent again; how the
+    module was built (``built``) goes only with a ``build`` asked for."""
+    message = {k: v for k, v in message.items() if k != "built"}
     held = message.get("held")
     if not held or "inputs" not in message:
         return message
@@ -84,13 +90,19 @@ def _flatten(value, tensors: list):
 
 
 class _Remote(torch.autograd.Function):
-    """The reference's computation, done by the reference worker: forward now, backward when asked."""
+    """The reference's computation, done by the reference worker: forward now, backward when asked.
+
+    The reference worker keeps the forward's graph (``keep``: the inputs whose gradients may be asked for), so a
+    backward sends only the outputs' gradients; if it no longer keeps it, the forward is run there again, from the
+    same inputs and random state (the same dropout mask), with the gradients asked for."""
 
     @staticmethod
     def forward(ctx, call, message, *tensors):  # noqa: D102 - torch's protocol
         ctx.call, ctx.message = call, message
         ctx.save_for_backward(*tensors)
-        answer = _ask(call, {**message, "inputs": list(tensors)})
+        ctx.wants = [i for i, need in enumerate(ctx.needs_input_grad[2:]) if need]
+        answer = _ask(call, {**message, "inputs": list(tensors), "keep": ctx.wants})
+        ctx.kept = answer.get("kept")
         output = answer["output"]
         ctx.many = isinstance(output, (tuple, list))
         return tuple(output) if ctx.many else output
@@ -98,12 +110,20 @@ class _Remote(torch.autograd.Function):
     @staticmethod
     def backward(ctx, *grad_outputs):  # noqa: D102 - torch's protocol
         tensors = ctx.saved_tensors
-        wants = [i for i, need in enumerate(ctx.needs_input_grad[2:]) if need]
-        # The same random state as the forward had: the same dropout mask, recomputed there.
-        answer = _ask(ctx.call, {**ctx.message, "inputs": list(tensors), "grad": {"outputs": list(grad_outputs),
-                                                                                   "wrt": wants}})
+        answer = None
+        if ctx.kept is not None:
+            answer = ctx.call({"op": "backward", "step": ctx.message["step"], "kept": ctx.kept,
+                               "outputs": list(grad_outputs)})
+            ctx.kept = None  # a graph serves one backward
+            if isinstance(answer, dict) and (answer.get("error") or {}).get("type") == STALE:
+                answer = None
+            elif not isinstance(answer, dict) or not answer.get("ok"):
+                _raise((answer or {}).get("error") or {"message": "the stand-in could not run"})
+        if answer is None:
+            answer = _ask(ctx.call, {**ctx.message, "inputs": list(tensors),
+                                     "grad": {"outputs": list(grad_outputs), "wrt": ctx.wants}})
         grads = [None] * len(tensors)
-        for index, grad in zip(wants, answer["grads"]):
+        for index, grad in zip(ctx.wants, answer["grads"]):
             grads[index] = grad
         return (None, None, *grads)
 
@@ -159,14 +179,15 @@ def proxy_class(step: str, call: Call, classes: dict[str, type], built: dict) ->
         # The reference worker keeps what it built (the same arguments and random state, the same module, for
         # every submission alike): a call names it and sends only the tensors changed since (all of them, if it
         # is no longer kept there).
-        object.__setattr__(self, "_standin_held", (handle, [(t, _mark(t)) for t in module_tree.state(self)]))
+        object.__setattr__(self, "_standin_held", (handle, [(t, _mark(t)) for t in module_tree.state(self)],
+                                                   {"init": init, "rng": start}))
 
     def forward(self, *args, **kwargs):
         tensors: list = []
         tree = module_tree.describe(self, step_of, tensors)
-        handle, marks = getattr(self, "_standin_held", (None, []))
+        handle, marks, built = getattr(self, "_standin_held", (None, [], None))
         held = [i for i, (t, (kept, mark)) in enumerate(zip(tensors, marks)) if t is kept and _mark(t) == mark]
-        return _run(call, {"op": "forward", "step": step, "tree": tree, "handle": handle, "held": held},
+        return _run(call, {"op": "forward", "step": step, "tree": tree, "handle": handle, "held": held, "built": built},
                     args, kwargs, tensors)
 
     cls = type(name, (nn.Module,), {"__init__": __init__, "forward": forward, "__module__": module_name,
