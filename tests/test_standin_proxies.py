@@ -221,3 +221,34 @@ def _tree_of(*args):
     torch.manual_seed(0)
     module = causal_attention.CausalAttention(*args)
     return module_tree.describe(module, {causal_attention.CausalAttention: "causal_attention.CausalAttention"}.get, [])
+
+
+def test_gpt2_s_causal_mask_travels_as_its_description(proxies):
+    """GPT-2's 1024 x 1024 mask (4 MB) is not sent at construction: its description is, and the proxy's mask is the
+    reference's, bit for bit; any other buffer travels as its values (the control)."""
+    from autograder.worker import module_tree  # noqa: PLC0415
+
+    built, _ = proxies
+    sizes = []
+    original = standins._ask
+
+    def measured(call, message):
+        answer = original(call, message)
+        sizes.append(len(wire.pack(answer)))
+        return answer
+
+    standins._ask = measured
+    try:
+        torch.manual_seed(123)
+        proxy = built["multihead_attention.MultiHeadAttention"](768, 768, 1024, 0.0, 12)
+    finally:
+        standins._ask = original
+    torch.manual_seed(123)
+    reference = multihead_attention.MultiHeadAttention(768, 768, 1024, 0.0, 12)
+    assert sizes and max(sizes) < 100_000, sizes
+    for (name, mine), (_, theirs) in zip(proxy.named_buffers(), reference.named_buffers()):
+        assert mine.dtype == theirs.dtype and torch.equal(mine, theirs), name
+    for mask in (torch.triu(torch.ones(64, 64), diagonal=1), torch.tril(torch.ones(64, 64, dtype=torch.bool))):
+        assert torch.equal(module_tree.expand(module_tree.compact(mask)), mask)
+    other = torch.rand(64, 64)
+    assert module_tree.compact(other) is other

@@ -138,9 +138,9 @@ class Worker:
         ``callbacks``). A worker still busy then is killed, whatever it is doing.
         """
         frame = None if message is None else _frame(message) if "kind" in message else wire.pack(message)
-        header, blob, parsed = self.exchange(frame, deadline)
+        header, blob, _ = self.exchange(frame, deadline)
         try:
-            return wire.unpack(header, blob, parsed)
+            return wire.unpack(header, blob)
         except wire.WireError as exc:
             self.kill(wait=0.5)
             raise WorkerError(self._death_reason(exc), limit=self._limit()) from None

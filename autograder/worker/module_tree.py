@@ -159,3 +159,38 @@ def same_values(a: nn.Module, b: nn.Module) -> bool:
     """Exactly the same parameters (names, dtypes and bits)."""
     pa, pb = dict(a.named_parameters()), dict(b.named_parameters())
     return pa.keys() == pb.keys() and all(pa[k].dtype == pb[k].dtype and torch.equal(pa[k], pb[k]) for k in pa)
+
+
+#: the masks a causal attention registers as buffers, sent as their description instead of their values (GPT-2's
+#: 1024 x 1024 mask is 4 MB): (name, diagonal) -> how to make it
+_MASKS = {("triu", 1): torch.triu, ("triu", 0): torch.triu, ("tril", 0): torch.tril, ("tril", -1): torch.tril}
+
+
+def compact(tensor):
+    """A 2-D tensor of ones on one side of a diagonal and zeros on the other, as a description (``expand`` makes
+    it again); any other tensor as it is."""
+    if not isinstance(tensor, torch.Tensor) or tensor.dim() != 2 or tensor.numel() < 4096 or tensor.requires_grad \
+            or tensor.dtype not in (torch.float32, torch.float64, torch.bool, torch.uint8):
+        return tensor
+    ones = torch.ones_like(tensor)
+    for (kind, diagonal), make in _MASKS.items():
+        if torch.equal(tensor, make(ones, diagonal=diagonal)):
+            return {"mask": kind, "diagonal": diagonal, "shape": list(tensor.shape), "dtype": str(tensor.dtype)[6:]}
+    return tensor
+
+
+def expand(value):
+    """A tensor from what ``compact`` gave (a fresh one for a description; a copy of a tensor)."""
+    if isinstance(value, torch.Tensor):
+        return value.clone()
+    if isinstance(value, dict) and (value.get("mask"), value.get("diagonal")) in _MASKS:
+        dtype = {"float32": torch.float32, "float64": torch.float64, "bool": torch.bool, "uint8": torch.uint8}
+        ones = torch.ones(*[int(n) for n in value["shape"][:2]], dtype=dtype[value["dtype"]])
+        return _MASKS[(value["mask"], value["diagonal"])](ones, diagonal=value["diagonal"])
+    return value
+
+
+def map_buffers(tree: dict, change: Callable) -> dict:
+    """The tree with ``change`` applied to each of its buffers' values."""
+    return {**tree, "buffers": [[n, change(t), *rest] for n, t, *rest in tree["buffers"]],
+            "children": [[n, None if c is None else map_buffers(c, change)] for n, c in tree["children"]]}

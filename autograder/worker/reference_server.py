@@ -121,10 +121,11 @@ class Server:
         after = torch.get_rng_state()
         tree = module_tree.describe(module, self.step_of)
         plan = self._replayable(request, tree, module, start, after)
+        sent = module_tree.map_buffers(tree, module_tree.compact)  # a causal mask travels as its description
         if plan is None:
-            answer = {"ok": True, "tree": tree, "rng": after, "handle": handle}
+            answer = {"ok": True, "tree": sent, "rng": after, "handle": handle}
         else:  # the caller draws the parameters itself, layer by layer, as the reference did: only buffers travel
-            answer = {"ok": True, "tree": _without_parameters(tree), "replay": plan, "handle": handle}
+            answer = {"ok": True, "tree": _without_parameters(sent), "replay": plan, "handle": handle}
         self._hold(handle, answer, module)
         return answer
 
@@ -148,7 +149,7 @@ class Server:
 
     def _hold(self, handle: str, answer: dict, module: nn.Module) -> None:
         """Keep what was built: a call may then name the tensors it still holds unchanged instead of sending them."""
-        self.held[handle] = (answer, module_tree.state(module))
+        self.held[handle] = (answer, module_tree.state(module), {})  # the last: modules rebuilt around these tensors
         while len(self.held) > HELD or (len(self.held) > 1 and _bytes(self.held) > HELD_BYTES):
             self.held.popitem(last=False)
 
@@ -164,9 +165,11 @@ class Server:
                 held = self.held.get(request.get("handle"))  # None still if the handle is not what was built
             if held is None:
                 return {"ok": False, "error": {"type": STALE}}
-            held = held[1]
+            entry, held = held, held[1]
             for index in request["held"]:
                 inputs[n_args + int(index)] = held[int(index)]
+        else:
+            entry = None
         grad = request.get("grad")
         keep = request.get("keep") if not grad and isinstance(request.get("keep"), list) else None
         wrt = [int(i) for i in grad["wrt"]] if grad else [int(i) for i in keep] if keep is not None else []
@@ -174,10 +177,7 @@ class Server:
             inputs = [t.detach().requires_grad_(i in wrt and t.is_floating_point()) for i, t in enumerate(inputs)]
         args, kwargs = _unflatten(request["args"], inputs)
         if request["op"] == "forward":
-            # The class is the call's step, whatever the tree names (the trusted side checked the step is held)
-            tree = {**request["tree"], "class": request["step"], "step": True}
-            module = module_tree.rebuild(tree, self.class_for, iter(inputs[n_args:]))
-            held = module_tree.state(module)  # the very tensors the module holds (parameters wrap them)
+            module, held = self._module(request, inputs[n_args:], entry, [i - n_args for i in wrt if i >= n_args])
             leaves = inputs[:n_args] + held
             callee = module
         else:
@@ -199,6 +199,27 @@ class Server:
                 answer["kept"] = token
             return answer
         return {"ok": True, "grads": _gradients(output, grad["outputs"], [leaves[i] for i in wrt])}
+
+    def _module(self, request: dict, state: list, entry, wanted: list[int]) -> tuple[nn.Module, list]:
+        """The caller's module around the reference class, and the very tensors it holds (parameters wrap them).
+
+        Built from the call's tree; or, when every tensor is one this worker built (``entry``: what it keeps under the
+        call's handle) and the tree is one it has built from before, the module built then (the reference's forward
+        changes nothing in its module)."""
+        # The class is the call's step, whatever the tree names (the trusted side checked the step is held)
+        tree = {**request["tree"], "class": request["step"], "step": True}
+        every = entry is not None and sorted({int(i) for i in request["held"]}) == list(range(len(state)))
+        key = json.dumps(tree) if every else None
+        built = entry[2].get(key) if key is not None else None
+        if built is not None and all(isinstance(built[1][i], nn.Parameter) for i in wanted):
+            return built
+        module = module_tree.rebuild(tree, self.class_for, iter(state))
+        built = (module, module_tree.state(module))
+        if key is not None:
+            if len(entry[2]) >= 4:
+                entry[2].clear()
+            entry[2][key] = built
+        return built
 
     def backward(self, request: dict) -> dict:
         """The gradients of a kept forward's inputs, given its outputs' gradients (the graph serves once)."""
@@ -240,7 +261,7 @@ def _gradients(output, grad_outputs, targets: list) -> list:
 
 
 def _bytes(held) -> int:
-    return sum(t.numel() * t.element_size() for _, tensors in held.values() for t in tensors if t is not None)
+    return sum(t.numel() * t.element_size() for entry in held.values() for t in entry[1] if t is not None)
 
 
 def _without_parameters(tree: dict) -> dict:

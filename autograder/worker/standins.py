@@ -147,12 +147,6 @@ def construct_handle(step: str, init: str, rng: torch.Tensor) -> str:
     return digest.hexdigest()
 
 
-def _fresh_buffers(tree: dict) -> dict:
-    """The tree with its buffers copied: two modules built from one cached answer share no tensor."""
-    return {**tree, "buffers": [[n, t.clone() if isinstance(t, torch.Tensor) else t, *rest] for n, t, *rest in tree["buffers"]],
-            "children": [[n, None if c is None else _fresh_buffers(c)] for n, c in tree["children"]]}
-
-
 def proxy_class(step: str, call: Call, classes: dict[str, type], built: dict) -> type:
     """An ``nn.Module`` class named as the step's, whose instances are built and run by the reference.
 
@@ -173,7 +167,8 @@ def proxy_class(step: str, call: Call, classes: dict[str, type], built: dict) ->
             answer = _ask(call, {"op": "construct", "step": step, "init": init, "rng": start})
             if answer.get("replay") is not None:  # the same arguments again: built here, from this answer
                 built[(step, init)] = answer
-        module_tree.rebuild(_fresh_buffers(answer["tree"]), classes.__getitem__, into=self)
+        # its buffers fresh (two modules built from one cached answer share no tensor), a mask made from its description
+        module_tree.rebuild(module_tree.map_buffers(answer["tree"], module_tree.expand), classes.__getitem__, into=self)
         if answer.get("replay") is not None:  # the parameters drawn here, as the reference drew them
             module_tree.replay(self, answer["replay"])
         # The reference worker keeps what it built (the same arguments and random state, the same module, for
