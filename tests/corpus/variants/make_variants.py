@@ -54,6 +54,7 @@ def build(name: str, edits: list[tuple[str, str, str]], out: Path = OUT) -> Path
     dest.mkdir(parents=True)
     for src in sorted((ROOT / "solutions").glob("*.py")):
         (dest / src.name).write_text(strip_markers(src.read_text()))
+    (dest / "__init__.py").write_text('"""Sample submission (autograder test corpus)."""\n')
     for module, old, new in edits:
         path = dest / f"{module}.py"
         text = path.read_text()
