@@ -32,4 +32,9 @@ def record_public_cases(course, reference, suites) -> dict:
             "uses": sorted(policy.needs(step, asked.get(step, set())), key=list(course.steps).index),
         }
     cases = [{k: v for k, v in case.items()} for case in recorder]
-    return {"unit": course.unit, "title": course.title, "modules": course.modules, "steps": steps, "cases": cases}
+    lim = course.limits
+    # grade check applies the limits grade autograde applies, with the same words
+    limits = {"memory_mb": lim.memory_mb, "processes": lim.processes, "output_mb": lim.output_mb,
+              "submission_seconds": lim.submission_seconds}
+    return {"unit": course.unit, "title": course.title, "modules": course.modules, "limits": limits, "steps": steps,
+            "cases": cases}

@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from autograder.check import intake
 from autograder.grading import judge as judges
 from autograder.grading.cases import Tolerances
 from autograder.grading.runner import SubmissionRunner
@@ -77,7 +78,11 @@ def run_check(folder: Path, data: dict, zygote: Zygote, steps: list[str] | None 
                 needed.add(other)
                 todo.append(other)
     # No stand-ins on the student side: they are reference code, which a student copy never has.
-    runner = SubmissionRunner(zygote, folder, data["modules"], {}, times)
+    # The intake and limits grade autograde applies (recorded by grade assign), with the same words.
+    limits = dict(data.get("limits") or {})
+    total = limits.pop("submission_seconds", None)
+    runner = SubmissionRunner(zygote, folder, data["modules"], {}, times, limits, submission_seconds=total,
+                              module_errors=intake.module_errors(folder, data["modules"]))
     results, status = [], {}
     try:
         for step, spec in data["steps"].items():

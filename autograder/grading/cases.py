@@ -153,20 +153,29 @@ class Check:
 
     def module(self, init_args, x, *, case: str, seed: int, public: bool = False, init_kwargs: dict | None = None,
                train: bool = False, forward_seed: int | None = None, grad: bool = False,
-               mistakes: dict[str, Callable] | None = None, with_parameters: bool = False) -> dict:
+               mistakes: dict[str, Callable] | None = None, with_parameters: bool = False,
+               before: list[tuple] | None = None) -> dict:
         """Forward (and backward, when ``grad``) with the reference's weights loaded into the student's module.
+
+        ``before``: earlier calls on the same instance, as ``(x, train)`` or ``(x, train, forward_seed)``,
+        run first (other lengths, the other mode); only the last call is judged, so state the module keeps
+        between calls shows there.
 
         ``with_parameters``: first compare the parameters the module drew after ``torch.manual_seed(seed)``
         (as :meth:`parameters` does), from the same construction, then the forward pass with those (equal
         to ours when they pass): one module built instead of two, and no weights sent.
         """
         return self._evaluate(*self._cached(case, lambda: self._build_module(
-            init_args, x, case, seed, public, init_kwargs, train, forward_seed, grad, mistakes, with_parameters)))
+            init_args, x, case, seed, public, init_kwargs, train, forward_seed, grad, mistakes, with_parameters,
+            before)))
 
     def _build_module(self, init_args, x, case, seed, public, init_kwargs, train, forward_seed, grad, mistakes,
-                      with_parameters=False):
+                      with_parameters=False, before=None):
         request = self._module_request(init_args, init_kwargs, seed)
         request.update(forward_args=[x], train=train, forward_seed=forward_seed)
+        if before:
+            request["calls_before"] = [{"args": [call[0]], "train": bool(call[1]),
+                                        "seed": call[2] if len(call) > 2 else None} for call in before]
         if grad:
             request["grad_args"] = [0]
         expected = self._reference(request)
@@ -200,17 +209,21 @@ class Check:
         return case_, expected
 
     def raises(self, exception: str, init_args, *, case: str, public: bool = False,
-               init_kwargs: dict | None = None) -> dict:
-        """Constructing the module with ``init_args`` must raise ``exception`` (a class name)."""
+               init_kwargs: dict | None = None, also_accepted: tuple[str, ...] = ()) -> dict:
+        """Constructing the module with ``init_args`` must raise ``exception`` (a class name), or one of
+        ``also_accepted`` (the book's ``assert`` raises AssertionError)."""
         return self._evaluate(*self._cached(case, lambda: self._build_raises(exception, init_args, case, public,
-                                                                            init_kwargs)))
+                                                                            init_kwargs, also_accepted)))
 
-    def _build_raises(self, exception, init_args, case, public, init_kwargs):
+    def _build_raises(self, exception, init_args, case, public, init_kwargs, also_accepted=()):
         request = {**self._module_request(init_args, init_kwargs, 0), "construct_only": True, "expect_error": exception}
         expected = self._reference(request)
         if expected.get("ok") or expected["error"]["type"] != exception:
             raise RuntimeError(f"the reference does not raise {exception} for {init_args}")
-        return {"name": case, "public": public, "request": request, "judge": "raises", "exception": exception}, {}
+        case_ = {"name": case, "public": public, "request": request, "judge": "raises", "exception": exception}
+        if also_accepted:
+            case_["also_accepted"] = list(also_accepted)
+        return case_, {}
 
     def dropout(self, x: torch.Tensor, p: float, *, case: str, seed: int, public: bool = False,
                 needs_graph: bool = False) -> dict:

@@ -69,7 +69,28 @@ def asked_standins(value) -> set[str]:
 
 
 def _import_error(errors: dict[str, dict], module: str) -> dict:
-    return failed(errors[module], f"importing {module}.py", **{"import": True})
+    return failed(output_limit(errors[module]), f"importing {module}.py", **{"import": True})
+
+
+def _printed_too_much(err) -> bool:
+    """An error raised by a write the output-size limit refused (RLIMIT_FSIZE: EFBIG, which Python raises
+    as OSError since it ignores SIGXFSZ)."""
+    return (type(err) is dict and err.get("type") == "OSError"
+            and ("[Errno 27]" in str(err.get("message")) or "File too large" in str(err.get("message"))))
+
+
+def output_limit(err: dict) -> dict:
+    """The output-size limit in its own words (as when the limit ends the worker), not as the student's OSError."""
+    if not _printed_too_much(err):
+        return err
+    return {**error("LimitExceeded", "your code printed or wrote more than allowed (output-size limit)"),
+            "limit": "output"}
+
+
+def _said_as_limit(answer: dict) -> dict:
+    if answer.get("ok") is False and _printed_too_much(answer.get("error")):
+        return failed(output_limit(answer["error"]), str(answer["error"].get("phase") or "the step"))
+    return answer
 
 
 #: the stand-ins each request builds (a request may build other steps' stand-ins: Exercise 3.1)
@@ -203,6 +224,7 @@ class SubmissionRunner:
             if not _well_formed(answer):  # not the worker's own answer: the student's code wrote on its channel
                 self._worker.kill()
                 raise WorkerError(PROTOCOL)
+            answer = _said_as_limit(answer)
             if (answer.get("error") or {}).get("type") == "Tampering":  # the worker retired itself: so is the step
                 self.timed_out[step] = answer
             return answer

@@ -67,6 +67,9 @@ class TestCausalAttentionWeights:
         for name, scores in document_scores():
             check.call(scores, 2, case=f"{name}: scores, d_k=2", public=True, grad=grad,
                        arg_names=["attn_scores", "d_k"], mistakes=self.mistakes)
+        if not grad:
+            check.call(torch.tensor([[500.0, 1.0, 2.0], [450.0, 460.0, 3.0], [-4.0, -4.0, -4.0]]), 4, public=True,
+                       case="large scores (up to 500) and ties, d_k=4", arg_names=["attn_scores", "d_k"])
 
     def test_values(self, check):
         self._cases(check, False)
@@ -78,6 +81,8 @@ class TestCausalAttentionWeights:
         for shape, d_k, seed in [((2, 6, 6), 16, 111), ((1, 1), 4, 112), ((3, 7, 7), 3, 113)]:
             check.call(randn(*shape, seed=seed, dtype=F64) * 3, d_k, case=f"scores {list(shape)}, d_k={d_k}",
                        grad=True, arg_names=["attn_scores", "d_k"], mistakes=self.mistakes)
+        check.call(randn(2, 4, 4, seed=114) * 800, 4, case="large scores [2, 4, 4] (hundreds), d_k=4", grad=True,
+                   arg_names=["attn_scores", "d_k"])
 
 
 @step("causal_attention.apply_dropout")
@@ -127,11 +132,28 @@ class _CausalModule:
         check.module(self.init(), x, seed=123, grad=grad, public=True,
                      case="'wars' input (1, 5, 3): shorter than context_length 6", mistakes=self.mistakes(6))
 
+    def _second_calls(self, check, grad):
+        # The same instance called twice, as a model calls it: a longer T after a shorter one, then a shorter T
+        # after a training-mode call. State kept between calls (cached keys, a mask buffer overwritten by its
+        # [:T, :T] slice) is right on the first call only.
+        book, wars = book_batch(), documents.wars_inputs().unsqueeze(0)
+        check.module(self.init(), book, seed=123, grad=grad, public=True, before=[(wars, False)],
+                     case="second call on the same module: 'wars' (1, 5, 3) first, then the book batch (2, 6, 3)",
+                     mistakes=self.mistakes())
+        check.module(self.init(), wars, seed=123, grad=grad, public=True, before=[(book, True)],
+                     case="second call on the same module: the book batch in training mode (dropout 0.0) first, "
+                          "then 'wars' (1, 5, 3) in eval mode", mistakes=self.mistakes(6))
+
     def test_forward(self, check):
         self._forward(check, False)
+        self._second_calls(check, False)
+        # Dropout's public signal that needs no seeded mask: in eval mode, dropout 0.5 changes nothing.
+        check.module(self.init(dropout=0.5), book_batch(), seed=123, train=False, public=True,
+                     case="dropout 0.5 in eval mode (model.eval()): dropout is off, the output is dropout 0.0's")
 
     def test_gradients(self, check):
         self._forward(check, True)
+        self._second_calls(check, True)
 
     def test_dropout(self, check):
         # Training mode, dropout 0.5, the same seed before the student's and the reference's forward:
@@ -140,6 +162,11 @@ class _CausalModule:
                      case="training mode, dropout 0.5")
         # dropout that ignores eval() gives the reference's own training-mode answer: same seed, same mask
         check.module(self.init(dropout=0.5), book_batch(), seed=123, train=False, case="eval mode: dropout is off",
+                     mistakes={"dropout is applied in eval mode too: it must follow self.training (nn.Dropout, or "
+                               "F.dropout(..., training=self.training))": {"train": True}})
+        # training, then eval on the same instance: dropout must follow the mode of each call
+        check.module(self.init(dropout=0.5), documents.wars_inputs().unsqueeze(0), seed=123, train=False,
+                     before=[(book_batch(), True, 2024)], case="training mode first, then eval mode: dropout is off",
                      mistakes={"dropout is applied in eval mode too: it must follow self.training (nn.Dropout, or "
                                "F.dropout(..., training=self.training))": {"train": True}})
 
@@ -154,6 +181,12 @@ class _CausalModule:
             check.parameters(init, seed=seed, case=f"d_in={d_in}, d_out={d_out}, context_length={ctx}")
             check.module(init, x, seed=seed, grad=True, case=f"d_in={d_in}, d_out={d_out}, T={T} of {ctx}, batch {b}",
                          mistakes=self.mistakes(ctx))
+        # Three calls on one instance: T, a longer T (the full context), a shorter T; training mode, then eval.
+        d_in, ctx = 4, 8
+        calls = [(rand(2, 5, d_in, seed=134), True, 1), (rand(1, ctx, d_in, seed=135), False)]
+        check.module(self.init(d_in=d_in, d_out=self.d_out * 2, context_length=ctx), rand(3, 2, d_in, seed=136),
+                     seed=134, grad=True, before=calls, case="third call: T=5 (training), T=8, then T=2, batch 3",
+                     mistakes=self.mistakes(ctx))
         init = self.init(d_in=4, d_out=self.d_out * 2, context_length=5)
         check.module(init, rand(2, 5, 4, seed=140), seed=140, init_kwargs={"qkv_bias": True}, grad=True,
                      case="qkv_bias=True")

@@ -90,6 +90,10 @@ class TestScaledAttentionWeights:
 
     def test_values(self, check):
         self._cases(check, False)
+        # Large scores: a softmax without the max subtracted (exp of the raw scores) overflows to inf, then NaN.
+        check.call(torch.tensor([[400.0, -50.0, 390.0, 0.0], [0.0, 0.0, 0.0, 0.0]]), 4, public=True,
+                   case="large scores (up to 400, a row of zeros: ties), d_k=4", arg_names=["attn_scores", "d_k"],
+                   mistakes=self.mistakes)
 
     def test_gradients(self, check):
         self._cases(check, True)
@@ -98,6 +102,10 @@ class TestScaledAttentionWeights:
         for shape, d_k, seed in [((2, 5, 5), 16, 61), ((7,), 3, 62), ((4, 4), 64, 63)]:
             check.call(randn(*shape, seed=seed, dtype=F64) * 4, d_k, case=f"scores {list(shape)}, d_k={d_k}",
                        grad=True, arg_names=["attn_scores", "d_k"], mistakes=self.mistakes)
+        check.call(randn(2, 3, 3, seed=64) * 1000, 4, case="large scores [2, 3, 3] (up to thousands), d_k=4",
+                   grad=True, arg_names=["attn_scores", "d_k"])
+        check.call(torch.tensor([[-3.0]], dtype=F64), 2, case="one token (T=1), a negative score", grad=True,
+                   arg_names=["attn_scores", "d_k"])
 
 
 @step("trainable_attention.context_vector")
