@@ -25,8 +25,13 @@ def redact_text(message: str, public: bool, limit: int = 600) -> str:
     return masked[:200]
 
 
+def is_known_error(name: str) -> bool:
+    """An exception class of Python's or torch's (or the kit's own), never one of the student's code."""
+    return name in _BUILTIN_ERRORS or name in _TORCH_ERRORS
+
+
 def redact_type(name: str, public: bool) -> str:
-    if public or name in _BUILTIN_ERRORS or name in _TORCH_ERRORS:
+    if public or is_known_error(name):
         return name
     return "an exception of a class defined in your code"
 
