@@ -67,7 +67,7 @@ def build(course: Course, outcomes: dict[tuple[str, str], Outcome], *, notes: li
                 "status": "passed" if outcome.status == PASSED else "failed",
                 "output": outcome.feedback if outcome.status != PASSED else f"{step} [{count}]: passed ({outcome.cases} cases)",
                 "tags": [step.split(".", 1)[0], count, outcome.status,
-                         *(misconceptions.tags(outcome.feedback) if outcome.status != PASSED else [])],
+                         *(misconceptions.tags(outcome.misconceptions) if outcome.status != PASSED else [])],
                 "visibility": visibility,
             })
     lines = [f"Score: {total:g} / {course.max_points():g}",
