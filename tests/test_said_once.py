@@ -72,3 +72,24 @@ def test_an_unreadable_module_is_said_once_and_its_tests_point_to_it():
     assert mine and set(mine) == {results.NOT_GRADED}
     others = [o.feedback for (step, _), o in outcomes.items() if not step.startswith("simple_attention.")]
     assert others and all(message in f for f in others)  # control: other modules' words untouched
+
+
+def test_the_gradescope_total_is_labelled_as_the_public_counts():
+    from autograder.pages import gradescope_html  # noqa: PLC0415
+    from autograder.pages.cards import CountCard, StepCard  # noqa: PLC0415
+
+    cards = [StepCard("s.a", "A", [CountCard("values", "passed", 2, 2, True), CountCard("hidden", "failed", 0, 3, False)])]
+    html = gradescope_html.embed({"output": "Score: 2 / 5", "tests": []}, cards, {})["output"]
+    assert "<strong>2 / 2 points on the public counts (hidden counts are listed with the tests)</strong>" in html
+    # control: with no hidden count the total is the whole score, unlabelled
+    whole = gradescope_html.embed({"output": "Score: 2 / 2", "tests": []}, cards[:0] + [StepCard("s.a", "A", cards[0].counts[:1])], {})
+    assert "<strong>2 / 2 points</strong>" in whole["output"]
+
+
+def test_the_caption_reads_as_a_sentence():
+    import inspect  # noqa: PLC0415
+
+    from autograder.pages import feedback_page  # noqa: PLC0415
+
+    source = inspect.getsource(feedback_page._count)
+    assert ", , and" not in source and "too low), " not in source  # control: the words issue 22 quotes
