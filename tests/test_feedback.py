@@ -242,13 +242,18 @@ SAYS = {
 }
 
 
+#: where the buggy modules' code is, as a submission's folder
+SUBMISSION = Path("/nonexistent/submission")
+
+
 def buggy_module(module: str, replacements: list[tuple[str, str]]) -> types.ModuleType:
     source = (ROOT / "solutions" / f"{module}.py").read_text()
     for old, new in replacements:
         assert old in source, (module, old)
         source = source.replace(old, new)
     mod = types.ModuleType(module)
-    exec(compile(source, f"{module}.py", "exec"), mod.__dict__)  # noqa: S102 - the kit's own solutions, edited
+    # as a submission's file: a path inside the submission's folder, the student's frames found by it
+    exec(compile(source, str(SUBMISSION / f"{module}.py"), "exec"), mod.__dict__)  # noqa: S102 - the kit's own solutions, edited
     return mod
 
 
@@ -266,7 +271,7 @@ def grade_check_way(case: dict, spec: dict, module: types.ModuleType) -> str | N
     from autograder.grading.verdict import StepFailure  # noqa: PLC0415
     from autograder.worker import runtime  # noqa: PLC0415
 
-    ws = runtime.Workspace(Path("."), {module.__name__: module}, {})
+    ws = runtime.Workspace(SUBMISSION, {module.__name__: module}, {})
     got = runtime.run(case["request"], ws)
     t = spec["tolerance"]
     tol = Tolerances(Tolerance(*t["float32"]), Tolerance(*t["float64"])).for_answer(case["expected"])

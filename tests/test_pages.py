@@ -130,14 +130,24 @@ def test_results_json_stays_under_a_megabyte_however_many_cases_fail():
     assert "picture left out to keep this page small" in embedded["output"]
 
 
-def test_likely_lines_become_misconception_ids():
-    text = ("s [values] case 'x': failed\n  likely: forgot the 1/sqrt(d_k) scaling\n"
-            "  likely: your values are the expected ones times 1.414 (= sqrt(2)): a scaling by sqrt(d_k) missing, ...")
-    assert misconceptions.ids(text) == ["missing-scaling"]  # one misconception, worded two ways
-    assert misconceptions.tags("  likely: softmax over dim 0 (columns) instead of the last dim") == ["misconception:softmax-wrong-dim"]
-    assert misconceptions.identify("your columns sum to 1 instead of your rows: softmax runs over the wrong dim") == "softmax-wrong-dim"
-    assert misconceptions.identify("something nobody foresaw: details") == "something-nobody-foresaw"
+def test_misconception_ids_travel_from_the_diagnosis_and_the_dashboard_says_what_the_student_read():
+    import torch  # noqa: PLC0415
+
+    from autograder.feedback.compare import compare_values  # noqa: PLC0415
+    from autograder.feedback.tolerance import Tolerance  # noqa: PLC0415
+    from autograder.grading.verdict import FAILED, Verdict  # noqa: PLC0415
+
+    expected = torch.softmax(torch.randn(2, 6, 6), dim=-1)
+    label = "heads not merged back in the right order (transpose before view missing)"
+    lines = compare_values(expected * 0 + 0.5, expected, Tolerance(1e-4, 1e-5), True, "output", {label: expected * 0 + 0.5})
+    verdict = Verdict(FAILED, lines)
+    assert f"likely: {label}" in lines and verdict.misconceptions == ["heads-merged-without-transpose"]
+    assert misconceptions.tags(verdict.misconceptions) == ["misconception:heads-merged-without-transpose"]
+    assert misconceptions.label("heads-merged-without-transpose") == label  # the words the student read
+    # control: the regex table this replaces mapped any hint with "transpose" in it to another id
+    assert misconceptions.label("transposed") != label
     assert misconceptions.label("missing-scaling") == "forgot the 1/sqrt(d_k) scaling"
+    assert misconceptions.label("something-nobody-foresaw") == "something nobody foresaw"
 
 
 def test_a_regrade_lists_who_gained_and_lost_points_on_which_step():

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pytest
 
@@ -21,6 +21,8 @@ class Outcome:
     feedback: str = ""
     cases: int = 0
     evidence: dict | None = None  # the failing case's arrays (public) or facts (hidden): autograder/pages/evidence.py
+    #: the ids of the misconceptions its feedback names, as diagnosed (feedback/catalogue.py): its tags
+    misconceptions: list[str] = field(default_factory=list)
 
 
 def tolerances_for(course: Course, step: str) -> Tolerances:
@@ -84,6 +86,7 @@ class GradingPlugin:
             outcome.status = exc.verdict.status
             outcome.feedback = reference_quotes.reference_lines(exc.feedback(), self.reference_lines)
             outcome.evidence = getattr(exc, "evidence", None)
+            outcome.misconceptions = exc.verdict.misconceptions
         except Exception as exc:  # noqa: BLE001 - a bug in a suite must not stop the batch
             outcome.status = FAILED
             # The student reads that it is not their fault; the text, which may quote hidden values, is the

@@ -18,10 +18,30 @@ def test_name(course: Course, step: str, count: str) -> str:
     return f"{step} {count}: {course.steps[step].title}"
 
 
+#: each test's pointer to the one message that says why a submission, or a module, was not graded
+NOT_GRADED = "not graded; the message at the top of your feedback says why"
+
+
+def unreadable_modules(course: Course, outcomes: dict, module_errors: dict[str, dict]) -> list[str]:
+    """Each module staging could not read (a broken notebook, not UTF-8, a link, missing), said once as a
+    note; the counts of its steps then carry only a pointer to that note. Returns the notes."""
+    notes = []
+    by_module = course.steps_by_module()
+    for module, err in module_errors.items():
+        steps = [s if s.startswith(module + ".") else f"{module}.{s}" for s in by_module.get(module, [])]
+        if not steps:
+            continue
+        notes.append(f"Not graded: {err.get('message')} (steps {', '.join(steps)}).")
+        for (step, count), outcome in outcomes.items():
+            if step in steps and outcome.status != PASSED:
+                outcome.feedback = NOT_GRADED
+    return notes
+
+
 def rejected(course: Course, problem: str, notes: list[str] | None = None, cause: str | None = None) -> dict:
     """The results of a submission that could not be graded at all (an empty archive, no module);
     ``cause``: why, as data (intake/stage.py's ``Staged.cause``)."""
-    outcomes = {(step, count): Outcome(step, count, FAILED, f"not graded: {problem}")
+    outcomes = {(step, count): Outcome(step, count, FAILED, NOT_GRADED)
                 for step, spec in course.steps.items() for count in spec.counts}
     result = build(course, outcomes, notes=[f"This submission could not be graded: {problem}", *(notes or [])])
     return {**result, "extra_data": {"problems": problem_list.not_graded(cause, problem)}}
@@ -47,7 +67,7 @@ def build(course: Course, outcomes: dict[tuple[str, str], Outcome], *, notes: li
                 "status": "passed" if outcome.status == PASSED else "failed",
                 "output": outcome.feedback if outcome.status != PASSED else f"{step} [{count}]: passed ({outcome.cases} cases)",
                 "tags": [step.split(".", 1)[0], count, outcome.status,
-                         *(misconceptions.tags(outcome.feedback) if outcome.status != PASSED else [])],
+                         *(misconceptions.tags(outcome.misconceptions) if outcome.status != PASSED else [])],
                 "visibility": visibility,
             })
     lines = [f"Score: {total:g} / {course.max_points():g}",

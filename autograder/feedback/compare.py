@@ -4,6 +4,7 @@ from __future__ import annotations
 import torch
 
 from .describe import fmt_dtype, fmt_index, fmt_shape, fmt_values, kind_of
+from .catalogue import likely_line
 from .diagnose import likely, likely_from_values
 from .redact import redact_dims, redact_text
 from .tolerance import Tolerance, same
@@ -46,7 +47,7 @@ def compare_values(got, expected, tol: Tolerance, public: bool, what: str, mista
         if tuple(got.shape) != tuple(expected.shape):
             shown = redact_dims(list(got.shape), set(expected.shape), public)
             lines = [f"{what}: expected shape {fmt_shape(expected)}, got shape {shown}"]
-            lines += ["likely: " + h for h in likely_from_values(got, expected)]
+            lines += [likely_line(h) for h in likely_from_values(got, expected)]
             return lines
         lines = []
         if got.dtype != expected.dtype:
@@ -56,7 +57,7 @@ def compare_values(got, expected, tol: Tolerance, public: bool, what: str, mista
         if same(got, expected, tol):
             return lines
         lines += [f"{what}: " + l if i == 0 else "  " + l for i, l in enumerate(describe_difference(got, expected, tol, public))]
-        lines += ["likely: " + h for h in likely(got, expected, mistakes)]
+        lines += [likely_line(h) for h in likely(got, expected, mistakes)]
         return lines
     if isinstance(expected, (int, float)) and not isinstance(expected, bool):
         if isinstance(got, torch.Tensor) and got.dim() == 0:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import torch
 
+from .catalogue import Likely, MISCONCEPTIONS
 from .compare import compare_values
 from .tolerance import Tolerance
 
@@ -55,4 +56,7 @@ def after_output(output_lines: list, gradient_lines: list) -> list[str]:
     if gradient_lines and output_lines and not any(
             g.startswith(("the gradient was cut", "no gradient", "parameter")) for g in gradient_lines):
         return ["the gradients differ too; they follow from the output, so fix the output first"]
+    if not output_lines and any("values differ" in g for g in gradient_lines) \
+            and not any(g.startswith("likely: ") for g in gradient_lines):
+        return [*gradient_lines, Likely("likely: " + MISCONCEPTIONS["gradient-cut-one-path"], "gradient-cut-one-path")]
     return gradient_lines

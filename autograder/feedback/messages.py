@@ -1,25 +1,62 @@
 """The fixed sentences: an error in the student's code, a stub, an input modified in place, exceptions."""
 from __future__ import annotations
 
-from .redact import redact_text, redact_type
+from .redact import is_known_error, redact_text, redact_type
 
 NOT_ATTEMPTED = "not attempted yet (the stub still raises NotImplementedError)"
 
 
+#: staging's errors: a file the kit could not read, said as what it is (no code of it ran)
+UNREADABLE = ("MalformedNotebook", "UnreadableSource", "SymbolicLink", "MissingModule")
+#: what the grader was doing with the student's object when it failed without a frame of the student's code
+GRADER_PHASES = {
+    "setup": "finding your code failed",
+    "__init__": "creating your module failed",
+    "loading the reference weights": "loading the reference weights into your module failed",
+    "forward": "calling your module failed",
+    "call": "calling your function failed",
+    "backward": "the backward pass through your output failed",
+    "returning the result": "sending your result back failed",
+}
+
+
+def _at(where: dict, public: bool) -> str:
+    """"file.py, line N, in f": the student's own code, or ""."""
+    if not where.get("file"):
+        return ""
+    at = f"{redact_text(str(where['file']), public, 100)}, line {where.get('line')}"
+    return at + (f", in {redact_text(str(where['function']), public, 100)}" if where.get("function") else "")
+
+
 def raised(error: dict, public: bool = True) -> list[str]:
-    """The student's code raised: ``error`` holds its ``type`` (class name), ``message``, ``phase`` ("call",
+    """Why a request gave no result. ``error`` holds its ``type`` (class name), ``message``, ``phase`` ("call",
     "__init__", "forward", "backward", ...) and, when known, ``where`` (``file``, ``line``, ``function``,
-    ``text``: the innermost line of the student's own code)."""
-    if error.get("type") in ("LimitExceeded", "WorkerDied", "Tampering"):
-        return [error.get("message", "the worker process ended")]
+    ``text``: the innermost line of the student's own code; None when no frame was the student's).
+
+    A limit is said as the limit, with where the code was; a file staging could not read, as what it is; an
+    error raised with no frame of the student's code, as what the grader could not do with the student's
+    object (never "your code raised", never a file of the grader's).
+    """
+    kind = str(error.get("type"))
     where = error.get("where") or {}
-    place = ""
-    if where.get("file"):
-        place = f" ({redact_text(str(where['file']), public, 100)}, line {where.get('line')}"
-        place += f", in {redact_text(str(where['function']), public, 100)})" if where.get("function") else ")"
-    kind = redact_type(str(error.get("type")), public)
     message = redact_text(str(error.get("message", "")), public)
-    lines = [f"your code raised {kind}{place} during {error.get('phase', 'the call')}: {message}"[:600]]
+    if kind in ("WorkerDied", "Tampering"):
+        return [message or "the worker process ended"]
+    if kind == "LimitExceeded":
+        at = _at(where, public)
+        return [message + (f"; your code was at {at} when it was stopped" if at else "")]
+    if kind in UNREADABLE:  # the kit's own sentence about a file handed in: nothing of a hidden case in it
+        return [str(error.get("message", ""))[:600]]
+    if kind == "MissingStep":
+        return [message]
+    phase = str(error.get("phase", "the call"))
+    if not where.get("file") and is_known_error(kind):  # no frame of the student's: the grader's call failed
+        doing = GRADER_PHASES.get(phase, f"{phase} failed")
+        if phase == "loading the reference weights":  # the grader's own sentence says what is wrong
+            return [f"{doing}: {message}"[:600]]
+        return [f"{doing}: {redact_type(kind, public)}: {message}"[:600]]
+    at = _at(where, public)
+    lines = [f"your code raised {redact_type(kind, public)}{f' ({at})' if at else ''} during {phase}: {message}"[:600]]
     if where.get("text"):
         lines.append(f"    {redact_text(str(where['text']), public, 200)}")
     return lines

@@ -5,6 +5,7 @@ import math
 
 import torch
 
+from .catalogue import MISCONCEPTIONS, Likely
 from .compare import compare_values
 from .redact import redact_dims, redact_names
 from .tolerance import Tolerance, same
@@ -27,7 +28,7 @@ def parameter_problems(expected: list, mine: list, tol: Tolerance, public: bool,
     if exp_names != my_names:
         lines = [f"expected parameters {exp_names} (in this order), got {redact_names(my_names, exp_names, public)}"]
         if sorted(exp_names) == sorted(my_names):
-            lines.append("likely: the parameters are created in a different order, so the seeded random draws land in the wrong matrices")
+            lines.append(Likely("likely: the parameters are created in a different order, so the seeded random draws land in the wrong matrices", "parameter-order"))
         return lines
     lines = []
     by_name = dict(mine)
@@ -46,10 +47,15 @@ def parameter_problems(expected: list, mine: list, tol: Tolerance, public: bool,
     if lines and not shapes_only:
         swapped = {n for n, e in expected for m, g in mine if n != m and list(exp_shapes[n]) == list(mine_shapes.get(m, []))
                    and tuple(e.shape) == tuple(g.shape) and same(g, e, tol)}
+        transposed = [n for n, e in expected if n in by_name and isinstance(by_name[n], torch.Tensor)
+                      and by_name[n].dim() == 2 and tuple(by_name[n].shape) == tuple(e.shape) and not same(by_name[n], e, tol)
+                      and same(by_name[n].t().reshape(e.shape), e, tol)]
         if swapped:
-            lines.append("likely: the random draws landed in other parameters: create them in the specified order")
+            lines.append(Likely("likely: the random draws landed in other parameters: create them in the specified order", "parameter-order"))
+        elif transposed:
+            lines.append(Likely("likely: " + MISCONCEPTIONS["weights-drawn-transposed"], "weights-drawn-transposed"))
         else:
-            lines.append("likely: a different constructor or a different number of random draws (torch.rand vs torch.randn, nn.Linear vs nn.Parameter)")
+            lines.append(Likely("likely: a different constructor or a different number of random draws (torch.rand vs torch.randn, nn.Linear vs nn.Parameter)", "different-constructor"))
     mine_buffers = {n: list(s) for n, s in my_buffers}
     for name, shape in expected_buffers:
         if name not in mine_buffers:

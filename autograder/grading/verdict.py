@@ -27,6 +27,16 @@ class Verdict:
     def passed(self) -> bool:
         return self.status == PASSED
 
+    @property
+    def misconceptions(self) -> list[str]:
+        """The ids of the misconceptions its "likely:" lines name (``feedback.catalogue.Likely``), in order."""
+        found: list[str] = []
+        for line in self.lines:
+            mid = getattr(line, "mid", None)
+            if mid and mid not in found:
+                found.append(mid)
+        return found
+
 
 class StepFailure(AssertionError):
     """Raised inside a hidden test when a case fails; carries the student-facing feedback."""

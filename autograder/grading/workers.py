@@ -32,6 +32,12 @@ _frame = PerRequest(wire.pack)
 _NO_STANDINS = wire.pack({"ok": False, "error": {"type": "RuntimeError", "message": "no stand-in may run here"}})
 
 
+def time_limit_hit(budget: float) -> str:
+    """What a student reads when a step's time ran out (the worker is killed: no frame of theirs to name)."""
+    return (f"the time limit of {budget:g} s for this step was hit: your code was still running when it was stopped "
+            "(an endless loop, or far more work than the step needs?)")
+
+
 class WorkerError(Exception):
     """The worker died, hung, or broke the protocol while serving a step."""
 
@@ -153,7 +159,7 @@ class Worker:
         deadline = self.deadline() if deadline is None else deadline
         if deadline - time.monotonic() <= 0:
             self.kill()
-            raise WorkerError(f"the step ran out of its time limit ({self.budget:g} s)", limit="time")
+            raise WorkerError(time_limit_hit(self.budget), limit="time")
         try:
             if frame is not None:
                 self.sock.settimeout(max(deadline - time.monotonic(), 0.001))
@@ -171,7 +177,7 @@ class Worker:
                 self.sock.sendall(reply)
         except (socket.timeout, TimeoutError):
             self.kill()
-            raise WorkerError(f"the step ran out of its time limit ({self.budget:g} s)", limit="time") from None
+            raise WorkerError(time_limit_hit(self.budget), limit="time") from None
         except (wire.WireError, OSError) as exc:
             # The worker is dying on its own: give it a moment, so its own exit status says why.
             self.kill(wait=0.5)

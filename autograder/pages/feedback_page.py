@@ -89,11 +89,11 @@ def _count(card: StepCard, c: CountCard, pictures: dict) -> str:
 
             weights = rows_are_weights(ev["expected"])
             sums_alt = ", with the row sums" if weights else ""
-            sums_caption = ", and each row's sum (attention weights sum to 1)" if weights else ""
+            sums_caption = "; beside them, each row's sum (attention weights sum to 1)" if weights else ""
             parts.append(f"<figure><img data-test=\"{escape(c.number)}\" src=\"{data_uri(png)}\" "
                          f"alt=\"{what} of case {escape(ev.get('case', ''))}: expected, yours and their difference as "
                          f"heatmaps{sums_alt}\"><figcaption>{what}, case {escape(repr(ev.get('case', '')))}: "
-                         "expected, yours (one colour scale), yours − expected (red: too high, blue: too low), "
+                         "expected, yours (one colour scale), and yours − expected (red: too high, blue: too low)"
                          f"{sums_caption}.</figcaption></figure>")
         elif pictures.get("__cut__"):
             parts.append("<p>(picture left out to keep this page small)</p>")
@@ -157,11 +157,14 @@ def draw_pictures(cards: list[StepCard], budget: int = PICTURE_BUDGET) -> dict:
     return pictures
 
 
-def body(cards: list[StepCard], pictures: dict, heading: str, lines: list[str]) -> str:
-    """The page's content: a heading, the summary lines, the overview table, one card per step."""
+def body(cards: list[StepCard], pictures: dict, heading: str, lines: list[str], public_only: bool = False) -> str:
+    """The page's content: a heading, the summary lines, the overview table, one card per step.
+    ``public_only``: the cards hold only the public counts (Gradescope's always-visible output), and the
+    total says so."""
     score = sum(c.points for c in cards)
     top = sum(c.max_points for c in cards)
-    out = [f"<h1>{escape(heading)}</h1>", f"<p><strong>{score:g} / {top:g} points</strong></p>"]
+    what = "points on the public counts (hidden counts are listed with the tests)" if public_only else "points"
+    out = [f"<h1>{escape(heading)}</h1>", f"<p><strong>{score:g} / {top:g} {what}</strong></p>"]
     if lines:
         out.append("<pre class=\"summary\">" + escape("\n".join(lines)) + "</pre>")
     out.append("<div class=\"cards\">")

@@ -37,7 +37,7 @@ def embed(result: dict, cards: list[StepCard], pictures: dict, heading: str = "Y
     if hidden:
         lines.append(f"{hidden} hidden count(s) are listed with the tests, once grades are published.")
     for pics in (pictures, {}):
-        html = feedback_page.body(shown, pics, heading, lines)
+        html = feedback_page.body(shown, pics, heading, lines, public_only=bool(hidden))
         candidate = {**result, "output": html, "output_format": "html", "test_output_format": "text"}
         if len(json.dumps(candidate, indent=2)) < MAX_BYTES:
             return candidate

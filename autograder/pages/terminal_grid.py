@@ -8,6 +8,21 @@ from __future__ import annotations
 import io
 
 MAX_SIDE = 8
+#: the grid's decimals: 3, widened up to this many until every entry marked as differing differs on screen
+MAX_DECIMALS = 8
+
+
+def _differs(e: float, y: float) -> bool:
+    return not (abs(y - e) <= 1e-5 + 1e-4 * abs(e) or (e == y))
+
+
+def decimals(expected, yours) -> int:
+    """The fewest decimals (3 or more) at which each differing entry shows a different number than expected."""
+    pairs = [(float(e), float(y)) for e, y in zip(expected.flatten().tolist(), yours.flatten().tolist()) if _differs(e, y)]
+    for places in range(3, MAX_DECIMALS + 1):
+        if all(f"{e:.{places}f}" != f"{y:.{places}f}" for e, y in pairs):
+            return places
+    return MAX_DECIMALS
 
 
 def fits(evidence: dict | None) -> bool:
@@ -29,9 +44,10 @@ def render(evidence: dict, color: bool) -> str:
     finite = [v for v in expected.flatten().tolist() + yours.flatten().tolist() if math.isfinite(v)]
     low, high = (min(finite), max(finite)) if finite else (0.0, 1.0)
     span = (high - low) or 1.0
+    places = decimals(expected, yours)
 
     def cell(value: float, wrong: bool) -> Text:
-        text = f"{value:6.3f}" if math.isfinite(value) else f"{value:>6}"
+        text = f"{value:{places + 3}.{places}f}" if math.isfinite(value) else f"{value:>{places + 3}}"
         if not color:
             return Text(text + ("*" if wrong else " "))
         level = 0 if not math.isfinite(value) else int(232 + 23 * (value - low) / span)
@@ -54,7 +70,7 @@ def render(evidence: dict, color: bool) -> str:
         row.append(Text("|"))
         for c in range(cols):
             e, y = float(expected[r, c]), float(yours[r, c])
-            wrong = not (abs(y - e) <= 1e-5 + 1e-4 * abs(e) or (e == y))
+            wrong = _differs(e, y)
             row.append(cell(y, wrong))
         table.add_row(*row)
     buf = io.StringIO()

@@ -58,6 +58,7 @@ def linear_mistakes(causal: bool, prefix: str = "", context_length: int | None =
         "divided the scores by d_k instead of sqrt(d_k)": run(scale="d_k"),
         "softmax over the wrong dim (columns instead of rows)": run(dim=-2),
         "scores scaled by sqrt(number of tokens) instead of sqrt(d_k)": run(scale="tokens"),
+        "queries and keys swapped (keys @ queries.T)": run(swap_qk=True),
     }
     if causal and context_length is not None:
         found["the mask is sliced from the wrong corner of the context_length mask (mask[:T, -T:]): rows with "

@@ -7,6 +7,7 @@ import traceback
 import types
 from pathlib import Path
 
+from . import limits
 from .errors import error
 
 PACKAGE = "submission"
@@ -14,6 +15,8 @@ PACKAGE = "submission"
 
 #: the longest exception message an answer carries
 MESSAGE_CHARS = 10_000
+#: how much of the grader's own traceback an answer carries (for the instructor's log)
+GRADER_FRAMES_CHARS = 2_000
 
 
 def describe_exception(exc: BaseException, folder: Path | None = None) -> dict:
@@ -29,12 +32,14 @@ def describe_exception(exc: BaseException, folder: Path | None = None) -> dict:
         kind = kind if isinstance(kind, str) else "Exception"
     except BaseException:  # noqa: BLE001
         kind = "Exception"
-    where = None
+    where, grader_frames = None, None
     try:
         frames = traceback.extract_tb(exc.__traceback__)
         if folder is not None:
             mine = [f for f in frames if f.filename.startswith(str(folder))]
-            frames = mine or frames
+            if not mine:  # the grader's own frames: for the instructor's log, never for the student
+                grader_frames = "".join(traceback.format_list(frames[-4:]))[-GRADER_FRAMES_CHARS:]
+            frames = mine
         if frames:
             last = frames[-1]
             where = {"file": Path(last.filename).name, "line": last.lineno, "function": last.name}
@@ -47,7 +52,13 @@ def describe_exception(exc: BaseException, folder: Path | None = None) -> dict:
             message = exc.msg
         except BaseException:  # noqa: BLE001
             pass
-    return error(kind, message, where)
+    found = error(kind, message, where)
+    limit = limits.hit(exc)
+    if limit is not None:
+        found.update(limit)
+    if grader_frames:
+        found["grader_frames"] = grader_frames
+    return found
 
 
 def load(folder: Path, modules: list[str]) -> tuple[dict[str, types.ModuleType], dict[str, dict]]:

@@ -1,0 +1,95 @@
+"""Each misconception issue 22 lists gets its "likely:" line and its id, from the answer's values alone
+(``feedback.diagnose``) or from a known mistake reproduced (``unit/mistakes.py``); each with a control."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from autograder.feedback.catalogue import ids_of
+from autograder.feedback.compare import compare_values
+from autograder.feedback.gradients import after_output
+from autograder.feedback.parameters import parameter_problems
+from autograder.feedback.tolerance import Tolerance
+from autograder.unit.mistakes import linear_mistakes
+
+pytestmark = pytest.mark.unit
+TOL = Tolerance(rtol=1e-4, atol=1e-5)
+
+
+def causal(scores: torch.Tensor, diagonal: int = 1) -> torch.Tensor:
+    T = scores.shape[-1]
+    return torch.softmax(scores.masked_fill(torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal), -torch.inf), dim=-1)
+
+
+def said(got, expected, mistakes=None) -> tuple[list[str], list[str]]:
+    lines = compare_values(got, expected, TOL, True, "output", mistakes)
+    return [l for l in lines if l.startswith("likely: ")], ids_of(lines)
+
+
+SCORES = torch.randn(2, 6, 6, generator=torch.Generator().manual_seed(0))
+
+
+@pytest.mark.parametrize("diagonal", [0], ids=["triu-diagonal-0"])
+def test_a_mask_that_hides_each_token_from_itself(diagonal):
+    got = causal(SCORES, diagonal).nan_to_num(0.0)
+    likely, ids = said(got, causal(SCORES))
+    assert ids == ["mask-hides-diagonal"]
+    assert likely == ["likely: the mask also hides each token from itself (triu(..., diagonal=0) or tril(..., "
+                      "diagonal=-1)): mask only the future, j > i (triu(..., diagonal=1))"]
+    assert said(causal(SCORES, 1) * 0.9, causal(SCORES))[1] != ["mask-hides-diagonal"]  # control
+
+
+def test_the_same_mask_with_nan_rows_is_named_too():
+    assert said(causal(SCORES, 0), causal(SCORES))[1] == ["mask-hides-diagonal"]
+
+
+def test_returning_the_weights_instead_of_the_context():
+    likely, ids = said(causal(SCORES), torch.zeros(2, 6, 2))
+    assert ids == ["returned-weights"]
+    assert likely == ["likely: returned the attention weights instead of the context vectors: return attn_weights @ values"]
+    assert said(torch.zeros(2, 6, 3), torch.zeros(2, 6, 2))[1] == []  # control: another wrong shape says nothing
+
+
+def test_a_mean_instead_of_a_sum():
+    x = torch.rand(6, 3) + 0.1
+    likely, ids = said(x.mean(0), x.sum(0))
+    assert ids == ["mean-instead-of-sum"]
+    assert likely == ["likely: your values are the expected ones times 0.1667 (= 1/6): took a mean where a sum was expected?"]
+    assert said(x.sum(0) * 0.5, x.sum(0))[1] == ["missing-scaling"]  # control: 1/2 is a scaling
+
+
+def test_dividing_by_the_total_instead_of_each_rows_sum():
+    w = torch.rand(6, 6) + 0.1
+    likely, ids = said(w / w.sum(), w / w.sum(-1, keepdim=True))
+    assert ids == ["normalized-by-total"]
+    assert said(w, w / w.sum(-1, keepdim=True))[1] == ["rows-not-normalized"]  # control: not normalized at all
+
+
+def test_queries_and_keys_swapped_in_a_module():
+    g = torch.Generator().manual_seed(1)
+    p = {f"{n}.weight": torch.rand(2, 3, generator=g) for n in ("W_query", "W_key", "W_value")}
+    x = torch.rand(2, 6, 3, generator=g)
+    mistakes = {label: fn(p, x) for label, fn in linear_mistakes(causal=True).items()}
+    right = x @ p["W_value.weight"].T  # stands for the expected output: only the mistakes are compared
+    swapped = mistakes["queries and keys swapped (keys @ queries.T)"]
+    likely, ids = said(swapped, right + 1.0, mistakes)
+    assert ids == ["queries-keys-swapped"] and likely == ["likely: queries and keys swapped (keys @ queries.T)"]
+
+
+def test_weights_drawn_transposed():
+    torch.manual_seed(123)
+    expected = torch.rand(3, 2)
+    torch.manual_seed(123)
+    mine = torch.rand(2, 3).T
+    lines = parameter_problems([("W_query", expected)], [("W_query", mine)], TOL, True)
+    assert lines[-1] == ("likely: the weights are drawn transposed (torch.rand(d_out, d_in).T): draw torch.rand(d_in, d_out), "
+                         "so the seeded values land where specified")
+    assert ids_of(lines) == ["weights-drawn-transposed"]
+    other = parameter_problems([("W_query", expected)], [("W_query", torch.randn(3, 2))], TOL, True)
+    assert ids_of(other) == ["different-constructor"]  # control
+
+
+def test_a_gradient_cut_on_one_path_only():
+    grads = ["gradient w.r.t. x: values differ at 3 of 18 entries; first at [0, 1], largest at [0, 2]"]
+    assert ids_of(after_output([], grads)) == ["gradient-cut-one-path"]
+    assert ids_of(after_output(["output: values differ"], grads)) == []  # control: the output is wrong too

@@ -1,0 +1,95 @@
+"""Said once, and only what is new (issue 22, items 2 and 4): the grid's precision, redaction that keeps
+identifiers, and a submission or module not graded said once with a pointer on each of its tests."""
+from __future__ import annotations
+
+import re
+
+import pytest
+import torch
+
+from autograder.autograde import results
+from autograder.autograde.plugin import FAILED, Outcome
+from autograder.course import load_course
+from autograder.feedback.redact import KEPT_NAMES, redact_text
+from autograder.pages import terminal_grid
+
+from .conftest import ROOT
+
+pytestmark = pytest.mark.unit
+
+
+def grid(expected: torch.Tensor, yours: torch.Tensor) -> str:
+    ev = {"public": True, "what": "output", "shape": list(expected.shape), "expected": expected[None], "yours": yours[None]}
+    return terminal_grid.render(ev, color=False)
+
+
+def test_the_grid_widens_its_precision_until_differing_entries_differ_on_screen():
+    expected = torch.tensor([[0.1234560, 0.5], [0.25, 0.75]], dtype=torch.float64)
+    yours = expected.clone()
+    yours[0, 0] += 3e-5  # differs beyond the tolerance, but not at three decimals
+    text = grid(expected, yours)
+    assert "0.12346 " in text and "0.12349*" in text
+    assert terminal_grid.decimals(expected, yours) == 5
+
+
+def test_control_at_three_decimals_the_marked_entry_reads_the_same():
+    expected = torch.tensor([[0.1234560, 0.5], [0.25, 0.75]], dtype=torch.float64)
+    yours = expected.clone()
+    yours[0, 0] += 3e-5
+    assert f"{float(expected[0, 0]):.3f}" == f"{float(yours[0, 0]):.3f}"  # what the grid printed before
+    assert terminal_grid.decimals(expected, expected + 0.01) == 3  # and still prints when they differ there
+
+
+def test_redaction_keeps_identifiers_and_masks_numbers():
+    said = redact_text("trainable_attention.py defines no SelfAttention_v2; x[0] = 0.1234 (float32)", public=False)
+    assert said == "trainable_attention.py defines no SelfAttention_v2; x[#] = #.#### (float32)"
+    assert redact_text("SelfAttention_v22 leaks 22", public=False) == "SelfAttention_v## leaks ##"  # control
+
+
+def test_every_name_of_the_unit_with_a_digit_is_kept():
+    course = load_course(ROOT / "course.yml")
+    names = {part for step in course.steps for part in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", step)}
+    assert {n for n in names if re.search(r"\d", n)} <= KEPT_NAMES
+
+
+def test_a_submission_not_graded_is_said_once_with_a_pointer_on_each_test():
+    course = load_course(ROOT / "course.yml")
+    result = results.rejected(course, "the zip archive is corrupt (not a zip file)", cause="corrupt_zip")
+    assert result["output"].count("the zip archive is corrupt") == 1
+    outputs = {t["output"] for t in result["tests"]}
+    assert outputs == {"not graded; the message at the top of your feedback says why"}
+    assert not any("corrupt" in o for o in outputs)
+
+
+def test_an_unreadable_module_is_said_once_and_its_tests_point_to_it():
+    course = load_course(ROOT / "course.yml")
+    message = "simple_attention.ipynb is not a valid notebook: its JSON is broken at line 3, column 1"
+    outcomes = {(step, count): Outcome(step, count, FAILED, f"{step} [{count}] case 'x': failed\n  {message}")
+                for step, spec in course.steps.items() for count in spec.counts}
+    notes = results.unreadable_modules(course, outcomes, {"simple_attention": {"type": "MalformedNotebook", "message": message}})
+    assert len(notes) == 1 and notes[0].startswith(f"Not graded: {message} (steps simple_attention.")
+    mine = [o.feedback for (step, _), o in outcomes.items() if step.startswith("simple_attention.")]
+    assert mine and set(mine) == {results.NOT_GRADED}
+    others = [o.feedback for (step, _), o in outcomes.items() if not step.startswith("simple_attention.")]
+    assert others and all(message in f for f in others)  # control: other modules' words untouched
+
+
+def test_the_gradescope_total_is_labelled_as_the_public_counts():
+    from autograder.pages import gradescope_html  # noqa: PLC0415
+    from autograder.pages.cards import CountCard, StepCard  # noqa: PLC0415
+
+    cards = [StepCard("s.a", "A", [CountCard("values", "passed", 2, 2, True), CountCard("hidden", "failed", 0, 3, False)])]
+    html = gradescope_html.embed({"output": "Score: 2 / 5", "tests": []}, cards, {})["output"]
+    assert "<strong>2 / 2 points on the public counts (hidden counts are listed with the tests)</strong>" in html
+    # control: with no hidden count the total is the whole score, unlabelled
+    whole = gradescope_html.embed({"output": "Score: 2 / 2", "tests": []}, cards[:0] + [StepCard("s.a", "A", cards[0].counts[:1])], {})
+    assert "<strong>2 / 2 points</strong>" in whole["output"]
+
+
+def test_the_caption_reads_as_a_sentence():
+    import inspect  # noqa: PLC0415
+
+    from autograder.pages import feedback_page  # noqa: PLC0415
+
+    source = inspect.getsource(feedback_page._count)
+    assert ", , and" not in source and "too low), " not in source  # control: the words issue 22 quotes
