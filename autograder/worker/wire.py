@@ -81,11 +81,13 @@ def encode(value, tensors: dict[str, torch.Tensor]):
 
 
 def decode(data, tensors: dict[str, torch.Tensor]):
-    """Inverse of :func:`encode`."""
+    """Inverse of :func:`encode`, on data already parsed."""
     if isinstance(data, list):
         return [decode(v, tensors) for v in data]
     if isinstance(data, dict):
-        return _marker(data, tensors)
+        if len(data) == 1 and ("$tuple" in data or "$t" in data or "$f" in data):
+            return _marker({k: decode(v, tensors) if k == "$tuple" else v for k, v in data.items()}, tensors)
+        return {k: decode(v, tensors) for k, v in data.items()}
     return data
 
 

@@ -149,7 +149,7 @@ class TestAllAttentionWeights:
     def test_values(self, check):
         self._cases(check, False)
         check.call(torch.tensor([[300.0, -20.0, 295.0], [0.0, 0.0, 0.0], [-5.0, 1.0, 1.0]]), public=True,
-                   case="large scores (up to 300), ties and a row of zeros", arg_names=["attn_scores"],
+                   case="large scores (up to 300), ties, and all-zero scores", arg_names=["attn_scores"],
                    mistakes=self.mistakes)
 
     def test_gradients(self, check):

@@ -92,7 +92,7 @@ class TestScaledAttentionWeights:
         self._cases(check, False)
         # Large scores: a softmax without the max subtracted (exp of the raw scores) overflows to inf, then NaN.
         check.call(torch.tensor([[400.0, -50.0, 390.0, 0.0], [0.0, 0.0, 0.0, 0.0]]), 4, public=True,
-                   case="large scores (up to 400, a row of zeros: ties), d_k=4", arg_names=["attn_scores", "d_k"],
+                   case="large scores (up to 400), ties (all-zero scores), d_k=4", arg_names=["attn_scores", "d_k"],
                    mistakes=self.mistakes)
 
     def test_gradients(self, check):
