@@ -15,7 +15,7 @@ from http.cookies import SimpleCookie
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qsl, urlsplit
 
-from pylti1p3.exception import LtiException, OIDCException
+from pylti1p3.exception import LtiException, OIDCException, ToolConfException
 
 from . import keys
 from .store import Course, Store, now
@@ -134,7 +134,7 @@ class Handler(BaseHTTPRequestHandler):
         try:
             login = Login(request, tool_config(self.server.store))
             redirect = login.redirect(self.server.endpoints["launch_url"])
-        except (OIDCException, LtiException) as exc:
+        except (OIDCException, LtiException, ToolConfException) as exc:
             iss = request.get_param("iss") or "?"
             self.server.log(f"refused login from {iss}: {exc} (is the platform registered? grade lti register)")
             return self._page(400, "Login refused", f"{exc}: this platform ({iss}) is not registered with the tool")
@@ -147,6 +147,10 @@ class Handler(BaseHTTPRequestHandler):
         try:
             launch = Launch(request, tool_config(self.server.store))
             claims = launch.get_launch_data()  # validates: state, format, nonce, registration, signature, ...
+        except ToolConfException as exc:
+            self.server.log(f"refused launch: {exc}")
+            return self._page(403, "Launch refused", f"the platform or client id is not registered with the tool "
+                                                     f"({exc}): grade lti register")
         except (LtiException, OIDCException, KeyError, AssertionError) as exc:
             self.server.log(f"refused launch: {exc}")
             return self._page(403, "Launch refused", str(exc))

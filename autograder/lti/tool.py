@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import requests
 from pylti1p3.cookie import CookieService
-from pylti1p3.exception import LtiMessageValidationException
+from pylti1p3.exception import LtiInvalidNonceException, LtiMessageValidationException
 from pylti1p3.message_launch import MessageLaunch
 from pylti1p3.oidc_login import OIDCLogin
 from pylti1p3.redirect import Redirect
@@ -132,14 +132,11 @@ class HttpRequest(Request):
 
 
 class OnceSessionService(SessionService):
-    """pylti1p3's session service, but a nonce is good for one launch only (a replayed id_token is refused)."""
+    """pylti1p3's session service, but a nonce is good for one launch only (a replayed id_token is refused): it is
+    spent once the launch is valid (so a forged token cannot spend the genuine launch's nonce)."""
 
-    def check_nonce(self, nonce: str) -> bool:
-        key = self._get_key("nonce", nonce)
-        return self._request_session().pop(key, None) is not None
-
-    def _request_session(self) -> dict:
-        return self.data_storage._request.session  # noqa: SLF001 (SessionDataStorage keeps the request)
+    def spend_nonce(self, nonce: str) -> bool:
+        return self.data_storage._request.session.pop(self._get_key("nonce", nonce), None) is not None  # noqa: SLF001
 
 
 @dataclass
@@ -200,6 +197,11 @@ class Launch(MessageLaunch):
 
     def _get_request_param(self, key: str) -> str:
         return self._request.get_param(key)
+
+    def save_launch_data(self) -> "Launch":
+        if not self._session_service.spend_nonce(self._get_jwt_body().get("nonce")):
+            raise LtiInvalidNonceException("Invalid Nonce (already used).")
+        return super().save_launch_data()
 
     def validate_registration(self) -> "Launch":
         super().validate_registration()
