@@ -218,5 +218,85 @@ def similarity(**options) -> None:
     _run(verb.main, **options)
 
 
+@main.group()
+def lti() -> None:
+    """Grades straight into the LMS through LTI 1.3 (AGS and NRPS): pip install -e '.[lti]'; docs/lti.md."""
+
+
+_STORE = click.option("--store", "store_dir", metavar="DIR", type=click.Path(path_type=Path, file_okay=False),
+                      envvar="GRADE_LTI_STORE", help="The tool's store (keys, platforms, courses, push ledger) "
+                                                     "[default: ~/.attention-autograder/lti; env GRADE_LTI_STORE].")
+
+
+@lti.command("keys")
+@_STORE
+@click.option("--url", metavar="URL", help="The public address of grade lti serve (https://...), to print the URLs "
+                                           "to paste into the LMS.")
+@click.option("--rotate", is_flag=True, help="Make a new key pair (the LMS must then fetch the new JWKS).")
+def lti_keys(**options) -> None:
+    """Make the tool's key pair (private key mode 600, never printed); print its JWKS and the LMS form's values."""
+    from autograder.commands import lti as verb  # noqa: PLC0415
+
+    _run(verb.keys, **options)
+
+
+@lti.command("register")
+@_STORE
+@click.option("--issuer", required=True, help="The platform's issuer (Canvas: https://canvas.instructure.com).")
+@click.option("--client-id", required=True, help="The client id the LMS gave the tool (Canvas: the developer key's id).")
+@click.option("--login-url", required=True, help="The platform's OIDC authorization endpoint.")
+@click.option("--token-url", required=True, help="The platform's OAuth2 access token endpoint.")
+@click.option("--jwks-url", required=True, help="The platform's public keyset URL.")
+@click.option("--audience", default=None, help="The token endpoint's audience when it is not --token-url (Moodle, "
+                                               "Brightspace).")
+@click.option("--deployment-id", "deployment_ids", multiple=True, metavar="ID", help="A deployment id; repeatable.")
+def lti_register(**options) -> None:
+    """Register a platform (an LMS) and its deployments with the tool."""
+    from autograder.commands import lti as verb  # noqa: PLC0415
+
+    _run(verb.register, **options)
+
+
+@lti.command("serve")
+@_STORE
+@click.option("--host", default="127.0.0.1", show_default=True, help="Listen on this address (behind an HTTPS proxy).")
+@click.option("--port", default=8000, show_default=True, type=int, help="Listen on this port.")
+@click.option("--url", metavar="URL", help="The public address the LMS reaches [default: the one grade lti keys "
+                                           "recorded].")
+def lti_serve(**options) -> None:
+    """Run the tool's OIDC login, launch and JWKS endpoints: launch the kit once from each LMS course."""
+    from autograder.commands import lti as verb  # noqa: PLC0415
+
+    _run(verb.serve, **options)
+
+
+@lti.command("courses")
+@_STORE
+def lti_courses(**options) -> None:
+    """List the courses launched so far (the names --course takes)."""
+    from autograder.commands import lti as verb  # noqa: PLC0415
+
+    _run(verb.courses, **options)
+
+
+@lti.command("push")
+@click.argument("results_dir", metavar="RESULTS", type=click.Path(path_type=Path))
+@click.option("--course", "course", required=True, help="The LMS course, as grade lti courses names it.")
+@_STORE
+@click.option("--course-yml", "course_file", default=Path("course.yml"), metavar="FILE",
+              type=click.Path(path_type=Path), show_default=True, help="The course definition (points, late_policy, lti).")
+@click.option("--match", type=click.Choice(["email", "login", "sourcedid", "user_id"]), default=None,
+              help="The LMS member field a submission name is [default: course.yml's lti.match, else email].")
+@click.option("--resource-id", default=None, help="The line item's stable resourceId [default: course.yml's unit].")
+@click.option("--label", default=None, help="The gradebook column's title when it is created [default: course.yml's "
+                                            "title].")
+@click.option("--dry-run", is_flag=True, help="Show what would be posted; post nothing, create nothing.")
+def lti_push(**options) -> None:
+    """Post RESULTS' scores to the LMS course's gradebook (NRPS to match, AGS to post); only what changed."""
+    from autograder.commands import lti as verb  # noqa: PLC0415
+
+    _run(verb.push, **options)
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()

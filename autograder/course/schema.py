@@ -81,6 +81,16 @@ class LatePolicy(Strict):
     late_days_rounding: Literal["ceil", "exact"] = "ceil"
 
 
+class Lti(Strict):
+    """How ``grade lti push`` posts to the LMS (docs/lti.md); its flags win over these."""
+    #: the NRPS member field a submission name is matched against
+    match: Literal["email", "login", "sourcedid", "user_id"] = "email"
+    #: the line item's stable resourceId (default: ``unit``); the same id finds the same gradebook column every push
+    resource_id: str | None = None
+    #: the gradebook column's title (default: ``title``)
+    label: str | None = None
+
+
 class Course(Strict):
     unit: str
     title: str
@@ -90,6 +100,7 @@ class Course(Strict):
     defaults: Defaults = Defaults()
     limits: Limits = Limits()
     late_policy: LatePolicy | None = None
+    lti: Lti | None = None
     steps: dict[str, Step]
 
     @field_validator("steps")
