@@ -138,3 +138,23 @@ def test_no_page_shows_a_hidden_expected_value(graded):
     assert values_in(planted, needles) == [f"{a}, {b}"]
     single = sorted(needles["singles"])[0]
     assert values_in(f"<td>{single}</td>", needles) == [single]
+
+
+def test_no_student_message_names_a_file_of_the_kit(graded):
+    """Issue 22, item 1: every results.json and feedback.html of the corpus, scanned for the kit's file names."""
+    from .kit_files import scan  # noqa: PLC0415
+
+    assert scan(graded) == {}
+
+
+def test_the_grader_s_frames_go_to_the_instructor_s_log(graded):
+    """A call into the student's object that failed inside the grader (no W_query to load the reference weights
+    into): the student reads what the grader could not do; the grader's traceback is in grader_errors.log, under
+    an entry that does not count as the grader's own failure (the run exits 0)."""
+    out = "\n".join(t["output"] for t in load(graded, "bug_renamed_query")["tests"])
+    assert "loading the reference weights into your module failed: your module has no parameter named W_query.weight" in out
+    assert "runtime.py" not in out and "your code raised" not in out
+    log = (graded / "grader_errors.log").read_text()
+    entry = log.split("=== bug_renamed_query (calls into the submission) ===\n", 1)[1].split("\n===", 1)[0]
+    assert entry.startswith("causal_attention.CausalAttention (loading the reference weights): LookupError: ")
+    assert "runtime.py" in entry  # control: the frames the scan above keeps out of the student's words exist
