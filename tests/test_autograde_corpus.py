@@ -158,3 +158,13 @@ def test_the_grader_s_frames_go_to_the_instructor_s_log(graded):
     entry = log.split("=== bug_renamed_query (calls into the submission) ===\n", 1)[1].split("\n===", 1)[0]
     assert entry.startswith("causal_attention.CausalAttention (loading the reference weights): LookupError: ")
     assert "runtime.py" in entry  # control: the frames the scan above keeps out of the student's words exist
+
+
+def test_a_gradients_count_says_only_what_is_new(graded):
+    """Issue 22, item 4: out_proj never applied: [gradients] points to [forward] instead of reprinting its values."""
+    out = {t["name"].split(":", 1)[0]: t["output"] for t in load(graded, "bug_mha_no_out_proj")["tests"]}
+    grads = out["multihead_attention.MultiHeadAttention gradients"]
+    assert "the output of this case is wrong as shown under [forward]; the gradients differ too" in grads
+    assert "parameter out_proj.weight gets no gradient" in grads
+    assert "values differ" not in grads and "likely: out_proj" not in grads
+    assert "likely: out_proj is created but never applied" in out["multihead_attention.MultiHeadAttention forward"]
