@@ -145,3 +145,31 @@ def test_grade_check_says_the_gradients_differ_too_without_the_values_again():
         "  parameter out_proj.bias gets no gradient: it is unused in forward, or cut by .detach()"]
     forward = text.split("multihead_attention.MultiHeadAttention [forward]", 1)[1].split("\n\n", 1)[0]
     assert "likely: out_proj is created but never applied" in forward and "output, row" in forward  # control: said once
+
+
+# -- Gradescope's step cards and feedback.html agree on each step's points (issue 22, item 5) ----------------
+def _card_line(html: str, step: str) -> str:
+    section = html.split(f'id="{step}"', 1)[1]
+    return re.sub(r"<[^>]+>", "", section.split("</p>", 1)[0].split("<p>", 1)[1])
+
+
+@pytest.mark.unit
+def test_gradescope_s_card_and_the_page_say_the_same_public_points():
+    """Why they disagreed: Gradescope's always-visible output keeps only a step's public counts (2/2), the page
+    all of them (3/3), and neither said which. Now both say the public counts' points, and which they are."""
+    from autograder.pages import feedback_page, gradescope_html  # noqa: PLC0415
+    from autograder.pages.cards import CountCard, StepCard  # noqa: PLC0415
+
+    def cards():
+        return [StepCard("s.a", "A", [CountCard("values", "passed", 1, 1, True), CountCard("gradients", "passed", 1, 1, True),
+                                      CountCard("randomized", "passed", 1, 1, False)])]
+
+    page = feedback_page.page(cards(), {}, "Feedback")
+    scope = gradescope_html.embed({"output": "Score: 3 / 3", "tests": []}, cards(), {})["output"]
+    assert _card_line(page, "s.a") == "passed, 3/3 points (2/2 on its public counts, 1/1 on its hidden ones)"
+    assert _card_line(scope, "s.a") == ("passed, 2/2 points on its public counts; its 1 hidden count(s) (1 point(s)) are "
+                                        "shown with the tests once grades are published")
+    # control: a step with public counts only reads the same on both, unlabelled
+    only = [StepCard("s.b", "B", [CountCard("values", "passed", 2, 2, True)])]
+    assert _card_line(feedback_page.page(only, {}, "F"), "s.b") == "passed, 2/2 points"
+    assert _card_line(gradescope_html.embed({"output": "", "tests": []}, only, {})["output"], "s.b") == "passed, 2/2 points"
