@@ -168,3 +168,19 @@ def test_a_gradients_count_says_only_what_is_new(graded):
     assert "parameter out_proj.weight gets no gradient" in grads
     assert "values differ" not in grads and "likely: out_proj" not in grads
     assert "likely: out_proj is created but never applied" in out["multihead_attention.MultiHeadAttention forward"]
+
+
+def test_mha_scaled_by_sqrt_d_out_is_named(graded):
+    """Issue 22, item 3: scaled by sqrt(d_out) instead of sqrt(head_dim), named in autograde as in grade check."""
+    out = "\n".join(t["output"] for t in load(graded, "bug_mha_scale_by_d_out")["tests"])
+    assert "likely: scores scaled by sqrt(d_out) instead of sqrt(head_dim)" in out
+    control = "\n".join(t["output"] for t in load(graded, "bug_mha_no_out_proj")["tests"])
+    assert "sqrt(d_out)" not in control
+    tags = {tag for t in load(graded, "bug_mha_scale_by_d_out")["tests"] for tag in t.get("tags", [])}
+    assert "misconception:scaled-by-d-out" in tags
+
+
+@pytest.mark.parametrize("name, likely", [("bug_mha_scale_by_d_out", "scores scaled by sqrt(d_out) instead of sqrt(head_dim)")])
+def test_grade_check_names_the_mha_scaling(name, likely):
+    run = run_grade("check", str(CORPUS / name))
+    assert f"likely: {likely}" in run.stdout
