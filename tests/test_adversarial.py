@@ -119,6 +119,13 @@ def load(graded, name) -> dict:
     return json.loads((graded["out"] / name / "results.json").read_text())
 
 
+def test_no_student_message_names_a_file_of_the_kit(graded):
+    """Issue 22, item 1: whatever the hostile code did, no results.json or feedback.html names the kit's files."""
+    from .kit_files import scan  # noqa: PLC0415
+
+    assert scan(graded["out"]) == {}
+
+
 def test_grading_completes_with_exit_code_zero(graded):
     result = graded["result"]
     assert result.returncode == 0, result.stderr[-3000:]

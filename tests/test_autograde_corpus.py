@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -104,6 +105,9 @@ def test_broken_files_get_clear_messages(graded):
 def test_a_hang_and_an_exit_cost_only_their_steps(graded):
     tests = {t["name"].split(" ", 1)[0] + " " + t["name"].split(" ")[1].rstrip(":"): t for t in load(graded, "hang_and_exit")["tests"]}
     assert "the time limit of 20 s for this step was hit" in tests["simple_attention.attention_scores values"]["output"]
+    # where the loop was when it was stopped (its stack, dumped on SIGUSR2): the student's own file and line
+    assert re.search(r"your code was at simple_attention\.py, line [56], in attention_scores when it was stopped",
+                     tests["simple_attention.attention_scores values"]["output"])
     assert "the time limit of 20 s for this step was hit" in tests["simple_attention.attention_scores gradients"]["output"]
     assert "ended the worker process" in tests["simple_attention.normalize_sum values"]["output"]
     assert tests["simple_attention.softmax_naive values"]["status"] == "passed"
@@ -134,3 +138,49 @@ def test_no_page_shows_a_hidden_expected_value(graded):
     assert values_in(planted, needles) == [f"{a}, {b}"]
     single = sorted(needles["singles"])[0]
     assert values_in(f"<td>{single}</td>", needles) == [single]
+
+
+def test_no_student_message_names_a_file_of_the_kit(graded):
+    """Issue 22, item 1: every results.json and feedback.html of the corpus, scanned for the kit's file names."""
+    from .kit_files import scan  # noqa: PLC0415
+
+    assert scan(graded) == {}
+
+
+def test_the_grader_s_frames_go_to_the_instructor_s_log(graded):
+    """A call into the student's object that failed inside the grader (no W_query to load the reference weights
+    into): the student reads what the grader could not do; the grader's traceback is in grader_errors.log, under
+    an entry that does not count as the grader's own failure (the run exits 0)."""
+    out = "\n".join(t["output"] for t in load(graded, "bug_renamed_query")["tests"])
+    assert "loading the reference weights into your module failed: your module has no parameter named W_query.weight" in out
+    assert "runtime.py" not in out and "your code raised" not in out
+    log = (graded / "grader_errors.log").read_text()
+    entry = log.split("=== bug_renamed_query (calls into the submission) ===\n", 1)[1].split("\n===", 1)[0]
+    assert entry.startswith("causal_attention.CausalAttention (loading the reference weights): LookupError: ")
+    assert "runtime.py" in entry  # control: the frames the scan above keeps out of the student's words exist
+
+
+def test_a_gradients_count_says_only_what_is_new(graded):
+    """Issue 22, item 4: out_proj never applied: [gradients] points to [forward] instead of reprinting its values."""
+    out = {t["name"].split(":", 1)[0]: t["output"] for t in load(graded, "bug_mha_no_out_proj")["tests"]}
+    grads = out["multihead_attention.MultiHeadAttention gradients"]
+    assert "the output of this case is wrong as shown under [forward]; the gradients differ too" in grads
+    assert "parameter out_proj.weight gets no gradient" in grads
+    assert "values differ" not in grads and "likely: out_proj" not in grads
+    assert "likely: out_proj is created but never applied" in out["multihead_attention.MultiHeadAttention forward"]
+
+
+def test_mha_scaled_by_sqrt_d_out_is_named(graded):
+    """Issue 22, item 3: scaled by sqrt(d_out) instead of sqrt(head_dim), named in autograde as in grade check."""
+    out = "\n".join(t["output"] for t in load(graded, "bug_mha_scale_by_d_out")["tests"])
+    assert "likely: scores scaled by sqrt(d_out) instead of sqrt(head_dim)" in out
+    control = "\n".join(t["output"] for t in load(graded, "bug_mha_no_out_proj")["tests"])
+    assert "sqrt(d_out)" not in control
+    tags = {tag for t in load(graded, "bug_mha_scale_by_d_out")["tests"] for tag in t.get("tags", [])}
+    assert "misconception:scaled-by-d-out" in tags
+
+
+@pytest.mark.parametrize("name, likely", [("bug_mha_scale_by_d_out", "scores scaled by sqrt(d_out) instead of sqrt(head_dim)")])
+def test_grade_check_names_the_mha_scaling(name, likely):
+    run = run_grade("check", str(CORPUS / name))
+    assert f"likely: {likely}" in run.stdout

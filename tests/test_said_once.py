@@ -93,3 +93,83 @@ def test_the_caption_reads_as_a_sentence():
 
     source = inspect.getsource(feedback_page._count)
     assert ", , and" not in source and "too low), " not in source  # control: the words issue 22 quotes
+
+
+# -- a [gradients] count on a case already shown under [forward]: only what is new (issue 22, item 4) ------
+def _said(lines_forward, lines_gradients):
+    from autograder.feedback.gradients import said_once  # noqa: PLC0415
+
+    said = {}
+    assert said_once(said, "m.MHA", "forward", "book batch", lines_forward) == lines_forward
+    return said_once(said, "m.MHA", "gradients", "book batch", lines_gradients)
+
+
+OUTPUT_BLOCK = ["output: values differ at 48 of 48 entries; first at [0, 0, 0]",
+                "  expected row [0, 2]: [-0.0147, 0.3259]", "  got      row [0, 2]: [-0.2059, 0.1190]",
+                "likely: out_proj is created but never applied"]
+
+
+@pytest.mark.unit
+def test_the_gradients_count_points_to_the_forward_count_and_says_only_what_is_new():
+    grads = [*OUTPUT_BLOCK, "gradient w.r.t. the input x: values differ at 36 of 36 entries",
+             "  expected row [1, 0]: [0.2634]", "parameter out_proj.weight gets no gradient: it is unused in forward"]
+    assert _said(OUTPUT_BLOCK, grads) == [
+        "the output of this case is wrong as shown under [forward]; the gradients differ too: they follow from the "
+        "output, so fix the output first",
+        "parameter out_proj.weight gets no gradient: it is unused in forward"]
+
+
+@pytest.mark.unit
+def test_control_another_case_or_another_output_is_said_in_full():
+    grads = [*OUTPUT_BLOCK, "the gradients differ too; they follow from the output, so fix the output first"]
+    from autograder.feedback.gradients import said_once  # noqa: PLC0415
+
+    said = {}
+    said_once(said, "m.MHA", "forward", "book batch", OUTPUT_BLOCK)
+    assert said_once(said, "m.MHA", "gradients", "wars input", grads) == grads  # not the same case
+    other = ["output: values differ at 2 of 48 entries", *OUTPUT_BLOCK[1:]]
+    assert _said(other, grads) == grads  # the forward count said something else: nothing to point to
+
+
+@pytest.mark.slow
+def test_grade_check_says_the_gradients_differ_too_without_the_values_again():
+    from .conftest import run_grade  # noqa: PLC0415
+
+    run = run_grade("check", str(ROOT / "tests" / "corpus" / "submissions" / "bug_mha_no_out_proj"))
+    text = run.stdout
+    block = text.split("multihead_attention.MultiHeadAttention [gradients]", 1)[1].split("\n\n", 1)[0]
+    assert block.splitlines()[1:] == [
+        "  the output of this case is wrong as shown under [forward]; the gradients differ too: they follow from the "
+        "output, so fix the output first",
+        "  parameter out_proj.weight gets no gradient: it is unused in forward, or cut by .detach()",
+        "  parameter out_proj.bias gets no gradient: it is unused in forward, or cut by .detach()"]
+    forward = text.split("multihead_attention.MultiHeadAttention [forward]", 1)[1].split("\n\n", 1)[0]
+    assert "likely: out_proj is created but never applied" in forward and "output, row" in forward  # control: said once
+
+
+# -- Gradescope's step cards and feedback.html agree on each step's points (issue 22, item 5) ----------------
+def _card_line(html: str, step: str) -> str:
+    section = html.split(f'id="{step}"', 1)[1]
+    return re.sub(r"<[^>]+>", "", section.split("</p>", 1)[0].split("<p>", 1)[1])
+
+
+@pytest.mark.unit
+def test_gradescope_s_card_and_the_page_say_the_same_public_points():
+    """Why they disagreed: Gradescope's always-visible output keeps only a step's public counts (2/2), the page
+    all of them (3/3), and neither said which. Now both say the public counts' points, and which they are."""
+    from autograder.pages import feedback_page, gradescope_html  # noqa: PLC0415
+    from autograder.pages.cards import CountCard, StepCard  # noqa: PLC0415
+
+    def cards():
+        return [StepCard("s.a", "A", [CountCard("values", "passed", 1, 1, True), CountCard("gradients", "passed", 1, 1, True),
+                                      CountCard("randomized", "passed", 1, 1, False)])]
+
+    page = feedback_page.page(cards(), {}, "Feedback")
+    scope = gradescope_html.embed({"output": "Score: 3 / 3", "tests": []}, cards(), {})["output"]
+    assert _card_line(page, "s.a") == "passed, 3/3 points (2/2 on its public counts, 1/1 on its hidden ones)"
+    assert _card_line(scope, "s.a") == ("passed, 2/2 points on its public counts; its 1 hidden count(s) (1 point(s)) are "
+                                        "shown with the tests once grades are published")
+    # control: a step with public counts only reads the same on both, unlabelled
+    only = [StepCard("s.b", "B", [CountCard("values", "passed", 2, 2, True)])]
+    assert _card_line(feedback_page.page(only, {}, "F"), "s.b") == "passed, 2/2 points"
+    assert _card_line(gradescope_html.embed({"output": "", "tests": []}, only, {})["output"], "s.b") == "passed, 2/2 points"

@@ -132,7 +132,8 @@ def grade_staged(staged: Staged, extra: dict, grader) -> tuple[dict, dict, tuple
     result["extra_data"] = {**extra, "isolation": grader.zygote.level, "grader_errors": len(errors),
                             "problems": (result.get("extra_data") or {}).get("problems", [])}
     item = {"name": extra["submission"], "score": result["score"], "problem": staged.problem,
-            "isolation": grader.zygote.isolation, "grader_errors": errors}
+            "isolation": grader.zygote.isolation, "grader_errors": errors,
+            "grader_frames": [] if staged.problem else list(getattr(grader, "last_grader_frames", []))}
     return result, item, (cards, pictures, lines)
 
 

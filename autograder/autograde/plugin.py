@@ -54,11 +54,13 @@ class GradingPlugin:
         self.items: list = []  # every test pytest collected (before selection)
         self.grader_errors: list[str] = []  # for the instructor's log, never for students
         self.grader_error_counts: list[tuple[str, str]] = []  # (step, count) the grader failed on
+        self.said: dict = {}  # what each failing case said in an earlier count (feedback/gradients.said_once)
 
     def new_check(self, step: str, count: str) -> Check:
         visibility = self.course.steps[step].counts[count].visibility
         return Check(step, count, self.student, self.reference, tolerances_for(self.course, step),
-                     recorder=self.recorder, public_count=visibility == "public", cache=self.cache)
+                     recorder=self.recorder, public_count=visibility == "public", cache=self.cache,
+                     said=self.said)
 
     def select(self, items: list, key=item_key) -> list:
         """The tests to run, in grading order: course steps in order, steps using stand-ins last."""

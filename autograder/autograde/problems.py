@@ -71,12 +71,20 @@ class Recorder:
     def __init__(self, run):
         self._run = run
         self.found: dict[tuple, dict] = {}
+        #: the grader's own frames where a call into the student's object failed with no frame of theirs
+        #: (``worker/submission.py``): the instructor's (grader_errors.log), never the student's
+        self.grader_frames: list[str] = []
 
     def __call__(self, step: str, request: dict) -> dict:
         answer = self._run(step, request)
         err = answer.get("error") if isinstance(answer, dict) and answer.get("ok") is False else None
         if isinstance(err, dict) and str(err.get("type")) not in MODULE_CAUSES and err.get("type") != "UnreadableSource":
             self.note(step, err)
+            if err.get("grader_frames"):
+                entry = (f"{step} ({err.get('phase', 'the call')}): {err.get('type')}: "
+                         f"{_message(err.get('message'), 500)}\n{err['grader_frames']}").rstrip("\n")
+                if entry not in self.grader_frames:
+                    self.grader_frames.append(entry)
         return answer
 
     def note(self, step: str, err: dict) -> None:

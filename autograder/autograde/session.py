@@ -83,6 +83,8 @@ class Grader:
             runner.close()
         #: the grader's own failures while grading it (a bug in a suite): for the instructor's log only
         self.last_grader_errors = list(plugin.grader_errors)
+        #: where a call into the student's object failed inside the grader's code: the instructor's log only
+        self.last_grader_frames = list(recorder.grader_frames)
         notes = [*results.unreadable_modules(self.course, plugin.outcomes, module_errors or {}), *(notes or [])]
         if runner.output_bytes:
             notes.append(f"Your code printed {runner.output_bytes} bytes while being graded; printed output is not shown here.")

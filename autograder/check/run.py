@@ -8,6 +8,7 @@ from autograder.check import intake
 from autograder.grading import judge as judges
 from autograder.grading.cases import Tolerances
 from autograder.grading.runner import SubmissionRunner
+from autograder.feedback.gradients import said_once
 from autograder.feedback.tolerance import Tolerance
 from autograder.grading.verdict import BLOCKED, FAILED, NOT_ATTEMPTED, PASSED, step_status
 from autograder.grading.zygote_client import Zygote
@@ -83,7 +84,7 @@ def run_check(folder: Path, data: dict, zygote: Zygote, steps: list[str] | None 
     total = limits.pop("submission_seconds", None)
     runner = SubmissionRunner(zygote, folder, data["modules"], {}, times, limits, submission_seconds=total,
                               module_errors=intake.module_errors(folder, data["modules"]))
-    results, status = [], {}
+    results, status, said = [], {}, {}
     try:
         for step, spec in data["steps"].items():
             if step not in needed:
@@ -99,8 +100,10 @@ def run_check(folder: Path, data: dict, zygote: Zygote, steps: list[str] | None 
                     tolerance = tol.for_answer(case["expected"])
                     verdict = judges.judge(case, case["expected"], got, tolerance, True)
                     if not verdict.passed:
-                        result.status, result.feedback, result.case = verdict.status, verdict.lines, case["name"]
-                        result.evidence = evidence.collect(step, case, case["expected"], got, tolerance, True)
+                        lines = said_once(said, step, count, case["name"], verdict.lines)  # no reprint of the values
+                        result.status, result.feedback, result.case = verdict.status, lines, case["name"]
+                        result.evidence = None if lines is not verdict.lines else \
+                            evidence.collect(step, case, case["expected"], got, tolerance, True)
                         if (got.get("error") or {}).get("import"):
                             result.import_error = step.split(".", 1)[0]
                         break

@@ -50,6 +50,8 @@ WORDS_TO_ID = {
     "out_proj is created but never applied": "out-proj-unused",
     "heads not merged back in the right order (transpose before view missing)": "heads-merged-without-transpose",
     "scores scaled by sqrt(number of tokens) instead of sqrt(head_dim)": "scaled-by-tokens",
+    "scores scaled by sqrt(d_out) instead of sqrt(head_dim)": "scaled-by-d-out",
+    "scores scaled by sqrt(num_heads) instead of sqrt(head_dim)": "scaled-by-num-heads",
     "used a softmax instead of dividing by the sum": "softmax-instead-of-sum",
     "normalized by the sum without exp": "sum-without-exp",
 }

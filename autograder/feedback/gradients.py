@@ -50,12 +50,40 @@ def gradient_problems(state: str, inputs: list, params: list, tol: Tolerance, pu
     return problems
 
 
+#: the line that sums up gradients that differ where the output differs too (``after_output``, ``said_once``)
+GRADIENTS_TOO = "the gradients differ too; they follow from the output, so fix the output first"
+
+
+#: the gradient lines that say something the output's own lines do not (a graph cut, a parameter left out)
+_NEW_FACTS = ("the gradient was cut", "no gradient", "parameter")
+
+
+def said_once(said: dict, step: str, count: str, case: str, lines: list) -> list:
+    """``lines``, or only what is new in them when the same case of the same step already failed in another
+    count with the same output lines (its values block, its likely: line, its grid): one line points to that
+    count and says the gradients differ too; a cut graph or a parameter without a gradient is still said.
+    ``said`` is kept per submission: (step, case) -> (the count, its lines)."""
+    before = said.get((step, case))
+    if before is None or before[0] == count:
+        said.setdefault((step, case), (count, list(lines)))
+        return lines
+    earlier = [str(line) for line in before[1]]
+    if not earlier or len(lines) <= len(earlier) or [str(line) for line in lines[:len(earlier)]] != earlier:
+        return lines
+    new = lines[len(earlier):]
+    facts = [line for line in new if str(line).startswith(_NEW_FACTS)]
+    head = f"the output of this case is wrong as shown under [{before[0]}]"
+    if len(facts) < len(new):  # gradients whose values differ: they follow from the output
+        head += "; " + GRADIENTS_TOO.replace("the gradients differ too; ", "the gradients differ too: ")
+    return [head, *facts]
+
+
 def after_output(output_lines: list, gradient_lines: list) -> list[str]:
     """The gradient lines to show beside the output's: when the output is wrong too, differing gradients
     follow from it and are summed up in one line; a cut graph is still said."""
     if gradient_lines and output_lines and not any(
             g.startswith(("the gradient was cut", "no gradient", "parameter")) for g in gradient_lines):
-        return ["the gradients differ too; they follow from the output, so fix the output first"]
+        return [GRADIENTS_TOO]
     if not output_lines and any("values differ" in g for g in gradient_lines) \
             and not any(g.startswith("likely: ") for g in gradient_lines):
         return [*gradient_lines, Likely("likely: " + MISCONCEPTIONS["gradient-cut-one-path"], "gradient-cut-one-path")]

@@ -1,6 +1,8 @@
 """The fixed sentences: an error in the student's code, a stub, an input modified in place, exceptions."""
 from __future__ import annotations
 
+import re
+
 from .redact import is_known_error, redact_text, redact_type
 
 NOT_ATTEMPTED = "not attempted yet (the stub still raises NotImplementedError)"
@@ -18,6 +20,17 @@ GRADER_PHASES = {
     "backward": "the backward pass through your output failed",
     "returning the result": "sending your result back failed",
 }
+
+
+#: the kit's own sentences naming a limit (``grading/workers.time_limit_hit``, ``worker/limits.sentence``): shown
+#: whole on hidden cases too (their numbers are the limit's value and a line of the student's file, never an input)
+_LIMIT_SENTENCES = re.compile(
+    r"the time limit of \d{1,6}(\.\d{1,3})? s for this step was hit: your code was "
+    r"(at [\w./-]{1,100}\.py, line \d{1,6}, in [\w<>.]{1,100}|still running) when it was stopped "
+    r"\(an endless loop, or far more work than the step needs\?\)"
+    r"|the (output|memory|process) limit( of [\d,]{1,12} (MB|processes))? was hit: your code (printed or wrote more "
+    r"than the output limit allows|asked for more memory than the memory limit allows|started more processes or "
+    r"threads than the process limit allows)")
 
 
 def _at(where: dict, public: bool) -> str:
@@ -43,6 +56,8 @@ def raised(error: dict, public: bool = True) -> list[str]:
     if kind in ("WorkerDied", "Tampering"):
         return [message or "the worker process ended"]
     if kind == "LimitExceeded":
+        if _LIMIT_SENTENCES.fullmatch(str(error.get("message", ""))):
+            message = str(error["message"])
         at = _at(where, public)
         return [message + (f"; your code was at {at} when it was stopped" if at else "")]
     if kind in UNREADABLE:  # the kit's own sentence about a file handed in: nothing of a hidden case in it

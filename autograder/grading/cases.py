@@ -19,6 +19,7 @@ from autograder.pages import evidence
 
 from . import judge as judges
 from autograder.feedback.tolerance import Tolerance
+from autograder.feedback.gradients import said_once
 from .verdict import FAILED, StepFailure, Verdict
 
 
@@ -56,7 +57,7 @@ def upstream_for(step: str, case: str, like: torch.Tensor) -> torch.Tensor:
 class Check:
     def __init__(self, step: str, count: str, student: Callable[[str, dict], dict], reference,
                  tolerances: Tolerances, recorder: list | None = None, public_count: bool = True,
-                 cache: dict | None = None):
+                 cache: dict | None = None, said: dict | None = None):
         self.step = step
         self.count = count
         self.student = student
@@ -67,6 +68,8 @@ class Check:
         self.cases_run = 0
         # Reference answers are the same for every submission: a batch computes each once.
         self.cache = cache if cache is not None else {}
+        #: what each failing case already said, in this submission's other counts (``gradients.said_once``)
+        self.said = said if said is not None else {}
 
     # -- building blocks -------------------------------------------------------------------------
     def _evaluate(self, case: dict, expected: dict) -> dict:
@@ -77,9 +80,12 @@ class Check:
         if self.recorder is not None and case["public"]:
             self.recorder.append({**case, "step": self.step, "count": self.count, "expected": expected})
         if not verdict.passed:
-            failure = StepFailure(self.step, self.count, case["name"], verdict)
-            failure.evidence = evidence.collect(self.step, case, expected, got, self.tolerances.for_answer(expected),
-                                                case["public"])
+            lines = said_once(self.said, self.step, self.count, case["name"], verdict.lines)
+            shortened = lines is not verdict.lines
+            failure = StepFailure(self.step, self.count, case["name"], Verdict(verdict.status, lines))
+            # the values block and grid were shown under the other count: no second picture of them either
+            failure.evidence = None if shortened else evidence.collect(
+                self.step, case, expected, got, self.tolerances.for_answer(expected), case["public"])
             raise failure
         return got
 

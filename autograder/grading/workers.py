@@ -6,6 +6,7 @@ Each step of each submission gets a forked worker (reused for the next step only
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import time
@@ -32,10 +33,40 @@ _frame = PerRequest(wire.pack)
 _NO_STANDINS = wire.pack({"ok": False, "error": {"type": "RuntimeError", "message": "no stand-in may run here"}})
 
 
-def time_limit_hit(budget: float) -> str:
-    """What a student reads when a step's time ran out (the worker is killed: no frame of theirs to name)."""
-    return (f"the time limit of {budget:g} s for this step was hit: your code was still running when it was stopped "
-            "(an endless loop, or far more work than the step needs?)")
+def time_limit_hit(budget: float, where: str | None = None) -> str:
+    """What a student reads when a step's time ran out: where their code was, when its stack could be read
+    (``stopped_at``), else only that it was still running."""
+    at = f"your code was at {where} when it was stopped" if where else "your code was still running when it was stopped"
+    return f"the time limit of {budget:g} s for this step was hit: {at} (an endless loop, or far more work than the step needs?)"
+
+
+#: how long the trusted side waits for a worker's stack dump (SIGUSR2, faulthandler) before killing it
+DUMP_WAIT = 0.5
+_THREAD = re.compile(r"^(Current thread|Thread) 0x[0-9a-f]+", re.M)
+_FRAME = re.compile(r'^\s+File "([^"\n]+)", line (\d+) in ([\w<>.]+)\s*$', re.M)
+
+
+def stopped_at(dump: str) -> str | None:
+    """"file.py, line N, in f": the innermost frame of the student's own files in a worker's stack dump.
+
+    ``dump`` is what ``child.serve`` wrote first (``folder: PATH``, the submission's folder as the worker
+    sees it) and then what ``faulthandler`` wrote on SIGUSR2 (every thread, most recent call first). The
+    step's thread is the one that runs the grader's ``serve`` loop; None when no dump came (the student
+    replaced or unregistered the handler) or no frame of that thread is in the student's files.
+    """
+    head, _, rest = dump.partition("\n")
+    if not head.startswith("folder: ") or not rest:
+        return None
+    folder = head.removeprefix("folder: ").rstrip("/") + "/"
+    starts = [m.start() for m in _THREAD.finditer(rest)]
+    blocks = [rest[a:b] for a, b in zip(starts, starts[1:] + [len(rest)])]
+    serving = [b for b in blocks if any(f.group(3) == "serve" and f.group(1).endswith("child.py")
+                                        for f in _FRAME.finditer(b))]
+    for frame in _FRAME.finditer(serving[-1] if serving else ""):  # the last dump, if several
+        path, line, function = frame.groups()
+        if path.startswith(folder) and ".." not in path:
+            return f"{path[len(folder):]}, line {line}, in {function}"
+    return None
 
 
 class WorkerError(Exception):
@@ -78,16 +109,27 @@ class Sandbox:
         """A worker for one step (``budget`` seconds of CPU), or several in turn (``total``: at most, in all)."""
         ours, theirs = socket.socketpair()
         out = os.open(output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        # where the worker's stack goes when its time runs out (faulthandler on SIGUSR2): apart from what it prints
+        stack = output.with_name(output.name + ".stack")
+        dump = os.open(stack, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o600)
         limits = {"cpu_seconds": budget, "cpu_total_seconds": total or budget}
         try:
-            answer = self._ask({"op": "spawn", "spawn": spawn, "limits": limits}, 30, [theirs.fileno(), out])
+            answer = self._ask({"op": "spawn", "spawn": spawn, "limits": limits}, 30, [theirs.fileno(), out, dump])
         finally:
             theirs.close()
             os.close(out)
+            os.close(dump)
         if answer.get("error"):  # the machine's fault (the host says why), never the student's
             ours.close()
             raise WorkerError(answer["error"])
-        return Worker(ours, self, budget, callbacks=callbacks)
+        return Worker(ours, self, budget, callbacks=callbacks, stack=stack)
+
+    def dump(self) -> bool:
+        """Ask the host to send SIGUSR2 to the step's worker: its stack, written by faulthandler (``child.py``)."""
+        try:
+            return bool(self._ask({"op": "dump"}, 5).get("ok"))
+        except WorkerError:
+            return False
 
     def end(self, wait: float = 0.0) -> dict:
         """Kill the current step's worker and all it started; say how the worker had ended (``protocol.ended``)."""
@@ -125,6 +167,8 @@ class Worker:
     status: dict | None = None  # how it ended (protocol.ended)
     #: answers a stand-in's call made while a request is served: ``callbacks(call, blob, deadline) -> frame``
     callbacks: Callable[[dict, bytes, float], bytes] | None = None
+    #: the file the worker's stack is dumped into on SIGUSR2 (``stopped_at``), None for none
+    stack: Path | None = None
 
     def remaining(self) -> float:
         return self.budget - (time.monotonic() - self.started)
@@ -176,12 +220,42 @@ class Worker:
                 self.sock.settimeout(max(deadline - time.monotonic(), 0.001))
                 self.sock.sendall(reply)
         except (socket.timeout, TimeoutError):
+            where = self.where()
             self.kill()
-            raise WorkerError(time_limit_hit(self.budget), limit="time") from None
+            raise WorkerError(time_limit_hit(self.budget, where), limit="time") from None
         except (wire.WireError, OSError) as exc:
             # The worker is dying on its own: give it a moment, so its own exit status says why.
             self.kill(wait=0.5)
             raise WorkerError(self._death_reason(exc), limit=self._limit()) from None
+
+    def where(self) -> str | None:
+        """Where the student's code is now (``stopped_at``): the worker dumps its stack on SIGUSR2; waited for
+        at most ``DUMP_WAIT`` s, until the dump stops growing. None when nothing of theirs could be read."""
+        if self.stack is None or self.dead:
+            return None
+        try:
+            before = self.stack.stat().st_size
+        except OSError:
+            return None
+        if not self.sandbox.dump():
+            return None
+        ends, size, steady = time.monotonic() + DUMP_WAIT, before, 0
+        while time.monotonic() < ends and steady < 2:
+            time.sleep(0.02)
+            try:
+                now = self.stack.stat().st_size
+            except OSError:
+                return None
+            steady = steady + 1 if now == size and now > before else 0
+            size = now
+        try:
+            with open(self.stack, "rb") as fh:
+                head = fh.readline(4096)
+                fh.seek(before)
+                text = head + fh.read(256 * 1024)
+        except OSError:
+            return None
+        return stopped_at(text.decode("utf-8", errors="replace"))
 
     #: what a signal that ended a worker says about which limit it hit
     LIMITS = {"SIGXFSZ": "output", "SIGXCPU": "time", "SIGKILL": "memory"}

@@ -34,6 +34,22 @@ class StepCard:
     counts: list[CountCard] = field(default_factory=list)
     blocked_by: str | None = None
     printed: str = ""
+    #: the hidden counts left off this card (Gradescope's always-visible output): (how many, their points)
+    hidden_left_out: tuple[int, float] = (0, 0.0)
+
+    def points_words(self) -> str:
+        """"2/3 points", and which of them are public: the page and Gradescope's output say the same numbers."""
+        public = [c for c in self.counts if c.public]
+        hidden = [c for c in self.counts if not c.public]
+        n, top = self.hidden_left_out
+        if n:
+            return (f"{self.points:g}/{self.max_points:g} points on its public counts; its {n} hidden count(s) "
+                    f"({top:g} point(s)) are shown with the tests once grades are published")
+        if public and hidden:
+            return (f"{self.points:g}/{self.max_points:g} points ({sum(c.points for c in public):g}/"
+                    f"{sum(c.max_points for c in public):g} on its public counts, {sum(c.points for c in hidden):g}/"
+                    f"{sum(c.max_points for c in hidden):g} on its hidden ones)")
+        return f"{self.points:g}/{self.max_points:g} points" + (" (its counts are hidden ones)" if hidden else "")
 
     @property
     def points(self) -> float:

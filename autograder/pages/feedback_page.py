@@ -107,7 +107,7 @@ def _card(card: StepCard, pictures: dict) -> str:
     status = card.status
     lines = [f"<section class=\"card {_status_class(status)}\" id=\"{escape(card.step)}\">",
              f"<h2>{escape(card.step)}: {escape(card.title)}</h2>",
-             f"<p><span class=\"status\">{escape(status)}</span>, {card.points:g}/{card.max_points:g} points</p>"]
+             f"<p><span class=\"status\">{escape(status)}</span>, {escape(card.points_words())}</p>"]
     if card.blocked_by:
         lines.append(f"<p>It builds on {escape(card.blocked_by)}, which fails its own checks: fix that first.</p>")
     for hint in card.likely:

@@ -25,7 +25,9 @@ def visible_cards(cards: list[StepCard]) -> list[StepCard]:
     for card in cards:
         counts = [c for c in card.counts if c.public]
         if counts:
-            shown.append(replace(card, counts=counts))
+            hidden = [c for c in card.counts if not c.public]
+            shown.append(replace(card, counts=counts,
+                                 hidden_left_out=(len(hidden), sum(c.max_points for c in hidden))))
     return shown
 
 

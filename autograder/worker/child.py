@@ -8,6 +8,9 @@ own machinery is as it was before student code ran (integrity.py).
 """
 from __future__ import annotations
 
+import faulthandler
+import os
+import signal
 import socket
 import sys
 
@@ -17,7 +20,8 @@ from . import hygiene, integrity, runtime, confine, reference_server, submission
 from .errors import error, failed
 
 
-def serve(channel: socket.socket, folder: str, spawn: dict, shared: tuple[str, ...] = ()) -> None:
+def serve(channel: socket.socket, folder: str, spawn: dict, shared: tuple[str, ...] = (),
+          stack_fd: int | None = None) -> None:
     """Serve one step or more: the host has confined this process already.
 
     What this loop calls after student code has run (``run``, ``send``, the integrity check) is bound to
@@ -27,6 +31,12 @@ def serve(channel: socket.socket, folder: str, spawn: dict, shared: tuple[str, .
     """
     if spawn.get("reference"):  # the reference worker: no submission here, ever
         return reference_server.serve(channel)
+    if stack_fd is not None:  # before any student code: where it is when its time runs out (workers.stopped_at)
+        try:
+            os.write(stack_fd, f"folder: {folder}\n".encode("utf-8", "replace"))
+            faulthandler.register(signal.SIGUSR2, file=stack_fd, all_threads=True, chain=False)
+        except (OSError, ValueError, RuntimeError):
+            pass  # no location is said, never a wrong one
     folder = Path(folder)
     run, send, recv, WireError = runtime.run, wire.send, wire.recv, wire.WireError
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import gc
 import os
+import signal
 import socket
 import time
 
@@ -39,16 +40,17 @@ def run(control: socket.socket, request: dict, plan: confine.Plan) -> None:
     while True:
         if ends is not None:
             control.settimeout(max(ends - time.monotonic(), 0.001))
-        op, fds = protocol.receive(control, 2)
+        op, fds = protocol.receive(control, 3)
         if op is None:
             break
         if op["op"] == "spawn":
             if current is not None:
                 _end(plan, current, 0, workdir)
-            channel_fd, output_fd = fds
+            channel_fd, output_fd, *rest = fds
+            stack_fd = rest[0] if rest else None  # where the worker's stack is dumped on SIGUSR2 (child.py)
             if len(dirty) >= uid_count:
-                os.close(channel_fd)
-                os.close(output_fd)
+                for fd in fds:
+                    os.close(fd)
                 protocol.reply(control, {"ok": False, "error": (
                     "the grading machine could not give this step a clean user id: every uid of the grader's block "
                     f"still owns a file or a process (e.g. uid {min(dirty)}: {dirty[min(dirty)][:3]}); not a fault "
@@ -68,13 +70,21 @@ def run(control: socket.socket, request: dict, plan: confine.Plan) -> None:
                     spawn, step_limits = op["spawn"], {**limits, **op.get("limits", {})}
                     del op, fds, request  # the requests do not outlive the fork in a frame
                     confine.confine_step(plan, uid, output_fd, workdir, step_limits)
-                    child.serve(socket.socket(fileno=channel_fd), folder, spawn, plan.shared_dirs())
+                    child.serve(socket.socket(fileno=channel_fd), folder, spawn, plan.shared_dirs(), stack_fd=stack_fd)
                 finally:
                     os._exit(0)
             os.close(channel_fd)
             os.close(output_fd)
+            if stack_fd is not None:
+                os.close(stack_fd)
             current = (pid, uid)
             protocol.reply(control, {"ok": True})
+        elif op["op"] == "dump":  # the step's time ran out: its worker writes its stack (child.py), then is ended
+            try:
+                os.kill(current[0], signal.SIGUSR2) if current is not None else None
+                protocol.reply(control, {"ok": current is not None})
+            except ProcessLookupError:
+                protocol.reply(control, {"ok": False})
         elif op["op"] == "end" and current is not None and not op.get("wait"):
             # A finished step: kill first, answer at once, tidy up while the trusted side judges.
             confine.kill_step(plan, *current)

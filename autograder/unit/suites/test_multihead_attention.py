@@ -28,7 +28,10 @@ class TestMultiHeadAttention(_CausalModule):
                 "which shows only with a batch of more than one): use .transpose(1, 2) or permute(0, 2, 1, 3)":
                     lambda p, x: _mha(p, x, heads=2, merge="permute"),
                 "scores scaled by sqrt(number of tokens) instead of sqrt(head_dim)":
-                    lambda p, x: _mha(p, x, heads=2, scale="tokens")}
+                    lambda p, x: _mha(p, x, heads=2, scale="tokens"),
+                "scores scaled by sqrt(d_out) instead of sqrt(head_dim)": lambda p, x: _mha(p, x, heads=2, scale="d_out"),
+                "scores scaled by sqrt(num_heads) instead of sqrt(head_dim)":
+                    lambda p, x: _mha(p, x, heads=2, scale="heads")}
 
     def test_errors(self, check):
         # The book refuses with ``assert``, the docstring asks for ValueError: the course teaches both.
@@ -60,7 +63,7 @@ def _mha(p, x, heads, out_proj=True, merge="transpose", scale="head_dim"):
 
     q, k, v = split(q), split(k), split(v)
     scores = (q @ k.transpose(2, 3)).masked_fill(torch.triu(torch.ones(T, T, dtype=torch.bool), 1), -torch.inf)
-    w = torch.softmax(scores / (hd if scale == "head_dim" else T) ** 0.5, dim=-1)
+    w = torch.softmax(scores / {"head_dim": hd, "tokens": T, "d_out": d_out, "heads": heads}[scale] ** 0.5, dim=-1)
     ctx = w @ v
     ctx = {"transpose": ctx.transpose(1, 2), "view": ctx, "permute": ctx.permute(2, 0, 1, 3)}[merge]
     ctx = ctx.contiguous().view(b, T, d_out)
