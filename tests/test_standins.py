@@ -22,7 +22,8 @@ ALICE = ROOT / "samples" / "submissions" / "alice"
 CAROL = ROOT / "samples" / "submissions" / "carol"  # a CausalAttention that masks after the softmax
 
 BESIDE_STANDINS = ["multihead_attention.MultiHeadAttentionWrapper", "multihead_attention.gpt2_small_attention",
-                   "trainable_attention.transfer_weights"]
+                   "trainable_attention.transfer_weights",
+                   "trainable_attention.SelfAttention_v1"]  # beside the function stand-ins of the steps before it
 
 _WALK = '''
 
@@ -92,6 +93,7 @@ gpt2_small_attention = _scanned(gpt2_small_attention)
 ''',
     "trainable_attention": '''
 transfer_weights = _scanned(transfer_weights)
+SelfAttention_v1.__init__ = _scanned(SelfAttention_v1.__init__)
 ''',
 }
 

@@ -85,11 +85,30 @@ def test_the_results_model_reads_what_the_writer_writes(tmp_path):
     assert read.extra_data.submitted_time.utcoffset().total_seconds() == 3600
 
 
-def test_stand_ins_are_what_the_reference_calls_never_the_step_itself():
-    policy = StandinPolicy({"m.Wrapper": {"Causal", "torch"}, "m.Causal": {"nn"}, "m.GPT": {"MHA"}, "m.MHA": set(),
-                            "m.A": {"B"}, "m.B": {"A"}})
-    assert policy.needs("m.Wrapper") == {"m.Causal"}
-    assert policy.needs("m.Causal") == set()
-    assert policy.needs("m.GPT") == {"m.MHA"}
-    assert policy.needs("m.Causal", asked={"m.Wrapper"}) == set()  # the wrapper's reference contains Causal
-    assert policy.needs("m.A") == set()  # B's reference reaches A: never beside its own answer
+def test_stand_ins_are_the_earlier_steps_never_the_step_itself():
+    # unit order: A, Causal, Wrapper (its reference calls Causal), MHA, GPT (calls MHA), Late (calls Wrapper), Z
+    order = ["m.A", "m.Causal", "m.Wrapper", "m.MHA", "m.GPT", "m.Late", "m.Z"]
+    uses = {"m.A": {"torch"}, "m.Causal": {"nn"}, "m.Wrapper": {"Causal", "torch"}, "m.MHA": set(), "m.GPT": {"MHA"},
+            "m.Late": {"Wrapper"}, "m.Z": {"Z2"}}
+    policy = StandinPolicy(uses, order)
+    # every earlier step, also those the reference does not call (the student's code may call them)
+    assert policy.needs("m.Causal") == {"m.A"}
+    assert policy.needs("m.Wrapper") == {"m.A", "m.Causal"}
+    assert policy.needs("m.GPT") == {"m.A", "m.Causal", "m.Wrapper", "m.MHA"}
+    assert policy.needs("m.A") == set()  # the unit's first step: nothing before it
+    assert all(step not in policy.needs(step) for step in order)  # never the step itself
+    assert policy.needs("m.Causal", asked={"m.Wrapper", "m.GPT"}) == {"m.A"}  # never a later step, even if asked
+    # what the reference calls, for grade check's "blocked": not every earlier step
+    assert policy.builds_on("m.Wrapper") == {"m.Causal"} and policy.builds_on("m.MHA") == set()
+    assert policy.builds_on("m.GPT") == {"m.MHA"}
+    # a step out of the unit's order, whose reference reaches the graded step: never beside it
+    swapped = StandinPolicy({"m.Wrapper": {"Causal"}, "m.Causal": set(), "m.X": set()}, ["m.Wrapper", "m.X", "m.Causal"])
+    assert swapped.needs("m.Causal") == {"m.X"}  # the wrapper is earlier, but its reference contains Causal
+    assert swapped.needs("m.X") == set()  # nor one that reaches a later step (Causal, after X)
+    assert swapped.needs("m.Causal", asked={"m.Wrapper"}) == {"m.X"}
+    # control: the same wrapper, in the unit's own order, is held beside the steps after it
+    assert StandinPolicy({"m.Wrapper": {"Causal"}, "m.Causal": set(), "m.X": set()},
+                         ["m.Causal", "m.Wrapper", "m.X"]).needs("m.X") == {"m.Causal", "m.Wrapper"}
+    # a cycle (B's reference reaches A, A's reaches B): neither beside the other
+    cycle = StandinPolicy({"m.A": {"B"}, "m.B": {"A"}}, ["m.A", "m.B"])
+    assert cycle.needs("m.B") == set() and cycle.needs("m.A") == set()

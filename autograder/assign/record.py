@@ -16,7 +16,7 @@ def record_public_cases(course, reference, suites) -> dict:
     broken = [f"{s} [{c}]: {o.feedback}" for (s, c), o in plugin.outcomes.items() if o.status != PASSED]
     if broken:
         raise RuntimeError("the reference solutions fail their own public checks:\n" + "\n".join(broken))
-    policy = StandinPolicy(reference.uses())
+    policy = StandinPolicy(reference.uses(), list(course.steps))
     asked: dict[str, set[str]] = {}
     for case in recorder:
         asked.setdefault(case["step"], set()).update(asked_standins(case["request"]) - {case["step"]})
@@ -29,7 +29,7 @@ def record_public_cases(course, reference, suites) -> dict:
             "tolerance": {"float32": [tol.float32.rtol, tol.float32.atol], "float64": [tol.float64.rtol, tol.float64.atol]},
             "time_limit": course.step_time(step),
             # the steps it builds on: grade check shows it as blocked while one of those fails
-            "uses": sorted(policy.needs(step, asked.get(step, set())), key=list(course.steps).index),
+            "uses": sorted(policy.builds_on(step, asked.get(step, set())), key=list(course.steps).index),
         }
     cases = [{k: v for k, v in case.items()} for case in recorder]
     lim = course.limits

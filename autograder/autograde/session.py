@@ -5,6 +5,7 @@ import time
 from pathlib import Path
 
 from autograder.course import CourseError, load_course
+from autograder.grading import proxied_functions
 from autograder.grading.dependencies import StandinPolicy
 from autograder.grading.reference import Reference
 from autograder.grading.reference_worker import ReferenceWorker
@@ -46,9 +47,9 @@ class Grader:
         #: the hidden tests as direct calls (one pytest collection for the whole batch), or None: pytest.main
         self.tests = direct.plan(self.suites, validate_suites(self.course, self.suites, self.reference))
         self.standin_kinds = self.reference.standin_kinds()
-        self.policy = StandinPolicy(self.reference.uses())
-        # steps graded last: those whose reference uses another step's code (and, learned by warm_cache,
-        # those whose cases build other steps' stand-ins: Exercise 3.1's transfer)
+        self.policy = StandinPolicy(self.reference.uses(), list(self.course.steps))
+        # steps graded after the others: those whose workers hold stand-ins (every step after the unit's first:
+        # a worker's stand-ins only grow along the unit's order, so one clean worker serves step after step)
         self.late_steps = {s for s in self.course.steps if self.policy.needs(s)}
         self.reference_lines = self.reference.body_lines()
         self.uid_base = 0  # the zygote's uid block, once there is one
@@ -138,6 +139,8 @@ class Grader:
             if asked:
                 self.asked.setdefault(step, set()).update(asked)
         self.late_steps |= set(self.asked)
+        # a function step whose answer is not a function of its tensors (init_qkv's parameters) gets no proxy
+        self.policy.held_back = proxied_functions.held_back(self.cache, self.standin_kinds)
 
     def _run(self, plugin: GradingPlugin) -> None:
         if self.tests is not None:

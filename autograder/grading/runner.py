@@ -99,8 +99,8 @@ _asked = PerRequest(asked_standins)
 
 class SubmissionRunner:
     """Executes requests for one submission, in its own sandbox: one worker serves step after step while it
-    stays clean (a fresh one otherwise). A worker holds stand-ins only for what the graded step's reference
-    calls (dependencies.py); it serves a later step only if that step may hold all it already holds."""
+    stays clean (a fresh one otherwise). A worker holds stand-ins only for the steps before the graded one that
+    dependencies.py allows; it serves a later step only if that step may hold all it already holds."""
 
     def __init__(self, zygote: Zygote, folder: Path, modules: list[str], standins: dict[str, str],
                  time_limits: dict[str, float], limits: dict | None = None, *, uid_base: int = 0,

@@ -69,7 +69,7 @@ def serve(channel: socket.socket, folder: str, spawn: dict, shared: tuple[str, .
             cpu_seconds = request.get("cpu_seconds")
             if changed:
                 request.clear()
-            elif request["op"] == "standins":  # the stand-ins this step's reference calls, built and substituted
+            elif request["op"] == "standins":  # the stand-ins this step may hold (grading/dependencies.py), built and substituted
                 ws.add_standins(request.pop("standins"), call)
                 request.clear()
                 baseline = hygiene.fingerprint(modules, shared)

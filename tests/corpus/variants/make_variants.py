@@ -35,6 +35,44 @@ VARIANTS: dict[str, list[tuple[str, str, str]]] = {
                            "    return torch.nn.functional.normalize(scores, p=1, dim=0)\n")],
     "bug_softmax_no_max": [("trainable_attention", "    return torch.softmax(attn_scores / d_k**0.5, dim=-1)\n",
                             "    e = torch.exp(attn_scores / d_k**0.5)\n    return e / e.sum(dim=-1, keepdim=True)\n")],
+    # issue 21 item 5: a SelfAttention_v1 built on the student's own earlier helpers, one of them wrong
+    "bug_v1_own_helpers_scale": [
+        ("trainable_attention", "    return torch.softmax(attn_scores / d_k**0.5, dim=-1)\n",
+         "    return torch.softmax(attn_scores / d_k, dim=-1)\n"),
+        ("trainable_attention", """        keys = x @ self.W_key
+        queries = x @ self.W_query
+        values = x @ self.W_value
+        attn_scores = queries @ keys.T
+        attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)
+        return attn_weights @ values""", """        keys = project(x, self.W_key)
+        queries = project(x, self.W_query)
+        values = project(x, self.W_value)
+        attn_weights = scaled_attention_weights(queries @ keys.T, keys.shape[-1])
+        return context_vector(attn_weights, values)""")],
+    # its control: the same SelfAttention_v1 on its own helpers, every one right
+    "correct_v1_own_helpers": [
+        ("trainable_attention", """        keys = x @ self.W_key
+        queries = x @ self.W_query
+        values = x @ self.W_value
+        attn_scores = queries @ keys.T
+        attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)
+        return attn_weights @ values""", """        keys = project(x, self.W_key)
+        queries = project(x, self.W_query)
+        values = project(x, self.W_value)
+        attn_weights = scaled_attention_weights(queries @ keys.T, keys.shape[-1])
+        return context_vector(attn_weights, values)""")],
+    # a SelfAttention_v1 whose __init__ draws its weights with the student's init_qkv (no proxy can stand in for it)
+    "correct_v1_init_qkv": [("trainable_attention", """        self.W_query = nn.Parameter(torch.rand(d_in, d_out))
+        self.W_key = nn.Parameter(torch.rand(d_in, d_out))
+        self.W_value = nn.Parameter(torch.rand(d_in, d_out))
+""", """        self.W_query, self.W_key, self.W_value = init_qkv(d_in, d_out)
+""")],
+    # a CausalAttention on the student's causal_attention_weights and apply_dropout (a random draw through a proxy)
+    "correct_causal_own_helpers": [("causal_attention", """        attn_scores = attn_scores.masked_fill(self.mask.bool()[:num_tokens, :num_tokens], -torch.inf)
+        attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)
+        attn_weights = self.dropout(attn_weights)""", """        attn_weights = causal_attention_weights(attn_scores, keys.shape[-1])
+        if self.training and self.dropout.p > 0:
+            attn_weights = apply_dropout(attn_weights, self.dropout.p)""")],
     "bug_book_loops_float32": [("simple_attention", "    return inputs @ query\n", """    scores = torch.empty(inputs.shape[0])
     for i, x_i in enumerate(inputs):
         scores[i] = torch.dot(x_i, query)
