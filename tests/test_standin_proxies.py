@@ -4,6 +4,7 @@ would; its forward, its gradients and its seeded dropout are the reference's."""
 from __future__ import annotations
 
 import inspect
+import json
 
 import pytest
 import torch
@@ -207,7 +208,7 @@ def test_a_forged_build_is_not_kept_under_another_module_s_name():
     forged = {"init": '[[3, 2, 6, 0.9], {"$dict": {}}]', "rng": honest_rng}
     request = {"op": "forward", "step": "causal_attention.CausalAttention", "handle": handle, "held": [0, 1, 2, 3],
                "args": [[{"$in": 0}], {"$dict": {}}], "rng": honest_rng, "n_state": 4,
-               "inputs": [torch.rand(1, 3, 3), None, None, None, None], "tree": _tree_of(3, 2, 6, 0.0)}
+               "inputs": [torch.rand(1, 3, 3), None, None, None, None], "tree": json.dumps(_tree_of(3, 2, 6, 0.0))}
     assert server.answer({**request, "build": forged})["error"]["type"] == standins.STALE
     assert handle not in server.held
     # control: the honest build is built, kept under its own name, and answers

@@ -100,9 +100,20 @@ class StandinCalls:
         holds = self.holds()
         if type(message) is not dict or type(message.get("op")) is not str or message["op"] not in self.OPS \
                 or type(message.get("step")) is not str or message["step"] not in holds \
-                or not _steps_held(message.get("tree"), holds, message["step"]):
+                or not _steps_held(_tree(message), holds, message["step"]):
             return refused("no such stand-in here")
         return self.reference.call(json.dumps(message).encode("utf-8"), blob, deadline)
+
+
+def _tree(message: dict):
+    """A call's module tree (its JSON text parsed; ``False`` if it is not JSON), or None for a call without one."""
+    text = message.get("tree")
+    if text is None:
+        return None
+    try:
+        return json.loads(text) if type(text) is str and len(text) <= wire.MAX_HEADER else False
+    except (ValueError, RecursionError):
+        return False
 
 
 def _steps_held(tree, holds, step: str, depth: int = 0) -> bool:

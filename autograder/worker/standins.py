@@ -182,7 +182,8 @@ def proxy_class(step: str, call: Call, classes: dict[str, type], built: dict) ->
         tree = module_tree.describe(self, step_of, tensors)
         handle, marks, built = getattr(self, "_standin_held", (None, [], None))
         held = [i for i, (t, (kept, mark)) in enumerate(zip(tensors, marks)) if t is kept and _mark(t) == mark]
-        return _run(call, {"op": "forward", "step": step, "tree": tree, "handle": handle, "held": held, "built": built},
+        return _run(call, {"op": "forward", "step": step, "tree": json.dumps(tree), "handle": handle, "held": held,
+                           "built": built},
                     args, kwargs, tensors)
 
     cls = type(name, (nn.Module,), {"__init__": __init__, "forward": forward, "__module__": module_name,

@@ -34,7 +34,7 @@ class MultiHeadAttentionWrapper(nn.Module):
             return ("multihead_attention.MultiHeadAttentionWrapper" if cls is me else
                     "causal_attention.CausalAttention" if cls is proxy else None)
         tensors = []
-        tree = g["module_tree"].describe(self, step_of, tensors)
+        tree = g["json"].dumps(g["module_tree"].describe(self, step_of, tensors))  # as a proxy sends its tree
         return g["_run"](call, {"op": "forward", "step": "causal_attention.CausalAttention", "tree": tree,
                                 "handle": None, "held": []}, (x,), {}, tensors)
 
