@@ -48,7 +48,8 @@ def _likely(case: Case) -> list[tuple[str, str]]:
     wrong = {label: t for label, t in (case.spec.get("mistakes") or {}).items() if isinstance(t, torch.Tensor)}
     if not wrong:
         return []
-    inner = "".join(f"\n        {label!r}: {literals.value(t)}," for label, t in wrong.items())
+    # what each likely mistake gives: read by the check, never by a student (in the data file, in the open)
+    inner = "".join(f"\n        {label!r}: {literals.kept_aside(t)}," for label, t in wrong.items())
     return [("likely", "{" + inner + "\n    }")]
 
 

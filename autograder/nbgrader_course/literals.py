@@ -177,6 +177,13 @@ def tensor(t: torch.Tensor) -> str:
     return f"T({text})" if t.dtype == torch.float32 else f'T({text}, "{_dtype_name(t.dtype)}")'
 
 
+def kept_aside(t: torch.Tensor) -> str:
+    """A tensor no student reads (a likely mistake's values): in the data file when one is in use, else as ``tensor``."""
+    if _STORE[0] is not None and t.numel() > EXPRESSION_OVER and t.dtype in WRITTEN_DTYPES:
+        return f'D("{_STORE[0].add(torch.Tensor._make_subclass(torch.Tensor, t.detach()) if type(t) is not torch.Tensor else t)}")'
+    return tensor(t)
+
+
 def value(v) -> str:
     """Any value a case holds: tensors, numbers, strings, None, tuples, lists, dicts."""
     if isinstance(v, torch.Tensor):
