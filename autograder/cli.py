@@ -65,7 +65,8 @@ def main() -> None:
               help="Also write the feedback page (pictures of failing cases) to FILE [default: ./feedback.html; run "
                    "inside the checked folder, beside it: never among your exercises].")
 def check(path: Path | None, as_json: bool, steps: tuple[str, ...], html_file: str | None) -> None:
-    """Check your exercises (default ./exercises, or this folder when it holds them) against the public cases."""
+    """Check your exercises against the public cases: a folder (default ./exercises, or this folder when it holds
+    them), a notebook (one per module, or one for all), or a .zip, as grade autograde takes them."""
     from autograder.commands import check as verb  # noqa: PLC0415
 
     page = None if html_file is None else True if html_file == "" else Path(html_file)
