@@ -1,0 +1,97 @@
+"""A warm ``grade check`` for a notebook's kernel: a process of its own, never the kernel.
+
+``python -m autograder.check.service REPLY_FD`` imports torch and the checking code once, then reads one
+request per line on its standard input, ``{"path", "steps", "said", "html"}``, and answers each with one JSON
+line on ``REPLY_FD``: ``{"text", "html", "passed", "page", "seconds"}`` or ``{"error"}``. Each check goes
+through ``grade check``'s own intake and worker (``check/intake.py``, ``LocalZygote``): a worker forked from
+this clean process per step, so nothing of the kernel (its globals, a monkeypatch, a broken state) is there.
+"""
+from __future__ import annotations
+
+import ast
+import json
+import os
+import re
+import sys
+import time
+from pathlib import Path
+
+
+def attempted_modules(folder: Path, data: dict) -> list[str]:
+    """The modules whose staged source defines one of their own steps (parsed, never run)."""
+    found = []
+    for module in data["modules"]:
+        try:
+            tree = ast.parse((folder / f"{module}.py").read_text(encoding="utf-8"))
+        except (OSError, SyntaxError, ValueError, UnicodeDecodeError):
+            found.append(module)  # one that does not parse is shown, with its cell
+            continue
+        names = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+        if any(s.split(".", 1)[1] in names for s in data["steps"] if s.split(".", 1)[0] == module):
+            found.append(module)
+    return found
+
+
+class Checker:
+    """The public cases and one warm zygote, kept for every request."""
+
+    def __init__(self) -> None:
+        from autograder.check import public_cases  # noqa: PLC0415
+        from autograder.grading.zygote_client import LocalZygote  # noqa: PLC0415 - imports torch
+
+        self.data = public_cases.load()
+        self.zygote = LocalZygote()
+
+    def check(self, path: Path, steps: list[str], said: str, html_file: str | None, as_run: bool = False) -> dict:
+        """``as_run``: the notebook is the cells a kernel ran, cell N being In [N], and its cells are named so."""
+        from autograder.check import intake, rendered  # noqa: PLC0415
+        from autograder.check.run import run_check  # noqa: PLC0415
+        from autograder.commands.check import _known_steps, name_cells  # noqa: PLC0415
+
+        started = time.perf_counter()
+        checked = intake.prepare(path, self.data["modules"], list(self.data["steps"]))
+        try:
+            wanted = list(_known_steps(tuple(steps), self.data)) or \
+                ([checked.module] if checked.module else attempted_modules(checked.folder, self.data))
+            results = run_check(checked.folder.resolve(), self.data, self.zygote, wanted or None)
+            name_cells(results, checked.folder)
+            for r in results if as_run else ():
+                r.cell = re.sub(rf"^{re.escape(path.name)}, code cell (\d+):", r"the cell you ran as In [\1]:", r.cell or "") \
+                    or None
+            page = None
+            if html_file:
+                from autograder.check.page import write_page  # noqa: PLC0415
+
+                page = str(write_page(results, Path(said), Path(html_file)))
+            return {"text": rendered.text(results, said), "html": rendered.html(results, said),
+                    "passed": bool(results) and all(r.status == "passed" for r in results), "page": page,
+                    "problems": checked.problems, "seconds": time.perf_counter() - started}
+        finally:
+            checked.close()
+
+    def close(self) -> None:
+        self.zygote.close()
+
+
+def main(reply_fd: int) -> int:
+    reply = os.fdopen(reply_fd, "w", encoding="utf-8")
+    checker = Checker()
+    reply.write(json.dumps({"ready": True}) + "\n")
+    reply.flush()
+    try:
+        for line in sys.stdin:
+            request = json.loads(line)
+            try:
+                answer = checker.check(Path(request["path"]), request.get("steps", []), request["said"],
+                                       request.get("html"), request.get("cells_as_run", False))
+            except Exception as exc:  # noqa: BLE001 - a usage error or the intake's words, said in the notebook
+                answer = {"error": str(exc) or type(exc).__name__}
+            reply.write(json.dumps(answer) + "\n")
+            reply.flush()
+    finally:
+        checker.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(int(sys.argv[1])))
