@@ -14,13 +14,14 @@ PAGE = "feedback.html"
 
 
 def main(path: Path | None = None, steps: tuple[str, ...] = (), as_json: bool = False,
-         color: bool = False, html_file: Path | bool | None = None) -> int:
+         color: bool = False, html_file: Path | bool | None = None, watch: bool = False) -> int:
     """Check the exercises in ``path``; 0 when every check passes. ``path``: what ``grade autograde`` takes (a
     folder of module files, one notebook per module, one notebook for all modules, a .zip), or one module file.
 
     ``path`` None: ./exercises, or the current folder when it holds the exercise files itself.
     ``html_file``: also write the feedback page (the page grade autograde writes), and say where;
-    ``True``: to ``feedback.html`` here, or beside the checked folder when run inside it (``page_path``)."""
+    ``True``: to ``feedback.html`` here, or beside the checked folder when run inside it (``page_path``).
+    ``watch``: check again after each save, from this warm process, until Ctrl-C (``check/watch.py``)."""
     from autograder.check import public_cases  # noqa: PLC0415
 
     try:
@@ -29,17 +30,59 @@ def main(path: Path | None = None, steps: tuple[str, ...] = (), as_json: bool = 
         raise UsageError(str(exc)) from None
     modules = data["modules"]
     path = _default_folder(modules) if path is None else Path(path)
-    checked, steps = _prepare(path, tuple(steps), data)
+    if not watch:
+        return check_once(path, tuple(steps), data, as_json, color, html_file)
+    return _watch(path, tuple(steps), data, as_json, color, html_file)
+
+
+def check_once(path: Path, steps: tuple[str, ...], data: dict, as_json: bool, color: bool,
+               html_file: Path | bool | None, zygote=None) -> int:
+    """One check of ``path``: what it holds through the intake, run, shown; the exit status."""
+    modules = data["modules"]
+    checked, steps = _prepare(path, steps, data)
     try:
         steps = _known_steps(steps, data)
         if not any((checked.folder / f"{m}.py").exists() for m in modules):
             raise UsageError(f"{path}: none of {', '.join(m + '.py' for m in modules)} is here")
-        results = run(checked.folder, data, list(steps) or None)
+        results = run(checked.folder, data, list(steps) or None, zygote)
         if checked.staged:
             name_cells(results, checked.folder)
         return show(results, path, checked.folder, as_json, color, html_file)
     finally:
         checked.close()
+
+
+def _watch(path: Path, steps: tuple[str, ...], data: dict, as_json: bool, color: bool,
+           html_file: Path | bool | None) -> int:
+    """``--watch``: the first check as usual (a mistake exits 2), then one per save, from one warm zygote."""
+    import sys  # noqa: PLC0415
+
+    from autograder.check import watch  # noqa: PLC0415
+    from autograder.grading.zygote_client import LocalZygote  # noqa: PLC0415 - imports torch
+
+    zygote = LocalZygote()
+    first = [True]
+
+    def again() -> None:
+        try:
+            check_once(path, steps, data, as_json, color, html_file, zygote)
+        except UsageError as exc:
+            if first[0]:
+                raise
+            console.warn(str(exc), label="error: ")
+        finally:
+            first[0] = False
+
+    def clear(_names) -> None:
+        if sys.stdout.isatty():
+            sys.stdout.write("\033[2J\033[H")
+            sys.stdout.flush()
+
+    try:
+        watch.loop(path, again, on_change=clear, said=console.note)
+    finally:
+        zygote.close()
+    return 0
 
 
 def name_cells(results, folder: Path) -> None:
@@ -76,16 +119,18 @@ def show(results, path: Path, folder: Path, as_json: bool, color: bool, html_fil
     return 0 if results and all(r.status == "passed" for r in results) else 1
 
 
-def run(path: Path, data: dict, steps: list[str] | None):
-    """The check results of the exercises in folder ``path``, from a zygote started for this run."""
+def run(path: Path, data: dict, steps: list[str] | None, zygote=None):
+    """The check results of the exercises in folder ``path``, from ``zygote`` or one started for this run."""
     from autograder.check.run import run_check  # noqa: PLC0415
     from autograder.grading.zygote_client import LocalZygote  # noqa: PLC0415 - imports torch
 
-    zygote = LocalZygote()
+    own = zygote is None
+    zygote = LocalZygote() if own else zygote
     try:
         return run_check(path.resolve(), data, zygote, steps)
     finally:
-        zygote.close()
+        if own:
+            zygote.close()
 
 
 def _prepare(path: Path, steps: tuple[str, ...], data: dict):
