@@ -102,6 +102,13 @@ def write_notebook(sources: list[str], path: Path) -> Path:
     return path
 
 
+def notebook_name(shell) -> str | None:
+    """The file name of the kernel's notebook where the front end tells it (JupyterLab and Notebook 7 set
+    ``JPY_SESSION_NAME``, VS Code ``__vsc_ipynb_file__``): a module's own notebook checks that module."""
+    found = shell.user_ns.get("__vsc_ipynb_file__") or os.environ.get("JPY_SESSION_NAME")
+    return Path(str(found)).name if found else None
+
+
 def parse(line: str) -> tuple[list[str], str | None]:
     """(the steps, the page's file or None) of ``check [STEP ...] [--html [FILE]]``."""
     words = shlex.split(line)
@@ -136,6 +143,7 @@ def grade(line: str, shell=None):
     said = (f"checked the {sum(bool(s.strip()) for s in sources)} cells you ran, in the order you ran them, as you would hand them in "
             "(in a worker of its own, not in this kernel)")
     answer = checker.ask({"path": str(notebook), "steps": steps, "said": said, "cells_as_run": True,
+                          "notebook": notebook_name(shell),
                           "html": str(Path(html).resolve()) if html else None})
     if "error" in answer:
         print(f"error: {answer['error']}", file=sys.stderr)

@@ -42,8 +42,10 @@ class Checker:
         self.data = public_cases.load()
         self.zygote = LocalZygote()
 
-    def check(self, path: Path, steps: list[str], said: str, html_file: str | None, as_run: bool = False) -> dict:
-        """``as_run``: the notebook is the cells a kernel ran, cell N being In [N], and its cells are named so."""
+    def check(self, path: Path, steps: list[str], said: str, html_file: str | None, as_run: bool = False,
+              notebook: str | None = None) -> dict:
+        """``as_run``: the notebook is the cells a kernel ran, cell N being In [N], and its cells are named so.
+        ``notebook``: the kernel's notebook file, when known: named after a module, that module is checked."""
         from autograder.check import intake, rendered  # noqa: PLC0415
         from autograder.check.run import run_check  # noqa: PLC0415
         from autograder.commands.check import _known_steps, name_cells  # noqa: PLC0415
@@ -51,8 +53,9 @@ class Checker:
         started = time.perf_counter()
         checked = intake.prepare(path, self.data["modules"], list(self.data["steps"]))
         try:
+            own = Path(notebook).stem if notebook and Path(notebook).stem in self.data["modules"] else checked.module
             wanted = list(_known_steps(tuple(steps), self.data)) or \
-                ([checked.module] if checked.module else attempted_modules(checked.folder, self.data))
+                ([own] if own else attempted_modules(checked.folder, self.data))
             results = run_check(checked.folder.resolve(), self.data, self.zygote, wanted or None)
             name_cells(results, checked.folder)
             for r in results if as_run else ():
@@ -83,7 +86,8 @@ def main(reply_fd: int) -> int:
             request = json.loads(line)
             try:
                 answer = checker.check(Path(request["path"]), request.get("steps", []), request["said"],
-                                       request.get("html"), request.get("cells_as_run", False))
+                                       request.get("html"), request.get("cells_as_run", False),
+                                       request.get("notebook"))
             except Exception as exc:  # noqa: BLE001 - a usage error or the intake's words, said in the notebook
                 answer = {"error": str(exc) or type(exc).__name__}
             reply.write(json.dumps(answer) + "\n")
