@@ -112,3 +112,38 @@ def test_a_module_notebook_carrying_a_step_over_uses_that_module_s_own(tmp_path)
     staged = stage(folder, "nina2", staging, list(STEPS), STEPS)
     modules = _import_staged(staged.folder, ["multihead_attention"])
     assert [h.n for h in modules["multihead_attention"].MultiHeadAttentionWrapper(2).heads] == ["copy", "copy"]
+
+
+def test_a_staged_line_is_named_by_its_cell(tmp_path):
+    from autograder.check import cells
+
+    path = _nb(tmp_path / "attention.ipynb", CELLS)
+    sources, _ = notebook.split(path, STEPS)
+    (tmp_path / "causal_attention.py").write_text(sources["causal_attention"])
+    assert cells.defined_in(tmp_path, "causal_attention.CausalAttention") == \
+        "attention.ipynb, code cell 3: SCALE = 2"
+    assert cells.defined_in(tmp_path, "causal_attention.simple_causal_mask") is None  # control: not defined
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "plain" / "causal_attention.py").write_text("class CausalAttention:\n    pass\n")
+    assert cells.defined_in(tmp_path / "plain", "causal_attention.CausalAttention") is None  # a .py file: no cell
+    words = ["your code raised NameError (causal_attention.py, line 4, in <module>)"]
+    assert cells.error_cell(tmp_path, "causal_attention", words).startswith("attention.ipynb, code cell 3:")
+
+
+def test_the_magic_s_words():
+    from autograder.check import rendered
+    from autograder.ipython_extension import parse
+
+    assert parse("check") == ([], None)
+    assert parse("check causal_attention --html") == (["causal_attention"], "feedback.html")
+    assert parse("check CausalAttention --html page.html") == (["CausalAttention"], "page.html")
+    for wrong in ("", "grade", "check --json"):
+        with pytest.raises(ValueError, match="usage: %grade check"):
+            parse(wrong)
+
+    class Step:
+        def __init__(self, status):
+            self.status, self.points, self.max_points = status, 1.0 if status == "passed" else 0.0, 1.0
+
+    assert rendered.verdict([Step("passed")]) == "public checks passed; hidden cases are graded later (1/1)"
+    assert "passed" not in rendered.verdict([Step("passed"), Step("FAILED")]).split(";")[0]
