@@ -108,3 +108,33 @@ def test_grade_autograde_gives_each_form_the_points_of_the_py_files(forms, tmp_p
     # the hidden grading checks the wrapper beside a correct CausalAttention in every form
     assert scores[1]["multihead_attention.MultiHeadAttentionWrapper forward: Multi-head wrapper (stacked "
                      "CausalAttention heads)"] == 2
+
+
+def _execute(path):
+    import nbformat  # noqa: PLC0415
+    from nbclient import NotebookClient  # noqa: PLC0415
+
+    nb = nbformat.read(path, as_version=4)
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}).execute()
+    return nb
+
+
+def test_the_notebook_fixtures_run_top_to_bottom_in_a_kernel(forms, tmp_path):
+    """What a student could actually have run: every form's notebooks execute in a real kernel, the wrapper's
+    section building heads from the CausalAttention of the section above it."""
+    one = forms["one notebook for all"]
+    _execute(one)
+    _execute(forms["one notebook for all, no headings"])
+    for path in sorted(forms["one notebook per module"].glob("*.ipynb")):
+        _execute(path)
+    # the control: the old fixture kept a .py file's `from .causal_attention import`, which no kernel runs
+    from nbclient.exceptions import CellExecutionError  # noqa: PLC0415
+
+    data = json.loads(one.read_text())
+    cell = next(c for c in data["cells"] if "".join(c["source"]).startswith("class MultiHeadAttentionWrapper"))
+    cell["source"] = ["from .causal_attention import CausalAttention\n"] + cell["source"]
+    old = tmp_path / "old.ipynb"
+    old.write_text(json.dumps(data))
+    with pytest.raises(CellExecutionError, match="relative import"):
+        _execute(old)
