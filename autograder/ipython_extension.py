@@ -40,14 +40,12 @@ class Service:
 
     def __init__(self) -> None:
         self.folder = Path(tempfile.mkdtemp(prefix="grade-magic-"))
-        read, write = os.pipe()
         env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
         self.log = open(self.folder / "service.log", "wb")  # noqa: SIM115 - kept open for the process's life
-        self.process = subprocess.Popen([sys.executable, "-m", "autograder.check.service", str(write)],
-                                        stdin=subprocess.PIPE, stdout=self.log, stderr=subprocess.STDOUT,
-                                        pass_fds=(write,), cwd=self.folder, env=env, text=True)
-        os.close(write)
-        self.replies = os.fdopen(read, "r", encoding="utf-8")
+        self.process = subprocess.Popen([sys.executable, "-m", "autograder.check.service"],
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
+                                        cwd=self.folder, env=env, text=True, encoding="utf-8")
+        self.replies = self.process.stdout
         first = self.replies.readline()
         if not first:
             raise RuntimeError("the checking process did not start: " + self._log_tail())
@@ -70,7 +68,6 @@ class Service:
             self.process.wait(timeout=10)
         except (OSError, subprocess.TimeoutExpired):
             self.process.kill()
-        self.replies.close()
         self.log.close()
         import shutil  # noqa: PLC0415
 

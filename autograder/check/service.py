@@ -1,8 +1,10 @@
 """A warm ``grade check`` for a notebook's kernel: a process of its own, never the kernel.
 
-``python -m autograder.check.service REPLY_FD`` imports torch and the checking code once, then reads one
-request per line on its standard input, ``{"path", "steps", "said", "html"}``, and answers each with one JSON
-line on ``REPLY_FD``: ``{"text", "html", "passed", "page", "seconds"}`` or ``{"error"}``. Each check goes
+``python -m autograder.check.service`` imports torch and the checking code once, then reads one request per
+line on its standard input, ``{"path", "steps", "said", "html", ...}``, and answers each with one JSON line on
+its standard output: ``{"text", "html", "passed", "page", "seconds"}`` or ``{"error"}``. Everything else that
+would go to standard output (a worker's, a library's) goes to standard error instead: the answers' channel is a
+copy of the original descriptor kept for them (no ``pass_fds``: this works on Windows too). Each check goes
 through ``grade check``'s own intake and worker (``check/intake.py``, ``LocalZygote``): a worker forked from
 this clean process per step, so nothing of the kernel (its globals, a monkeypatch, a broken state) is there.
 """
@@ -76,13 +78,19 @@ class Checker:
         self.zygote.close()
 
 
-def main(reply_fd: int) -> int:
-    reply = os.fdopen(reply_fd, "w", encoding="utf-8")
+def main() -> int:
+    sys.stdout.flush()
+    reply = os.fdopen(os.dup(1), "w", encoding="utf-8")  # the answers' channel; not inherited by spawned workers
+    os.dup2(2, 1)  # whatever else writes on standard output (a forked worker too) goes to standard error
+    sys.stdout = sys.stderr
+    requests = os.fdopen(os.dup(0), "r", encoding="utf-8")  # likewise: a worker reading its input reads nothing
+    with open(os.devnull, "rb") as nothing:
+        os.dup2(nothing.fileno(), 0)
     checker = Checker()
     reply.write(json.dumps({"ready": True}) + "\n")
     reply.flush()
     try:
-        for line in sys.stdin:
+        for line in requests:
             request = json.loads(line)
             try:
                 answer = checker.check(Path(request["path"]), request.get("steps", []), request["said"],
@@ -98,4 +106,4 @@ def main(reply_fd: int) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(int(sys.argv[1])))
+    sys.exit(main())
