@@ -58,8 +58,10 @@ def test_a_correct_notebook_passes_and_says_hidden_cases_come_later(tmp_path):
 
 def test_a_buggy_notebook_reads_as_grade_check_does(tmp_path):
     path = one_notebook(SAMPLES / "carol", tmp_path, name="carol.ipynb")
-    nb = run_notebook(path, "%grade check causal_attention")
+    nb = run_notebook(path, "%grade check causal_attention --html")
     text, html = shown(nb.cells[-1])
+    assert f"feedback page: {tmp_path / 'feedback.html'}" in text  # the page grade check --html writes
+    assert "likely: masked after the softmax" in (tmp_path / "feedback.html").read_text()
     assert "likely: masked after the softmax without renormalizing the rows" in text
     assert "public checks passed" not in text  # control: the same words fail here
     code = [c for c in nb.cells if c.cell_type == "code"]
