@@ -80,6 +80,8 @@ def _watch(path: Path, steps: tuple[str, ...], data: dict, as_json: bool, color:
 
     try:
         watch.loop(path, again, on_change=clear, said=console.note)
+    except KeyboardInterrupt:  # Ctrl-C during a check: the way to stop watching, like Ctrl-C while waiting
+        pass
     finally:
         zygote.close()
     return 0
