@@ -64,12 +64,14 @@ def main() -> None:
 @click.option("--html", "html_file", is_flag=False, flag_value="", default=None, metavar="[FILE]",
               help="Also write the feedback page (pictures of failing cases) to FILE [default: ./feedback.html; run "
                    "inside the checked folder, beside it: never among your exercises].")
-def check(path: Path | None, as_json: bool, steps: tuple[str, ...], html_file: str | None) -> None:
-    """Check your exercises (default ./exercises, or this folder when it holds them) against the public cases."""
+@click.option("--watch", is_flag=True, help="Check again each time a checked file or notebook is saved (Ctrl-C stops).")
+def check(path: Path | None, as_json: bool, steps: tuple[str, ...], html_file: str | None, watch: bool) -> None:
+    """Check your exercises against the public cases: a folder (default ./exercises, or this folder when it holds
+    them), a notebook (one per module, or one for all), or a .zip, as grade autograde takes them."""
     from autograder.commands import check as verb  # noqa: PLC0415
 
     page = None if html_file is None else True if html_file == "" else Path(html_file)
-    _run(verb.main, path=path, steps=steps, as_json=as_json, color=_colored(), html_file=page)
+    _run(verb.main, path=path, steps=steps, as_json=as_json, color=_colored(), html_file=page, watch=watch)
 
 
 @main.command()

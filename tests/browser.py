@@ -91,6 +91,15 @@ class Browser:
         page.goto(Path(path).resolve().as_uri(), wait_until="load")
         return view
 
+    def open_url(self, url: str) -> View:
+        """A page served on loopback (a JupyterLab the test started), as ``open`` opens a file."""
+        page = self._context.new_page()
+        view = View(page)
+        page.on("console", lambda message: view.console_errors.append(message.text) if message.type == "error" else None)
+        page.on("pageerror", lambda error: view.console_errors.append(str(error)))
+        page.goto(url, wait_until="load")
+        return view
+
     def close(self) -> None:
         self._context.close()
         self._browser.close()

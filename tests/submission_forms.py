@@ -31,21 +31,53 @@ def _definitions(source: str) -> list[str]:
     return [c for c in cells if c.strip()]
 
 
+def _sibling_imports(text: str) -> tuple[str, list[tuple[str, str]]]:
+    """``text`` without its ``from .module import Name`` lines (a notebook cannot run them), and what they named."""
+    kept, named = [], []
+    for line in text.splitlines(keepends=True):
+        if line.startswith("from ."):
+            module, names = line[len("from ."):].split(" import ")
+            named += [(module.strip(), n.strip()) for n in names.split(",")]
+        else:
+            kept.append(line)
+    return "".join(kept), named
+
+
+def _carried_over(folder: Path, named: list[tuple[str, str]]) -> str:
+    """The code cell a module's own notebook needs to run in a kernel: its sibling's imports and definitions of
+    ``named`` (as the nbgrader notebooks' "Carried over" cell holds them)."""
+    from autograder.nbgrader_course.sources import read_module  # noqa: PLC0415
+
+    parts: list[str] = []
+    for module, name in named:
+        theirs = read_module(folder / f"{module}.py")
+        parts += [i for i in theirs.imports if i not in parts]
+        parts.append(theirs.pieces[name])
+    return "\n\n".join(parts) + "\n"
+
+
 def module_notebooks(folder: Path, dest: Path) -> Path:
+    """One notebook per module, each runnable top to bottom in a kernel: a module that imports a sibling's step
+    carries a copy of it over (the step itself is graded in its own module)."""
     dest.mkdir(parents=True, exist_ok=True)
     for module in MODULES:
-        text = (folder / f"{module}.py").read_text()
-        (dest / f"{module}.ipynb").write_text(_notebook([_cell("code", c) for c in _definitions(text)]))
+        text, named = _sibling_imports((folder / f"{module}.py").read_text())
+        cells = [_cell("code", c) for c in _definitions(text)]
+        if named:
+            cells.insert(1, _cell("code", _carried_over(folder, named)))
+        (dest / f"{module}.ipynb").write_text(_notebook(cells))
     return dest
 
 
 def one_notebook(folder: Path, dest: Path, headings: bool = True, name: str = "attention.ipynb") -> Path:
-    """Every module in one notebook, in unit order; ``headings``: a markdown heading naming each module."""
+    """Every module in one notebook, in unit order, runnable top to bottom in a kernel (a later section uses what
+    an earlier one defined, with no ``from .module import``); ``headings``: a markdown heading naming each module."""
     cells = []
     for module in MODULES:
         if headings:
             cells.append(_cell("markdown", f"## {module}\n"))
-        cells += [_cell("code", c) for c in _definitions((folder / f"{module}.py").read_text())]
+        text, _ = _sibling_imports((folder / f"{module}.py").read_text())
+        cells += [_cell("code", c) for c in _definitions(text)]
     dest.mkdir(parents=True, exist_ok=True)
     (dest / name).write_text(_notebook(cells))
     return dest / name

@@ -89,6 +89,8 @@ SUBSTITUTE = [
 EXPECTED_RC = {
     ("docs/release.md", "grade check"): (1, "the bundle's exercises are untouched stubs: grade check exits 1 while "
                                             "anything fails (2 would be a usage error)"),
+    ("docs/release.md", "grade check notebooks/causal_attention.ipynb"): (1, "the bundle's notebooks hold the "
+                                                                             "untouched stubs too"),
     ("README.md", "grade check"): (1, "exercises/ holds the stubs"),
     ("README.md", "grade check --json"): (1, "exercises/ holds the stubs"),
 }

@@ -365,6 +365,8 @@ def test_the_bundle_installs_on_the_pythons_it_claims_and_refuses_the_others(rel
                                capture_output=True, text=True, timeout=600)
         assert check.returncode == 1, check.stdout[-2000:] + check.stderr[-3000:]  # the stubs: not attempted
         assert {s["status"] for s in json.loads(check.stdout)["steps"]} == {"not attempted"}
+        if version == inside[0]:
+            _a_student_runs_the_magic_in_the_bundle_s_notebook(bundle)
     below = [v for v in here if Version(f"{v[0]}.{v[1]}.0") < Version(f"{inside[0][0]}.{inside[0][1]}.0")]
     above = [v for v in here if Version(f"{v[0]}.{v[1]}.0") > Version(f"{inside[-1][0]}.{inside[-1][1]}.0")]
     outside = [v for v in (max(below, default=None), min(above, default=None)) if v and v[0] == 3]
@@ -379,3 +381,48 @@ def test_the_bundle_installs_on_the_pythons_it_claims_and_refuses_the_others(rel
         assert not (bundle / ".venv" / "bin" / "grade").exists()
         requirements = _pip(python, "-r", _requirements_here(bundle), cwd=bundle)
         assert requirements.returncode != 0, f"{version}: the pins install here, so the range could be wider"
+
+
+KERNEL_RUN = """
+import json, sys
+from jupyter_client.manager import start_new_kernel
+cells = json.load(open(sys.argv[1]))["cells"]
+manager, client = start_new_kernel(kernel_name="python3")
+shown = []
+def keep(msg):
+    content = msg["content"]
+    shown.append(content.get("text", "") + content.get("data", {}).get("text/plain", ""))
+try:
+    for cell in cells:
+        if cell["cell_type"] == "code":
+            shown.clear()
+            client.execute_interactive("".join(cell["source"]), timeout=600, output_hook=keep)
+finally:
+    client.stop_channels()
+    manager.shutdown_kernel(now=True)
+print("".join(shown))
+"""
+
+
+def _a_student_runs_the_magic_in_the_bundle_s_notebook(bundle: Path) -> None:
+    """In the fresh venv of the bundle's own install steps: carol's code in the bundle's causal_attention notebook,
+    run in that venv's kernel down to ``%grade check causal_attention``, reads as that venv's ``grade check``."""
+    from .test_bundle_notebooks import fill  # noqa: PLC0415
+
+    path = bundle / "notebooks" / "causal_attention.ipynb"
+    fill(path, ROOT / "samples" / "submissions" / "carol")
+    data = json.loads(path.read_text())
+    data["cells"].append({"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
+                          "source": "%grade check causal_attention"})
+    path.write_text(json.dumps(data))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV", "JUPYTER"))}
+    env["HOME"] = str(bundle.parent)
+    magic = subprocess.run([str(bundle / ".venv" / "bin" / "python"), "-c", KERNEL_RUN, str(path)], cwd=bundle / "notebooks",
+                           env=env, capture_output=True, text=True, timeout=900)
+    assert magic.returncode == 0, magic.stdout[-2000:] + magic.stderr[-3000:]
+    cli = subprocess.run([str(bundle / ".venv" / "bin" / "grade"), "check", str(path)], cwd=bundle, env=env,
+                         capture_output=True, text=True, timeout=600)
+    likely = "likely: masked after the softmax without renormalizing the rows"
+    assert likely in magic.stdout and likely in cli.stdout, magic.stdout[-3000:] + cli.stdout[-3000:]
+    assert cli.stdout.split("\n\n", 1)[0] in magic.stdout  # the same table
+    assert "causal_attention.CausalAttention           FAILED" in magic.stdout

@@ -1,9 +1,65 @@
-"""What ``grade autograde``'s intake refuses in a module file, refused by ``grade check`` too, in the same words."""
+"""What ``grade check`` (and ``%grade check``) checks: what ``grade autograde`` takes, through the same intake.
+
+A folder of ``.py`` files is checked where it is. A notebook (one per module, or one for all modules), a
+``.zip``, or a folder of notebooks is staged first by ``autograder/intake/stage.py``, exactly as ``grade
+autograde`` stages a submission, into a temporary folder that ``close`` removes.
+"""
 from __future__ import annotations
 
+import shutil
+import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder.intake.stage import _module_error, _read_source
+from autograder.intake.stage import _module_error, _read_source, stage
+
+STAGED = (".ipynb", ".zip")
+
+
+@dataclass
+class Checked:
+    folder: Path                       # the module files that are checked
+    staged: bool = False               # from notebooks or an archive, through the intake
+    notes: list[str] = field(default_factory=list)     # what the intake said (read from which cells)
+    problems: list[str] = field(default_factory=list)  # modules it could not use (a broken notebook)
+    module: str | None = None          # a single module's notebook: check that module
+    _temp: Path | None = None
+
+    def close(self) -> None:
+        if self._temp is not None:
+            shutil.rmtree(self._temp, ignore_errors=True)
+            self._temp = None
+
+
+def needs_staging(path: Path, modules: list[str]) -> bool:
+    """A notebook or an archive; or a folder that has notebooks but none of the module files."""
+    if path.is_file():
+        return path.suffix.lower() in STAGED
+    return path.is_dir() and not any((path / f"{m}.py").exists() for m in modules) and \
+        any(p.suffix == ".ipynb" for p in path.iterdir() if p.is_file())
+
+
+def steps_by_module(step_names: list[str]) -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {}
+    for step in step_names:
+        module, name = step.split(".", 1)
+        found.setdefault(module, []).append(name)
+    return found
+
+
+def prepare(path: Path, modules: list[str], step_names: list[str]) -> Checked:
+    """``path`` ready to check; raises ValueError with the intake's words when nothing in it can be checked."""
+    if not needs_staging(path, modules):
+        return Checked(path)
+    temp = Path(tempfile.mkdtemp(prefix="grade-check-"))
+    staged = stage(path.resolve(), "submission", temp, modules, steps_by_module(step_names))
+    if staged.folder is None:
+        shutil.rmtree(temp, ignore_errors=True)
+        raise ValueError(staged.problem or f"{path}: nothing to check in it")
+    problems = [e["message"] for e in staged.module_errors.values() if e.get("type") != "MissingModule"]
+    module = path.stem if path.suffix.lower() == ".ipynb" and path.stem in modules else None
+    return Checked(staged.folder, True, staged.notes, problems, module, temp)
+
 
 
 def module_errors(folder: Path, modules: list[str]) -> dict[str, dict]:

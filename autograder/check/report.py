@@ -34,7 +34,8 @@ def details(results: list[StepResult], color: bool = False) -> str:
     for r in results:
         if r.import_error:
             failed = next(c for c in r.counts if c.import_error)
-            imports.setdefault(r.import_error, (failed.feedback, []))[1].append(r.step)
+            imports.setdefault(r.import_error, (failed.feedback + ([f"in {r.cell}"] if r.cell else []), []))[1] \
+                .append(r.step)
             continue
         if r.blocked_by:
             out.append(f"\n{r.step} ({r.title}): blocked: it builds on {r.blocked_by}, which fails its own checks; "
@@ -43,6 +44,8 @@ def details(results: list[StepResult], color: bool = False) -> str:
         for c in r.counts:
             if c.status == FAILED:
                 out.append(f"\n{r.step} [{c.count}] ({r.title}), case {c.case!r}:")
+                if r.cell:
+                    out.append(f"  defined in {r.cell}")
                 out += ["  " + line for line in c.feedback]
                 if terminal_grid.fits(c.evidence):
                     out += ["  " + line for line in terminal_grid.render(c.evidence, color).splitlines()]
@@ -65,6 +68,7 @@ def as_json(results: list[StepResult]) -> dict:
         "max_score": sum(r.max_points for r in results),
         "steps": [{"step": r.step, "title": r.title, "status": r.status, "points": r.points,
                    "max_points": r.max_points, "blocked_by": r.blocked_by, "printed": r.printed,
+                   "cell": r.cell,
                    "counts": [{"count": c.count, "status": c.status, "points": c.points, "max_points": c.max_points,
                                "case": c.case, "feedback": c.feedback} for c in r.counts]}
                   for r in results],

@@ -35,6 +35,7 @@ class StepResult:
     counts: list[CountResult]
     blocked_by: str | None = None  # the step it builds on that fails (fix that first)
     printed: str = ""  # what the student's code printed while this step was checked
+    cell: str | None = None  # the notebook cell that defines it (``check/cells.py``), when checked from a notebook
 
     @property
     def status(self) -> str:

@@ -14,12 +14,14 @@ PAGE = "feedback.html"
 
 
 def main(path: Path | None = None, steps: tuple[str, ...] = (), as_json: bool = False,
-         color: bool = False, html_file: Path | bool | None = None) -> int:
-    """Check the exercise files in ``path`` (a folder, or one module file); 0 when every check passes.
+         color: bool = False, html_file: Path | bool | None = None, watch: bool = False) -> int:
+    """Check the exercises in ``path``; 0 when every check passes. ``path``: what ``grade autograde`` takes (a
+    folder of module files, one notebook per module, one notebook for all modules, a .zip), or one module file.
 
     ``path`` None: ./exercises, or the current folder when it holds the exercise files itself.
-    ``html_file``: also write the feedback page there (the page grade autograde writes), and say where;
-    ``True``: to ``feedback.html`` here, or beside the checked folder when run inside it (``page_path``)."""
+    ``html_file``: also write the feedback page (the page grade autograde writes), and say where;
+    ``True``: to ``feedback.html`` here, or beside the checked folder when run inside it (``page_path``).
+    ``watch``: check again after each save, from this warm process, until Ctrl-C (``check/watch.py``)."""
     from autograder.check import public_cases  # noqa: PLC0415
 
     try:
@@ -27,12 +29,77 @@ def main(path: Path | None = None, steps: tuple[str, ...] = (), as_json: bool = 
     except FileNotFoundError as exc:
         raise UsageError(str(exc)) from None
     modules = data["modules"]
-    path, steps = _folder(_default_folder(modules) if path is None else Path(path), tuple(steps))
-    steps = _known_steps(steps, data)
-    if not any((path / f"{m}.py").exists() for m in modules):
-        raise UsageError(f"{path}: none of {', '.join(m + '.py' for m in modules)} is here")
-    results = run(path, data, list(steps) or None)
+    path = _default_folder(modules) if path is None else Path(path)
+    if not watch:
+        return check_once(path, tuple(steps), data, as_json, color, html_file)
+    return _watch(path, tuple(steps), data, as_json, color, html_file)
 
+
+def check_once(path: Path, steps: tuple[str, ...], data: dict, as_json: bool, color: bool,
+               html_file: Path | bool | None, zygote=None) -> int:
+    """One check of ``path``: what it holds through the intake, run, shown; the exit status."""
+    modules = data["modules"]
+    checked, steps = _prepare(path, steps, data)
+    try:
+        steps = _known_steps(steps, data)
+        if not any((checked.folder / f"{m}.py").exists() for m in modules):
+            raise UsageError(f"{path}: none of {', '.join(m + '.py' for m in modules)} is here")
+        results = run(checked.folder, data, list(steps) or None, zygote)
+        if checked.staged:
+            name_cells(results, checked.folder)
+        return show(results, path, checked.folder, as_json, color, html_file)
+    finally:
+        checked.close()
+
+
+def _watch(path: Path, steps: tuple[str, ...], data: dict, as_json: bool, color: bool,
+           html_file: Path | bool | None) -> int:
+    """``--watch``: the first check as usual (a mistake exits 2), then one per save, from one warm zygote."""
+    import sys  # noqa: PLC0415
+
+    from autograder.check import watch  # noqa: PLC0415
+    from autograder.grading.zygote_client import LocalZygote  # noqa: PLC0415 - imports torch
+
+    zygote = LocalZygote()
+    first = [True]
+
+    def again() -> None:
+        try:
+            check_once(path, steps, data, as_json, color, html_file, zygote)
+        except UsageError as exc:
+            if first[0]:
+                raise
+            console.warn(str(exc), label="error: ")
+        finally:
+            first[0] = False
+
+    def clear(_names) -> None:
+        if sys.stdout.isatty():
+            sys.stdout.write("\033[2J\033[H")
+            sys.stdout.flush()
+
+    try:
+        watch.loop(path, again, on_change=clear, said=console.note)
+    except KeyboardInterrupt:  # Ctrl-C during a check: the way to stop watching, like Ctrl-C while waiting
+        pass
+    finally:
+        zygote.close()
+    return 0
+
+
+def name_cells(results, folder: Path) -> None:
+    """Each step's notebook cell (number and first line), where a staged notebook defines it."""
+    from autograder.check.cells import defined_in, error_cell  # noqa: PLC0415
+
+    for r in results:
+        r.cell = defined_in(folder, r.step)
+        if r.import_error:  # the cell that stopped the module's import, when the words name its line
+            words = next(c.feedback for c in r.counts if c.import_error)
+            r.cell = error_cell(folder, r.import_error, words) or r.cell
+
+
+def show(results, path: Path, folder: Path, as_json: bool, color: bool, html_file: Path | bool | None) -> int:
+    """Print the table and what to fix (or the JSON); with ``html_file``, write the page; the exit status."""
     from autograder.check import report  # noqa: PLC0415
 
     if as_json:
@@ -45,36 +112,58 @@ def main(path: Path | None = None, steps: tuple[str, ...] = (), as_json: bool = 
     if html_file:
         from autograder.check.page import write_page  # noqa: PLC0415
 
-        dest = page_path(path, html_file)
+        where = path.parent if path.is_file() else path
+        dest = page_path(where, html_file)
         written = write_page(results, path, dest)
-        if written.parent == path.resolve() or path.resolve() in written.parents:
-            console.warn(f"{written} is inside {path}/: do not hand it in with your exercises")
+        if written.parent == where.resolve() or where.resolve() in written.parents:
+            console.warn(f"{written} is inside {where}/: do not hand it in with your exercises")
         (console.note if as_json else console.say)(f"feedback page: {written}")
     return 0 if results and all(r.status == "passed" for r in results) else 1
 
 
-def run(path: Path, data: dict, steps: list[str] | None):
-    """The check results of the exercises in folder ``path``, from a zygote started for this run."""
+def run(path: Path, data: dict, steps: list[str] | None, zygote=None):
+    """The check results of the exercises in folder ``path``, from ``zygote`` or one started for this run."""
     from autograder.check.run import run_check  # noqa: PLC0415
     from autograder.grading.zygote_client import LocalZygote  # noqa: PLC0415 - imports torch
 
-    zygote = LocalZygote()
+    own = zygote is None
+    zygote = LocalZygote() if own else zygote
     try:
         return run_check(path.resolve(), data, zygote, steps)
     finally:
-        zygote.close()
+        if own:
+            zygote.close()
 
 
-def _folder(path: Path, steps: tuple[str, ...]) -> tuple[Path, tuple[str, ...]]:
+def _prepare(path: Path, steps: tuple[str, ...], data: dict):
+    """(what to check, the steps): a folder as it is; a module file in its folder; a notebook, a zip or a folder
+    of notebooks through the intake of ``grade autograde`` (``autograder/check/intake.py``)."""
+    from autograder.check import intake  # noqa: PLC0415
+
+    modules = data["modules"]
     if path.is_file() and path.suffix == ".py":  # one module: check it, in its folder
         console.note(f"checking {path.stem} in {path.parent}/ (grade check takes a folder; this is the file's)")
-        return path.parent, steps or (path.stem,)
+        return intake.Checked(path.parent), steps or (path.stem,)
+    if intake.needs_staging(path, modules):
+        try:
+            checked = intake.prepare(path, modules, list(data["steps"]))
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        read = sorted({n.rsplit(" of ", 1)[-1] for n in checked.notes if " was read from the code cells of " in n})
+        console.note(f"checking {path} as grade autograde takes it" + (f" (the code cells of {', '.join(read)})"
+                                                                        if read else ""))
+        for note in checked.notes:
+            if " was read from the code cells of " not in note:
+                console.note(note)
+        for problem in checked.problems:
+            console.warn(problem)
+        return checked, steps or ((checked.module,) if checked.module else ())
     if path.is_file():
-        raise UsageError(f"{path}: grade check takes the folder that holds your exercise files (such as "
-                         "exercises/), not a single file")
+        raise UsageError(f"{path}: grade check takes a folder of exercise files (such as exercises/), a notebook "
+                         "(.ipynb) or a .zip, as grade autograde does")
     if not path.is_dir():
         raise UsageError(f"{path}: no such folder (run grade check from the folder that holds exercises/, or name it)")
-    return path, steps
+    return intake.Checked(path), steps
 
 
 def _default_folder(modules: list[str]) -> Path:

@@ -60,6 +60,31 @@ def to_source(path: Path) -> str:
     return "\n\n".join(_chunk(path, n, src) for kind, n, src in _cells(path) if kind == "code") + "\n"
 
 
+def module_source(path: Path, module: str, steps: dict[str, list[str]]) -> str:
+    """The notebook of one module as that module: its code cells (``to_source``), then the steps of other modules
+    that it carries over (the wrapper's notebook defines its own copy of ``CausalAttention`` to run in the
+    kernel) bound to those modules' own, as a ``.py`` file's ``from .causal_attention import CausalAttention``
+    would: each step is graded in its own module, and a correct stand-in replaces it everywhere it is bound.
+    When that module does not import, the copy stays."""
+    text = to_source(path)
+    carried: dict[str, list[str]] = {}
+    for kind, _, source in _cells(path):
+        for name in (_defined(source) or []) if kind == "code" else []:
+            for other, names in steps.items():
+                if other != module and name in names and name not in steps.get(module, []):
+                    carried.setdefault(other, [])
+                    if name not in carried[other]:
+                        carried[other].append(name)
+    if not carried:
+        return text
+    lines = [f"# --- {path.name}: steps of other modules carried over; each is graded in its own module ---"]
+    for other, names in carried.items():
+        lines += ["try:", f"    from .{other} import {', '.join(names)}",
+                  "except Exception:  # that module is not handed in or does not import: the copy above stays",
+                  "    pass"]
+    return text + "\n" + "\n".join(lines) + "\n"
+
+
 def _marker(text: str, modules: list[str], kind: str) -> str | None:
     """The module a markdown heading, or a code cell's leading comment, names (``# trainable_attention``)."""
     for line in text.splitlines():
@@ -81,6 +106,38 @@ def _defined(source: str) -> list[str] | None:
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     return [n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+
+
+def _bound(source: str) -> list[str]:
+    """The names a cell binds at its top level (definitions, assignments, imports), as the kernel keeps them."""
+    try:
+        body = ast.parse(source).body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return []
+    names: list[str] = []
+    for node in body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.append(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names += [(a.asname or a.name).split(".")[0] for a in node.names if a.name != "*"]
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names += [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+    return list(dict.fromkeys(names))
+
+
+def earlier_sections(notebook_name: str, module: str, earlier: dict[str, list[str]]) -> str:
+    """The lines that give ``module`` the names that the sections above it defined (``earlier``: module -> its
+    names), as the kernel does: imported from those modules, so that they are the same objects (a correct
+    stand-in replaces a step everywhere it is bound). A section that does not run leaves its names
+    undefined, as a failed cell does in the kernel."""
+    lines = [f"# --- {notebook_name}: the names defined in the sections above, as the kernel has them ---"]
+    for other, names in earlier.items():
+        if names:
+            lines += ["try:", f"    from .{other} import {', '.join(names)}",
+                      "except Exception:  # that section does not run: its names stay undefined, as in the kernel",
+                      "    pass"]
+    return "\n".join(lines)
 
 
 def _imports_only(source: str) -> bool:
@@ -105,7 +162,7 @@ def split(path: Path, steps: dict[str, list[str]]) -> tuple[dict[str, str], list
     for module, names in steps.items():
         for name in names:
             owners.setdefault(name, set()).add(module)
-    placed: list[tuple[set[str] | None, str]] = []  # None: a cell of imports, placed with the cell after it
+    placed: list[tuple[set[str] | None, str, list[str]]] = []  # None: imports, placed with the cell after them
     notes: list[str] = []
     current = None
     for kind, number, source in _cells(path):
@@ -137,13 +194,43 @@ def split(path: Path, steps: dict[str, list[str]]) -> tuple[dict[str, str], list
             target = {current} if current is not None else set(modules)
         if target is not None and len(target) == 1:
             current = next(iter(target))
-        placed.append((target, _chunk(path, number, source)))
+        placed.append((target, _chunk(path, number, source), _bound(source)))
     following: set[str] | None = None
     for i in range(len(placed) - 1, -1, -1):  # imports take the module of the code cell after them
-        target, chunk = placed[i]
+        target, chunk, bound = placed[i]
         if target is None:
-            placed[i] = (following or ({current} if current else set(modules)), chunk)
+            placed[i] = (following or ({current} if current else set(modules)), chunk, bound)
         else:
             following = target
-    sources = {m: "\n\n".join(chunk for target, chunk in placed if m in target) + "\n" for m in modules}
-    return sources, notes
+    return _with_earlier_names(path.name, modules, steps, placed), notes
+
+
+def _with_earlier_names(name: str, modules: list[str], steps: dict[str, list[str]],
+                        placed: list[tuple[set[str], str, list[str]]]) -> dict[str, str]:
+    """Each module's cells, after the names its earlier sections bound (``earlier_sections``), as in the kernel.
+
+    Sections are ordered by where each module's own cells first appear; a module sees the names bound by the
+    own cells of the modules before it, except the names of its own steps (it must define those itself)."""
+    shared = set(modules)
+    own = [(target, chunk, bound) for target, chunk, bound in placed if target != shared or len(modules) == 1]
+    order: list[str] = []
+    for target, _, _ in own:
+        order += [m for m in sorted(target, key=modules.index) if m not in order]
+    sources = {}
+    for module in modules:
+        before = order[: order.index(module)] if module in order else []
+        earlier = {}
+        for other in before:
+            names = [n for t, _, bound in own if other in t and module not in t for n in bound]
+            earlier[other] = [n for n in dict.fromkeys(names) if n not in steps.get(module, [])]
+        block = earlier_sections(name, module, earlier) if any(earlier.values()) else None
+        parts = []
+        for target, chunk, _ in placed:
+            if module not in target:
+                continue
+            if block and target != shared:  # just before the module's own first cell
+                parts.append(block)
+                block = None
+            parts.append(chunk)
+        sources[module] = "\n\n".join(parts) + "\n"
+    return sources

@@ -160,6 +160,8 @@ def copy_modules(root: Path, dest: Path, modules: list[str], steps: dict[str, li
                         split[n], unclear = notebook.split(root / n, steps)
                         staged.notes += unclear
                 text = "\n".join(split[n][module] for n in sources)
+            elif own in notebooks and steps:
+                text = notebook.module_source(root / own, module, steps)
             else:
                 text = "\n".join(notebook.to_source(root / n) for n in sources)
         except notebook.NotebookError as exc:

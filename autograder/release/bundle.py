@@ -6,6 +6,7 @@ Layout of the bundle::
     requirements.txt     pinned versions (torch==2.13.0, CPU index)
     pyproject.toml       the student package: a `grade` command with `check` only
     exercises/           the stubs, stripped from solutions/ exactly as `grade assign` does
+    notebooks/           the same stubs as one notebook per module, with the course's prose and %grade check
     autograder/          what grade check imports, and the public cases (check/public_cases.*)
 """
 from __future__ import annotations
@@ -25,6 +26,7 @@ from . import leaks
 from .reproducible_zip import tree_entries, write_zip
 from .pins import installed_closure, python_range, requirements_txt
 from .student_code import PACKAGE_DIR, ReleaseError, student_package
+from .notebooks import write_notebooks
 from .student_files import STUDENT_ROOTS, pyproject, readme
 
 MARKER = ".grade-release"  # says a folder is a bundle this command built, so the next build may replace it
@@ -96,6 +98,7 @@ def _stage(stage: Path, course_file: Path) -> dict:
                     if any(c["visibility"] == "public" for c in spec["counts"].values())]
     public_points = sum(c["points"] for spec in data["steps"].values() for c in spec["counts"].values()
                         if c["visibility"] == "public")
+    write_notebooks(data["title"], data["modules"], stage / "exercises", data["steps"], stage / "notebooks")
     (stage / "README.md").write_text(readme(data["title"], data["modules"], len(public_steps), public_points, python),
                                      encoding="utf-8")
     (stage / "requirements.txt").write_text(

@@ -74,6 +74,17 @@ class Leak:
         return f"{where}: solution line from {self.solution} ({self.code!r})"
 
 
+def _cells_text(text: str) -> str:
+    """The source of every cell of a notebook, one after the other; the text itself if it is no notebook."""
+    import json  # noqa: PLC0415
+
+    try:
+        cells = json.loads(text).get("cells", [])
+        return "\n".join(c["source"] if isinstance(c["source"], str) else "".join(c["source"]) for c in cells)
+    except (ValueError, AttributeError, KeyError, TypeError):
+        return text
+
+
 def scan(folder: Path, secrets: dict[str, str]) -> list[Leak]:
     """Every leak of a secret line in the files under ``folder``."""
     folder = Path(folder)
@@ -88,6 +99,8 @@ def scan(folder: Path, secrets: dict[str, str]) -> list[Leak]:
             flat = normalize(data.decode("latin-1"))
             leaks += [Leak(rel, 0, where, code) for code, where in long_secrets.items() if code in flat]
             continue
+        if path.suffix == ".ipynb":  # a notebook's cells, not its JSON (where a line is quoted and escaped)
+            text = _cells_text(text)
         for number, line in enumerate(text.splitlines(), start=1):
             code = normalize(line)
             if code in secrets:

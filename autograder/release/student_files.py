@@ -4,8 +4,10 @@ from __future__ import annotations
 from .pins import TORCH_CPU_INDEX
 
 #: what the student package imports: grade check draws a failing case with rich, and its --html page's
-#: pictures with matplotlib (tests/test_release.py checks this list against the bundle's own imports)
-STUDENT_ROOTS = ["torch", "numpy", "click", "safetensors", "rich", "matplotlib"]
+#: pictures with matplotlib; --watch sees saves with watchfiles; the notebooks' %grade magic runs in an IPython
+#: kernel (ipykernel: VS Code and any Jupyter front end run the notebooks with it); tests/test_release.py checks
+#: this list against the bundle's own imports
+STUDENT_ROOTS = ["torch", "numpy", "click", "safetensors", "rich", "matplotlib", "watchfiles", "ipython", "ipykernel"]
 
 
 def pyproject(version: str, pins: dict[str, str], packages: list[str], python: str) -> str:
@@ -49,6 +51,7 @@ def _lowest(python: str) -> str:
 
 def readme(title: str, modules: list[str], steps: int, public_points: float, python: str) -> str:
     files = ", ".join(f"`{m}.py`" for m in modules)
+    notebooks = ", ".join(f"`{m}.ipynb`" for m in modules)
     words, low = python_words(python), _lowest(python)
     return f"""# {title}
 
@@ -84,7 +87,17 @@ back, and the likely mistake when it can tell. It exits non-zero while anything 
 Passing every public check is a good sign, not the grade: your submission is also graded on hidden
 cases (other shapes, seeds and dtypes), so do not hard-code the expected outputs.
 
+## Or work in notebooks
+
+`notebooks/` holds the same stubs as one notebook per module ({notebooks}), with the course's words for
+each step. Open them in VS Code, or in JupyterLab (`pip install jupyterlab`, then `jupyter lab notebooks/`).
+The first code cell loads the checks (`%load_ext autograder`); the `%grade check` cell under each step
+checks the cells you have run, in a process of its own, with the same words as `grade check`.
+`%grade check --html` also writes the feedback page. From a terminal, `grade check notebooks/` checks the
+saved notebooks, and `grade check --watch` checks again each time you save.
+
 ## Submit
 
-Upload the files of `exercises/` ({files}) as they are, without renaming them.
+Upload the files of `exercises/` ({files}) as they are, without renaming them; or, if you worked in
+notebooks, the notebooks of `notebooks/` ({notebooks}). Hand in one form, not both.
 """

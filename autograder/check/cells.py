@@ -1,0 +1,58 @@
+"""Where in a notebook a step is defined: the code cell (its number and first line) behind a staged module's line.
+
+The intake writes each code cell of a notebook into the staged module under a marker line,
+``# --- attention.ipynb, code cell 12 ---`` (``autograder/intake/notebook.py``); these read it back. The
+student's code is parsed or compiled here, never run.
+"""
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+MARKER = re.compile(r"^# --- (?P<notebook>.+\.ipynb), code cell (?P<number>\d+) ---$")
+IPYTHON = "# (IPython) "
+
+
+def cell_at(text: str, line: int) -> str | None:
+    """``attention.ipynb, code cell 12: class CausalAttention(nn.Module):`` for ``line`` (1-based) of a staged
+    module's ``text``; None when that line does not come from a notebook's cell."""
+    lines = text.splitlines()
+    for i in range(min(line, len(lines)) - 1, -1, -1):
+        found = MARKER.match(lines[i])
+        if found:
+            first = next((s for s in lines[i + 1:] if s.strip()), "").strip()
+            first = first[len(IPYTHON):] if first.startswith(IPYTHON) else first
+            return f"{found['notebook']}, code cell {found['number']}: {first[:80]}"
+    return None
+
+
+def _text(folder: Path, module: str) -> str | None:
+    try:
+        return (folder / f"{module}.py").read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def defined_in(folder: Path, step: str) -> str | None:
+    """The cell where ``step`` (``module.name``) is defined, the last definition winning as in the kernel;
+    for a module that does not compile, the cell of its syntax error."""
+    module, name = step.split(".", 1)
+    text = _text(folder, module)
+    if text is None:
+        return None
+    try:
+        tree = ast.parse(text)
+    except SyntaxError as exc:
+        return cell_at(text, exc.lineno or 1)
+    lines = [n.lineno for n in tree.body
+             if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n.name == name]
+    return cell_at(text, lines[-1]) if lines else None
+
+
+def error_cell(folder: Path, module: str, words: list[str]) -> str | None:
+    """The cell of the line that ``words`` (a failure's message: ``causal_attention.py, line 31``) name in
+    ``module``'s staged file, such as the line that raised while the module was imported."""
+    found = re.search(rf"\b{re.escape(module)}\.py, line (\d+)", "\n".join(words))
+    text = _text(folder, module) if found else None
+    return cell_at(text, int(found[1])) if text else None

@@ -1,0 +1,45 @@
+"""``grade check``'s results as a notebook shows them: the same table, words and pictures, as text and as HTML.
+
+The text is ``report.table`` and ``report.details``, as the terminal prints them. The HTML holds that text
+in a ``<pre>``, then the feedback page's cards of the failing steps with their heatmaps (inline PNG, no
+script): what ``grade check --html`` writes, without the page's own style sheet, so the notebook's is left
+alone (as on Gradescope, ``pages/gradescope_html.py``).
+"""
+from __future__ import annotations
+
+from html import escape
+
+from autograder.grading.verdict import PASSED
+
+from . import report
+
+PASSED_WORDS = "public checks passed; hidden cases are graded later"
+
+
+def verdict(results) -> str:
+    score, top = sum(r.points for r in results), sum(r.max_points for r in results)
+    if results and all(r.status == PASSED for r in results):
+        return f"{PASSED_WORDS} ({score:g}/{top:g})"
+    fixing = sum(r.status != PASSED for r in results)
+    return f"public checks: {score:g}/{top:g}; {fixing} step(s) to fix (hidden cases are graded later)"
+
+
+def text(results, said: str) -> str:
+    details = report.details(results)
+    return "\n".join([said, "", report.table(results, color=False)] + ([details] if details else [])
+                     + ["", verdict(results)])
+
+
+def html(results, said: str) -> str:
+    from autograder.pages import cards, feedback_page  # noqa: PLC0415
+
+    failing = [c for c in cards.from_check(results) if c.status != PASSED]
+    pictures = feedback_page.draw_pictures(failing)  # matplotlib only when a public case fails
+    details = report.details(results)
+    out = [f"<div class=\"attention-check\"><p>{escape(said)}</p>",
+           f"<p><strong>{escape(verdict(results))}</strong></p>",
+           "<pre>" + escape(report.table(results, color=False) + ("\n" + details if details else "")) + "</pre>"]
+    if failing:
+        out.append(feedback_page.body(failing, pictures, "What to fix", []))
+    out.append("</div>")
+    return "\n".join(out)

@@ -1,0 +1,109 @@
+"""A warm ``grade check`` for a notebook's kernel: a process of its own, never the kernel.
+
+``python -m autograder.check.service`` imports torch and the checking code once, then reads one request per
+line on its standard input, ``{"path", "steps", "said", "html", ...}``, and answers each with one JSON line on
+its standard output: ``{"text", "html", "passed", "page", "seconds"}`` or ``{"error"}``. Everything else that
+would go to standard output (a worker's, a library's) goes to standard error instead: the answers' channel is a
+copy of the original descriptor kept for them (no ``pass_fds``: this works on Windows too). Each check goes
+through ``grade check``'s own intake and worker (``check/intake.py``, ``LocalZygote``): a worker forked from
+this clean process per step, so nothing of the kernel (its globals, a monkeypatch, a broken state) is there.
+"""
+from __future__ import annotations
+
+import ast
+import json
+import os
+import re
+import sys
+import time
+from pathlib import Path
+
+
+def attempted_modules(folder: Path, data: dict) -> list[str]:
+    """The modules whose staged source defines one of their own steps (parsed, never run)."""
+    found = []
+    for module in data["modules"]:
+        try:
+            tree = ast.parse((folder / f"{module}.py").read_text(encoding="utf-8"))
+        except (OSError, SyntaxError, ValueError, UnicodeDecodeError):
+            found.append(module)  # one that does not parse is shown, with its cell
+            continue
+        names = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+        if any(s.split(".", 1)[1] in names for s in data["steps"] if s.split(".", 1)[0] == module):
+            found.append(module)
+    return found
+
+
+class Checker:
+    """The public cases and one warm zygote, kept for every request."""
+
+    def __init__(self) -> None:
+        from autograder.check import public_cases  # noqa: PLC0415
+        from autograder.grading.zygote_client import LocalZygote  # noqa: PLC0415 - imports torch
+
+        self.data = public_cases.load()
+        self.zygote = LocalZygote()
+
+    def check(self, path: Path, steps: list[str], said: str, html_file: str | None, as_run: bool = False,
+              notebook: str | None = None) -> dict:
+        """``as_run``: the notebook is the cells a kernel ran, cell N being In [N], and its cells are named so.
+        ``notebook``: the kernel's notebook file, when known: named after a module, that module is checked."""
+        from autograder.check import intake, rendered  # noqa: PLC0415
+        from autograder.check.run import run_check  # noqa: PLC0415
+        from autograder.commands.check import _known_steps, name_cells  # noqa: PLC0415
+
+        started = time.perf_counter()
+        checked = intake.prepare(path, self.data["modules"], list(self.data["steps"]))
+        try:
+            own = Path(notebook).stem if notebook and Path(notebook).stem in self.data["modules"] else checked.module
+            wanted = list(_known_steps(tuple(steps), self.data)) or \
+                ([own] if own else attempted_modules(checked.folder, self.data))
+            results = run_check(checked.folder.resolve(), self.data, self.zygote, wanted or None)
+            name_cells(results, checked.folder)
+            for r in results if as_run else ():
+                r.cell = re.sub(rf"^{re.escape(path.name)}, code cell (\d+):", r"the cell you ran as In [\1]:", r.cell or "") \
+                    or None
+            page = None
+            if html_file:
+                from autograder.check.page import write_page  # noqa: PLC0415
+
+                page = str(write_page(results, Path(said), Path(html_file)))
+            return {"text": rendered.text(results, said), "html": rendered.html(results, said),
+                    "passed": bool(results) and all(r.status == "passed" for r in results), "page": page,
+                    "problems": checked.problems, "seconds": time.perf_counter() - started}
+        finally:
+            checked.close()
+
+    def close(self) -> None:
+        self.zygote.close()
+
+
+def main() -> int:
+    sys.stdout.flush()
+    reply = os.fdopen(os.dup(1), "w", encoding="utf-8")  # the answers' channel; not inherited by spawned workers
+    os.dup2(2, 1)  # whatever else writes on standard output (a forked worker too) goes to standard error
+    sys.stdout = sys.stderr
+    requests = os.fdopen(os.dup(0), "r", encoding="utf-8")  # likewise: a worker reading its input reads nothing
+    with open(os.devnull, "rb") as nothing:
+        os.dup2(nothing.fileno(), 0)
+    checker = Checker()
+    reply.write(json.dumps({"ready": True}) + "\n")
+    reply.flush()
+    try:
+        for line in requests:
+            request = json.loads(line)
+            try:
+                answer = checker.check(Path(request["path"]), request.get("steps", []), request["said"],
+                                       request.get("html"), request.get("cells_as_run", False),
+                                       request.get("notebook"))
+            except Exception as exc:  # noqa: BLE001 - a usage error or the intake's words, said in the notebook
+                answer = {"error": str(exc) or type(exc).__name__}
+            reply.write(json.dumps(answer) + "\n")
+            reply.flush()
+    finally:
+        checker.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,163 @@
+"""``%load_ext autograder``, then ``%grade check [STEP ...] [--html [FILE]]`` in any cell.
+
+It checks what the student would hand in: the code of the cells run so far, in the order they ran, written
+as a notebook and read by ``grade check``'s intake (one notebook for all modules, split by its structure).
+The check runs in a process of its own (``autograder/check/service.py``, started on first use and kept warm
+for the kernel's life), in the same sandboxed worker as ``grade check``: never in the kernel, so the
+student's globals, monkeypatches or a broken kernel state cannot change the verdict. The answer is shown as
+rich output (HTML, inline pictures, no script) with plain text for consoles. No server extension, no build
+step, no network: it works wherever an IPython kernel runs (JupyterLab, Notebook, VS Code, ``ipython``).
+"""
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+USAGE = "usage: %grade check [STEP ...] [--html [FILE]]"
+
+
+class Answer:
+    """One check's answer, displayed as HTML where the front end can, as text elsewhere."""
+
+    def __init__(self, answer: dict):
+        self.answer = answer
+
+    def _repr_html_(self) -> str:
+        return self.answer["html"]
+
+    def __repr__(self) -> str:
+        return self.answer["text"]
+
+
+class Service:
+    """The warm checking process of this kernel, and its temporary folder."""
+
+    def __init__(self) -> None:
+        self.folder = Path(tempfile.mkdtemp(prefix="grade-magic-"))
+        env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+        self.log = open(self.folder / "service.log", "wb")  # noqa: SIM115 - kept open for the process's life
+        self.process = subprocess.Popen([sys.executable, "-m", "autograder.check.service"],
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
+                                        cwd=self.folder, env=env, text=True, encoding="utf-8")
+        self.replies = self.process.stdout
+        first = self.replies.readline()
+        if not first:
+            raise RuntimeError("the checking process did not start: " + self._log_tail())
+
+    def _log_tail(self) -> str:
+        self.log.flush()
+        return (self.folder / "service.log").read_text(errors="replace")[-2000:]
+
+    def ask(self, request: dict) -> dict:
+        self.process.stdin.write(json.dumps(request) + "\n")
+        self.process.stdin.flush()
+        line = self.replies.readline()
+        if not line:
+            raise RuntimeError("the checking process stopped: " + self._log_tail())
+        return json.loads(line)
+
+    def close(self) -> None:
+        try:
+            self.process.stdin.close()
+            self.process.wait(timeout=10)
+        except (OSError, subprocess.TimeoutExpired):
+            self.process.kill()
+        self.log.close()
+        import shutil  # noqa: PLC0415
+
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+_service: Service | None = None
+
+
+def service() -> Service:
+    global _service  # noqa: PLW0603 - one warm process per kernel
+    if _service is None or _service.process.poll() is not None:
+        _service = Service()
+        atexit.register(_service.close)
+    return _service
+
+
+def cells_run(shell) -> list[str]:
+    """The code of the cells run so far in this kernel, in the order they ran (the running one included:
+    its ``%grade`` line is an IPython line, which the intake leaves out)."""
+    return list(shell.history_manager.input_hist_raw[1:])  # cell N of the notebook is In [N]
+
+
+def write_notebook(sources: list[str], path: Path) -> Path:
+    cells = [{"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
+              "source": source} for source in sources]
+    path.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}),
+                    encoding="utf-8")
+    return path
+
+
+def notebook_name(shell) -> str | None:
+    """The file name of the kernel's notebook where the front end tells it (JupyterLab and Notebook 7 set
+    ``JPY_SESSION_NAME``, VS Code ``__vsc_ipynb_file__``): a module's own notebook checks that module."""
+    found = shell.user_ns.get("__vsc_ipynb_file__") or os.environ.get("JPY_SESSION_NAME")
+    return Path(str(found)).name if found else None
+
+
+def parse(line: str) -> tuple[list[str], str | None]:
+    """(the steps, the page's file or None) of ``check [STEP ...] [--html [FILE]]``."""
+    words = shlex.split(line)
+    if not words or words[0] != "check":
+        raise ValueError(USAGE)
+    steps, html = [], None
+    rest = words[1:]
+    while rest:
+        word = rest.pop(0)
+        if word == "--html":
+            html = rest.pop(0) if rest and rest[0].endswith((".html", ".htm")) else "feedback.html"
+        elif word.startswith("-"):
+            raise ValueError(f"{word}: unknown option; {USAGE}")
+        else:
+            steps.append(word)
+    return steps, html
+
+
+def grade(line: str, shell=None):
+    """The ``%grade`` line magic."""
+    from IPython.display import display  # noqa: PLC0415
+
+    shell = shell or _shell()
+    try:
+        steps, html = parse(line)
+    except ValueError as exc:
+        print(exc, file=sys.stderr)
+        return None
+    sources = cells_run(shell)
+    checker = service()
+    notebook = write_notebook(sources, checker.folder / "cells-you-ran.ipynb")
+    said = (f"checked the {sum(bool(s.strip()) for s in sources)} cells you ran, in the order you ran them, as you would hand them in "
+            "(in a worker of its own, not in this kernel)")
+    answer = checker.ask({"path": str(notebook), "steps": steps, "said": said, "cells_as_run": True,
+                          "notebook": notebook_name(shell),
+                          "html": str(Path(html).resolve()) if html else None})
+    if "error" in answer:
+        print(f"error: {answer['error']}", file=sys.stderr)
+        return None
+    for problem in answer.get("problems", []):
+        print(f"warning: {problem}", file=sys.stderr)
+    display(Answer(answer))
+    if answer.get("page"):
+        print(f"feedback page: {answer['page']}")
+    return None
+
+
+def _shell():
+    from IPython import get_ipython  # noqa: PLC0415
+
+    return get_ipython()
+
+
+def load(shell) -> None:
+    shell.register_magic_function(lambda line: grade(line, shell), magic_kind="line", magic_name="grade")

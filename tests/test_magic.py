@@ -1,0 +1,90 @@
+"""``%grade check`` as a student uses it: a notebook run top to bottom by nbclient in a real kernel.
+
+The notebooks are the runnable fixtures of ``tests/submission_forms.py`` with ``%load_ext autograder`` in
+their first cell and the magic in their last. The test reads the magic's outputs as the notebook shows
+them, and compares its verdict with ``grade check`` on the saved notebook.
+"""
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from .conftest import ROOT, run_grade
+from .submission_forms import one_notebook
+
+pytestmark = pytest.mark.slow
+
+SAMPLES = ROOT / "samples" / "submissions"
+
+
+def run_notebook(path, *last_cells: str, allow_errors: bool = False):
+    """Run ``path`` in a fresh kernel with the extension loaded first and ``last_cells`` at the end; the notebook."""
+    import nbformat  # noqa: PLC0415
+    from nbclient import NotebookClient  # noqa: PLC0415
+
+    nb = nbformat.read(path, as_version=4)
+    nb.cells.insert(0, nbformat.v4.new_code_cell("%load_ext autograder"))
+    nb.cells += [nbformat.v4.new_code_cell(c) for c in last_cells]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    NotebookClient(nb, timeout=600, kernel_name="python3", allow_errors=allow_errors,
+                   resources={"metadata": {"path": str(path.parent)}}).execute()
+    return nb
+
+
+def shown(cell) -> tuple[str, str]:
+    """(the plain text, the HTML) a cell's outputs show."""
+    text, html = [], []
+    for out in cell.outputs:
+        text.append(out.get("text", "") + out.get("data", {}).get("text/plain", ""))
+        html.append(out.get("data", {}).get("text/html", ""))
+    return "\n".join(text), "\n".join(html)
+
+
+def test_a_correct_notebook_passes_and_says_hidden_cases_come_later(tmp_path):
+    # a cell that prints when the module is imported: the worker's output never mixes with the magic's answers
+    nb = run_notebook(one_notebook(SAMPLES / "alice", tmp_path, name="alice.ipynb"),
+                      "print('hello from a cell')\ninput = None", "%grade check",
+                      "import sys\nprint(sorted(m for m in sys.modules if m.startswith('autograder')))")
+    text, html = shown(nb.cells[-2])
+    assert "public checks passed; hidden cases are graded later (54/54)" in text
+    assert re.search(r"checked the \d+ cells you ran, in the order you ran them", text)
+    assert "FAILED" not in text and "all passed" not in text.lower()
+    assert "<pre>" in html and "public checks passed; hidden cases are graded later" in html
+    # the check ran outside the kernel: none of the checking code was imported here
+    assert shown(nb.cells[-1])[0].strip() == "['autograder', 'autograder.ipython_extension']"
+
+
+def test_a_buggy_notebook_reads_as_grade_check_does(tmp_path):
+    path = one_notebook(SAMPLES / "carol", tmp_path, name="carol.ipynb")
+    nb = run_notebook(path, "%grade check causal_attention --html")
+    text, html = shown(nb.cells[-1])
+    assert f"feedback page: {tmp_path / 'feedback.html'}" in text  # the page grade check --html writes
+    assert "likely: masked after the softmax" in (tmp_path / "feedback.html").read_text()
+    assert "likely: masked after the softmax without renormalizing the rows" in text
+    assert "public checks passed" not in text  # control: the same words fail here
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    cell = next(i for i, c in enumerate(code, 1) if c.source.startswith("class CausalAttention("))
+    assert f"defined in the cell you ran as In [{cell}]: class CausalAttention(nn.Module):" in text
+    assert 'src="data:image/png;base64,' in html and "<script" not in html  # the heatmaps, inline, no script
+    # the same table and verdict as grade check on the saved notebook
+    cli = run_grade("check", str(path), "--step", "causal_attention", timeout=300)
+    table = cli.stdout.split("\n\n", 1)[0]
+    assert table in text
+    assert json.dumps("likely: masked after the softmax without renormalizing the rows")[1:-1] in cli.stdout
+
+
+def test_a_syntax_error_is_named_with_its_cell_and_the_rest_still_checks(tmp_path):
+    path = one_notebook(SAMPLES / "alice", tmp_path, name="typo.ipynb")
+    data = json.loads(path.read_text())
+    code = [c for c in data["cells"] if c["cell_type"] == "code"]
+    index = next(i for i, c in enumerate(code) if "".join(c["source"]).startswith("def softmax_naive("))
+    code[index]["source"] = ["def softmax_naive(x:\n", "    return x\n"]
+    path.write_text(json.dumps(data))
+    nb = run_notebook(path, "%grade check", allow_errors=True)
+    assert any(o.get("ename") == "SyntaxError" for c in nb.cells for o in c.get("outputs", []))  # the kernel said so too
+    text, _ = shown(nb.cells[-1])
+    assert "simple_attention.py does not import" in text
+    assert f"in the cell you ran as In [{index + 2}]: def softmax_naive(x:" in text  # +1: load_ext, +1: 1-based
+    assert re.search(r"trainable_attention\.SelfAttention_v2\s+passed", text)
