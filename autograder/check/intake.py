@@ -61,7 +61,6 @@ def prepare(path: Path, modules: list[str], step_names: list[str]) -> Checked:
     return Checked(staged.folder, True, staged.notes, problems, module, temp)
 
 
-
 def module_errors(folder: Path, modules: list[str]) -> dict[str, dict]:
     """Per module file that staging would not grade (not UTF-8, too large, unreadable): its error, as staged."""
     errors = {}
