@@ -81,7 +81,8 @@ def test_gradescope_gets_the_same_feedback_as_html_under_a_megabyte(graded):
         result = json.loads(path.read_text())
         assert path.stat().st_size < 1_000_000
         assert result["output_format"] == "html" and result["test_output_format"] == "text"
-        assert "Isolation: " in result["output"]
+        assert "Isolation" not in result["output"] and result["extra_data"]["isolation"]  # the instructor's only
+        assert "Isolation" not in (graded["out"] / name / "feedback.html").read_text()
         assert all("<" not in t["output"] for t in result["tests"])  # the tests' words stay text
     bob = load(graded, "bob")
     assert bob["output"].count("data:image/png;base64,") == 1  # values and gradients: one case, drawn once
