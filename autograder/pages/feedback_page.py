@@ -121,7 +121,7 @@ def _count(card: StepCard, c: CountCard, pictures: dict) -> str:
 def _card(card: StepCard, pictures: dict) -> str:
     status = card.status
     lines = [f"<section class=\"card {_status_class(status)}\" id=\"{escape(card.step)}\">",
-             f"<h2>{breakable(card.step)}: {escape(card.title)}</h2>",
+             f"<h2>{breakable(card.step)}: {breakable(card.title, dots=False)}</h2>",
              f"<p><span class=\"status\">{escape(status)}</span>, {escape(card.points_words())}</p>"]
     if card.blocked_by:
         lines.append(f"<p>It builds on {escape(card.blocked_by)}, which fails its own checks: fix that first.</p>")
@@ -161,10 +161,12 @@ def draw_pictures(cards: list[StepCard], budget: int = PICTURE_BUDGET) -> dict:
     return pictures
 
 
-def breakable(name: str) -> str:
-    """``name`` escaped, with a break opportunity (``<wbr>``) after each dot and underscore: a long identifier
-    wraps between its parts, never inside a word."""
-    return escape(name).replace(".", ".<wbr>").replace("_", "_<wbr>")
+def breakable(name: str, dots: bool = True) -> str:
+    """``name`` escaped, with a break opportunity (``<wbr>``) after each underscore and (``dots``) each dot: a
+    long identifier wraps between its parts, never inside a word. A title is prose ("Exercise 3.1"): its dots
+    stay whole."""
+    out = escape(name).replace("_", "_<wbr>")
+    return out.replace(".", ".<wbr>") if dots else out
 
 
 def _failed_list(cards: list[StepCard]) -> str:
