@@ -152,6 +152,10 @@ class _CausalModule:
         # ignores eval())
         check.module(self.init(dropout=0.5), book_batch(), seed=321, train=False, public=True,
                      case="dropout 0.5 in eval mode (model.eval()): dropout is off, the output is dropout 0.0's")
+        self.more_forward_cases(check)
+
+    def more_forward_cases(self, check):
+        """A subclass's own public forward cases (a test method of its own would run after the base's counts)."""
 
     def test_gradients(self, check):
         self._forward(check, True)
