@@ -184,3 +184,51 @@ def test_mha_scaled_by_sqrt_d_out_is_named(graded):
 def test_grade_check_names_the_mha_scaling(name, likely):
     run = run_grade("check", str(CORPUS / name))
     assert f"likely: {likely}" in run.stdout
+
+
+#: issue 22, item 3: the sample, the count whose feedback names it, its id, and the words a student reads
+NAMED = [
+    ("bug_mha_heads_interleaved", "multihead_attention.MultiHeadAttention forward", "heads-split-interleaved",
+     "likely: heads split into interleaved columns (view(b, T, head_dim, num_heads)): head h takes the contiguous "
+     "columns h*head_dim to (h+1)*head_dim: view(b, T, num_heads, head_dim).transpose(1, 2)"),
+    ("bug_mha_scale_by_num_heads", "multihead_attention.MultiHeadAttention forward", "scaled-by-num-heads",
+     "likely: scores scaled by sqrt(num_heads) instead of sqrt(head_dim)"),
+    ("bug_num_tokens_from_batch", "causal_attention.CausalAttention forward", "num-tokens-from-batch",
+     "likely: num_tokens read from the batch dimension (x.shape[0]): the mask is then sliced to the batch size "
+     "(with a batch of 1 it hides nothing); b, num_tokens, d_in = x.shape"),
+    ("bug_dropout_on_values", "causal_attention.CausalAttention dropout", "dropout-on-values",
+     "likely: dropout applied to the values (or the context) instead of the attention weights: "
+     "attn_weights = self.dropout(attn_weights), then attn_weights @ values"),
+    ("bug_dropout_on_scores", "causal_attention.CausalAttention dropout", "dropout-on-scores",
+     "likely: dropout applied to the scores, before the softmax, instead of to the attention weights after it"),
+    ("bug_seed_in_forward", "causal_attention.CausalAttention dropout", "seed-in-forward",
+     "likely: torch.manual_seed(...) inside forward: your dropout mask is the same on every call, and not the one "
+     "the caller's seed gives; seed outside the module, never in forward"),
+]
+
+
+@pytest.mark.parametrize("name, test, mid, words", NAMED, ids=[n for n, *_ in NAMED])
+def test_autograde_names_each_remaining_misconception(graded, name, test, mid, words):
+    """Its count's feedback says the words and is tagged with the id; no other sample's feedback says them (the
+    control: the words are not said to everyone)."""
+    tests = {t["name"].split(":", 1)[0]: t for t in load(graded, name)["tests"]}
+    assert words in tests[test]["output"].splitlines() or f"  {words}" in tests[test]["output"].splitlines()
+    assert f"misconception:{mid}" in tests[test]["tags"]
+    others = [other for other in MANIFEST if other != name
+              and any(words in t["output"] for t in load(graded, other)["tests"])]
+    assert others == []
+    summary = json.loads((graded / "summary.json").read_text())["misconceptions"]
+    step = test.rsplit(" ", 1)[0]
+    assert any(m["id"] == mid and name in m["who"] and m["label"] in words for m in summary[step])  # the dashboard
+
+
+#: grade check runs the public counts only: the dropout mistakes show in the hidden dropout count (above) alone
+PUBLIC = [entry for entry in NAMED if not entry[1].endswith(" dropout")]
+
+
+@pytest.mark.parametrize("name, test, mid, words", PUBLIC, ids=[n for n, *_ in PUBLIC])
+def test_grade_check_names_each_public_misconception(name, test, mid, words):
+    run = run_grade("check", str(CORPUS / name), "--step", test.split(" ")[0], env={"NO_COLOR": "1"})
+    assert words in run.stdout, run.stdout
+    control = run_grade("check", str(CORPUS / "correct_loops"), "--step", test.split(" ")[0], env={"NO_COLOR": "1"})
+    assert "likely:" not in control.stdout and control.returncode == 0  # a correct module: no likely line

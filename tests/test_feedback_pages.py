@@ -64,9 +64,25 @@ def test_pages_render_in_chromium_with_their_pictures(graded, browser, tmp_path)
                 .map(e => [e.textContent.trim(), getComputedStyle(e).color])""")
             assert ("passed", "rgb(46, 125, 50)") in [tuple(c) for c in colours], colours
             assert all(c != "rgb(198, 40, 40)" for text, c in colours if text == "passed"), colours
+        # what failed comes first, on the first screen, and links to its cards; the passed steps are folded
+        failed = view.page.evaluate("""() => Array.from(document.querySelectorAll('nav.failed-list li a'))
+            .map(a => a.getAttribute('href').slice(1))""")
+        cards_failed = view.page.evaluate("""() => Array.from(document.querySelectorAll('section.card'))
+            .filter(s => !s.classList.contains('passed')).map(s => s.id)""")
+        assert failed == cards_failed and (failed != []) == (name != "alice"), (name, failed)  # dave: stubs
+        assert view.page.evaluate("() => document.querySelector('nav.failed-list').getBoundingClientRect().bottom "
+                                  "< innerHeight"), name
+        assert view.page.evaluate("""() => Array.from(document.querySelectorAll('section.card.passed'))
+            .every(s => !s.checkVisibility())"""), name
+        assert view.page.evaluate(f"""() => Array.from(document.querySelectorAll('section.card h2'))
+            .every(h => h.scrollWidth <= h.clientWidth + 1)"""), name
         if name == "carol" and os.environ.get("UPDATE_DOCS_SCREENSHOTS"):
+            # her page down to the fold: the total, what failed, her failed card with its pictures, the passed steps folded
             view.page.set_viewport_size({"width": 1000, "height": 900})
-            view.page.locator("section.card.failed").first.screenshot(path=str(DOCS / "feedback-page.png"))
+            bottom = view.page.evaluate("() => document.querySelector('details.passed-steps > summary')"
+                                        ".getBoundingClientRect().bottom + scrollY + 8")
+            view.page.screenshot(path=str(DOCS / "feedback-page.png"), full_page=True,
+                                 clip={"x": 0, "y": 0, "width": 1000, "height": bottom})
     dashboard = browser.open(graded["out"] / "summary.html")
     assert dashboard.console_errors == [] and dashboard.broken_images() == [] and dashboard.images() == 1
     text = dashboard.text()
@@ -81,11 +97,13 @@ def test_gradescope_gets_the_same_feedback_as_html_under_a_megabyte(graded):
         result = json.loads(path.read_text())
         assert path.stat().st_size < 1_000_000
         assert result["output_format"] == "html" and result["test_output_format"] == "text"
-        assert "Isolation: " in result["output"]
+        assert "Isolation" not in result["output"] and result["extra_data"]["isolation"]  # the instructor's only
+        assert "Isolation" not in (graded["out"] / name / "feedback.html").read_text()
         assert all("<" not in t["output"] for t in result["tests"])  # the tests' words stay text
     bob = load(graded, "bob")
     assert bob["output"].count("data:image/png;base64,") == 1  # values and gradients: one case, drawn once
-    assert "The same case as [values] above" in bob["output"]
+    # the gradients count points to [values] (issue 22, item 4: said once) and draws nothing of its own
+    assert "the output of this case is wrong as shown under [values]; the gradients differ too" in bob["output"]
     hidden = [t for t in bob["tests"] if t["visibility"] != "visible" and t["status"] == "failed"]
     assert hidden and all(t["name"].split(":")[0] not in bob["output"] for t in hidden)  # not before publishing
 

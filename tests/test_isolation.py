@@ -54,7 +54,10 @@ def test_every_level_grades_alike_and_says_which_it_used(tmp_path, level):
     assert f"isolation: {level}" in result.stdout
     scores = {n: json.loads((out / n / "results.json").read_text()) for n in ("alice", "bob")}
     assert scores["alice"]["score"] == 81 and scores["bob"]["score"] == 78
-    assert all(f"Isolation: {level}" in r["output"] and r["extra_data"]["isolation"] == level for r in scores.values())
+    assert all(r["extra_data"]["isolation"] == level and level in r["extra_data"]["isolation_detail"] for r in scores.values())
+    # the instructor reads the level (above, and the run's last lines); the student's output and page do not
+    assert not any("Isolation" in r["output"] for r in scores.values())
+    assert not any("Isolation" in (out / n / "feedback.html").read_text() for n in ("alice", "bob"))
 
 
 def test_an_unknown_isolation_level_is_refused(tmp_path):

@@ -93,3 +93,47 @@ def test_a_gradient_cut_on_one_path_only():
     grads = ["gradient w.r.t. x: values differ at 3 of 18 entries; first at [0, 1], largest at [0, 2]"]
     assert ids_of(after_output([], grads)) == ["gradient-cut-one-path"]
     assert ids_of(after_output(["output: values differ"], grads)) == []  # control: the output is wrong too
+
+
+def test_a_mask_sliced_by_the_batch_size_is_named_from_the_error():
+    from autograder.grading.judge import judge
+
+    x = torch.rand(2, 6, 3)
+    case = {"judge": "equal", "request": {"kind": "module", "forward_args": [x]}}
+    error = {"type": "RuntimeError", "message": "The size of tensor a (2) must match the size of tensor b (6) at "
+             "non-singleton dimension 2", "where": {"file": "causal_attention.py", "line": 76, "function": "forward"}}
+    verdict = judge(case, {}, {"ok": False, "error": error}, TOL, True)
+    assert verdict.misconceptions == ["num-tokens-from-batch"]
+    assert verdict.lines[-1].startswith("likely: num_tokens read from the batch dimension (x.shape[0])")
+    other = {**error, "message": "The size of tensor a (3) must match the size of tensor b (6) at non-singleton dimension 2"}
+    assert judge(case, {}, {"ok": False, "error": other}, TOL, True).misconceptions == []  # control: another mismatch
+
+
+def test_heads_split_into_interleaved_columns():
+    from autograder.unit.suites.test_multihead_attention import TestMultiHeadAttention, _mha
+
+    g = torch.Generator().manual_seed(3)
+    p = {f"{n}.weight": torch.rand(6, 3, generator=g) for n in ("W_query", "W_key", "W_value", "out_proj")}
+    p["out_proj.weight"], p["out_proj.bias"] = torch.rand(6, 6, generator=g), torch.rand(6, generator=g)
+    x = torch.rand(2, 6, 3, generator=g)
+    mistakes = {label: fn(p, x) for label, fn in TestMultiHeadAttention().mistakes(heads=2).items()}
+    interleaved = _mha(p, x, heads=2, layout="interleaved")
+    likely, ids = said(interleaved, _mha(p, x, heads=2), mistakes)
+    assert ids == ["heads-split-interleaved"] and likely[0].startswith("likely: heads split into interleaved columns")
+    assert said(_mha(p, x, heads=2, scale="heads"), _mha(p, x, heads=2), mistakes)[1] == ["scaled-by-num-heads"]  # control
+
+
+def test_dropout_on_the_values_or_the_scores():
+    from autograder.unit.mistakes import dropout_place_mistakes
+
+    g = torch.Generator().manual_seed(4)
+    p = {f"{n}.weight": torch.rand(2, 3, generator=g) for n in ("W_query", "W_key", "W_value")}
+    x = torch.rand(2, 6, 3, generator=g)
+    found = {label: fn(p, x) for label, fn in dropout_place_mistakes(0.5, 2024).items()}
+    values, scores = found.values()
+    assert not torch.allclose(values, scores)
+    assert said(values, values * 0 + 1, found)[1] == ["dropout-on-values"]
+    assert said(scores, scores * 0 + 1, found)[1] == ["dropout-on-scores"]
+    state = torch.random.get_rng_state()
+    dropout_place_mistakes(0.5, 7)[next(iter(found))](p, x)
+    assert torch.equal(torch.random.get_rng_state(), state)  # the grader's own generator is left as it was

@@ -129,7 +129,8 @@ def grade_staged(staged: Staged, extra: dict, grader) -> tuple[dict, dict, tuple
         result = grader.grade(staged.folder, notes=staged.notes, module_errors=staged.module_errors)
         cards, pictures, lines = grader.last_cards, grader.last_pictures, grader.last_lines
     errors = [] if staged.problem else list(getattr(grader, "last_grader_errors", []))
-    result["extra_data"] = {**extra, "isolation": grader.zygote.level, "grader_errors": len(errors),
+    result["extra_data"] = {**extra, "isolation": grader.zygote.level,
+                            "isolation_detail": grader.zygote.isolation, "grader_errors": len(errors),
                             "problems": (result.get("extra_data") or {}).get("problems", [])}
     item = {"name": extra["submission"], "score": result["score"], "problem": staged.problem,
             "isolation": grader.zygote.isolation, "grader_errors": errors,

@@ -48,7 +48,7 @@ def rejected(course: Course, problem: str, notes: list[str] | None = None, cause
 
 
 def build(course: Course, outcomes: dict[tuple[str, str], Outcome], *, notes: list[str] | None = None,
-          execution_time: float | None = None, isolation: str | None = None) -> dict:
+          execution_time: float | None = None) -> dict:
     tests = []
     total = 0.0
     summary = {PASSED: 0, FAILED: 0, NOT_ATTEMPTED: 0}
@@ -72,8 +72,8 @@ def build(course: Course, outcomes: dict[tuple[str, str], Outcome], *, notes: li
             })
     lines = [f"Score: {total:g} / {course.max_points():g}",
              f"{summary[PASSED]} counts passed, {summary[FAILED]} failed, {summary[NOT_ATTEMPTED]} not attempted."]
-    if isolation:
-        lines.append(f"Isolation: {isolation}")
+    # the isolation level is the instructor's to read (extra_data.isolation, isolation_detail; the run's last
+    # lines): a student's output and feedback page say nothing of the sandbox (issue 22)
     lines += notes or []
     result = {"score": total, "output": "\n".join(lines), "visibility": "visible",
               "stdout_visibility": "hidden", "tests": tests}

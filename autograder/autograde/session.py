@@ -89,8 +89,7 @@ class Grader:
         notes = [*results.unreadable_modules(self.course, plugin.outcomes, module_errors or {}), *(notes or [])]
         if runner.output_bytes:
             notes.append(f"Your code printed {runner.output_bytes} bytes while being graded; printed output is not shown here.")
-        result = results.build(self.course, plugin.outcomes, notes=notes, execution_time=time.monotonic() - start,
-                               isolation=self.zygote.isolation)
+        result = results.build(self.course, plugin.outcomes, notes=notes, execution_time=time.monotonic() - start)
         #: the page's cards, pictures (drawn only for failing public cases) and summary lines, for feedback.html
         self.last_cards, self.last_pictures = feedback.cards_and_pictures(result, plugin.outcomes)
         self.last_lines = result["output"].splitlines()

@@ -33,6 +33,17 @@ MISCONCEPTIONS = {
                                  "torch.rand(d_in, d_out), so the seeded values land where specified"),
     "gradient-cut-one-path": ("the output is right but a gradient is not: the graph is cut on one path only "
                               "(a .detach() on the queries, keys, values or weights?)"),
+    "heads-split-interleaved": ("heads split into interleaved columns (view(b, T, head_dim, num_heads)): head h takes "
+                                "the contiguous columns h*head_dim to (h+1)*head_dim: view(b, T, num_heads, head_dim)"
+                                ".transpose(1, 2)"),
+    "num-tokens-from-batch": ("num_tokens read from the batch dimension (x.shape[0]): the mask is then sliced to the "
+                              "batch size (with a batch of 1 it hides nothing); b, num_tokens, d_in = x.shape"),
+    "dropout-on-values": ("dropout applied to the values (or the context) instead of the attention weights: "
+                          "attn_weights = self.dropout(attn_weights), then attn_weights @ values"),
+    "dropout-on-scores": ("dropout applied to the scores, before the softmax, instead of to the attention weights "
+                          "after it"),
+    "seed-in-forward": ("torch.manual_seed(...) inside forward: your dropout mask is the same on every call, and not "
+                        "the one the caller's seed gives; seed outside the module, never in forward"),
     "transposed": "your result is the transpose of the expected one: check the order of a matrix product or .T",
     "rows-not-normalized": "your rows do not sum to 1: a normalization (softmax, or renormalizing after masking) is missing",
     "nan-in-result": "your result contains NaN: an exp that overflowed, a division by zero, or -inf - -inf?",

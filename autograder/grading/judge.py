@@ -9,9 +9,12 @@ only unpacks the worker's answer (its facts, its gradients, what its arguments w
 """
 from __future__ import annotations
 
+import re
+
 import torch
 
 from autograder.feedback import messages
+from autograder.feedback.catalogue import hint, likely_line
 from autograder.feedback.compare import compare_values
 from autograder.feedback.dropout import dropout_problems
 from autograder.feedback.gradients import NO_SUCH_PARAMETER, after_output, gradient_problems
@@ -121,10 +124,25 @@ def judge_dropout(case: dict, expected: dict, got: dict, tol: Tolerance, public:
 JUDGES = {"equal": judge_equal, "parameters": judge_parameters, "raises": judge_raises, "dropout": judge_dropout}
 
 
+def _batch_sized_mask(case: dict, error: dict) -> bool:
+    """A module's forward failed broadcasting its [T, T] scores against a mask of the batch's size: the mask
+    sliced with a num_tokens read from the batch dimension (``num_tokens, b, d_in = x.shape``)."""
+    request = case.get("request") or {}
+    args = request.get("forward_args") if request.get("kind") == "module" else None
+    if not args or not isinstance(args[0], torch.Tensor) or args[0].dim() != 3:
+        return False
+    b, T = args[0].shape[:2]
+    found = re.search(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)", str(error.get("message", "")))
+    return bool(found) and b != T and {int(found[1]), int(found[2])} == {b, T}
+
+
 def judge(case: dict, expected: dict | None, got: dict, tol: Tolerance, public: bool) -> Verdict:
     kind = case.get("judge", "equal")
     if kind != "raises" and not got.get("ok"):
-        return error_verdict(got, public)
+        verdict = error_verdict(got, public)
+        if verdict.status == FAILED and _batch_sized_mask(case, got["error"]):
+            verdict.lines.append(likely_line(hint("num-tokens-from-batch")))
+        return verdict
     if case.get("with_parameters"):  # the module's own parameters first (drawn before ours were loaded)
         verdict = judge_parameters(case, expected or {}, got, tol, public)
         if not verdict.passed:

@@ -24,7 +24,12 @@ h1{font-size:1.5em;margin-bottom:.2em}
 .cards{display:flex;flex-wrap:wrap;gap:.6em;align-items:stretch}
 .card{background:#fff;border:1px solid #ddd;border-left:6px solid #999;border-radius:4px;padding:.4em .9em;
 flex:1 1 100%;box-sizing:border-box;min-width:0}
-.card.passed{flex:0 1 21em}.card h2{overflow-wrap:anywhere}.card.passed h2{font-size:.95em}.card.passed p{margin:.2em 0}
+.card.passed{flex:0 1 21em}.card h2{overflow-wrap:normal;word-break:normal;hyphens:manual}
+.card.passed h2{font-size:.95em}.card.passed p{margin:.2em 0}
+.failed-list{background:#fff;border:1px solid #ddd;border-left:6px solid #c62828;border-radius:4px;padding:.4em .9em;
+margin:.6em 0}.failed-list h2{font-size:1.1em;margin:.2em 0}.failed-list ul{margin:.2em 0;padding-left:1.2em}
+.failed-list.none{border-left-color:#2e7d32}
+details.passed-steps{margin:.8em 0}details.passed-steps>summary{cursor:pointer;font-weight:bold;padding:.3em 0}
 .card.passed{border-left-color:#2e7d32}.card.failed{border-left-color:#c62828}
 .card.not-attempted,.card.blocked{border-left-color:#f9a825}
 .card h2{font-size:1.1em;margin:.2em 0}.status{font-weight:bold}
@@ -36,7 +41,6 @@ pre{background:#f4f4f4;padding:.5em;overflow-x:auto;font-size:.85em;white-space:
 table{border-collapse:collapse;margin:.4em 0}td,th{border:1px solid #ccc;padding:.15em .5em;font-size:.9em;text-align:right}
 th{background:#eee}td:first-child,th:first-child{text-align:left}
 figure{margin:.5em 0}img{max-width:100%;height:auto}
-.overview td.passed{color:#2e7d32}.overview td.failed{color:#c62828}
 """
 
 
@@ -69,6 +73,20 @@ def _mismatch_table(ev: dict) -> str:
     return "\n".join(out)
 
 
+def caption(ev: dict, weights: bool) -> str:
+    """The words under a case's pictures, in whole sentences."""
+    what = ev["what"]
+    heads = ev.get("heads") or 0
+    words = [f"{what[:1].upper()}{what[1:]} of case {ev.get('case', '')!r}.",
+             "From left to right: the expected values, yours on the same colour scale, and yours − expected "
+             "(red where yours is too high, blue where it is too low)."]
+    if heads > 1:
+        words.append(f"One row of panels per head ({min(heads, len(ev['expected']))} shown).")
+    if weights:
+        words.append("On the right, each row's sum, expected and yours: attention weights sum to 1.")
+    return " ".join(words)
+
+
 def _count(card: StepCard, c: CountCard, pictures: dict) -> str:
     kind = "public" if c.public else "hidden"
     head = (f"<h3>{escape(c.count)} <small>({kind})</small>: <span class=\"status {_status_class(c.status)}\">"
@@ -89,12 +107,9 @@ def _count(card: StepCard, c: CountCard, pictures: dict) -> str:
 
             weights = rows_are_weights(ev["expected"])
             sums_alt = ", with the row sums" if weights else ""
-            sums_caption = "; beside them, each row's sum (attention weights sum to 1)" if weights else ""
             parts.append(f"<figure><img data-test=\"{escape(c.number)}\" src=\"{data_uri(png)}\" "
                          f"alt=\"{what} of case {escape(ev.get('case', ''))}: expected, yours and their difference as "
-                         f"heatmaps{sums_alt}\"><figcaption>{what}, case {escape(repr(ev.get('case', '')))}: "
-                         "expected, yours (one colour scale), and yours − expected (red: too high, blue: too low)"
-                         f"{sums_caption}.</figcaption></figure>")
+                         f"heatmaps{sums_alt}\"><figcaption>{escape(caption(ev, weights))}</figcaption></figure>")
         elif pictures.get("__cut__"):
             parts.append("<p>(picture left out to keep this page small)</p>")
         parts.append(_mismatch_table(ev))
@@ -106,7 +121,7 @@ def _count(card: StepCard, c: CountCard, pictures: dict) -> str:
 def _card(card: StepCard, pictures: dict) -> str:
     status = card.status
     lines = [f"<section class=\"card {_status_class(status)}\" id=\"{escape(card.step)}\">",
-             f"<h2>{escape(card.step)}: {escape(card.title)}</h2>",
+             f"<h2>{breakable(card.step)}: {breakable(card.title, dots=False)}</h2>",
              f"<p><span class=\"status\">{escape(status)}</span>, {escape(card.points_words())}</p>"]
     if card.blocked_by:
         lines.append(f"<p>It builds on {escape(card.blocked_by)}, which fails its own checks: fix that first.</p>")
@@ -118,17 +133,6 @@ def _card(card: StepCard, pictures: dict) -> str:
         lines.append(f"<p>Your code printed while {escape(card.step)} was checked:</p><pre>{escape(card.printed)}</pre>")
     lines.append("</section>")
     return "\n".join(l for l in lines if l)
-
-
-def _overview(cards: list[StepCard]) -> str:
-    rows = ["<table class=\"overview\"><tr><th scope=\"col\">step</th><th scope=\"col\">status</th>"
-            "<th scope=\"col\">points</th></tr>"]
-    for card in cards:
-        rows.append(f"<tr><td><a href=\"#{escape(card.step)}\">{escape(card.step)}</a></td>"
-                    f"<td class=\"{_status_class(card.status)}\">{escape(card.status)}</td>"
-                    f"<td>{card.points:g}/{card.max_points:g}</td></tr>")
-    rows.append("</table>")
-    return "\n".join(rows)
 
 
 def draw_pictures(cards: list[StepCard], budget: int = PICTURE_BUDGET) -> dict:
@@ -157,19 +161,49 @@ def draw_pictures(cards: list[StepCard], budget: int = PICTURE_BUDGET) -> dict:
     return pictures
 
 
+def breakable(name: str, dots: bool = True) -> str:
+    """``name`` escaped, with a break opportunity (``<wbr>``) after each underscore and (``dots``) each dot: a
+    long identifier wraps between its parts, never inside a word. A title is prose ("Exercise 3.1"): its dots
+    stay whole."""
+    out = escape(name).replace("_", "_<wbr>")
+    return out.replace(".", ".<wbr>") if dots else out
+
+
+def _failed_list(cards: list[StepCard]) -> str:
+    """The steps that did not pass, first on the page, each a link to its card."""
+    todo = [card for card in cards if card.status != PASSED]
+    if not todo:
+        return ("<nav class=\"failed-list none\" aria-label=\"What failed\"><h2>What failed</h2>"
+                "<p>Nothing: every step passed.</p></nav>")
+    items = [f"<li><a href=\"#{escape(card.step)}\">{breakable(card.step)}</a>: {escape(card.title)} "
+             f"(<span class=\"status {_status_class(card.status)}\">{escape(card.status)}</span>, "
+             f"{card.points:g}/{card.max_points:g} points)</li>" for card in todo]
+    return (f"<nav class=\"failed-list\" aria-label=\"What failed\"><h2>What failed: {len(todo)} of {len(cards)} "
+            f"step(s)</h2>\n<ul>\n" + "\n".join(items) + "\n</ul></nav>")
+
+
 def body(cards: list[StepCard], pictures: dict, heading: str, lines: list[str], public_only: bool = False) -> str:
-    """The page's content: a heading, the summary lines, the overview table, one card per step.
+    """The page's content: a heading, the total, the list of what failed (links to its cards), the summary
+    lines, the cards of the steps that did not pass, then the passed steps folded (``<details>``).
     ``public_only``: the cards hold only the public counts (Gradescope's always-visible output), and the
     total says so."""
     score = sum(c.points for c in cards)
     top = sum(c.max_points for c in cards)
     what = "points on the public counts (hidden counts are listed with the tests)" if public_only else "points"
-    out = [f"<h1>{escape(heading)}</h1>", f"<p><strong>{score:g} / {top:g} {what}</strong></p>"]
+    out = [f"<h1>{escape(heading)}</h1>", f"<p><strong>{score:g} / {top:g} {what}</strong></p>", _failed_list(cards)]
     if lines:
         out.append("<pre class=\"summary\">" + escape("\n".join(lines)) + "</pre>")
-    out.append("<div class=\"cards\">")
-    out += [_card(card, pictures) for card in cards]
-    out.append("</div>")
+    todo = [card for card in cards if card.status != PASSED]
+    passed = [card for card in cards if card.status == PASSED]
+    if todo:
+        out.append("<div class=\"cards\">")
+        out += [_card(card, pictures) for card in todo]
+        out.append("</div>")
+    if passed:
+        out.append(f"<details class=\"passed-steps\"><summary>{len(passed)} step(s) passed: show them</summary>"
+                   "<div class=\"cards\">")
+        out += [_card(card, pictures) for card in passed]
+        out.append("</div></details>")
     return "\n".join(out)
 
 

@@ -1,6 +1,8 @@
 """Pictures of a failing public case: expected, yours (same colour scale), the difference (two-sided),
 and a strip of row sums; the causal triangle outlined where the expected weights are masked; one row of
-panels per head.
+panels per head where the answer keeps its heads apart (attention weights [batch, heads, tokens, tokens]; the
+wrapper's output, its heads' context vectors side by side); the numbers of the strip in black or white,
+whichever reads better on their cell.
 
 matplotlib is imported here only, when a picture is drawn (``grade check`` on a passing unit never pays
 for it), with the Agg backend through ``Figure`` directly (no pyplot state, no display needed).
@@ -49,6 +51,26 @@ def _finite(t):
     return torch.where(torch.isfinite(t), t, torch.nan).numpy()
 
 
+def luminance(rgba) -> float:
+    """The relative luminance (WCAG 2) of a colour given as 0-1 floats."""
+    def linear(c: float) -> float:
+        return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
+
+    r, g, b = (linear(float(c)) for c in rgba[:3])
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def contrast(a, b) -> float:
+    """The WCAG contrast ratio of two colours (1 to 21)."""
+    la, lb = sorted((luminance(a), luminance(b)), reverse=True)
+    return (la + 0.05) / (lb + 0.05)
+
+
+def text_colour(background) -> str:
+    """Black or white, whichever reads better on ``background`` (the higher WCAG contrast)."""
+    return "black" if contrast(background, (0, 0, 0)) >= contrast(background, (1, 1, 1)) else "white"
+
+
 def rows_are_weights(expected) -> bool:
     """Whether each expected row sums to 1 (attention weights): then a strip of row sums is drawn beside."""
     import torch  # noqa: PLC0415
@@ -57,8 +79,10 @@ def rows_are_weights(expected) -> bool:
     return bool(torch.allclose(sums, torch.ones_like(sums), atol=1e-3))
 
 
-def draw(evidence: dict) -> bytes:
-    """A PNG: for each head (a row of panels) expected | yours | difference | row sums, colour bars below."""
+def draw(evidence: dict, strip_cells: list | None = None) -> bytes:
+    """A PNG: for each head (a row of panels) expected | yours | difference | row sums, colour bars below.
+    ``strip_cells``: if given, filled with each written cell of the row-sum strip as (left, top, right, bottom)
+    in the PNG's pixels, its background colour (RGBA, 0-1) and its text's colour: what a contrast check reads."""
     import matplotlib  # noqa: PLC0415
 
     matplotlib.use("Agg", force=False)
@@ -118,13 +142,22 @@ def draw(evidence: dict) -> bytes:
         ax = axes(left + 3 * (pw + gap), y, sw, ph)
         sums = np.stack([np.nansum(exp_np[h], axis=-1), np.nansum(mine_np[h], axis=-1)], axis=1)
         off = float(np.max(np.abs(sums - 1))) or 1e-9
-        ax.imshow(sums, cmap="PuOr", norm=TwoSlopeNorm(1.0, 1 - off, 1 + off), interpolation="nearest", aspect="auto")
+        sum_cmap, sum_norm = matplotlib.colormaps["PuOr"], TwoSlopeNorm(1.0, 1 - off, 1 + off)
+        ax.imshow(sums, cmap=sum_cmap, norm=sum_norm, interpolation="nearest", aspect="auto")
         _plain(ax)
         ax.set_title("row sums\nexp | yours", fontsize=7, pad=2)
         if rows <= 10:
             for r in range(rows):
                 for c in range(2):
-                    ax.text(c, r, f"{sums[r, c]:.2f}", ha="center", va="center", fontsize=6.5)
+                    background = sum_cmap(sum_norm(sums[r, c]))
+                    ax.text(c, r, f"{sums[r, c]:.2f}", ha="center", va="center", fontsize=6.5,
+                            color=text_colour(background))
+                    if strip_cells is not None:
+                        (x0, y0), (x1, y1) = ax.transData.transform([(c - 0.5, r + 0.5), (c + 0.5, r - 0.5)])
+                        fig_h = height * DPI
+                        xs, ys = sorted((round(x0), round(x1))), sorted((round(fig_h - y0), round(fig_h - y1)))
+                        strip_cells.append(((xs[0], ys[0], xs[1], ys[1]),
+                                            tuple(background), text_colour(background)))
     from matplotlib.cm import ScalarMappable  # noqa: PLC0415
 
     for x, w, norm, cmap, name in ((left, 2 * pw + gap, value_norm, seq, "expected and yours (one scale)"),

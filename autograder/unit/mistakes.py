@@ -101,3 +101,36 @@ def causal_weight_mistakes() -> dict:
         "masked after the softmax without renormalizing the rows": lambda s, d: masked(s, d, after=True),
         "forgot the 1/sqrt(d_k) scaling": lambda s, d: masked(s, d, scale=False),
     }
+
+
+def dropout_place_mistakes(p: float, forward_seed: int, prefix: str = "") -> dict:
+    """CausalAttention's dropout on the values or on the scores instead of the weights, in training mode with
+    the global generator seeded with ``forward_seed`` just before the forward pass (as the grader does)."""
+    from autograder.feedback.catalogue import MISCONCEPTIONS  # noqa: PLC0415
+
+    def run(where):
+        def fn(params, x):
+            (q, bq), (k, bk), (v, bv) = (_linear(params, prefix + n) for n in ("W_query", "W_key", "W_value"))
+            queries, keys, values = (x @ w + (b if b is not None else 0) for w, b in ((q, bq), (k, bk), (v, bv)))
+            T = x.shape[-2]
+            with torch.random.fork_rng(devices=[]):
+                torch.default_generator.manual_seed(forward_seed)
+                scores = queries @ keys.transpose(-2, -1)
+                if where == "scores":
+                    scores = torch.nn.functional.dropout(scores, p, training=True)
+                scores = scores.masked_fill(torch.triu(torch.ones(T, T, dtype=torch.bool), 1), -torch.inf)
+                weights = torch.softmax(scores / keys.shape[-1] ** 0.5, dim=-1)
+                if where == "values":
+                    values = torch.nn.functional.dropout(values, p, training=True)
+                return weights @ values
+        return fn
+
+    return {MISCONCEPTIONS["dropout-on-values"]: run("values"), MISCONCEPTIONS["dropout-on-scores"]: run("scores")}
+
+
+def seed_in_forward_mistakes(seed: int = 123) -> dict:
+    """``torch.manual_seed(seed)`` inside forward: the reference's own answer with the call seeded so (the book's
+    seed); a request override, run by the reference."""
+    from autograder.feedback.catalogue import MISCONCEPTIONS  # noqa: PLC0415
+
+    return {MISCONCEPTIONS["seed-in-forward"]: {"forward_seed": seed}}

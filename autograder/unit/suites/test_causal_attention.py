@@ -4,7 +4,7 @@ import torch
 from autograder.unit import documents
 from autograder.grading.suite import rand, randn, step
 
-from autograder.unit.mistakes import causal_weight_mistakes, linear_mistakes
+from autograder.unit.mistakes import causal_weight_mistakes, dropout_place_mistakes, linear_mistakes, seed_in_forward_mistakes
 
 F64 = torch.float64
 
@@ -152,6 +152,10 @@ class _CausalModule:
         # ignores eval())
         check.module(self.init(dropout=0.5), book_batch(), seed=321, train=False, public=True,
                      case="dropout 0.5 in eval mode (model.eval()): dropout is off, the output is dropout 0.0's")
+        self.more_forward_cases(check)
+
+    def more_forward_cases(self, check):
+        """A subclass's own public forward cases (a test method of its own would run after the base's counts)."""
 
     def test_gradients(self, check):
         self._forward(check, True)
@@ -161,7 +165,7 @@ class _CausalModule:
         # Training mode, dropout 0.5, the same seed before the student's and the reference's forward:
         # dropout in the wrong place (or applied twice, or not at all) changes the output.
         check.module(self.init(dropout=0.5), book_batch(), seed=123, train=True, forward_seed=2024, grad=True,
-                     case="training mode, dropout 0.5")
+                     case="training mode, dropout 0.5", mistakes=self.dropout_mistakes(0.5, 2024))
         # dropout that ignores eval() gives the reference's own training-mode answer: same seed, same mask
         check.module(self.init(dropout=0.5), book_batch(), seed=123, train=False, case="eval mode: dropout is off",
                      mistakes={"dropout is applied in eval mode too: it must follow self.training (nn.Dropout, or "
@@ -171,6 +175,11 @@ class _CausalModule:
                      before=[(book_batch(), True, 2024)], case="training mode first, then eval mode: dropout is off",
                      mistakes={"dropout is applied in eval mode too: it must follow self.training (nn.Dropout, or "
                                "F.dropout(..., training=self.training))": {"train": True}})
+
+    def dropout_mistakes(self, p: float, forward_seed: int) -> dict:
+        """Dropout in the wrong place, or a seed of the module's own, as a training-mode call seeded with
+        ``forward_seed`` gives them."""
+        return {**dropout_place_mistakes(p, forward_seed, self.prefix), **seed_in_forward_mistakes()}
 
     def random_sizes(self):
         # (d_in, d_out, context_length, T, batch, seed): square d_in == d_out, T < context_length, batch 1 and 3

@@ -3,7 +3,10 @@ import torch
 
 from autograder.grading.suite import rand, step
 
-from .test_causal_attention import _CausalModule
+from autograder.feedback.catalogue import MISCONCEPTIONS
+from autograder.unit.mistakes import seed_in_forward_mistakes
+
+from .test_causal_attention import _CausalModule, book_batch
 
 
 @step("multihead_attention.MultiHeadAttentionWrapper")
@@ -14,24 +17,37 @@ class TestMultiHeadAttentionWrapper(_CausalModule):
     def mistakes(self, context_length=None):
         return {}  # a head's own mistakes are CausalAttention's; the wrapper is graded with a correct head
 
+    def dropout_mistakes(self, p, forward_seed):
+        return {}
+
 
 @step("multihead_attention.MultiHeadAttention")
 class TestMultiHeadAttention(_CausalModule):
     extra_init = [2]
     d_out = 4  # divisible by num_heads=2
 
-    def mistakes(self, context_length=None):
-        return {"out_proj is created but never applied": lambda p, x: _mha(p, x, heads=2, out_proj=False),
+    def mistakes(self, context_length=None, heads=2):
+        return {"out_proj is created but never applied": lambda p, x: _mha(p, x, heads=heads, out_proj=False),
                 "heads not merged back in the right order (transpose before view missing)":
-                    lambda p, x: _mha(p, x, heads=2, merge="view"),
+                    lambda p, x: _mha(p, x, heads=heads, merge="view"),
                 "heads merged with permute in the wrong order (permute(2, 0, 1, 3): batch and tokens swapped, "
                 "which shows only with a batch of more than one): use .transpose(1, 2) or permute(0, 2, 1, 3)":
-                    lambda p, x: _mha(p, x, heads=2, merge="permute"),
+                    lambda p, x: _mha(p, x, heads=heads, merge="permute"),
                 "scores scaled by sqrt(number of tokens) instead of sqrt(head_dim)":
-                    lambda p, x: _mha(p, x, heads=2, scale="tokens"),
-                "scores scaled by sqrt(d_out) instead of sqrt(head_dim)": lambda p, x: _mha(p, x, heads=2, scale="d_out"),
+                    lambda p, x: _mha(p, x, heads=heads, scale="tokens"),
+                "scores scaled by sqrt(d_out) instead of sqrt(head_dim)": lambda p, x: _mha(p, x, heads=heads, scale="d_out"),
                 "scores scaled by sqrt(num_heads) instead of sqrt(head_dim)":
-                    lambda p, x: _mha(p, x, heads=2, scale="heads")}
+                    lambda p, x: _mha(p, x, heads=heads, scale="heads"),
+                MISCONCEPTIONS["heads-split-interleaved"]: lambda p, x: _mha(p, x, heads=heads, layout="interleaved")}
+
+    def dropout_mistakes(self, p, forward_seed):
+        return seed_in_forward_mistakes()  # the reference's own answer, seeded otherwise
+
+    def more_forward_cases(self, check):
+        # num_heads (2) differs from head_dim (3) here, unlike in the book's sizes: a scaling by sqrt(num_heads)
+        # shows in grade check too
+        check.module([3, 6, 6, 0.0, 2], book_batch(), seed=123, public=True,
+                     case="book batch (2, 6, 3), d_out=6: 2 heads of 3", mistakes=self.mistakes())
 
     def test_errors(self, check):
         # The book refuses with ``assert``, the docstring asks for ValueError: the course teaches both.
@@ -45,10 +61,11 @@ class TestMultiHeadAttention(_CausalModule):
     def test_randomized(self, check):
         super().test_randomized(check)
         x = rand(2, 7, 12, seed=160)
-        check.module([12, 12, 8, 0.0, 4], x, seed=160, grad=True, case="12 dims, 4 heads of 3")
+        check.module([12, 12, 8, 0.0, 4], x, seed=160, grad=True, case="12 dims, 4 heads of 3",
+                     mistakes=self.mistakes(heads=4))
 
 
-def _mha(p, x, heads, out_proj=True, merge="transpose", scale="head_dim"):
+def _mha(p, x, heads, out_proj=True, merge="transpose", scale="head_dim", layout="contiguous"):
     b, T, _ = x.shape
     q = x @ p["W_query.weight"].T
     k = x @ p["W_key.weight"].T
@@ -59,6 +76,8 @@ def _mha(p, x, heads, out_proj=True, merge="transpose", scale="head_dim"):
     hd = d_out // heads
 
     def split(t):
+        if layout == "interleaved":  # head h takes columns h, h + heads, h + 2 * heads, ...
+            return t.view(b, T, hd, heads).permute(0, 3, 1, 2)
         return t.view(b, T, heads, hd).transpose(1, 2)
 
     q, k, v = split(q), split(k), split(v)
