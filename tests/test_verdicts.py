@@ -83,3 +83,70 @@ def test_a_refused_write_reads_as_the_output_limit():
     # control: the student's own OSError stays theirs
     other = {"ok": False, "error": {**flood["error"], "message": "[Errno 2] No such file or directory"}}
     assert _said_as_limit(other) == other
+
+
+# ---- grade check names, once at the end, a limit this machine cannot apply ------------------------------------
+
+LIMITS = {"memory_mb": 3072, "processes": 32, "output_mb": 4, "submission_seconds": 300.0}
+
+
+def _grade_check(monkeypatch, capsys, tmp_path, *args):
+    """``grade check`` in process, on two checked steps (the run itself stood in for: this is about its ending)."""
+    from autograder.check import public_cases
+    from autograder.check.run import CountResult, StepResult
+    from autograder.commands import check as command
+
+    (tmp_path / "simple_attention.py").write_text("import torch\n")
+    data = {"modules": ["simple_attention"], "limits": dict(LIMITS),
+            "steps": {"simple_attention.attention_scores": {}, "simple_attention.normalize_sum": {}}}
+    results = [StepResult(step, "a step", [CountResult("values", points=1.0, max_points=1.0)]) for step in data["steps"]]
+    monkeypatch.setattr(public_cases, "load", lambda: data)
+    monkeypatch.setattr(command, "run", lambda path, data, steps: results)
+    code = command.main(tmp_path, *args)
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_grade_check_says_once_at_the_end_which_limit_it_could_not_apply(monkeypatch, capsys, tmp_path):
+    from types import SimpleNamespace
+
+    from autograder.worker import limits
+
+    monkeypatch.setattr(limits, "sys", SimpleNamespace(platform="darwin"))  # macOS: RLIMIT_AS not enforced
+    code, out, _err = _grade_check(monkeypatch, capsys, tmp_path)
+    lines = [line for line in out.splitlines() if line.strip()]
+    assert code == 0  # a note, not a failure
+    assert lines[-1].startswith("not applied by grade check on this machine: the memory limit of 3,072 MB")
+    assert out.count("not applied by grade check") == 1 and "output limit" not in out
+    assert "grade autograde applies it" in lines[-1]
+    # the same words autograde uses when the limit is hit
+    assert limits.sentence("memory", " of 3,072 MB").startswith("the memory limit of 3,072 MB")
+
+
+def test_without_rlimits_both_limits_are_named_in_one_line_and_json_stays_json(monkeypatch, capsys, tmp_path):
+    import json
+
+    from autograder.worker import limits
+
+    monkeypatch.setattr(limits, "resource", None)  # Windows: no resource module at all
+    _code, out, _err = _grade_check(monkeypatch, capsys, tmp_path)
+    said = [line for line in out.splitlines() if line.startswith("not applied by grade check")]
+    assert said == ["not applied by grade check on this machine: the memory limit of 3,072 MB and the output limit of "
+                    "4 MB (this system has no resource limits, as on Windows); grade autograde applies them, so code "
+                    "that passes here can still hit them there."]
+    _code, out, err = _grade_check(monkeypatch, capsys, tmp_path, (), True)
+    assert json.loads(out)["score"] == 2  # the note goes to standard error, the JSON stays whole
+    assert err.count("not applied by grade check") == 1
+
+
+def test_where_every_limit_applies_grade_check_says_nothing_of_limits(monkeypatch, capsys, tmp_path):
+    from types import SimpleNamespace
+
+    from autograder.worker import limits
+
+    monkeypatch.setattr(limits, "sys", SimpleNamespace(platform="linux"))
+    if limits.resource is None or not all(hasattr(limits.resource, r) for r in limits.RLIMIT_OF.values()):
+        pytest.skip("this machine has no rlimits")
+    code, out, err = _grade_check(monkeypatch, capsys, tmp_path)
+    assert code == 0 and "public checks" in out  # the control ran the same command to its end
+    assert "not applied" not in out + err and "limit" not in out + err

@@ -118,6 +118,11 @@ def show(results, path: Path, folder: Path, as_json: bool, color: bool, html_fil
         if written.parent == where.resolve() or where.resolve() in written.parents:
             console.warn(f"{written} is inside {where}/: do not hand it in with your exercises")
         (console.note if as_json else console.say)(f"feedback page: {written}")
+    from autograder.worker.limits import not_applied_sentence  # noqa: PLC0415
+
+    unapplied = not_applied_sentence(data.get("limits") or {})
+    if unapplied:  # once, at the end: a limit this machine lacks, which autograde applies
+        (console.note if as_json else console.say)(("\n" if not as_json else "") + unapplied)
     return 0 if results and all(r.status == "passed" for r in results) else 1
 
 

@@ -9,6 +9,7 @@ names the time limit and a worker killed for a limit (``grading/workers.py``).
 from __future__ import annotations
 
 import errno
+import sys
 
 try:
     import resource
@@ -63,3 +64,42 @@ def hit(exc: BaseException) -> dict | None:
     else:
         return None
     return {"type": "LimitExceeded", "limit": limit, "message": sentence(limit, value)}
+
+
+#: the limits grade check applies in its own workers, each by the rlimit that carries it (time and submission
+#: time are kept by the trusted side, everywhere)
+RLIMIT_OF = {"memory": "RLIMIT_AS", "output": "RLIMIT_FSIZE"}
+_VALUES = {"memory": ("memory_mb", "MB"), "output": ("output_mb", "MB")}
+
+
+def not_applicable(limits: dict, platform: str | None = None) -> list[tuple[str, str]]:
+    """``(limit, why)`` for each of ``limits`` (as recorded: memory_mb, output_mb...) that ``grade check``
+    cannot apply on this machine: no rlimits at all (Windows), no such rlimit, or one the system does not
+    enforce (macOS ignores RLIMIT_AS)."""
+    platform = sys.platform if platform is None else platform
+    out = []
+    for limit, rlimit in RLIMIT_OF.items():
+        if not limits.get(_VALUES[limit][0]):
+            continue
+        if resource is None:
+            out.append((limit, "this system has no resource limits, as on Windows"))
+        elif not hasattr(resource, rlimit):
+            out.append((limit, f"this system has no {rlimit}"))
+        elif limit == "memory" and platform == "darwin":
+            out.append((limit, "macOS does not enforce RLIMIT_AS, an address-space limit"))
+    return out
+
+
+def not_applied_sentence(limits: dict, platform: str | None = None) -> str:
+    """One sentence naming the limits ``grade check`` could not apply here, in autograde's words; "" if none."""
+    missing = not_applicable(limits, platform)
+    if not missing:
+        return ""
+    by_why: dict[str, list[str]] = {}  # one reason said once for the limits it explains
+    for limit, why in missing:
+        key, unit = _VALUES[limit]
+        by_why.setdefault(why, []).append(f"the {NAMES[limit]} of {limits[key]:,} {unit}")
+    named = [f"{' and '.join(limits_)} ({why})" for why, limits_ in by_why.items()]
+    them = "it" if len(missing) == 1 else "them"
+    return (f"not applied by grade check on this machine: {' and '.join(named)}; grade autograde applies "
+            f"{them}, so code that passes here can still hit {them} there.")
