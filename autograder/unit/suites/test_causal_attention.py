@@ -49,6 +49,11 @@ class TestMaskAndRenormalize:
 
     def test_values(self, check):
         self._cases(check, False)
+        # a batch of two: the rows are along the last dim whatever comes before (a sum over dim=1 is not)
+        _name, book = next(document_scores())
+        w = torch.softmax(torch.stack((book, book.flip(-1))) / 2**0.5, dim=-1)
+        check.call(w, case="book: a batch of two [2, 6, 6] (the second with its columns reversed)", public=True,
+                   arg_names=["attn_weights"], mistakes=self.mistakes)
 
     def test_gradients(self, check):
         self._cases(check, True)
@@ -70,6 +75,13 @@ class TestCausalAttentionWeights:
         if not grad:
             check.call(torch.tensor([[500.0, 1.0, 2.0], [450.0, 460.0, 3.0], [-4.0, -4.0, -4.0]]), 4, public=True,
                        case="large scores (up to 500) and ties, d_k=4", arg_names=["attn_scores", "d_k"])
+            _name, book = next(document_scores())
+            # float64 is legal: the answer is float64 too (a loop filling torch.zeros returns float32)
+            check.call(book.to(F64), 2, case="book (float64): scores, d_k=2", public=True,
+                       arg_names=["attn_scores", "d_k"], mistakes=self.mistakes)
+            # a batch of two: the softmax runs over the last dim whatever comes before (dim=1 is not that)
+            check.call(torch.stack((book, book.flip(-1))), 2, case="book: a batch of two [2, 6, 6], d_k=2",
+                       public=True, arg_names=["attn_scores", "d_k"], mistakes=self.mistakes)
 
     def test_values(self, check):
         self._cases(check, False)

@@ -19,6 +19,13 @@ def document_cases():
         yield name, x, seed, *ws
 
 
+def book_float64():
+    """The book's input and weights again in float64 (a float64 input is legal: the answer is float64 too; a loop
+    filling ``torch.empty``/``torch.zeros`` returns float32, which the hidden float64 cases catch as well)."""
+    name, x, _seed, Wq, Wk, Wv = next(document_cases())
+    return x.to(F64), Wq.to(F64), Wk.to(F64), Wv.to(F64)
+
+
 def module_random_cases():
     """(d_in, d_out, T, seed): other sizes, the square case d_in == d_out, one token."""
     return [(4, 4, 5, 21), (5, 3, 1, 22), (8, 6, 10, 23)]
@@ -65,6 +72,9 @@ class TestAttentionScoresForQuery:
 
     def test_values(self, check):
         self._cases(check, False)
+        x, Wq, Wk, _Wv = book_float64()
+        check.call(x[documents.QUERY_INDEX] @ Wq, x @ Wk, case="book (float64): query x(2) against all keys",
+                   public=True, arg_names=["query", "keys"])
 
     def test_gradients(self, check):
         self._cases(check, True)
@@ -94,6 +104,9 @@ class TestScaledAttentionWeights:
         check.call(torch.tensor([[400.0, -50.0, 390.0, 0.0], [0.0, 0.0, 0.0, 0.0]]), 4, public=True,
                    case="large scores (up to 400), ties (all-zero scores), d_k=4", arg_names=["attn_scores", "d_k"],
                    mistakes=self.mistakes)
+        x, Wq, Wk, _Wv = book_float64()
+        check.call((x @ Wq) @ (x @ Wk).T, 2, case="book (float64): all scores, d_k=2", public=True,
+                   arg_names=["attn_scores", "d_k"], mistakes=self.mistakes)
 
     def test_gradients(self, check):
         self._cases(check, True)
@@ -118,6 +131,10 @@ class TestTrainableContextVector:
 
     def test_values(self, check):
         self._cases(check, False)
+        x, Wq, Wk, Wv = book_float64()
+        w = torch.softmax((x[documents.QUERY_INDEX] @ Wq) @ (x @ Wk).T / 2**0.5, dim=-1)
+        check.call(w, x @ Wv, case="book (float64): weights of x(2), all values", public=True,
+                   arg_names=["attn_weights", "values"])
 
     def test_gradients(self, check):
         self._cases(check, True)

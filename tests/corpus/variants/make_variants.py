@@ -78,6 +78,32 @@ VARIANTS: dict[str, list[tuple[str, str, str]]] = {
         scores[i] = torch.dot(x_i, query)
     return scores
 """)],
+    # issue 21 item 2: each earns a public case its bug fails (float64 in, float32 out; a batch of two)
+    "bug_query_scores_loop_float32": [("trainable_attention", "    return query @ keys.T\n", """    scores = torch.empty(keys.shape[0])  # the book's loop: float32 whatever the input
+    for i, k_i in enumerate(keys):
+        scores[i] = torch.dot(query, k_i)
+    return scores
+""")],
+    "bug_scaled_weights_float32": [("trainable_attention", "    return torch.softmax(attn_scores / d_k**0.5, dim=-1)\n",
+                                    "    return torch.softmax(attn_scores.float() / d_k**0.5, dim=-1)\n")],
+    "bug_trainable_context_loop_float32": [("trainable_attention", '    """\n    return attn_weights @ values\n', """    \"\"\"
+    context = torch.zeros(values.shape[1])  # the book's loop: float32 whatever the input
+    for i, v_i in enumerate(values):
+        context += attn_weights[i] * v_i
+    return context
+""")],
+    "bug_causal_weights_loop_float32": [("causal_attention", """    T = attn_scores.shape[-1]
+    future = torch.triu(torch.ones(T, T, dtype=torch.bool, device=attn_scores.device), diagonal=1)
+    masked = attn_scores.masked_fill(future, -torch.inf)
+    return torch.softmax(masked / d_k**0.5, dim=-1)""", """    T = attn_scores.shape[-1]
+    weights = torch.zeros(attn_scores.shape)  # row by row over the past only: float32 whatever the input
+    for i in range(T):
+        weights[..., i, :i + 1] = torch.softmax(attn_scores[..., i, :i + 1] / d_k**0.5, dim=-1)
+    return weights""")],
+    "bug_causal_weights_softmax_dim1": [("causal_attention", "    return torch.softmax(masked / d_k**0.5, dim=-1)\n",
+                                         "    return torch.softmax(masked / d_k**0.5, dim=1)\n")],
+    "bug_renorm_sum_dim1": [("causal_attention", "    return masked / masked.sum(dim=-1, keepdim=True)\n",
+                             "    return masked / masked.sum(dim=1, keepdim=True)\n")],
 }
 
 
