@@ -47,7 +47,7 @@ def check_once(path: Path, steps: tuple[str, ...], data: dict, as_json: bool, co
         results = run(checked.folder, data, list(steps) or None, zygote)
         if checked.staged:
             name_cells(results, checked.folder)
-        return show(results, path, checked.folder, as_json, color, html_file)
+        return show(results, path, checked.folder, as_json, color, html_file, limits=data.get("limits"))
     finally:
         checked.close()
 
@@ -98,8 +98,10 @@ def name_cells(results, folder: Path) -> None:
             r.cell = error_cell(folder, r.import_error, words) or r.cell
 
 
-def show(results, path: Path, folder: Path, as_json: bool, color: bool, html_file: Path | bool | None) -> int:
-    """Print the table and what to fix (or the JSON); with ``html_file``, write the page; the exit status."""
+def show(results, path: Path, folder: Path, as_json: bool, color: bool, html_file: Path | bool | None,
+         limits: dict | None = None) -> int:
+    """Print the table and what to fix (or the JSON); with ``html_file``, write the page; the exit status.
+    ``limits`` (autograde's, as recorded): one line at the end names those this machine cannot apply."""
     from autograder.check import report  # noqa: PLC0415
 
     if as_json:
@@ -120,7 +122,7 @@ def show(results, path: Path, folder: Path, as_json: bool, color: bool, html_fil
         (console.note if as_json else console.say)(f"feedback page: {written}")
     from autograder.worker.limits import not_applied_sentence  # noqa: PLC0415
 
-    unapplied = not_applied_sentence(data.get("limits") or {})
+    unapplied = not_applied_sentence(limits or {})
     if unapplied:  # once, at the end: a limit this machine lacks, which autograde applies
         (console.note if as_json else console.say)(("\n" if not as_json else "") + unapplied)
     return 0 if results and all(r.status == "passed" for r in results) else 1
