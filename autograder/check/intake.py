@@ -23,6 +23,8 @@ class Checked:
     notes: list[str] = field(default_factory=list)     # what the intake said (read from which cells)
     problems: list[str] = field(default_factory=list)  # modules it could not use (a broken notebook)
     module: str | None = None          # a single module's notebook: check that module
+    #: the modules the intake refused (not UTF-8, a link, a broken notebook), as grade autograde's staging says them
+    module_errors: dict = field(default_factory=dict)
     _temp: Path | None = None
 
     def close(self) -> None:
@@ -32,11 +34,15 @@ class Checked:
 
 
 def needs_staging(path: Path, modules: list[str]) -> bool:
-    """A notebook or an archive; or a folder that has notebooks but none of the module files."""
+    """A notebook or an archive; a folder that has notebooks but none of the module files; or a folder with a module
+    file the intake refuses (then the other modules see it missing, as they do in grade autograde)."""
     if path.is_file():
         return path.suffix.lower() in STAGED
-    return path.is_dir() and not any((path / f"{m}.py").exists() for m in modules) and \
-        any(p.suffix == ".ipynb" for p in path.iterdir() if p.is_file())
+    if not path.is_dir():
+        return False
+    if not any((path / f"{m}.py").exists() for m in modules):
+        return any(p.suffix == ".ipynb" for p in path.iterdir() if p.is_file())
+    return bool(module_errors(path, modules))
 
 
 def steps_by_module(step_names: list[str]) -> dict[str, list[str]]:
@@ -58,7 +64,7 @@ def prepare(path: Path, modules: list[str], step_names: list[str]) -> Checked:
         raise ValueError(staged.problem or f"{path}: nothing to check in it")
     problems = [e["message"] for e in staged.module_errors.values() if e.get("type") != "MissingModule"]
     module = path.stem if path.suffix.lower() == ".ipynb" and path.stem in modules else None
-    return Checked(staged.folder, True, staged.notes, problems, module, temp)
+    return Checked(staged.folder, True, staged.notes, problems, module, dict(staged.module_errors), temp)
 
 
 def module_errors(folder: Path, modules: list[str]) -> dict[str, dict]:

@@ -64,9 +64,11 @@ def selected(data: dict, steps: list[str] | None) -> list[str]:
     return [s for s in data["steps"] if not steps or s in steps or s.split(".", 1)[0] in steps]
 
 
-def run_check(folder: Path, data: dict, zygote: Zygote, steps: list[str] | None = None) -> list[StepResult]:
+def run_check(folder: Path, data: dict, zygote: Zygote, steps: list[str] | None = None,
+              module_errors: dict | None = None) -> list[StepResult]:
     """Each selected step's public counts; a step is checked after the steps it builds on (run too, unshown),
-    and shows as blocked, not failed, when one of those fails."""
+    and shows as blocked, not failed, when one of those fails. ``module_errors``: what the intake refused, when the
+    folder was staged (else found here)."""
     by_count: dict[tuple[str, str], list[dict]] = {}
     for case in data["cases"]:
         by_count.setdefault((case["step"], case["count"]), []).append(case)
@@ -84,7 +86,8 @@ def run_check(folder: Path, data: dict, zygote: Zygote, steps: list[str] | None 
     limits = dict(data.get("limits") or {})
     total = limits.pop("submission_seconds", None)
     runner = SubmissionRunner(zygote, folder, data["modules"], {}, times, limits, submission_seconds=total,
-                              module_errors=intake.module_errors(folder, data["modules"]))
+                              module_errors=intake.module_errors(folder, data["modules"]) if module_errors is None
+                              else module_errors)
     results, status, said = [], {}, {}
     try:
         for step, spec in data["steps"].items():

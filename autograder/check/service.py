@@ -58,7 +58,8 @@ class Checker:
             own = Path(notebook).stem if notebook and Path(notebook).stem in self.data["modules"] else checked.module
             wanted = list(_known_steps(tuple(steps), self.data)) or \
                 ([own] if own else attempted_modules(checked.folder, self.data))
-            results = run_check(checked.folder.resolve(), self.data, self.zygote, wanted or None)
+            results = run_check(checked.folder.resolve(), self.data, self.zygote, wanted or None,
+                                checked.module_errors if checked.staged else None)
             name_cells(results, checked.folder)
             for r in results if as_run else ():
                 r.cell = re.sub(rf"^{re.escape(path.name)}, code cell (\d+):", r"the cell you ran as In [\1]:", r.cell or "") \

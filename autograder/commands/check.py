@@ -44,7 +44,7 @@ def check_once(path: Path, steps: tuple[str, ...], data: dict, as_json: bool, co
         steps = _known_steps(steps, data)
         if not any((checked.folder / f"{m}.py").exists() for m in modules):
             raise UsageError(f"{path}: none of {', '.join(m + '.py' for m in modules)} is here")
-        results = run(checked.folder, data, list(steps) or None, zygote)
+        results = run(checked.folder, data, list(steps) or None, zygote, checked.module_errors if checked.staged else None)
         if checked.staged:
             name_cells(results, checked.folder)
         return show(results, path, checked.folder, as_json, color, html_file, limits=data.get("limits"))
@@ -128,7 +128,7 @@ def show(results, path: Path, folder: Path, as_json: bool, color: bool, html_fil
     return 0 if results and all(r.status == "passed" for r in results) else 1
 
 
-def run(path: Path, data: dict, steps: list[str] | None, zygote=None):
+def run(path: Path, data: dict, steps: list[str] | None, zygote=None, module_errors: dict | None = None):
     """The check results of the exercises in folder ``path``, from ``zygote`` or one started for this run."""
     from autograder.check.run import run_check  # noqa: PLC0415
     from autograder.grading.zygote_client import LocalZygote  # noqa: PLC0415 - imports torch
@@ -136,7 +136,7 @@ def run(path: Path, data: dict, steps: list[str] | None, zygote=None):
     own = zygote is None
     zygote = LocalZygote() if own else zygote
     try:
-        return run_check(path.resolve(), data, zygote, steps)
+        return run_check(path.resolve(), data, zygote, steps, module_errors)
     finally:
         if own:
             zygote.close()
