@@ -46,7 +46,8 @@ def test_the_same_mask_with_nan_rows_is_named_too():
 def test_returning_the_weights_instead_of_the_context():
     likely, ids = said(causal(SCORES), torch.zeros(2, 6, 2))
     assert ids == ["returned-weights"]
-    assert likely == ["likely: returned the attention weights instead of the context vectors: return attn_weights @ values"]
+    assert likely == ["likely: returned the attention weights instead of the context vectors: the output is the weights "
+                      "applied to the values"]
     assert said(torch.zeros(2, 6, 3), torch.zeros(2, 6, 2))[1] == []  # control: another wrong shape says nothing
 
 

@@ -25,7 +25,8 @@ MISCONCEPTIONS = {
     "mask-wrong-corner": ("the mask is sliced from the wrong corner of the context_length mask (mask[:T, -T:]): rows "
                           "with every entry masked give NaN when T < context_length; slice mask[:num_tokens, :num_tokens]"),
     "queries-keys-swapped": "queries and keys swapped (keys @ queries.T)",
-    "returned-weights": ("returned the attention weights instead of the context vectors: return attn_weights @ values"),
+    "returned-weights": ("returned the attention weights instead of the context vectors: the output is the weights "
+                         "applied to the values"),
     "mean-instead-of-sum": "took a mean where a sum was expected (your values are the expected ones divided by their count)",
     "normalized-by-total": ("divided by the sum of all entries instead of each row's own sum: "
                             "normalize with sum(dim=-1, keepdim=True)"),
@@ -37,9 +38,9 @@ MISCONCEPTIONS = {
                                 "the contiguous columns h*head_dim to (h+1)*head_dim: view(b, T, num_heads, head_dim)"
                                 ".transpose(1, 2)"),
     "num-tokens-from-batch": ("num_tokens read from the batch dimension (x.shape[0]): the mask is then sliced to the "
-                              "batch size (with a batch of 1 it hides nothing); b, num_tokens, d_in = x.shape"),
-    "dropout-on-values": ("dropout applied to the values (or the context) instead of the attention weights: "
-                          "attn_weights = self.dropout(attn_weights), then attn_weights @ values"),
+                              "batch size (with a batch of 1 it hides nothing); x is [batch, num_tokens, d_in]"),
+    "dropout-on-values": ("dropout applied to the values (or the context) instead of the attention weights: dropout "
+                          "belongs on the weights, after the softmax, before they meet the values"),
     "dropout-on-scores": ("dropout applied to the scores, before the softmax, instead of to the attention weights "
                           "after it"),
     "seed-in-forward": ("torch.manual_seed(...) inside forward: your dropout mask is the same on every call, and not "
