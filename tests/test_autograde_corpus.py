@@ -195,10 +195,10 @@ NAMED = [
      "likely: scores scaled by sqrt(num_heads) instead of sqrt(head_dim)"),
     ("bug_num_tokens_from_batch", "causal_attention.CausalAttention forward", "num-tokens-from-batch",
      "likely: num_tokens read from the batch dimension (x.shape[0]): the mask is then sliced to the batch size "
-     "(with a batch of 1 it hides nothing); b, num_tokens, d_in = x.shape"),
+     "(with a batch of 1 it hides nothing); x is [batch, num_tokens, d_in]"),
     ("bug_dropout_on_values", "causal_attention.CausalAttention dropout", "dropout-on-values",
      "likely: dropout applied to the values (or the context) instead of the attention weights: "
-     "attn_weights = self.dropout(attn_weights), then attn_weights @ values"),
+     "dropout belongs on the weights, after the softmax, before they meet the values"),
     ("bug_dropout_on_scores", "causal_attention.CausalAttention dropout", "dropout-on-scores",
      "likely: dropout applied to the scores, before the softmax, instead of to the attention weights after it"),
     ("bug_seed_in_forward", "causal_attention.CausalAttention dropout", "seed-in-forward",
