@@ -12,7 +12,7 @@ from autograder.unit import prose
 
 from . import cells, graded_cells, helper, literals
 from .collect import Case
-from .sources import ModuleSource, read_module
+from .sources import ModuleSource, read_module, with_borrowed
 
 KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
 
@@ -54,15 +54,7 @@ def build_notebook(course, module: str, solutions: Path, cases: dict[tuple[str, 
         raise LookupError(f"{solutions / (module + '.py')} defines no {', '.join(m.split('.', 1)[1] for m in missing)}")
     points = sum(c.points for s in steps for c in course.steps[s].counts.values())
 
-    borrowed: dict[str, list[str]] = {}
-    for other, name in source.borrowed:
-        borrowed.setdefault(other, []).append(name)
-    imports = list(source.imports)
-    borrowed_sources = {}
-    for other, wanted in borrowed.items():
-        theirs = read_module(solutions / f"{other}.py")
-        imports += [i for i in theirs.imports if i not in imports]
-        borrowed_sources[other] = [theirs.pieces[n] for n in wanted]
+    imports, borrowed = with_borrowed(source, solutions)
 
     nb = v4.new_notebook()
     nb.metadata["kernelspec"] = dict(KERNELSPEC)
@@ -70,8 +62,8 @@ def build_notebook(course, module: str, solutions: Path, cases: dict[tuple[str, 
     nb.cells.append(cells.markdown(prose.notebook_intro(course.title, module, source, points, len(steps)), "intro"))
     nb.cells.append(cells.read_only(setup_source(imports), "setup"))
     nb.cells.append(cells.read_only(helper.import_cell(), "checking_helper"))
-    for other, pieces in borrowed_sources.items():
-        nb.cells.append(cells.markdown(prose.borrowed_intro(other, borrowed[other]), f"from_{other}"))
+    for other, (taken, pieces) in borrowed.items():
+        nb.cells.append(cells.markdown(prose.borrowed_intro(other, taken), f"from_{other}"))
         nb.cells.append(cells.solution("\n\n\n".join(pieces), f"from_{other}_code"))
 
     number = 0

@@ -56,3 +56,18 @@ def read_module(path: Path) -> ModuleSource:
         last = list(found.pieces)[-1]
         found.pieces[last] = "\n\n".join([found.pieces[last], *pending])
     return found
+
+
+def with_borrowed(source: ModuleSource, folder: Path) -> tuple[list[str], dict[str, tuple[list[str], list[str]]]]:
+    """The imports a notebook of ``source`` needs (its own, then those of the sibling modules it borrows from), and
+    what it borrows: sibling module -> (the names, their pieces read from ``folder``), in the order borrowed."""
+    names: dict[str, list[str]] = {}
+    for other, name in source.borrowed:
+        names.setdefault(other, []).append(name)
+    imports = list(source.imports)
+    borrowed = {}
+    for other, wanted in names.items():
+        theirs = read_module(folder / f"{other}.py")
+        imports += [i for i in theirs.imports if i not in imports]
+        borrowed[other] = (wanted, [theirs.pieces[n] for n in wanted])
+    return imports, borrowed

@@ -15,7 +15,7 @@ import nbformat
 from nbformat import v4
 
 from autograder.nbgrader_course import literals
-from autograder.nbgrader_course.sources import read_module
+from autograder.nbgrader_course.sources import read_module, with_borrowed
 from autograder.unit import documents, prose
 
 KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
@@ -46,15 +46,7 @@ def setup_source(imports: list[str]) -> str:
 def module_notebook(title: str, module: str, exercises: Path, steps: dict) -> nbformat.NotebookNode:
     """``steps``: the public cases' steps (``public_cases.json``), for each step's title and counts."""
     source = read_module(exercises / f"{module}.py")
-    borrowed: dict[str, list[str]] = {}
-    for other, name in source.borrowed:
-        borrowed.setdefault(other, []).append(name)
-    imports = list(source.imports)
-    carried = {}
-    for other, names in borrowed.items():
-        theirs = read_module(exercises / f"{other}.py")
-        imports += [i for i in theirs.imports if i not in imports]
-        carried[other] = [theirs.pieces[n] for n in names]
+    imports, borrowed = with_borrowed(source, exercises)
 
     heading = source.docstring.splitlines()[0].rstrip(".") if source.docstring else module
     nb = v4.new_notebook()
@@ -63,8 +55,8 @@ def module_notebook(title: str, module: str, exercises: Path, steps: dict) -> nb
     cells = [v4.new_markdown_cell(f"# {heading}\n\n*{title}*\n\n{prose.INTROS.get(module, source.docstring)}\n\n{HOW}"),
              v4.new_code_cell("%load_ext autograder"),
              v4.new_code_cell(setup_source(imports))]
-    for other, pieces in carried.items():
-        cells += [v4.new_markdown_cell(prose.borrowed_intro(other, borrowed[other])),
+    for other, (taken, pieces) in borrowed.items():
+        cells += [v4.new_markdown_cell(prose.borrowed_intro(other, taken)),
                   v4.new_code_cell("\n\n\n".join(pieces))]
     number = 0
     for name, piece in source.pieces.items():
