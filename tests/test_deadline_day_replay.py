@@ -32,6 +32,13 @@ SIZE = 60
 ON_TIME, IN_GRACE, LATE = "2026-12-11T21:30:00+01:00", "2026-12-12T00:05:00+01:00", "2026-12-13T11:59:00+01:00"
 
 
+def _corpus_part(n: int) -> list[Path]:
+    """``n`` of the corpus's submissions, the same as it grows: every correct one, then the bugs in name order."""
+    every = sorted(p for p in CORPUS.iterdir() if p.is_dir())
+    correct = [p for p in every if p.name.startswith("correct_")]
+    return sorted(correct + [p for p in every if p not in correct][:n - len(correct)])
+
+
 def build_class(subs: Path) -> dict[str, str]:
     """The 60 submissions, in every form; {name: its form}."""
     subs.mkdir()
@@ -42,7 +49,7 @@ def build_class(subs: Path) -> dict[str, str]:
                         ignore=shutil.ignore_patterns("__pycache__"))
         forms[name] = "nested folder" if nested else "folder"
 
-    for i, source in enumerate(sorted(p for p in CORPUS.iterdir() if p.is_dir())):  # 42
+    for i, source in enumerate(_corpus_part(42)):
         name = source.name
         if i % 6 == 0:
             zipped(source, subs / f"{name}.zip", prefix="attention/" if i % 12 == 0 else "")
