@@ -34,7 +34,7 @@ check: $(STAMP)
 test: $(STAMP)
 	@echo "1/3 the fast unit tests (about 30 s)..."
 	$(BIN)/python -m pytest -m unit -q -p no:cacheprovider
-	@echo "2/3 the rest of the suite, slow end-to-end tests included (about 10 minutes on 2 cores)..."
+	@echo "2/3 the rest of the suite, slow end-to-end tests included (about 50 minutes on 2 cores)..."
 	$(BIN)/python -m pytest -m "not unit"
 	@echo "3/3 the CPU-dependent numerics again, as on a CPU without vector units (about 1 minute)..."
 	ATEN_CPU_CAPABILITY=default $(BIN)/python -m pytest -m numerics -p no:cacheprovider -q
