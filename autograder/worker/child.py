@@ -16,7 +16,7 @@ import sys
 
 from pathlib import Path
 
-from . import hygiene, integrity, runtime, confine, reference_server, submission, wire
+from . import hygiene, integrity, limits, runtime, confine, reference_server, submission, wire
 from .errors import error, failed
 
 
@@ -38,7 +38,7 @@ def serve(channel: socket.socket, folder: str, spawn: dict, shared: tuple[str, .
         except (OSError, ValueError, RuntimeError):
             pass  # no location is said, never a wrong one
     folder = Path(folder)
-    run, send, recv, WireError = runtime.run, wire.send, wire.recv, wire.WireError
+    run, send, recv, WireError, limit_hit = runtime.run, wire.send, wire.recv, wire.WireError, limits.hit
 
     def call(message: dict) -> dict:
         """A stand-in's call, answered by the reference worker through the trusted side (which checks it)."""
@@ -60,6 +60,12 @@ def serve(channel: socket.socket, folder: str, spawn: dict, shared: tuple[str, .
         try:
             request = recv(channel)
         except WireError:
+            return
+        except MemoryError as exc:  # what the step's code holds left no room to read the request: its limit
+            try:
+                send(channel, failed({**error("MemoryError", ""), **(limit_hit(exc) or {})}, "reading the request"))
+            except BaseException:  # noqa: BLE001 - no room to answer either: the worker's end says the rest
+                pass
             return
         if request.get("op") == "exit":
             return

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 
 from . import cgroups, leftovers, seccomp, tempdirs
 from . import syscalls as sc
+from .limits import address_space_limit
 
 NAMESPACES = "namespaces"
 UID = "uid+rlimits"
@@ -222,7 +223,7 @@ def confine_step(plan: Plan, uid: int, output_fd: int, workdir: str, limits: dic
     sc.prctl(sc.PR_SET_NO_NEW_PRIVS, 1)
     if plan.level in (NAMESPACES, UID):
         seccomp.install()  # the system calls grading never needs: refused (seccomp.py)
-    _limit(resource.RLIMIT_AS, limits.get("memory_mb") and limits["memory_mb"] * 2**20)
+    _limit(resource.RLIMIT_AS, address_space_limit(limits.get("memory_mb")))
     _limit(resource.RLIMIT_FSIZE, limits.get("output_mb") and limits["output_mb"] * 2**20)
     # CPU: the step's budget now; up to the submission's, for later steps this worker may serve (renew_cpu)
     if limits.get("cpu_seconds"):
@@ -240,7 +241,7 @@ def die_with(parent: int) -> None:
 
 def limit_process(limits: dict) -> None:
     """A spawned worker's limits (no fork: ``spawned.py``): memory and file size, where rlimits exist."""
-    _limit(resource.RLIMIT_AS if resource else None, limits.get("memory_mb") and limits["memory_mb"] * 2**20)
+    _limit(resource.RLIMIT_AS if resource else None, address_space_limit(limits.get("memory_mb")))
     _limit(resource.RLIMIT_FSIZE if resource else None, limits.get("output_mb") and limits["output_mb"] * 2**20)
 
 

@@ -17,6 +17,31 @@ except ImportError:  # Windows: no rlimits, and no limit to name
     resource = None
 
 _MB = 2**20
+#: the address space this worker had mapped when its memory limit was set (``address_space_limit``)
+_mapped_at_limit = 0
+
+
+def mapped_bytes() -> int:
+    """This process's address space now (VmSize), 0 where /proc cannot say (macOS, which ignores RLIMIT_AS)."""
+    try:
+        with open("/proc/self/status", "rb") as status:
+            for line in status:
+                if line.startswith(b"VmSize:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+def address_space_limit(memory_mb: float | None) -> int | None:
+    """RLIMIT_AS for a memory budget of ``memory_mb``: what is mapped already (torch's libraries: some 0.6 GB
+    for its CPU build, over 3 GB for a CUDA build) plus the budget. A student's code gets the same memory
+    whichever torch build the machine has installed."""
+    global _mapped_at_limit
+    if not memory_mb:
+        return None
+    _mapped_at_limit = mapped_bytes()
+    return _mapped_at_limit + int(memory_mb * _MB)
 
 
 def _soft(name: str) -> int | None:
@@ -34,6 +59,8 @@ def _value(name: str, unit: str) -> str:
     soft = _soft(name)
     if soft is None:
         return ""
+    if name == "RLIMIT_AS":  # the budget, not the libraries mapped before it was set
+        soft -= _mapped_at_limit
     return f" of {soft // _MB:,} MB" if unit == "MB" else f" of {soft:,} {unit}"
 
 

@@ -130,6 +130,8 @@ def unpack(header: bytes, blob: bytes):
         return _loads(header, tensors)  # parsed again with the tensors at hand: faster than a walk of ``parsed``
     except (ValueError, KeyError, UnicodeDecodeError, TypeError, RecursionError) as exc:
         raise WireError(f"malformed frame: {type(exc).__name__}: {str(exc)[:200]}") from None
+    except MemoryError:  # not the frame's fault: the receiver's memory limit (child.py names it)
+        raise
     except Exception as exc:  # safetensors raises its own error type for a corrupt blob
         raise WireError(f"malformed frame: {type(exc).__name__}: {exc}") from None
 
