@@ -97,7 +97,7 @@ def wait_for(predicate, timeout: float, what: str):
 class CliCluster:
     """``dask scheduler`` and ``dask worker`` processes, each in a process group of its own."""
 
-    def __init__(self, base: Path, workers: int = 2, env: dict | None = None):
+    def __init__(self, base: Path, workers: int = 2, env: dict | None = None, worker_args: tuple[str, ...] = ()):
         self.port = free_port()
         self.address = f"tcp://127.0.0.1:{self.port}"
         self.base = base
@@ -105,7 +105,7 @@ class CliCluster:
         self.procs = [self._start("scheduler", "--host", "127.0.0.1", "--port", str(self.port), "--no-dashboard")]
         for i in range(workers):
             self.procs.append(self._start("worker", self.address, "--nworkers", "1", "--nthreads", "1",
-                                          "--host", "127.0.0.1", "--no-dashboard", "--name", f"w{i}"))
+                                          "--host", "127.0.0.1", "--no-dashboard", "--name", f"w{i}", *worker_args))
         from distributed import Client  # noqa: PLC0415
 
         self.client = Client(self.address, timeout=60)

@@ -15,11 +15,16 @@ from pathlib import Path
 
 from autograder.autograde.batch import warm_pictures, write
 
+from . import stalls
 from .payload import Payload
 
 
 class Refused(RuntimeError):
     """A worker refused to grade: its isolation is below what was required."""
+
+
+class Unfinished(RuntimeError):
+    """Submissions Dask gave up on (their workers lost too often); every other one is graded."""
 
 
 #: Dask's housekeeping, made rarer: no statistical profiler sampling every thread each 10 ms, the event loop's
@@ -114,7 +119,9 @@ def run(grader, grader_hash: str, jobs: list, out: Path, on_done, *, scheduler: 
 
     ``zygote``: the client's, for a LocalCluster whose workers are forked from the client.
     """
-    from distributed import as_completed  # noqa: PLC0415
+    from distributed import wait  # noqa: PLC0415
+    from distributed.client import FutureCancelledError  # noqa: PLC0415
+    from distributed.scheduler import KilledWorker  # noqa: PLC0415
 
     from .plugin import WarmGrader  # noqa: PLC0415
     from .tasks import grade  # noqa: PLC0415
@@ -122,23 +129,42 @@ def run(grader, grader_hash: str, jobs: list, out: Path, on_done, *, scheduler: 
     if not jobs:
         return
     warm_pictures()  # before a LocalCluster's workers are forked from us: see batch.warm_pictures
+    lost = []
     with connect(scheduler, local_workers, grader, grader_hash, zygote) as client:
         client.register_plugin(WarmGrader(str(grader.course_file), grader_hash))
         # One key per submission and content: a resubmitted task (worker lost) is the same task.
-        futures = [client.submit(grade, Payload.pack(job, require, one_only), pure=False,
-                                 key=f"grade-{job.source.name}-{job.digest}") for job in jobs]
+        futures = {client.submit(grade, Payload.pack(job, require, one_only), pure=False,
+                                 key=f"grade-{job.source.name}-{job.digest}"): job for job in jobs}
+        watch = stalls.Watch(client, [f.key for f in futures], stalls.bound(grader.course.limits.submission_seconds))
+        pending = set(futures)
         try:
-            for future in as_completed(futures):
-                answer = future.result()
-                if "refused" in answer:
-                    raise Refused(answer["refused"])
-                write(out, answer["item"]["name"], answer["result"], answer["page"])
-                on_done(answer["item"])
+            while pending:
+                try:  # never a wait without an end: a stuck worker is restarted (stalls.py)
+                    finished, pending = wait(pending, timeout=watch.interval(), return_when="FIRST_COMPLETED")
+                except TimeoutError:
+                    watch.check()
+                    continue
+                for future in finished:
+                    watch.done(future.key)
+                    try:
+                        answer = future.result()
+                    except (KilledWorker, FutureCancelledError) as exc:  # the rest of the class goes on
+                        lost.append((futures[future].source.name, exc))
+                        continue
+                    if "refused" in answer:
+                        raise Refused(answer["refused"])
+                    write(out, answer["item"]["name"], answer["result"], answer["page"])
+                    on_done(answer["item"])
         except KeyboardInterrupt:  # Ctrl-C: a LocalCluster's workers are killed now, not after their task
             kill_local_workers(client, zygote)
             raise
         finally:
-            client.cancel(futures)
+            client.cancel(list(futures))
+    if lost:
+        names = ", ".join(name for name, _exc in lost)
+        raise Unfinished(f"{len(lost)} submission(s) not graded: the Dask workers grading them were lost "
+                         f"again and again ({names}; {type(lost[0][1]).__name__}: {lost[0][1]}). Every other "
+                         "submission has its results.json; run the same command again to grade these.")
 
 
 def kill_local_workers(client, zygote=None) -> None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -51,6 +52,7 @@ class WarmGrader(WorkerPlugin):
         self.worker_address = getattr(worker, "address", "?")
         self._staging = tempdirs.make("grade-staging-", mode=0o711)
         self._grader = None
+        self._busy_since = time.monotonic()  # the start-up counts: a thread stuck there is stuck (stalls.py)
         self._thread = ThreadPoolExecutor(1, thread_name_prefix="attention-grader")
         self._ready = self._thread.submit(self._start)
 
@@ -62,7 +64,18 @@ class WarmGrader(WorkerPlugin):
         self._thread.shutdown(wait=True)
         shutil.rmtree(self._staging, ignore_errors=True)
 
+    def busy_seconds(self) -> float | None:
+        """How long the grading thread has been starting up or grading its current submission; None if idle."""
+        since = self._busy_since
+        return None if since is None else time.monotonic() - since
+
     def _start(self) -> None:
+        try:
+            self._warm_up()
+        finally:
+            self._busy_since = None
+
+    def _warm_up(self) -> None:
         from autograder.grading.zygote_client import Zygote  # noqa: PLC0415
 
         from . import inherited  # noqa: PLC0415
@@ -117,9 +130,11 @@ class WarmGrader(WorkerPlugin):
         if why:
             return {"refused": f"worker {self.worker_address}: {why}", "level": zygote.level}
         staged = payload.unpack(self._staging)
+        self._busy_since = time.monotonic()
         try:
             result, item, page = batch.grade_staged(staged, payload.extra, self._grader)
         finally:
+            self._busy_since = None
             payload.discard(staged)
         self.graded += 1
         return {"result": result, "item": item, "page": page, "worker": self.worker_address}

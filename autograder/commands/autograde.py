@@ -290,5 +290,7 @@ def _on_dask(grader, grader_hash: str, todo, out: Path, on_done, cluster: dict, 
         raise UsageError(str(exc)) from None
     except executor.Refused as exc:
         raise UsageError(f"{exc}\n(the submissions graded before the refusal keep their results.json)") from None
+    except executor.Unfinished as exc:
+        raise UsageError(str(exc)) from None
     except OSError as exc:  # no scheduler at that address
         raise UsageError(f"Dask: {exc}") from None
