@@ -33,6 +33,8 @@ CLASSES: dict[str, tuple[str, list[tuple[str, str, str]] | None]] = {
     "100k prints": ("prints_100k", [("simple_attention", "    return scores / scores.sum()\n", PRINTS)]),
     "dropout in eval mode (CausalAttention)": ("bug_dropout_ignores_eval", None),
     "dropout in eval mode (MultiHeadAttention)": ("bug_mha_dropout_ignores_eval", None),
+    "dropout on the scores (training mode)": ("bug_dropout_on_scores", None),
+    "dropout on the values (training mode)": ("bug_dropout_on_values", None),
     "assert vs ValueError": ("correct_mha_assert", None),
     "own helpers v1, one wrong": ("bug_v1_own_helpers_scale", None),
 }

@@ -164,7 +164,21 @@ class _CausalModule:
         # ignores eval())
         check.module(self.init(dropout=0.5), book_batch(), seed=321, train=False, public=True,
                      case="dropout 0.5 in eval mode (model.eval()): dropout is off, the output is dropout 0.0's")
+        # and in training mode, by its properties: with one token, each head's one attention weight is 1, dropped
+        # (that head's output all zeros) or kept and rescaled (the eval-mode output / (1 - p)), whatever the mask
+        check.module_dropout(self.init(dropout=0.5), rand(64, 1, 3, seed=322), 0.5, heads=self.heads(), seed=321,
+                             forward_seed=323, params=self.identity_projection(), public=True,
+                             case="dropout 0.5 in training mode, 64 one-token inputs (64, 1, 3): each head's output "
+                                  "is all zeros or the eval-mode output / (1 - 0.5)")
         self.more_forward_cases(check)
+
+    def heads(self) -> int:
+        """How many heads the module's output puts side by side (init's num_heads)."""
+        return self.init()[4] if len(self.init()) > 4 else 1
+
+    def identity_projection(self) -> dict:
+        """Parameters replaced in the training-mode dropout case: none, unless the heads are projected together."""
+        return {}
 
     def more_forward_cases(self, check):
         """A subclass's own public forward cases (a test method of its own would run after the base's counts)."""
