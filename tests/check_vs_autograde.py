@@ -35,6 +35,7 @@ CLASSES: dict[str, tuple[str, list[tuple[str, str, str]] | None]] = {
     "dropout in eval mode (MultiHeadAttention)": ("bug_mha_dropout_ignores_eval", None),
     "dropout on the scores (training mode)": ("bug_dropout_on_scores", None),
     "dropout on the values (training mode)": ("bug_dropout_on_values", None),
+    "a squeeze() at T = 1 (CausalAttention)": ("bug_causal_squeeze_one_token", None),
     "assert vs ValueError": ("correct_mha_assert", None),
     "own helpers v1, one wrong": ("bug_v1_own_helpers_scale", None),
 }

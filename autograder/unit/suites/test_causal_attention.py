@@ -159,6 +159,9 @@ class _CausalModule:
     def test_forward(self, check):
         self._forward(check, False)
         self._second_calls(check, False)
+        # one token (T = 1): a [T, T] of one entry, a dim of size 1 a squeeze() would collapse
+        check.module(self.init(), book_batch()[:, :1], seed=123, public=True,
+                     case="one token (T = 1): the book batch's first token (2, 1, 3)")
         # Dropout's public signal that needs no seeded mask: in eval mode, dropout 0.5 changes nothing.
         # (another seed than the hidden eval-mode cases: their answers stay hidden, even from a student whose dropout
         # ignores eval())

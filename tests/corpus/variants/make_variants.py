@@ -104,6 +104,13 @@ VARIANTS: dict[str, list[tuple[str, str, str]]] = {
                                          "    return torch.softmax(masked / d_k**0.5, dim=1)\n")],
     "bug_renorm_sum_dim1": [("causal_attention", "    return masked / masked.sum(dim=-1, keepdim=True)\n",
                              "    return masked / masked.sum(dim=1, keepdim=True)\n")],
+    # a squeeze() that drops the size-1 dims: harmless for a batch of one (the weights broadcast), but with one
+    # token (T = 1) it collapses the token dims too
+    "bug_causal_squeeze_one_token": [("causal_attention",
+                                      "        attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)\n"
+                                      "        attn_weights = self.dropout(attn_weights)\n",
+                                      "        attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1).squeeze()\n"
+                                      "        attn_weights = self.dropout(attn_weights)\n")],
 }
 
 
