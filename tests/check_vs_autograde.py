@@ -29,6 +29,7 @@ CLASSES: dict[str, tuple[str, list[tuple[str, str, str]] | None]] = {
     "softmax without max": ("bug_softmax_no_max", None),
     "the book's float32 loops": ("bug_book_loops_float32", None),
     "the book's float32 loop, trainable context_vector": ("bug_trainable_context_loop_float32", None),
+    "a float32 loop, mask_and_renormalize": ("bug_renorm_loop_float32", None),
     "a Latin-1 comment": ("latin1_comment", [("causal_attention", "import torch\n", LATIN1 + "import torch\n")]),
     "100k prints": ("prints_100k", [("simple_attention", "    return scores / scores.sum()\n", PRINTS)]),
     "dropout in eval mode (CausalAttention)": ("bug_dropout_ignores_eval", None),

@@ -54,6 +54,9 @@ class TestMaskAndRenormalize:
         w = torch.softmax(torch.stack((book, book.flip(-1))) / 2**0.5, dim=-1)
         check.call(w, case="book: a batch of two [2, 6, 6] (the second with its columns reversed)", public=True,
                    arg_names=["attn_weights"], mistakes=self.mistakes)
+        # float64 is legal: the answer is float64 too (rows filled into torch.zeros(attn_weights.shape) are float32)
+        check.call(torch.softmax(book.to(F64) / 2**0.5, dim=-1), case="book (float64): attention weights", public=True,
+                   arg_names=["attn_weights"], mistakes=self.mistakes)
 
     def test_gradients(self, check):
         self._cases(check, True)
