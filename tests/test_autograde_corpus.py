@@ -82,7 +82,9 @@ def test_hidden_cases_show_no_values(graded):
     for name in ("bug_no_scaling", "bug_mask_after_softmax_no_renorm", "bug_softmax_dim0", "bug_dropout_on_scores"):
         tests = load(graded, name)["tests"]
         hidden = [t for t in tests if t["visibility"] != "visible" and t["status"] == "failed"]
-        public = [t for t in tests if t["visibility"] == "visible" and t["status"] == "failed"]
+        # (a module's training-mode dropout case fails publicly by its properties, in words without values)
+        public = [t for t in tests if t["visibility"] == "visible" and t["status"] == "failed"
+                  and "in training mode with dropout" not in t["output"]]
         assert hidden, f"{name}: no hidden count caught the bug, so nothing here was checked"
         if public:  # the control: the same bug's public failures do show values, in the words looked for below
             assert any(phrase in t["output"] for t in public for phrase in VALUES_SHOWN), name

@@ -33,3 +33,37 @@ def dropout_problems(out, x: torch.Tensor, p: float, public: bool, *, needs_grap
     if modified:
         lines.append("your code modified its input in place: use the out-of-place dropout")
     return lines
+
+
+def module_dropout_problems(out, eval_out, p: float, heads: int, public: bool) -> list[str]:
+    """A module's training-mode answer for one token (T = 1) beside its eval-mode answer, same weights and input.
+
+    With one token each head's one attention weight is 1: dropout on the weights zeroes it (that head's part of
+    the output is all zeros) or keeps it rescaled (the eval-mode part / (1 - p)), whatever the mask. The output's
+    last dim is ``heads`` parts side by side (a module with an output projection is given an identity one).
+    """
+    if not isinstance(out, torch.Tensor) or not isinstance(eval_out, torch.Tensor) or out.shape != eval_out.shape:
+        return [f"expected a tensor of shape {fmt_shape(eval_out)}, got {kind_of(out, public, set(eval_out.shape))}"]
+    o = out.detach().double().reshape(-1, heads, eval_out.shape[-1] // heads)
+    e = eval_out.detach().double().reshape(o.shape)
+    zero = (o.abs() <= 1e-7).all(-1)
+    scaled = ((o - e / (1 - p)).abs() <= 1e-5 + 1e-4 * (e / (1 - p)).abs()).all(-1)
+    same = ((o - e).abs() <= 1e-5 + 1e-4 * e.abs()).all(-1)
+    lines = []
+    if bool(same.all()):
+        return ["in training mode with dropout {p:g}, your output equals the eval-mode output: dropout was not applied "
+                "to the attention weights (with one token, dropout on the scores before the softmax changes nothing)"
+                .format(p=p)]
+    if not bool((zero | scaled).all()):
+        if bool((zero | same).all()):
+            lines.append(f"the attention weights dropout keeps must be rescaled by 1/(1-p) = {1 / (1 - p):.4g}: with one "
+                         "token, each head's output is all zeros or the eval-mode output / (1 - p); yours are not rescaled")
+        else:
+            lines.append("with one token, each head's attention weight is 1, so dropout on the attention weights leaves "
+                         "each head's output all zeros or the eval-mode output / (1 - p); yours are neither (dropout "
+                         "applied somewhere else, such as to the values?)")
+    keep = 1 - zero.double().mean().item()
+    slack = 6 * (p * (1 - p) / zero.numel()) ** 0.5 + 1e-9
+    if abs(keep - (1 - p)) > slack:
+        lines.append(f"dropout kept {keep:.3f} of the heads' attention weights; with p={p:g} it keeps about {1 - p:.3f}")
+    return lines

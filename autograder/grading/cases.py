@@ -1,7 +1,7 @@
 """``check``: the object a hidden test uses to grade one count of one step.
 
-A test calls ``check.call(...)``, ``check.module(...)``, ``check.parameters(...)``, ``check.raises(...)``
-or ``check.dropout(...)`` once per case. Each builds a request, runs it against the reference (here, in
+A test calls ``check.call(...)``, ``check.module(...)``, ``check.parameters(...)``, ``check.raises(...)``,
+``check.dropout(...)`` or ``check.module_dropout(...)`` once per case. Each builds a request, runs it against the reference (here, in
 the trusted process) and against the student (in a worker), judges the answers and raises
 :class:`StepFailure` with teaching feedback on the first failing case. Cases marked ``public`` are the
 course documents' own inputs: ``grade assign`` records them, with their expected answers, for
@@ -239,5 +239,22 @@ class Check:
                        "grad_args": [0] if needs_graph else []}
             return {"name": case, "public": public, "request": request, "judge": "dropout", "p": p,
                     "input": x.detach().clone(), "needs_graph": needs_graph}, {}
+
+        return self._evaluate(*self._cached(case, build))
+
+    def module_dropout(self, init_args, x: torch.Tensor, p: float, *, heads: int, case: str, seed: int,
+                       forward_seed: int, public: bool = False, params: dict | None = None) -> dict:
+        """A module's dropout in training mode, judged by its properties (no seeded mask: machine-independent, so
+        it may be public). ``x`` has one token (T = 1): each head's one attention weight is 1, so dropout leaves each
+        head's output all zeros or the eval-mode output / (1 - p). The reference's weights are loaded, ``params``
+        replacing some (an identity output projection keeps the heads' outputs apart)."""
+        def build():
+            request = {**self._module_request(init_args, None, seed), "forward_args": [x], "train": False,
+                       "forward_seed": forward_seed}
+            ours = dict(self._reference(request)["params"])
+            request.update(load_params={**ours, **(params or {})}, want_params=False)
+            expected = self._reference(request)  # eval mode: dropout is off
+            return {"name": case, "public": public, "request": {**request, "train": True}, "judge": "module_dropout",
+                    "p": p, "heads": heads, "arg_names": ["the input x"]}, expected
 
         return self._evaluate(*self._cached(case, build))

@@ -2,7 +2,8 @@
 
 Judges are named so that recorded public cases (``grade check``) and live hidden cases use the same
 code: ``equal`` (outputs, and gradients when the case has an upstream gradient), ``parameters``
-(parameters drawn after seeding), ``raises``, ``dropout`` (the properties of dropout).
+(parameters drawn after seeding), ``raises``, ``dropout`` (the properties of dropout), ``module_dropout`` (a module's dropout in training mode, by
+its properties).
 
 What a judge says comes from ``autograder.feedback``, which the nbgrader notebooks carry too: a judge
 only unpacks the worker's answer (its facts, its gradients, what its arguments were after the call).
@@ -16,14 +17,14 @@ import torch
 from autograder.feedback import messages
 from autograder.feedback.catalogue import hint, likely_line
 from autograder.feedback.compare import compare_values
-from autograder.feedback.dropout import dropout_problems
+from autograder.feedback.dropout import dropout_problems, module_dropout_problems
 from autograder.feedback.gradients import NO_SUCH_PARAMETER, after_output, gradient_problems
 from autograder.feedback.parameters import parameter_problems
 
 from autograder.feedback.tolerance import Tolerance
 from .verdict import FAILED, NOT_ATTEMPTED, PASSED, Verdict
 
-__all__ = ["JUDGES", "compare_values", "describe_error", "error_verdict", "judge", "judge_dropout", "judge_equal",
+__all__ = ["JUDGES", "compare_values", "describe_error", "error_verdict", "judge", "judge_dropout", "judge_equal", "judge_module_dropout",
            "judge_parameters", "judge_raises", "mutated"]
 
 
@@ -121,7 +122,16 @@ def judge_dropout(case: dict, expected: dict, got: dict, tol: Tolerance, public:
     return Verdict(FAILED if lines else PASSED, lines)
 
 
-JUDGES = {"equal": judge_equal, "parameters": judge_parameters, "raises": judge_raises, "dropout": judge_dropout}
+def judge_module_dropout(case: dict, expected: dict, got: dict, tol: Tolerance, public: bool) -> Verdict:
+    """A module's dropout in training mode by its properties, one token (T = 1), against its eval-mode answer."""
+    lines = module_dropout_problems(got.get("output"), expected.get("output"), case["p"], case["heads"], public)
+    if mutated(case, got):
+        lines.append(messages.modified_in_place(case.get("arg_names", ["the input x"])))
+    return Verdict(FAILED if lines else PASSED, lines)
+
+
+JUDGES = {"equal": judge_equal, "parameters": judge_parameters, "raises": judge_raises, "dropout": judge_dropout,
+          "module_dropout": judge_module_dropout}
 
 
 def _batch_sized_mask(case: dict, error: dict) -> bool:

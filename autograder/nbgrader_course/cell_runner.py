@@ -23,7 +23,7 @@ import torch
 
 from autograder.feedback.compare import compare_values
 from autograder.feedback.describe import kind_of
-from autograder.feedback.dropout import dropout_problems
+from autograder.feedback.dropout import dropout_problems, module_dropout_problems
 from autograder.feedback.gradients import NO_SUCH_PARAMETER, after_output, backward_state, gradient_problems
 from autograder.feedback.messages import (NOT_ATTEMPTED, frozen_parameter, modified_in_place, nothing_raised,
                                           raised, should_be_parameter, wrong_exception)
@@ -267,8 +267,11 @@ def check_parameters(cls, step, count, *, case, init, seed, expected, init_kwarg
 
 def check_module(cls, step, count, *, case, init, x, seed, expected, init_kwargs=None, weights=None,
                  train=False, forward_seed=None, public=True, upstream=None, expected_grads=None,
-                 expected_param_grads=None, likely=None, before=()):
+                 expected_param_grads=None, likely=None, before=(), dropout=None):
     """Build ``cls(*init)``, load ``weights`` (the reference's), run ``forward(x)`` and compare.
+
+    ``dropout``: (p, heads) of a training-mode call on one token, judged by its properties against ``expected``,
+    the eval-mode answer: each head's output all zeros or ``expected`` / (1 - p).
 
     ``before``: (input, training, seed) of earlier calls on the same instance, made first (state a module
     keeps between calls shows on the judged one). With ``upstream``, also backpropagate it and compare the
@@ -301,7 +304,10 @@ def check_module(cls, step, count, *, case, init, x, seed, expected, init_kwargs
     tol = _tolerance(step, expected)
     _seed(forward_seed)
     output = _run(step, count, case, "forward", lambda: module(x), public)
-    lines = _compare(output, expected, tol, public, "output", likely)
+    if dropout is not None:
+        lines = module_dropout_problems(output, expected, dropout[0], dropout[1], public)
+    else:
+        lines = _compare(output, expected, tol, public, "output", likely)
     if _changed(before, x):
         lines.append(modified_in_place(["the input x"]))
     if upstream is not None:

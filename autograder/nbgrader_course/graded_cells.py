@@ -114,6 +114,8 @@ def module_call(case: Case, target: str) -> list[str]:
     items.append(("x", literals.value(x)))
     items += _public(case)
     items.append(("expected", literals.value(expected.get("output"))))
+    if case.spec.get("judge") == "module_dropout":  # judged by its properties against this eval-mode answer
+        items.append(("dropout", f"({literals.value(case.spec['p'])}, {int(case.spec['heads'])})"))
     if request.get("upstream") is not None:
         items.append(("upstream", literals.value(request["upstream"])))
         x_grad = (expected.get("input_grads") or {}).get("0")

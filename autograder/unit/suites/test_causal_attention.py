@@ -54,6 +54,9 @@ class TestMaskAndRenormalize:
         w = torch.softmax(torch.stack((book, book.flip(-1))) / 2**0.5, dim=-1)
         check.call(w, case="book: a batch of two [2, 6, 6] (the second with its columns reversed)", public=True,
                    arg_names=["attn_weights"], mistakes=self.mistakes)
+        # float64 is legal: the answer is float64 too (rows filled into torch.zeros(attn_weights.shape) are float32)
+        check.call(torch.softmax(book.to(F64) / 2**0.5, dim=-1), case="book (float64): attention weights", public=True,
+                   arg_names=["attn_weights"], mistakes=self.mistakes)
 
     def test_gradients(self, check):
         self._cases(check, True)
@@ -159,12 +162,29 @@ class _CausalModule:
     def test_forward(self, check):
         self._forward(check, False)
         self._second_calls(check, False)
+        # one token (T = 1): a [T, T] of one entry, a dim of size 1 a squeeze() would collapse
+        check.module(self.init(), book_batch()[:, :1], seed=123, public=True,
+                     case="one token (T = 1): the book batch's first token (2, 1, 3)")
         # Dropout's public signal that needs no seeded mask: in eval mode, dropout 0.5 changes nothing.
         # (another seed than the hidden eval-mode cases: their answers stay hidden, even from a student whose dropout
         # ignores eval())
         check.module(self.init(dropout=0.5), book_batch(), seed=321, train=False, public=True,
                      case="dropout 0.5 in eval mode (model.eval()): dropout is off, the output is dropout 0.0's")
+        # and in training mode, by its properties: with one token, each head's one attention weight is 1, dropped
+        # (that head's output all zeros) or kept and rescaled (the eval-mode output / (1 - p)), whatever the mask
+        check.module_dropout(self.init(dropout=0.5), rand(64, 1, 3, seed=322), 0.5, heads=self.heads(), seed=321,
+                             forward_seed=323, params=self.identity_projection(), public=True,
+                             case="dropout 0.5 in training mode, 64 one-token inputs (64, 1, 3): each head's output "
+                                  "is all zeros or the eval-mode output / (1 - 0.5)")
         self.more_forward_cases(check)
+
+    def heads(self) -> int:
+        """How many heads the module's output puts side by side (init's num_heads)."""
+        return self.init()[4] if len(self.init()) > 4 else 1
+
+    def identity_projection(self) -> dict:
+        """Parameters replaced in the training-mode dropout case: none, unless the heads are projected together."""
+        return {}
 
     def more_forward_cases(self, check):
         """A subclass's own public forward cases (a test method of its own would run after the base's counts)."""

@@ -43,6 +43,10 @@ class TestMultiHeadAttention(_CausalModule):
     def dropout_mistakes(self, p, forward_seed):
         return seed_in_forward_mistakes()  # the reference's own answer, seeded otherwise
 
+    def identity_projection(self):
+        # out_proj mixes the heads: an identity one keeps each head's output in its own columns
+        return {"out_proj.weight": torch.eye(self.d_out), "out_proj.bias": torch.zeros(self.d_out)}
+
     def more_forward_cases(self, check):
         # num_heads (2) differs from head_dim (3) here, unlike in the book's sizes: a scaling by sqrt(num_heads)
         # shows in grade check too

@@ -104,6 +104,21 @@ VARIANTS: dict[str, list[tuple[str, str, str]]] = {
                                          "    return torch.softmax(masked / d_k**0.5, dim=1)\n")],
     "bug_renorm_sum_dim1": [("causal_attention", "    return masked / masked.sum(dim=-1, keepdim=True)\n",
                              "    return masked / masked.sum(dim=1, keepdim=True)\n")],
+    "bug_renorm_loop_float32": [("causal_attention", """    T = attn_weights.shape[-1]
+    mask = torch.tril(torch.ones(T, T, dtype=attn_weights.dtype, device=attn_weights.device))
+    masked = attn_weights * mask
+    return masked / masked.sum(dim=-1, keepdim=True)""", """    out = torch.zeros(attn_weights.shape)  # row by row, the past over its own sum: float32 whatever the input
+    for i in range(attn_weights.shape[-1]):
+        past = attn_weights[..., i, :i + 1]
+        out[..., i, :i + 1] = past / past.sum(dim=-1, keepdim=True)
+    return out""")],
+    # a squeeze() that drops the size-1 dims: harmless for a batch of one (the weights broadcast), but with one
+    # token (T = 1) it collapses the token dims too
+    "bug_causal_squeeze_one_token": [("causal_attention",
+                                      "        attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)\n"
+                                      "        attn_weights = self.dropout(attn_weights)\n",
+                                      "        attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1).squeeze()\n"
+                                      "        attn_weights = self.dropout(attn_weights)\n")],
 }
 
 
