@@ -253,7 +253,7 @@ class Check:
                        "forward_seed": forward_seed}
             ours = dict(self._reference(request)["params"])
             request.update(load_params={**ours, **(params or {})}, want_params=False)
-            expected = self._reference(request)  # eval mode: dropout is off
+            expected = self._reference(request)  # in eval mode, where dropout changes nothing
             return {"name": case, "public": public, "request": {**request, "train": True}, "judge": "module_dropout",
                     "p": p, "heads": heads, "arg_names": ["the input x"]}, expected
 
