@@ -20,7 +20,6 @@ import collections
 import importlib.abc
 import json
 import importlib.util
-import os
 import secrets
 import socket
 import sys
@@ -47,17 +46,17 @@ class _Sources(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def __init__(self, sources: dict[str, str]):
         self.sources = sources
 
-    def find_spec(self, fullname, path=None, target=None):  # noqa: D102 - importlib's protocol
+    def find_spec(self, fullname, path=None, target=None):  # importlib's protocol
         if fullname == PACKAGE:
             return importlib.util.spec_from_loader(fullname, self, is_package=True)
         if fullname.startswith(PACKAGE + ".") and fullname[len(PACKAGE) + 1:] in self.sources:
             return importlib.util.spec_from_loader(fullname, self)
         return None
 
-    def create_module(self, spec):  # noqa: D102
+    def create_module(self, spec):
         return None
 
-    def exec_module(self, module):  # noqa: D102
+    def exec_module(self, module):
         if module.__name__ == PACKAGE:
             module.__path__ = []
             return

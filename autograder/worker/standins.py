@@ -97,7 +97,7 @@ class _Remote(torch.autograd.Function):
     same inputs and random state (the same dropout mask), with the gradients asked for."""
 
     @staticmethod
-    def forward(ctx, call, message, *tensors):  # noqa: D102 - torch's protocol
+    def forward(ctx, call, message, *tensors):  # torch's protocol
         ctx.call, ctx.message = call, message
         ctx.save_for_backward(*tensors)
         ctx.wants = [i for i, need in enumerate(ctx.needs_input_grad[2:]) if need]
@@ -108,7 +108,7 @@ class _Remote(torch.autograd.Function):
         return tuple(output) if ctx.many else output
 
     @staticmethod
-    def backward(ctx, *grad_outputs):  # noqa: D102 - torch's protocol
+    def backward(ctx, *grad_outputs):  # torch's protocol
         tensors = ctx.saved_tensors
         answer = None
         if ctx.kept is not None:

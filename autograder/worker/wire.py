@@ -132,7 +132,7 @@ def unpack(header: bytes, blob: bytes):
         raise WireError(f"malformed frame: {type(exc).__name__}: {str(exc)[:200]}") from None
     except MemoryError:  # not the frame's fault: the receiver's memory limit (child.py names it)
         raise
-    except Exception as exc:  # safetensors raises its own error type for a corrupt blob
+    except Exception as exc:  # noqa: BLE001 - safetensors raises its own error type for a corrupt blob
         raise WireError(f"malformed frame: {type(exc).__name__}: {exc}") from None
 
 
