@@ -265,13 +265,13 @@ def _handler(platform: LtiPlatform):
                          "headers": dict(self.headers), "content_type": self.headers.get("Content-Type"),
                          "path": split.path, "json": js})
 
-        def do_GET(self):  # noqa: N802
+        def do_GET(self):
             self._dispatch(b"")
 
-        def do_POST(self):  # noqa: N802
+        def do_POST(self):
             self._dispatch(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
 
-        def do_PUT(self):  # noqa: N802
+        def do_PUT(self):
             self._dispatch(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
 
         def _dispatch(self, body: bytes):
@@ -298,7 +298,7 @@ def _handler(platform: LtiPlatform):
             if path == "/token":
                 try:
                     token = conf.get_access_token(request.form_data)
-                except Exception as exc:  # noqa: BLE001 (any refusal is a 400 with its words)
+                except Exception as exc:  # noqa: BLE001 - any refusal is a 400 with its words
                     return self._send(400, {"error": "invalid_client", "error_description": str(exc)})
                 platform.tokens.append(token["access_token"])
                 return self._send(200, token)

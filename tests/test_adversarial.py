@@ -305,7 +305,7 @@ def reference_files() -> dict[str, bytes]:
     files = {"__init__.py": b'"""A submission in a zip."""\n'}
     for module in MODULES:
         text = (ROOT / "solutions" / f"{module}.py").read_text()
-        body = "".join(l for l in text.splitlines(True) if l.strip() not in ("### BEGIN SOLUTION", "### END SOLUTION"))
+        body = "".join(line for line in text.splitlines(True) if line.strip() not in ("### BEGIN SOLUTION", "### END SOLUTION"))
         files[f"{module}.py"] = body.encode()
     return files
 

@@ -385,7 +385,7 @@ def test_a_students_own_line_is_never_redacted(tmp_path):
     folder = tmp_path / "py"
     folder.mkdir()
     for source in (ROOT / "solutions").glob("*.py"):
-        kept = [l for l in source.read_text().splitlines(True) if "### " not in l or "SOLUTION" not in l]
+        kept = [line for line in source.read_text().splitlines(True) if "### " not in line or "SOLUTION" not in line]
         (folder / source.name).write_text("".join(kept))
     path = folder / "simple_attention.py"
     text = path.read_text()

@@ -325,4 +325,4 @@ def test_the_same_wrong_answer_gets_the_same_words_through_grade_check_and_a_not
     if public:
         assert any(line.startswith(SAYS[bug]) for line in said), said
     else:  # a hidden case shows where values differ, never the values
-        assert not any(" row " in line or " values:" in line or "|difference|" in line for line in said), [l for l in said if " row " in l or " values:" in l or "|difference|" in l]
+        assert not any(" row " in line or " values:" in line or "|difference|" in line for line in said), [s for s in said if " row " in s or " values:" in s or "|difference|" in s]

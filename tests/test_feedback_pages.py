@@ -74,7 +74,7 @@ def test_pages_render_in_chromium_with_their_pictures(graded, browser, tmp_path)
                                   "< innerHeight"), name
         assert view.page.evaluate("""() => Array.from(document.querySelectorAll('section.card.passed'))
             .every(s => !s.checkVisibility())"""), name
-        assert view.page.evaluate(f"""() => Array.from(document.querySelectorAll('section.card h2'))
+        assert view.page.evaluate("""() => Array.from(document.querySelectorAll('section.card h2'))
             .every(h => h.scrollWidth <= h.clientWidth + 1)"""), name
         if name == "carol" and os.environ.get("UPDATE_DOCS_SCREENSHOTS"):
             # her page down to the fold: the total, what failed, her failed card with its pictures, the passed steps folded

@@ -74,7 +74,7 @@ def test_the_same_code_is_found_in_other_wrappings(tmp_path, code, forward, wrap
 
 
 def test_a_solution_line_in_gzip_a85_is_still_found(tmp_path, code):
-    line = next(l for l in leak_scan.solution_lines(ROOT) if "masked_fill" in l)
+    line = next(text for text in leak_scan.solution_lines(ROOT) if "masked_fill" in text)
     results(tmp_path, "line", "raised: " + base64.a85encode(gzip.compress(line.encode())).decode())
     assert leak_scan.scan_results(tmp_path, lines={line}, code=code) == {"line": [line]}
 

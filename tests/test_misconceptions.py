@@ -23,7 +23,7 @@ def causal(scores: torch.Tensor, diagonal: int = 1) -> torch.Tensor:
 
 def said(got, expected, mistakes=None) -> tuple[list[str], list[str]]:
     lines = compare_values(got, expected, TOL, True, "output", mistakes)
-    return [l for l in lines if l.startswith("likely: ")], ids_of(lines)
+    return [line for line in lines if line.startswith("likely: ")], ids_of(lines)
 
 
 SCORES = torch.randn(2, 6, 6, generator=torch.Generator().manual_seed(0))

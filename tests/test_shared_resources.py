@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.worker import confine, leftovers, tempdirs
+from autograder.worker import confine, leftovers
 
 from .conftest import ROOT, run_grade
 from .machine_lock import machine_to_ourselves

@@ -83,7 +83,7 @@ def test_a_save_is_checked_again_until_ctrl_c(tmp_path):
         assert not any("\033[2J" in line for line in again)  # not a terminal: the screen is not cleared
         (folder / "notes.txt").write_text("not a checked file")  # no re-check for it; the next save is seen
         shutil.copy(SAMPLES / "carol" / "causal_attention.py", folder / "causal_attention.py")
-        back = watching.recheck_showing("causal_attention.CausalAttention  FAILED")
+        watching.recheck_showing("causal_attention.CausalAttention  FAILED")
         assert not any("notes.txt" in line for line in watching.seen)
     finally:
         code = watching.stop()

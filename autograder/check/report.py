@@ -2,11 +2,10 @@
 from __future__ import annotations
 
 from autograder.commands.console import style
-from autograder.grading.verdict import FAILED, NOT_ATTEMPTED, PASSED
-
+from autograder.grading.verdict import BLOCKED, FAILED, NOT_ATTEMPTED, PASSED
 from autograder.pages import terminal_grid
 
-from .run import BLOCKED, StepResult
+from .run import StepResult
 
 MARK = {PASSED: ("passed", "green"), FAILED: ("FAILED", "red"), NOT_ATTEMPTED: ("not attempted", "yellow"),
         BLOCKED: ("blocked", "yellow")}

@@ -10,7 +10,7 @@ from autograder.grading.cases import Tolerances
 from autograder.grading.runner import SubmissionRunner
 from autograder.feedback.gradients import said_once
 from autograder.feedback.tolerance import Tolerance
-from autograder.grading.verdict import BLOCKED, FAILED, NOT_ATTEMPTED, PASSED, step_status
+from autograder.grading.verdict import FAILED, PASSED, step_status
 from autograder.grading.zygote_client import Zygote
 from autograder.pages import evidence
 

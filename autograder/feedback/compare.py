@@ -56,7 +56,7 @@ def compare_values(got, expected, tol: Tolerance, public: bool, what: str, mista
                 return lines
         if same(got, expected, tol):
             return lines
-        lines += [f"{what}: " + l if i == 0 else "  " + l for i, l in enumerate(describe_difference(got, expected, tol, public))]
+        lines += [f"{what}: " + part if i == 0 else "  " + part for i, part in enumerate(describe_difference(got, expected, tol, public))]
         lines += [likely_line(h) for h in likely(got, expected, mistakes)]
         return lines
     if isinstance(expected, (int, float)) and not isinstance(expected, bool):

@@ -202,7 +202,7 @@ class LocalZygote:
     kept from here.
     """
 
-    def __init__(self) -> None:  # noqa: D107 - no separate interpreter
+    def __init__(self) -> None:  # no separate interpreter
         import torch  # noqa: PLC0415
 
         from autograder.worker import confine, zygote  # noqa: PLC0415

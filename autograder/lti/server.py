@@ -10,7 +10,6 @@ import html
 import json
 import re
 import sys
-from http import HTTPStatus
 from http.cookies import SimpleCookie
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qsl, urlsplit
@@ -72,7 +71,7 @@ class Handler(BaseHTTPRequestHandler):
     server: ToolServer
     protocol_version = "HTTP/1.1"
 
-    def log_message(self, format, *args):  # noqa: A002 (the base class's name)
+    def log_message(self, format, *args):  # noqa: A002 - the base class's name
         pass  # one line per launch is said by the server, never the query strings (they carry tokens)
 
     # -- plumbing -------------------------------------------------------------------------------------------------
@@ -111,7 +110,7 @@ class Handler(BaseHTTPRequestHandler):
         return "Set-Cookie", f"{Sessions.COOKIE}={sid}; Path=/; HttpOnly; Max-Age={Sessions.LIFETIME}{extra}"
 
     # -- endpoints ------------------------------------------------------------------------------------------------
-    def do_GET(self):  # noqa: N802
+    def do_GET(self):
         path = urlsplit(self.path).path
         if path == keys.JWKS_PATH:
             if not self.server.store.private_key_path.exists():
@@ -121,7 +120,7 @@ class Handler(BaseHTTPRequestHandler):
             return self._login()
         return self._page(404, "Not found", path)
 
-    def do_POST(self):  # noqa: N802
+    def do_POST(self):
         path = urlsplit(self.path).path
         if path == keys.LOGIN_PATH:
             return self._login()

@@ -136,7 +136,7 @@ class OnceSessionService(SessionService):
     spent once the launch is valid (so a forged token cannot spend the genuine launch's nonce)."""
 
     def spend_nonce(self, nonce: str) -> bool:
-        return self.data_storage._request.session.pop(self._get_key("nonce", nonce), None) is not None  # noqa: SLF001
+        return self.data_storage._request.session.pop(self._get_key("nonce", nonce), None) is not None
 
 
 @dataclass

@@ -12,7 +12,7 @@ from html import escape
 from pathlib import Path
 
 from . import mismatches
-from .cards import BLOCKED, FAILED, NOT_ATTEMPTED, PASSED, CountCard, StepCard
+from .cards import PASSED, CountCard, StepCard
 
 #: the pictures of one page stay under this many bytes (results.json under 1 MB with its base64)
 PICTURE_BUDGET = 600_000
@@ -132,7 +132,7 @@ def _card(card: StepCard, pictures: dict) -> str:
     if card.printed:
         lines.append(f"<p>Your code printed while {escape(card.step)} was checked:</p><pre>{escape(card.printed)}</pre>")
     lines.append("</section>")
-    return "\n".join(l for l in lines if l)
+    return "\n".join(line for line in lines if line)
 
 
 def draw_pictures(cards: list[StepCard], budget: int = PICTURE_BUDGET) -> dict:

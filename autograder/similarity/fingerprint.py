@@ -15,10 +15,10 @@ import os
 
 os.environ.setdefault("MPLBACKEND", "Agg")  # copydetect's package imports matplotlib for its own report
 
-import numpy as np  # noqa: E402
-from copydetect.utils import get_copied_slices, winnow  # noqa: E402
+import numpy as np
+from copydetect.utils import get_copied_slices, winnow
 
-from .normalise import Token  # noqa: E402
+from .normalise import Token
 
 #: tokens per k-gram; a shared run of K + WINDOW - 1 tokens or more is always found (the winnowing guarantee)
 K = 5

@@ -343,7 +343,7 @@ def _bind(source: str, target: str, readonly: bool = True) -> None:
         os.makedirs(target, exist_ok=True)
     else:
         os.makedirs(os.path.dirname(target), exist_ok=True)
-        open(target, "a").close()  # noqa: SIM115 - a mount point for a file
+        open(target, "a").close()  # a mount point for a file
     sc.mount(source, target, None, sc.MS_BIND | sc.MS_REC)
     if readonly:
         sc.mount(None, target, None, sc.MS_BIND | sc.MS_REMOUNT | sc.MS_RDONLY | sc.MS_NOSUID | sc.MS_NODEV)

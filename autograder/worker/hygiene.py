@@ -49,7 +49,7 @@ def _others() -> tuple[int, ...]:
         if os.getppid() == 1:  # the host is PID 1 of our namespace: everything else in here is ours
             pids = tuple(sorted(int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) not in (1, me)))
         else:
-            pids = tuple(sorted(int(c) for t in tasks for c in open(f"/proc/{me}/task/{t}/children").read().split()))
+            pids = tuple(sorted(int(c) for t in tasks for c in open(f"/proc/{me}/task/{t}/children").read().split()))  # noqa: SIM115 - read at once; closed as the read returns
     except OSError:
         return (-1,)
     return pids + (len(tasks),)

@@ -37,7 +37,7 @@ def address_space_limit(memory_mb: float | None) -> int | None:
     """RLIMIT_AS for a memory budget of ``memory_mb``: what is mapped already (torch's libraries: some 0.6 GB
     for its CPU build, over 3 GB for a CUDA build) plus the budget. A student's code gets the same memory
     whichever torch build the machine has installed."""
-    global _mapped_at_limit
+    global _mapped_at_limit  # noqa: PLW0603 - the bytes mapped when RLIMIT_AS was set: the limit's message leaves them out
     if not memory_mb:
         return None
     _mapped_at_limit = mapped_bytes()

@@ -77,7 +77,7 @@ def serve(control: socket.socket, plan: confine.Plan) -> None:
     """Say the isolation level, then answer ``open``, ``clone``, ``reap`` and ``quit`` until told to stop."""
     # Orphans (a killed host's confined half) come back to us to be reaped.
     sc.prctl(sc.PR_SET_CHILD_SUBREAPER, 1)
-    global _plan
+    global _plan  # noqa: PLW0603 - the zygote's one plan: reaping a clone's group reads it
     _plan = plan
     protocol.reply(control, {"isolation": plan.describe(), "level": plan.level})
     while True:
