@@ -2,7 +2,11 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -30,7 +34,23 @@ def test_untouched_stubs_are_not_attempted(student_copy):
     data = json.loads(result.stdout)
     assert data["score"] == 0 and data["max_score"] > 0
     assert {s["status"] for s in data["steps"]} == {"not attempted"}
-    assert not (student_copy / "autograder" / "unit").exists() and not (student_copy / "solutions").exists()
+
+
+def where_autograder_is(cwd, env):
+    """The folder of the ``autograder`` package that an interpreter started in ``cwd`` with ``env`` imports."""
+    code = "import autograder; print(autograder.__file__)"
+    out = subprocess.run([sys.executable, "-c", code], cwd=cwd, env={**os.environ, **env},
+                         capture_output=True, text=True, timeout=60)
+    return Path(out.stdout.strip()).parent
+
+
+def test_the_checks_run_the_students_copy(student_copy):
+    """``check`` here runs the copy, which has no hidden suites and no solutions, not the kit's own package (which
+    the editable install's finder offers too). The control: started elsewhere, the kit's own package is found."""
+    found = where_autograder_is(student_copy, {"PYTHONPATH": str(student_copy)})
+    assert found == student_copy / "autograder"
+    assert not (found / "unit").exists() and not (found.parent / "solutions").exists()
+    assert where_autograder_is(student_copy.parent, {"PYTHONPATH": ""}) == ROOT / "autograder"
 
 
 @pytest.mark.numerics

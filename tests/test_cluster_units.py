@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import stat
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
@@ -67,4 +66,13 @@ def test_a_payload_with_a_path_in_a_file_name_is_refused(tmp_path):
     payload = Payload("eve", {}, {"../escape.py": b"x"})
     with pytest.raises(ValueError, match="escape"):
         payload.unpack(tmp_path)
-    assert not Path(tmp_path.parent / "escape.py").exists()
+    # unpack writes into a fresh folder under tmp_path: "../escape.py" would land in tmp_path itself
+    assert [p.name for p in tmp_path.rglob("*") if not p.is_dir()] == []
+
+
+def test_where_an_escaping_file_name_would_land(tmp_path):
+    """The control: a payload's folder is a child of the base, so the test above looks where an escape lands."""
+    staged = Payload("eve", {}, {"ok.py": b"x"}).unpack(tmp_path)
+    assert (staged.folder / "../escape.py").resolve().parent == tmp_path.resolve()
+    (staged.folder / "../escape.py").write_bytes(b"x")
+    assert sorted(p.name for p in tmp_path.rglob("*") if not p.is_dir()) == ["escape.py", "ok.py"]
