@@ -29,9 +29,12 @@ check: $(STAMP)
 	@echo "checking exercises/ against the public cases (about 10 s)..."
 	@$(BIN)/grade check exercises
 
-# The fast unit tests first (seconds), then the rest of the suite, then the tests whose numbers depend on the CPU's vector units again, as on a CPU without
-# them (ATEN_CPU_CAPABILITY=default): a difference between CPUs is found here, not in a classroom.
+# The linter first (ruff check, configured in pyproject.toml: a second), then the fast unit tests (seconds), then the rest
+# of the suite, then the tests whose numbers depend on the CPU's vector units again, as on a CPU without them
+# (ATEN_CPU_CAPABILITY=default): a difference between CPUs is found here, not in a classroom.
 test: $(STAMP)
+	@echo "0/3 the linter: ruff check (about 1 s)..."
+	$(BIN)/ruff check .
 	@echo "1/3 the fast unit tests (about 30 s)..."
 	$(BIN)/python -m pytest -m unit -q -p no:cacheprovider
 	@echo "2/3 the rest of the suite, slow end-to-end tests included (about 50 minutes on 2 cores)..."

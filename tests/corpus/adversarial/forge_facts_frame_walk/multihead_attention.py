@@ -27,8 +27,8 @@ class MultiHeadAttentionWrapper(nn.Module):
 class MultiHeadAttention(nn.Module):
     """Efficient multi-head attention: one set of projections, split into heads.
 
-    __init__(d_in, d_out, context_length, dropout, num_heads, qkv_bias=False): raise ``ValueError``
-    when d_out is not divisible by num_heads; then create, in this order, ``nn.Linear`` layers W_query,
+    __init__(d_in, d_out, context_length, dropout, num_heads, qkv_bias=False): refuse d_out not divisible
+    by num_heads, with ``raise ValueError(...)`` or the book's ``assert`` (both are accepted); then create, in this order, ``nn.Linear`` layers W_query,
     W_key, W_value (d_in -> d_out, bias=qkv_bias) and out_proj (d_out -> d_out, with bias), an
     ``nn.Dropout`` named ``dropout`` and the causal ``mask`` buffer [context_length, context_length].
     forward(x [b, T, d_in]) -> [b, T, d_out].

@@ -37,6 +37,7 @@ def context_vector(inputs, attn_weights):
 
     Shapes: inputs [T, d], attn_weights [T] -> context [d] = sum_i attn_weights[i] * inputs[i].
     Hint: a loop accumulating ``attn_weights[i] * inputs[i]``, or one product ``attn_weights @ inputs``.
+    The result has the inputs' dtype (float32 or float64): ``torch.zeros(d, dtype=inputs.dtype)``.
     """
     return attn_weights @ inputs
 
@@ -45,7 +46,8 @@ def all_attention_scores(inputs):
     """Attention scores between every pair of tokens.
 
     Shapes: inputs [T, d] -> scores [T, T], where scores[i, j] = dot(inputs[i], inputs[j]).
-    Hint: a double loop works; ``inputs @ inputs.T`` does it at once.
+    Hint: a double loop works; ``inputs @ inputs.T`` does it at once. The result has the inputs' dtype
+    (float32 or float64): a loop filling ``torch.empty(T, T)`` needs ``dtype=inputs.dtype``.
     """
     return inputs @ inputs.T
 

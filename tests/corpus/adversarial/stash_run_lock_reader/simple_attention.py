@@ -9,7 +9,8 @@ def attention_scores(inputs, query):
     """Attention scores of one query against every input token.
 
     Shapes: inputs [T, d], query [d] -> scores [T], where scores[i] = dot(inputs[i], query).
-    Hint: a loop of ``torch.dot`` works; so does one matrix-vector product.
+    Hint: a loop of ``torch.dot`` works; so does one matrix-vector product. The result has the inputs'
+    dtype (float32 or float64): a loop filling ``torch.empty(T)`` needs ``dtype=inputs.dtype``.
     """
     return inputs @ query
 
@@ -37,6 +38,7 @@ def context_vector(inputs, attn_weights):
 
     Shapes: inputs [T, d], attn_weights [T] -> context [d] = sum_i attn_weights[i] * inputs[i].
     Hint: a loop accumulating ``attn_weights[i] * inputs[i]``, or one product ``attn_weights @ inputs``.
+    The result has the inputs' dtype (float32 or float64): ``torch.zeros(d, dtype=inputs.dtype)``.
     """
     return attn_weights @ inputs
 
@@ -45,7 +47,8 @@ def all_attention_scores(inputs):
     """Attention scores between every pair of tokens.
 
     Shapes: inputs [T, d] -> scores [T, T], where scores[i, j] = dot(inputs[i], inputs[j]).
-    Hint: a double loop works; ``inputs @ inputs.T`` does it at once.
+    Hint: a double loop works; ``inputs @ inputs.T`` does it at once. The result has the inputs' dtype
+    (float32 or float64): a loop filling ``torch.empty(T, T)`` needs ``dtype=inputs.dtype``.
     """
     return inputs @ inputs.T
 
