@@ -9,7 +9,7 @@ import click
 
 def _run(verb, **options) -> None:
     """Run a verb's ``main``; a mistake of the user's is said as ``error: ...`` with exit status 2."""
-    from autograder.commands.usage import UsageError  # noqa: PLC0415
+    from autograder.commands.usage import UsageError  # noqa: PLC0415 - grade release copies this function, not the file's imports
 
     try:
         code = verb(**options)
@@ -20,23 +20,23 @@ def _run(verb, **options) -> None:
 
 
 def _colored() -> bool:
-    from autograder.commands.console import colored  # noqa: PLC0415
+    from autograder.commands.console import colored  # noqa: PLC0415 - grade release copies this function, not the file's imports
 
     return colored()
 
 
 def _version() -> str:
-    from autograder import __version__  # noqa: PLC0415
+    from autograder import __version__  # noqa: PLC0415 - grade release copies this function, not the file's imports
 
     return __version__
 
 
 def _course(course_file: Path, nbgrader_dir: Path | None = None, course_dir_option: bool = False) -> Path:
     """``--course`` as given, else ./course.yml, else the course an nbgrader course records (.attention-kit.yml)."""
-    from click.core import ParameterSource  # noqa: PLC0415
+    from click.core import ParameterSource  # noqa: PLC0415 - kept out of the student's cli.py, which copies this file's imports
 
-    from autograder.commands import console, course_location  # noqa: PLC0415
-    from autograder.commands.usage import UsageError  # noqa: PLC0415
+    from autograder.commands import console, course_location  # noqa: PLC0415 - on first use: start-up loads click alone
+    from autograder.commands.usage import UsageError  # noqa: PLC0415 - on first use: start-up loads click alone
 
     explicit = click.get_current_context().get_parameter_source("course_file") != ParameterSource.DEFAULT
     try:
@@ -68,7 +68,7 @@ def main() -> None:
 def check(path: Path | None, as_json: bool, steps: tuple[str, ...], html_file: str | None, watch: bool) -> None:
     """Check your exercises against the public cases: a folder (default ./exercises, or this folder when it holds
     them), a notebook (one per module, or one for all), or a .zip, as grade autograde takes them."""
-    from autograder.commands import check as verb  # noqa: PLC0415
+    from autograder.commands import check as verb  # noqa: PLC0415 - the verb's module on first use: start-up loads none
 
     page = None if html_file is None else True if html_file == "" else Path(html_file)
     _run(verb.main, path=path, steps=steps, as_json=as_json, color=_colored(), html_file=page, watch=watch)
@@ -78,7 +78,7 @@ def check(path: Path | None, as_json: bool, steps: tuple[str, ...], html_file: s
 @click.option("--course", "course_file", default=Path("course.yml"), type=click.Path(path_type=Path), show_default=True)
 def assign(course_file: Path) -> None:
     """Write exercises/ from solutions/ and record the public cases for grade check."""
-    from autograder.commands import assign as verb  # noqa: PLC0415
+    from autograder.commands import assign as verb  # noqa: PLC0415 - the verb's module on first use: start-up loads none
 
     _run(verb.main, course_file=_course(course_file))
 
@@ -120,7 +120,7 @@ def autograde(**options) -> None:
     already graded with the same submission and grader (content hashes), so an interrupted batch
     resumes where it stopped.
     """
-    from autograder.commands import autograde as verb  # noqa: PLC0415
+    from autograder.commands import autograde as verb  # noqa: PLC0415 - the verb's module on first use: start-up loads none
 
     options["course_file"] = _course(options["course_file"], options["nbgrader_course"])
     _run(verb.main, **options)
@@ -149,7 +149,7 @@ def autograde(**options) -> None:
               show_default=True, help="Moodle format: the user field the first column holds.")
 def export(**options) -> None:
     """Write the grades of DIR's results.json files as a Canvas, Moodle or plain CSV gradebook file."""
-    from autograder.commands import export as verb  # noqa: PLC0415
+    from autograder.commands import export as verb  # noqa: PLC0415 - the verb's module on first use: start-up loads none
 
     options["course_file"] = _course(options["course_file"])
     _run(verb.main, **options)
@@ -164,7 +164,7 @@ def export(**options) -> None:
               show_default=True, help="The course definition.")
 def release(**options) -> None:
     """Build the student bundle: exercises, public checks, grade check; no solution, no hidden case."""
-    from autograder.commands import release as verb  # noqa: PLC0415
+    from autograder.commands import release as verb  # noqa: PLC0415 - the verb's module on first use: start-up loads none
 
     options["course_file"] = _course(options["course_file"])
     _run(verb.main, **options)
@@ -177,7 +177,7 @@ def release(**options) -> None:
               show_default=True, help="The course definition.")
 def gradescope(**options) -> None:
     """Build the Gradescope autograder zip (instructor-only: it holds the solutions and hidden suites)."""
-    from autograder.commands import gradescope as verb  # noqa: PLC0415
+    from autograder.commands import gradescope as verb  # noqa: PLC0415 - the verb's module on first use: start-up loads none
 
     options["course_file"] = _course(options["course_file"])
     _run(verb.main, **options)
@@ -192,7 +192,7 @@ def gradescope(**options) -> None:
 @click.option("--force", is_flag=True, help="Overwrite source/<assignment>/ and nbgrader_config.py.")
 def nbgrader(**options) -> None:
     """Write an nbgrader course: DIR/nbgrader_config.py and DIR/source/<assignment>/<module>.ipynb."""
-    from autograder.commands import nbgrader as verb  # noqa: PLC0415
+    from autograder.commands import nbgrader as verb  # noqa: PLC0415 - the verb's module on first use: start-up loads none
 
     options["course_file"] = _course(options["course_file"], course_dir_option=True)
     if options["dest"] is None:
@@ -214,7 +214,7 @@ def nbgrader(**options) -> None:
 @click.option("--top", default=50, show_default=True, help="Pairs shown side by side in the HTML report.")
 def similarity(**options) -> None:
     """Rank pairs of SUBMISSIONS by code shared beyond boilerplate (read, never run). Never a verdict."""
-    from autograder.commands import similarity as verb  # noqa: PLC0415
+    from autograder.commands import similarity as verb  # noqa: PLC0415 - the verb's module on first use: start-up loads none
 
     options["course_file"] = _course(options["course_file"], options["nbgrader"])
     _run(verb.main, **options)
@@ -237,7 +237,7 @@ _STORE = click.option("--store", "store_dir", metavar="DIR", type=click.Path(pat
 @click.option("--rotate", is_flag=True, help="Make a new key pair (the LMS must then fetch the new JWKS).")
 def lti_keys(**options) -> None:
     """Make the tool's key pair (private key mode 600, never printed); print its JWKS and the LMS form's values."""
-    from autograder.commands import lti as verb  # noqa: PLC0415
+    from autograder.commands import lti as verb  # noqa: PLC0415 - the verb's module on first use: start-up loads none
 
     _run(verb.keys, **options)
 
@@ -254,7 +254,7 @@ def lti_keys(**options) -> None:
 @click.option("--deployment-id", "deployment_ids", multiple=True, metavar="ID", help="A deployment id; repeatable.")
 def lti_register(**options) -> None:
     """Register a platform (an LMS) and its deployments with the tool."""
-    from autograder.commands import lti as verb  # noqa: PLC0415
+    from autograder.commands import lti as verb  # noqa: PLC0415 - the verb's module on first use: start-up loads none
 
     _run(verb.register, **options)
 
@@ -267,7 +267,7 @@ def lti_register(**options) -> None:
                                            "recorded].")
 def lti_serve(**options) -> None:
     """Run the tool's OIDC login, launch and JWKS endpoints: launch the kit once from each LMS course."""
-    from autograder.commands import lti as verb  # noqa: PLC0415
+    from autograder.commands import lti as verb  # noqa: PLC0415 - the verb's module on first use: start-up loads none
 
     _run(verb.serve, **options)
 
@@ -276,7 +276,7 @@ def lti_serve(**options) -> None:
 @_STORE
 def lti_courses(**options) -> None:
     """List the courses launched so far (the names --course takes)."""
-    from autograder.commands import lti as verb  # noqa: PLC0415
+    from autograder.commands import lti as verb  # noqa: PLC0415 - the verb's module on first use: start-up loads none
 
     _run(verb.courses, **options)
 
@@ -295,7 +295,7 @@ def lti_courses(**options) -> None:
 @click.option("--dry-run", is_flag=True, help="Show what would be posted; post nothing, create nothing.")
 def lti_push(**options) -> None:
     """Post RESULTS' scores to the LMS course's gradebook (NRPS to match, AGS to post); only what changed."""
-    from autograder.commands import lti as verb  # noqa: PLC0415
+    from autograder.commands import lti as verb  # noqa: PLC0415 - the verb's module on first use: start-up loads none
 
     _run(verb.push, **options)
 

@@ -14,6 +14,7 @@ import atexit
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -69,7 +70,6 @@ class Service:
         except (OSError, subprocess.TimeoutExpired):
             self.process.kill()
         self.log.close()
-        import shutil  # noqa: PLC0415
 
         shutil.rmtree(self.folder, ignore_errors=True)
 
@@ -126,7 +126,7 @@ def parse(line: str) -> tuple[list[str], str | None]:
 
 def grade(line: str, shell=None):
     """The ``%grade`` line magic."""
-    from IPython.display import display  # noqa: PLC0415
+    from IPython.display import display  # noqa: PLC0415 - only inside an IPython kernel
 
     shell = shell or _shell()
     try:
@@ -154,7 +154,7 @@ def grade(line: str, shell=None):
 
 
 def _shell():
-    from IPython import get_ipython  # noqa: PLC0415
+    from IPython import get_ipython  # noqa: PLC0415 - only inside an IPython kernel
 
     return get_ipython()
 

@@ -29,6 +29,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from autograder.cluster.payload import Payload
+from autograder.intake.discover import discover
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 CORPUS = ROOT / "tests" / "corpus" / "submissions"
@@ -46,15 +49,13 @@ def noop(payload) -> int:
 
 
 def model(tasks: int, nodes: int, submissions: int, per_node: list[int]) -> None:
-    import dask  # noqa: PLC0415
-    from distributed import Client, LocalCluster, wait  # noqa: PLC0415
+    import dask  # noqa: PLC0415 - optional: the cluster extra
+    from distributed import Client, LocalCluster, wait  # noqa: PLC0415 - optional: the cluster extra
 
-    from autograder.autograde import batch, fingerprint  # noqa: PLC0415
-    from autograder.autograde.session import Grader  # noqa: PLC0415
-    from autograder.cluster.payload import Payload  # noqa: PLC0415
-    from autograder.cluster.plugin import WarmGrader  # noqa: PLC0415
-    from autograder.cluster.tasks import grade  # noqa: PLC0415
-    from autograder.intake.discover import discover  # noqa: PLC0415
+    from autograder.autograde import batch, fingerprint  # noqa: PLC0415 - imported on first use: torch is slow to load
+    from autograder.autograde.session import Grader  # noqa: PLC0415 - imported on first use: torch is slow to load
+    from autograder.cluster.plugin import WarmGrader  # noqa: PLC0415 - optional: the cluster extra
+    from autograder.cluster.tasks import grade  # noqa: PLC0415 - optional: the cluster extra
 
     work = Path(tempfile.mkdtemp(prefix="grade-bench-cluster-"))
     try:

@@ -12,6 +12,7 @@ Usage: python bench/recheck.py [--repeat 10]
 from __future__ import annotations
 
 import argparse
+import json
 import platform
 import queue
 import shutil
@@ -23,6 +24,8 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+
+from tests.submission_forms import one_notebook
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "samples" / "submissions"
@@ -58,12 +61,9 @@ def watch_times(work: Path, repeat: int) -> list[float]:
 
 
 def magic_vs_cli(work: Path, repeat: int) -> tuple[list[float], list[float]]:
-    from jupyter_client.manager import start_new_kernel  # noqa: PLC0415
-
-    from tests.submission_forms import one_notebook  # noqa: PLC0415
+    from jupyter_client.manager import start_new_kernel  # noqa: PLC0415 - optional: Jupyter's, from the test extra
 
     path = one_notebook(SAMPLES / "carol", work, name="carol.ipynb")
-    import json  # noqa: PLC0415
 
     cells = ["%load_ext autograder"] + ["".join(c["source"]) for c in json.loads(path.read_text())["cells"]
                                         if c["cell_type"] == "code"]

@@ -75,7 +75,7 @@ class Browser:
     """A headless Chromium, one new page per ``open``; no network beyond file:// and loopback."""
 
     def __init__(self, executable: str):
-        from playwright.sync_api import sync_playwright  # noqa: PLC0415
+        from playwright.sync_api import sync_playwright  # noqa: PLC0415 - optional: the test extra's browser driver
 
         self._playwright = sync_playwright().start()
         args = FLAGS + (["--no-sandbox"] if hasattr(os, "geteuid") and os.geteuid() == 0 else [])

@@ -5,6 +5,7 @@ both commands and prints the table; ``tests/test_check_agrees.py`` asserts on th
 """
 from __future__ import annotations
 
+import ast
 import json
 import shutil
 import sys
@@ -107,7 +108,6 @@ def run_all(folder: Path) -> dict[str, Outcome]:
 def docstring(step: str) -> str:
     """The step's docstring in the exercise files a student has."""
     module, name = step.split(".", 1)
-    import ast  # noqa: PLC0415
 
     tree = ast.parse((ROOT / "exercises" / f"{module}.py").read_text())
     node = next(n for n in tree.body if getattr(n, "name", None) == name)

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.browser import Browser, find_or_install
+
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "tests" / "corpus" / "submissions"
 MANIFEST = json.loads((ROOT / "tests" / "corpus" / "manifest.json").read_text())
@@ -29,13 +31,11 @@ def root() -> Path:
 @pytest.fixture(scope="session")
 def browser():
     """A real headless Chromium (Debian's package, installed here if missing); see tests/browser.py."""
-    from tests.browser import Browser, find_or_install  # noqa: PLC0415
-
     executable, why = find_or_install()
     if executable is None:
         pytest.skip(f"no headless Chromium: {why}")
     try:
-        import playwright  # noqa: F401, PLC0415
+        import playwright  # noqa: F401, PLC0415 - optional: the test extra's browser driver
     except ImportError:
         pytest.skip("playwright is not installed: pip install -e '.[test]'")
     chromium = Browser(executable)

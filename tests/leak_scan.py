@@ -34,12 +34,15 @@ import json
 import lzma
 import marshal
 import math
+import opcode
 import re
 import struct
 import sys
 import types
 import zlib
 from pathlib import Path
+
+from autograder.course import load_course
 
 ROOT = Path(__file__).resolve().parents[1]
 MIN_TOKEN = 20  # shorter tokens cannot hold a solution line (16 characters or more) once encoded
@@ -193,8 +196,6 @@ def _all_codes(code: types.CodeType):
 
 def _without_caches(co_code: bytes) -> bytes:
     """The instructions without Python 3.11+'s inline CACHE entries (zeros, and what a leak would drop first)."""
-    import opcode  # noqa: PLC0415
-
     cache = opcode.opmap.get("CACHE")
     return bytes(b for i in range(0, len(co_code), 2) if co_code[i] != cache for b in co_code[i:i + 2])
 
@@ -229,8 +230,7 @@ class ReferenceCode:
     @classmethod
     def load(cls, root: Path = ROOT) -> "ReferenceCode":
         sys.path.insert(0, str(root)) if str(root) not in sys.path else None
-        from autograder.course import load_course  # noqa: PLC0415
-        from autograder.grading.reference import Reference  # noqa: PLC0415
+        from autograder.grading.reference import Reference  # noqa: PLC0415 - imported on first use: torch is slow to load
 
         course = load_course(root / "course.yml")
         modules = sorted({step.split(".", 1)[0] for step in course.steps})
@@ -414,7 +414,7 @@ _PAIR = re.compile(r"(?=(?<![\w.])(-?\d+\.\d{4}), (-?\d+\.\d{4})(?![\d]))")
 
 def _tensors(answer: dict, limit: int = 100_000):
     """The float tensors of a reference answer (outputs, gradients), skipping the millions of GPT-2's parameters."""
-    import torch  # noqa: PLC0415
+    import torch  # noqa: PLC0415 - imported on first use: torch is slow to load
 
     def walk(value):
         if isinstance(value, torch.Tensor):
@@ -447,7 +447,7 @@ def _pairs(t) -> set[tuple[str, str]]:
 def hidden_value_needles(root: Path = ROOT) -> dict[str, set]:
     """What a page would show of a hidden case's expected values: {"singles": {...}, "pairs": {...}}, minus
     anything a public case shows the same way (public values may be shown)."""
-    from autograder.autograde.session import Grader  # noqa: PLC0415
+    from autograder.autograde.session import Grader  # noqa: PLC0415 - imported on first use: torch is slow to load
 
     grader = Grader(root / "course.yml")
     try:

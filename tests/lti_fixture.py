@@ -11,6 +11,9 @@ from pathlib import Path
 
 import requests
 
+from autograder.commands import lti as verb
+from autograder.lti.store import Store
+
 from .lti_platform import INSTRUCTOR, LEARNER, LtiPlatform, Member
 
 COURSE_YML = """\
@@ -94,9 +97,7 @@ class Lms:
 
 
 def start(tmp: Path, members: list[Member]) -> Lms:
-    from autograder.commands import lti as verb
-    from autograder.lti.server import ToolServer
-    from autograder.lti.store import Store
+    from autograder.lti.server import ToolServer  # noqa: PLC0415 - optional: the lti extra
 
     store_dir = tmp / "lti-store"
     store = Store(store_dir)

@@ -5,6 +5,8 @@ import json
 import zipfile
 from pathlib import Path
 
+from autograder.nbgrader_course.sources import read_module
+
 MODULES = ["simple_attention", "trainable_attention", "causal_attention", "multihead_attention"]
 
 
@@ -46,8 +48,6 @@ def _sibling_imports(text: str) -> tuple[str, list[tuple[str, str]]]:
 def _carried_over(folder: Path, named: list[tuple[str, str]]) -> str:
     """The code cell a module's own notebook needs to run in a kernel: its sibling's imports and definitions of
     ``named`` (as the nbgrader notebooks' "Carried over" cell holds them)."""
-    from autograder.nbgrader_course.sources import read_module  # noqa: PLC0415
-
     parts: list[str] = []
     for module, name in named:
         theirs = read_module(folder / f"{module}.py")

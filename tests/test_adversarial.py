@@ -20,6 +20,8 @@ import re
 import shutil
 import stat
 import subprocess
+import sys
+import threading
 import time
 import zipfile
 from pathlib import Path
@@ -28,6 +30,8 @@ import pytest
 
 from autograder.course import load_course
 
+from .kit_files import scan
+from .leak_scan import scan_results
 from .machine_lock import machine_to_ourselves
 from .conftest import ROOT, run_grade
 
@@ -121,8 +125,6 @@ def load(graded, name) -> dict:
 
 def test_no_student_message_names_a_file_of_the_kit(graded):
     """Issue 22, item 1: whatever the hostile code did, no results.json or feedback.html names the kit's files."""
-    from .kit_files import scan  # noqa: PLC0415
-
     assert scan(graded["out"]) == {}
 
 
@@ -177,8 +179,6 @@ def test_no_solution_line_decodes_from_any_result(graded):
     """Feedback never carries the reference, in any encoding (base85, base64, hex; compressed or not; a few layers
     deep): neither a solution line nor a reference function's bytecode (marshalled, or its instructions, also as the
     numbers a page prints), in any string of results.json or in feedback.html."""
-    from .leak_scan import scan_results
-
     assert scan_results(graded["out"]) == {}
 
 
@@ -205,8 +205,6 @@ def test_the_marker_tricks_do_write_their_markers_when_not_confined(tmp_path):
 
 
 def _write_markers_unconfined(tmp_path, env) -> None:
-    import sys
-
     try:
         subprocess.run([sys.executable, "-c", "pass"], env={**env, "PYTHONPATH": str(tmp_path / "sitecustomize_in_submission")},
                        timeout=60, check=False)
@@ -470,8 +468,6 @@ def _used_mb() -> float:
 
 def _peak_use_mb(submission: str, out: Path):
     """Grade one corpus submission; the grading's run and how far the machine's memory in use rose meanwhile (MB)."""
-    import threading
-
     peak, stop = [_used_mb()], threading.Event()
 
     def sample():
@@ -629,8 +625,6 @@ def test_no_reference_bytecode_decodes_from_a_leak(tmp_path):
     leak_standin_bytecode_values writes the stand-in's instructions into a failing public case's values: nothing in
     their results.json (Gradescope output included) or feedback.html decodes to reference code (tests/leak_scan.py),
     and neither scores more than its control."""
-    from .leak_scan import scan_results
-
     names = [n for n, e in ADV_MANIFEST.items() if e.get("no_decodable_reference_code")]
     assert sorted(names) == ["leak_standin_bytecode", "leak_standin_bytecode_values"]
     run = _run_batch({n: n for n in [*names, "leak_standin_bytecode_control"]}, tmp_path, "--jobs", "2")

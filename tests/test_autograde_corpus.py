@@ -9,6 +9,8 @@ import pytest
 from autograder.course import load_course
 
 from .conftest import CORPUS, MANIFEST, ROOT, run_grade
+from .kit_files import scan
+from .leak_scan import hidden_value_needles, scan_pages, values_in
 
 pytestmark = pytest.mark.slow
 COURSE = load_course(ROOT / "course.yml")
@@ -128,8 +130,6 @@ def test_each_misconception_is_named(graded):
 def test_no_page_shows_a_hidden_expected_value(graded):
     """Every page of the corpus (results.json's outputs, feedback.html, summary.html) is searched for the hidden
     cases' expected values, printed as a scalar or as a row would be; a planted row is found (the control)."""
-    from .leak_scan import hidden_value_needles, scan_pages, values_in
-
     needles = hidden_value_needles()
     assert len(needles["singles"]) > 1000 and len(needles["pairs"]) > 1000
     pages = list(graded.glob("*/feedback.html"))
@@ -144,8 +144,6 @@ def test_no_page_shows_a_hidden_expected_value(graded):
 
 def test_no_student_message_names_a_file_of_the_kit(graded):
     """Issue 22, item 1: every results.json and feedback.html of the corpus, scanned for the kit's file names."""
-    from .kit_files import scan  # noqa: PLC0415
-
     assert scan(graded) == {}
 
 

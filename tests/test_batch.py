@@ -22,6 +22,7 @@ from autograder.course import load_course
 
 from .conftest import ROOT, run_grade
 from .processes import alive, descendants
+from .submission_forms import module_notebooks
 
 pytestmark = pytest.mark.slow
 COURSE = load_course(ROOT / "course.yml")
@@ -380,8 +381,6 @@ def test_the_graders_own_errors_are_logged_named_and_fail_the_run(tmp_path):
 
 def test_a_students_own_line_is_never_redacted(tmp_path):
     """A notebook whose indentation is broken on a line that the reference also has: the student sees it."""
-    from .submission_forms import module_notebooks
-
     folder = tmp_path / "py"
     folder.mkdir()
     for source in (ROOT / "solutions").glob("*.py"):

@@ -111,8 +111,8 @@ def test_grade_autograde_gives_each_form_the_points_of_the_py_files(forms, tmp_p
 
 
 def _execute(path):
-    import nbformat  # noqa: PLC0415
-    from nbclient import NotebookClient  # noqa: PLC0415
+    import nbformat  # noqa: PLC0415 - imported on first use: nbformat is slow to load
+    from nbclient import NotebookClient  # noqa: PLC0415 - optional: Jupyter's, from the test extra
 
     nb = nbformat.read(path, as_version=4)
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
@@ -129,7 +129,7 @@ def test_the_notebook_fixtures_run_top_to_bottom_in_a_kernel(forms, tmp_path):
     for path in sorted(forms["one notebook per module"].glob("*.ipynb")):
         _execute(path)
     # the control: the old fixture kept a .py file's `from .causal_attention import`, which no kernel runs
-    from nbclient.exceptions import CellExecutionError  # noqa: PLC0415
+    from nbclient.exceptions import CellExecutionError  # noqa: PLC0415 - optional: Jupyter's, from the test extra
 
     data = json.loads(one.read_text())
     cell = next(c for c in data["cells"] if "".join(c["source"]).startswith("class MultiHeadAttentionWrapper"))

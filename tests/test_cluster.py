@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 import pytest
+from distributed import Client
 
 from autograder.course import load_course
 
@@ -106,13 +107,12 @@ class CliCluster:
         for i in range(workers):
             self.procs.append(self._start("worker", self.address, "--nworkers", "1", "--nthreads", "1",
                                           "--host", "127.0.0.1", "--no-dashboard", "--name", f"w{i}", *worker_args))
-        from distributed import Client  # noqa: PLC0415
 
         self.client = Client(self.address, timeout=60)
         self.client.wait_for_workers(workers, timeout=120)
 
     def _start(self, *args: str) -> subprocess.Popen:
-        log = open(self.base / f"{args[0]}-{len(getattr(self, 'procs', []))}.log", "wb")  # noqa: SIM115
+        log = open(self.base / f"{args[0]}-{len(getattr(self, 'procs', []))}.log", "wb")  # noqa: SIM115 - the process writes it until it is stopped
         return subprocess.Popen([str(DASK), *args], cwd=self.base, env=self.env, stdout=log, stderr=subprocess.STDOUT,
                                 start_new_session=True)
 

@@ -5,6 +5,7 @@ import importlib
 
 import pytest
 
+from autograder.commands import autograde, check, export
 from autograder.commands.usage import UsageError
 
 from .conftest import ROOT
@@ -21,8 +22,6 @@ def test_each_verb_has_a_main_and_no_click(verb):
 
 
 def test_a_mistake_is_an_exception_that_names_it(tmp_path):
-    from autograder.commands import autograde, check, export
-
     with pytest.raises(UsageError, match="did you mean simple_attention"):
         check.main(ROOT / "exercises", steps=("simple_atention",))
     with pytest.raises(UsageError, match="no such folder"):

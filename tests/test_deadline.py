@@ -12,6 +12,7 @@ import time
 
 import pytest
 
+from autograder.grading.zygote_client import LocalZygote
 from autograder.worker import wire
 
 pytestmark = pytest.mark.unit
@@ -70,8 +71,6 @@ def test_a_whole_frame_before_the_deadline_is_read():
 def _host_timer_ends_a_stalled_sandbox(tmp_path, wall_seconds, patience=30.0):
     """Open a sandbox whose host has its own timer, spawn a worker, then stall (as a pinned trusted side
     would): return whether the worker's channel was closed (the worker killed) within ``patience`` s."""
-    from autograder.grading.zygote_client import LocalZygote  # noqa: PLC0415
-
     folder = tmp_path / "sub"
     folder.mkdir()
     (folder / "simple_attention.py").write_text("import time\n\ndef attention_scores(x, q):\n    time.sleep(1000)\n")

@@ -24,9 +24,13 @@ from pathlib import Path
 
 import pytest
 
+from autograder import __version__
 from autograder.commands import check as check_verb
 from autograder.commands import course_location
 from autograder.commands.usage import UsageError
+from autograder.release.pins import installed_closure, python_range
+from autograder.release.student_code import student_cli
+from autograder.release.student_files import STUDENT_ROOTS
 
 from .conftest import ROOT, run_grade
 from .test_export import COURSE, ROSTER, results_json
@@ -75,7 +79,7 @@ def test_grade_check_inside_exercises_checks_this_folder(exercises):
 
 @pytest.mark.unit
 def test_step_takes_a_unique_short_name_and_lists_the_candidates_of_an_ambiguous_one():
-    from autograder.check import public_cases
+    from autograder.check import public_cases  # noqa: PLC0415 - imported on first use: torch is slow to load
 
     data = public_cases.load()
     assert check_verb._known_steps(("CausalAttention",), data) == ("causal_attention.CausalAttention",)
@@ -100,13 +104,10 @@ def test_step_by_short_name_on_the_command_line(exercises):
 
 @pytest.mark.unit
 def test_grade_version_is_the_package_version():
-    from autograder import __version__
-
     run = run_grade("--version", timeout=60)
     assert run.returncode == 0 and run.stdout.strip() == f"grade (attention autograder) {__version__}"
     assert tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"] == __version__
     # the student's grade has it too (its cli.py is cut from this one)
-    from autograder.release.student_code import student_cli
 
     student = student_cli((ROOT / "autograder" / "cli.py").read_text())
     assert "def _version(" in student and "version_option" in student
@@ -273,9 +274,6 @@ def test_make_demo_says_each_stage_and_pip_is_quiet_only_off_a_terminal(tmp_path
 
 @pytest.mark.unit
 def test_the_bundle_python_range_is_what_the_pins_allow():
-    from autograder.release.pins import installed_closure, python_range
-    from autograder.release.student_files import STUDENT_ROOTS
-
     pins = installed_closure(STUDENT_ROOTS)
     assert python_range(pins) == ">=3.11"  # numpy 2.4.6 and contourpy 1.3.3: Requires-Python >=3.11
     with pytest.raises(LookupError, match="not 3.10"):  # the control: a Python below the pins' floor

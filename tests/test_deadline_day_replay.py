@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from autograder.pages import class_list
+
 from .conftest import ROOT, run_grade
 from .submission_forms import module_notebooks, one_notebook, zipped
 from .test_interrupt import MESSAGE, Batch, graded_lines, snapshot
@@ -104,8 +106,6 @@ def scores(out: Path) -> dict[str, float]:
 def needs_a_person(out: Path) -> None:
     """The dashboard's "needs a person" list names each submission that needs one, with its reason, in
     summary.json, summary.md and summary.html alike."""
-    from autograder.pages import class_list  # noqa: PLC0415
-
     summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
     listed = {class_list.who(e): {(r["category"], r["why"]) for r in e["reasons"]} for e in summary["needs_person"]}
     assert ("not_graded", "corrupt zip") in listed["frank"], listed.get("frank")

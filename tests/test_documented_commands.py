@@ -255,7 +255,7 @@ class Scheduler:
         for args in (["scheduler", "--host", "127.0.0.1", "--port", self.address.rsplit(":", 1)[1], "--no-dashboard"],
                      ["worker", self.address, "--nworkers", "1", "--nthreads", "1", "--host", "127.0.0.1",
                       "--no-dashboard"]):
-            log = open(logs / f"dask-{args[0]}.log", "wb")  # noqa: SIM115
+            log = open(logs / f"dask-{args[0]}.log", "wb")  # noqa: SIM115 - the process writes it until it is stopped
             self.procs.append(subprocess.Popen([str(python), "-m", "dask", *args], cwd=cwd, env=env, stdout=log,
                                                stderr=subprocess.STDOUT, start_new_session=True))
             time.sleep(2 if args[0] == "scheduler" else 0)

@@ -24,6 +24,12 @@ from autograder.feedback.gradients import GRAPH_CUT, after_output, gradient_prob
 from autograder.feedback.messages import raised
 from autograder.feedback.parameters import parameter_problems
 from autograder.feedback.tolerance import Tolerance, same, tolerance_for_output
+from autograder.grading import judge
+from autograder.grading.cases import Tolerances
+from autograder.grading.verdict import StepFailure
+from autograder.nbgrader_course import graded_cells
+from autograder.nbgrader_course.collect import Case
+from autograder.worker import runtime
 
 from .conftest import ROOT
 
@@ -259,18 +265,13 @@ def buggy_module(module: str, replacements: list[tuple[str, str]]) -> types.Modu
 
 @pytest.fixture(scope="module")
 def public_cases():
-    from autograder.check import public_cases as stored  # noqa: PLC0415
+    from autograder.check import public_cases as stored  # noqa: PLC0415 - imported on first use: safetensors, for the stored cases only
 
     return stored.load()
 
 
 def grade_check_way(case: dict, spec: dict, module: types.ModuleType) -> str | None:
     """The feedback ``grade check`` gives (autograder/check/run.py): the worker's runtime, then the judge."""
-    from autograder.grading import judge  # noqa: PLC0415
-    from autograder.grading.cases import Tolerances  # noqa: PLC0415
-    from autograder.grading.verdict import StepFailure  # noqa: PLC0415
-    from autograder.worker import runtime  # noqa: PLC0415
-
     ws = runtime.Workspace(SUBMISSION, {module.__name__: module}, {})
     got = runtime.run(case["request"], ws)
     t = spec["tolerance"]
@@ -281,15 +282,12 @@ def grade_check_way(case: dict, spec: dict, module: types.ModuleType) -> str | N
 
 def notebook_way(case: dict, module: types.ModuleType, helper_code: str) -> str | None:
     """The feedback a notebook gives: its checking helper cell and the test code ``grade nbgrader`` writes."""
-    from autograder.nbgrader_course import graded_cells  # noqa: PLC0415
-    from autograder.nbgrader_course.collect import Case  # noqa: PLC0415
-
     test_code = "\n".join(graded_cells.case_code(Case(case["step"], case["count"], case["public"], case,
                                                       case["expected"], {})))
     namespace: dict = {"__name__": "__main__", **{k: v for k, v in vars(module).items() if not k.startswith("__")}}
     exec(compile(helper_code, "checking_helper", "exec"), namespace)  # noqa: S102 - our own code
     try:
-        exec(compile(test_code, "test_cell", "exec"), namespace)  # noqa: S102
+        exec(compile(test_code, "test_cell", "exec"), namespace)  # noqa: S102 - our own test cell
     except namespace["CheckFailed"] as exc:
         return str(exc)
     return None
@@ -298,7 +296,7 @@ def notebook_way(case: dict, module: types.ModuleType, helper_code: str) -> str 
 @pytest.mark.parametrize("public", [True, False], ids=["open", "hidden"])
 @pytest.mark.parametrize("bug", sorted(BUGS))
 def test_the_same_wrong_answer_gets_the_same_words_through_grade_check_and_a_notebook(bug, public, public_cases):
-    from autograder.nbgrader_course import notebooks  # noqa: PLC0415
+    from autograder.nbgrader_course import notebooks  # noqa: PLC0415 - imported on first use: nbformat is slow to load
 
     module_name, replacements, steps = BUGS[bug]
     module = buggy_module(module_name, replacements)

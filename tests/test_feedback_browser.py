@@ -10,7 +10,7 @@ from unittest import mock
 import pytest
 import torch
 
-from autograder.pages import cards, heatmaps
+from autograder.pages import cards, feedback_page, heatmaps
 
 from .test_feedback_layout import STEPS, _failing_page, _strip_contrasts, result_of, weights
 
@@ -25,8 +25,6 @@ def _write(tmp_path, name, html):
 
 
 def _page(tmp_path, steps=STEPS):
-    from autograder.pages import feedback_page
-
     return _write(tmp_path, "page.html", feedback_page.page(cards.from_results(result_of(steps)), {}, "Feedback: x"))
 
 
@@ -105,7 +103,7 @@ def test_no_title_overflows_its_card_or_breaks_inside_a_word(browser, tmp_path, 
 
 def _strip_in_chromium(browser, tmp_path, name):
     """The row-sum strip's contrasts as Chromium draws the page: the picture screenshotted at its own size."""
-    from matplotlib.image import imread
+    from matplotlib.image import imread  # noqa: PLC0415 - imported on first use: matplotlib is slow to load
 
     ev = {"expected": weights().unsqueeze(0).double(), "yours": weights(after=True).unsqueeze(0).double()}
     cells: list = []
@@ -117,7 +115,7 @@ def _strip_in_chromium(browser, tmp_path, name):
     assert size[:2] == size[2:], size  # shown at its own size: the cells' pixels are where draw put them
     shot = view.page.locator("img").screenshot()
     png = io.BytesIO()
-    import matplotlib.image
+    import matplotlib.image  # noqa: PLC0415 - imported on first use: matplotlib is slow to load
 
     matplotlib.image.imsave(png, imread(io.BytesIO(shot), format="png")[..., :3], format="png")
     return _strip_contrasts(png.getvalue(), cells)

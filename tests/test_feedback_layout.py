@@ -111,7 +111,7 @@ def test_a_wrappers_caption_says_one_row_of_panels_per_head():
 def _strip_contrasts(png: bytes, cells: list) -> list[float]:
     """For each written cell of the strip: the contrast between its background and its darkest or lightest
     pixel, whichever differs most (the core of its digits), as read off the PNG."""
-    from matplotlib.image import imread
+    from matplotlib.image import imread  # noqa: PLC0415 - imported on first use: matplotlib is slow to load
 
     img = imread(io.BytesIO(png), format="png")[..., :3]
     out = []
@@ -137,7 +137,7 @@ def test_the_row_sums_are_readable_on_every_colour_of_the_strip():
 
 def test_black_or_white_is_chosen_by_the_cells_luminance():
     assert heatmaps.text_colour((0.2, 0.1, 0.3, 1)) == "white" and heatmaps.text_colour((0.95, 0.95, 0.9, 1)) == "black"
-    import matplotlib
+    import matplotlib  # noqa: PLC0415 - imported on first use: matplotlib is slow to load
 
     for x in torch.linspace(0, 1, 41).tolist():  # every colour of the strip's map reads at 4.5:1 or better
         background = matplotlib.colormaps["PuOr"](x)

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from autograder.grading import proxied_functions
-from autograder.worker import reference_server, standins, wire
+from autograder.worker import reference_server, runtime, standins, wire
 from solutions import causal_attention, trainable_attention
 
 pytestmark = pytest.mark.unit
@@ -89,8 +89,6 @@ def test_a_function_proxy_draws_from_the_generator_it_is_given(proxies):
 
 
 def _answer(function, args, seed=None):
-    from autograder.worker import runtime  # noqa: PLC0415
-
     ws = runtime.Workspace(None, {}, {"m.f": function})
     request = {"kind": "function", "target": "m.f", "args": args, "kwargs": {}, "seed": seed, "standin": True}
     return {"request": request}, runtime.run(request, ws)

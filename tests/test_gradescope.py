@@ -19,8 +19,10 @@ from pathlib import Path
 import pytest
 
 from autograder.course import load_course
+from autograder.gradescope.build import build_gradescope
 
 from .conftest import CORPUS, ROOT, run_grade
+from .submission_forms import module_notebooks, one_notebook, zipped
 
 COURSE = load_course(ROOT / "course.yml")
 VISIBILITY = {"hidden", "after_due_date", "after_published", "visible"}
@@ -104,8 +106,6 @@ def test_scripts_are_valid_bash(autograder_zip, tmp_path):
 
 
 def test_the_zip_is_byte_identical_across_builds(tmp_path):
-    from autograder.gradescope.build import build_gradescope
-
     repo = tmp_path / "repo"  # a snapshot: edits elsewhere in the repo during the test change nothing
     shutil.copytree(ROOT / "autograder", repo / "autograder", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(ROOT / "solutions", repo / "solutions")
@@ -179,8 +179,6 @@ def test_a_buggy_submission_loses_exactly_its_step(autograder_zip, tmp_path):
 
 # -- every form a student may upload, as grade autograde takes it ------------------------------------
 def _forms(tmp: Path) -> dict[str, callable]:
-    from .submission_forms import module_notebooks, one_notebook, zipped
-
     source = CORPUS / "bug_no_scaling"
     return {
         "py files": lambda sub: [shutil.copyfile(p, sub / p.name) for p in source.glob("*.py")],
@@ -194,8 +192,6 @@ def _forms(tmp: Path) -> dict[str, callable]:
 
 @pytest.mark.slow
 def test_every_form_grades_as_grade_autograde_grades_the_folder(autograder_zip, tmp_path):
-    from .conftest import run_grade
-
     out = tmp_path / "folder-results"
     assert run_grade("autograde", str(CORPUS / "bug_no_scaling"), "--out", str(out)).returncode == 0
     expected = json.loads((out / "bug_no_scaling" / "results.json").read_text())

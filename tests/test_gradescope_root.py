@@ -40,6 +40,7 @@ from pathlib import Path
 
 import pytest
 
+from autograder.gradescope.scripts import SETUP_SH
 from autograder.release.pins import TORCH_CPU_INDEX
 
 from .conftest import ROOT, run_grade
@@ -358,8 +359,6 @@ exit 0
 
 
 def _setup_sh_calls(tmp: Path, env: dict) -> list[str]:
-    from autograder.gradescope.scripts import SETUP_SH
-
     root, bin_dir, log = tmp / "autograder", tmp / "bin", tmp / "calls.log"
     (root / "source").mkdir(parents=True)
     bin_dir.mkdir()

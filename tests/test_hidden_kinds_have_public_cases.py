@@ -3,6 +3,8 @@ a batch, T < context_length, T = 1, training mode with dropout, a second call), 
 same kind, or the step's docstring says it plainly, or no realistic bug is known that the kind alone catches."""
 from __future__ import annotations
 
+import ast
+
 import pytest
 import torch
 
@@ -75,8 +77,6 @@ def test_without_the_training_mode_dropout_case_a_kind_is_hidden_only(cases):
 
 
 def test_the_gpt2_exemption_is_in_its_docstring():
-    import ast  # noqa: PLC0415
-
     tree = ast.parse((ROOT / "exercises" / "multihead_attention.py").read_text())
     node = next(n for n in tree.body if getattr(n, "name", None) == "gpt2_small_attention")
     assert "dropout 0.0" in " ".join((ast.get_docstring(node) or "").split())

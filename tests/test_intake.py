@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from autograder.course import load_course
+from autograder.intake import notebook, times
 from autograder.intake.discover import Source, discover
 from autograder.intake.stage import Staged, stage
 
@@ -382,8 +383,6 @@ def test_a_stray_notebook_does_not_hide_the_modules_in_a_subfolder(tmp_path, sta
 
 # -- when it was handed in -----------------------------------------------------------------------
 def test_the_lms_times_file_is_read_with_offsets(tmp_path):
-    from autograder.intake import times
-
     path = tmp_path / "times.csv"
     path.write_text("submission,submitted_at\nalice,2026-12-10 14:03:22.123456 UTC\nbob,2026-12-11T09:00:00+01:00\n")
     assert times.read(path) == {"alice": "2026-12-10T14:03:22.123456+00:00", "bob": "2026-12-11T09:00:00+01:00"}
@@ -393,8 +392,6 @@ def test_the_lms_times_file_is_read_with_offsets(tmp_path):
                                          ("submission,submitted_at\nalice,yesterday\n", "line 2"),
                                          ("submission,submitted_at\nalice,2026-12-10T14:03:22\n", "line 2")])
 def test_a_broken_times_file_says_where(tmp_path, text, where):
-    from autograder.intake import times
-
     path = tmp_path / "times.csv"
     path.write_text(text)
     with pytest.raises(times.TimesError, match=where):
@@ -403,8 +400,6 @@ def test_a_broken_times_file_says_where(tmp_path, text, where):
 
 def test_nbgraders_collected_timestamp_is_understood(tmp_path):
     # nbgrader writes timestamp.txt with its default timestamp_format "%Y-%m-%d %H:%M:%S.%f %Z".
-    from autograder.intake import times
-
     (tmp_path / "timestamp.txt").write_text("2026-12-10 14:03:22.123456 UTC")
     assert times.nbgrader_stamp(tmp_path) == "2026-12-10T14:03:22.123456+00:00"
 
@@ -487,8 +482,6 @@ def _nb(path, cells):
 
 
 def test_one_notebook_is_split_by_its_headings(tmp_path):
-    from autograder.intake import notebook
-
     path = _nb(tmp_path / "all.ipynb", [
         ("code", "import torch"),
         ("markdown", "# Part 1: simple_attention"),
@@ -505,8 +498,6 @@ def test_one_notebook_is_split_by_its_headings(tmp_path):
 
 
 def test_one_notebook_without_headings_follows_its_order(tmp_path):
-    from autograder.intake import notebook
-
     path = _nb(tmp_path / "all.ipynb", [
         ("code", "def attention_scores(x, q):\n    return x @ q"),
         ("code", "def context_vector(x, w):\n    return 'simple'"),
@@ -519,8 +510,6 @@ def test_one_notebook_without_headings_follows_its_order(tmp_path):
 
 
 def test_a_name_the_notebook_cannot_place_is_said_with_its_cell(tmp_path):
-    from autograder.intake import notebook
-
     path = _nb(tmp_path / "all.ipynb", [("code", "import torch"),
                                         ("code", "def context_vector(x, w):\n    return 1")])
     _, notes = notebook.split(path, STEPS)

@@ -292,7 +292,7 @@ def test_ctrl_c_stops_a_local_dask_cluster(tmp_path, batch_of, to):
 def test_ctrl_c_on_a_running_scheduler_cancels_the_rest(tmp_path, batch_of):
     """The workers are not ours: Ctrl-C cancels what is left; the cluster is unharmed and the re-run uses it."""
     pytest.importorskip("distributed")
-    from .test_cluster import CliCluster  # noqa: PLC0415
+    from .test_cluster import CliCluster  # noqa: PLC0415 - optional: the cluster extra
 
     base = tmp_path / "cluster"
     base.mkdir()

@@ -1,15 +1,20 @@
 """Isolation levels: what the grader falls back to, and that every level grades the same."""
 from __future__ import annotations
 
+import ctypes
 import json
+import math
 import os
+import resource
 import shutil
 import subprocess
 import sys
+import threading
 
 import pytest
 
 from autograder.grading import uids
+from autograder.worker import confine as sandbox, seccomp
 
 from .conftest import ROOT, run_grade
 
@@ -68,11 +73,6 @@ def test_an_unknown_isolation_level_is_refused(tmp_path):
 
 def test_a_reused_worker_gets_each_step_s_cpu_budget_within_the_submission_s():
     """The CPU limit is the step's budget, renewed for each step a worker serves, never above the hard one."""
-    import math
-    import resource
-
-    from autograder.worker import confine as sandbox
-
     pid = os.fork()
     if pid == 0:  # pragma: no cover - child
         try:
@@ -86,7 +86,7 @@ def test_a_reused_worker_gets_each_step_s_cpu_budget_within_the_submission_s():
             sandbox.renew_cpu(100)
             assert resource.getrlimit(resource.RLIMIT_CPU) == (50, 50)
             os._exit(0)
-        except BaseException:  # noqa: BLE001
+        except BaseException:  # noqa: BLE001 - a forked check: any failure is its answer
             os._exit(1)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
@@ -94,11 +94,6 @@ def test_a_reused_worker_gets_each_step_s_cpu_budget_within_the_submission_s():
 
 def _in_a_child(install: bool) -> dict:
     """Run a few system calls in a forked child, with or without the workers' seccomp filter."""
-    import ctypes
-    import threading
-
-    from autograder.worker import seccomp
-
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - child
@@ -128,8 +123,6 @@ def _in_a_child(install: bool) -> dict:
 
 
 def test_the_seccomp_filter_refuses_what_grading_never_needs():
-    from autograder.worker import seccomp
-
     if not seccomp.supported():
         pytest.skip("the filter is described for x86_64 only")
     without, with_filter = _in_a_child(False), _in_a_child(True)

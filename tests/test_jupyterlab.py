@@ -44,7 +44,7 @@ def jupyterlab(tmp_path):
     news.mkdir(parents=True)
     (news / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false",
                                                                          "checkForUpdates": False}))
-    log = open(tmp_path / "jupyterlab.log", "wb")  # noqa: SIM115
+    log = open(tmp_path / "jupyterlab.log", "wb")  # noqa: SIM115 - the server writes it until it is stopped
     server = subprocess.Popen([sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
                                f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
                                "--ServerApp.allow_root=True", "--LabApp.news_url=", "--LabApp.check_for_updates_class="

@@ -7,6 +7,9 @@ import stat
 
 import pytest
 
+from autograder.commands.usage import UsageError
+from autograder.lti.store import Store
+
 from .conftest import run_grade
 from .lti_fixture import COURSE_YML, class_members, start, stop, write_results
 
@@ -32,9 +35,8 @@ class Sleeps(list):
 
 
 def push(lms, retry=None, **kwargs):
-    from autograder.lti.ags import Retry
-    from autograder.lti.push import push as run
-    from autograder.lti.store import Store
+    from autograder.lti.ags import Retry  # noqa: PLC0415 - optional: the lti extra
+    from autograder.lti.push import push as run  # noqa: PLC0415 - optional: the lti extra
 
     return run(Store(lms.store_dir), "ATT101", lms.tmp / "results", lms.tmp / "course.yml",
                retry=retry or Retry(base=0.5, sleep=Sleeps()), progress=False, say=lambda line: None, **kwargs)
@@ -45,7 +47,7 @@ def posts_for(lms, user):
 
 
 def test_5xx_and_429_are_retried_with_backoff(lms):
-    from autograder.lti.ags import Retry
+    from autograder.lti.ags import Retry  # noqa: PLC0415 - optional: the lti extra
 
     lms.platform.fail("/scores", 503, times=2)
     lms.platform.fail("/scores", 429, times=1, retry_after="7")
@@ -61,7 +63,7 @@ def test_5xx_and_429_are_retried_with_backoff(lms):
 def test_a_4xx_is_reported_and_not_retried_and_the_next_push_posts_it(lms):
     lms.platform.fail("/scores", 422, times=1)
     sleeps = Sleeps()
-    from autograder.lti.ags import Retry
+    from autograder.lti.ags import Retry  # noqa: PLC0415 - optional: the lti extra
 
     summary = push(lms, Retry(sleep=sleeps))
     assert summary.line() == "posted 3, unchanged 0, unmatched 0, refused 1"
@@ -74,8 +76,6 @@ def test_a_4xx_is_reported_and_not_retried_and_the_next_push_posts_it(lms):
 
 
 def test_a_platform_that_refuses_the_token_is_said_plainly(lms):
-    from autograder.commands.usage import UsageError
-
     lms.platform.fail("/token", 401, times=1)
     with pytest.raises(UsageError, match="refused the tool's access token request .*HTTP 401.*JWKS URL"):
         push(lms)
@@ -100,8 +100,8 @@ def test_a_lost_creation_answer_never_makes_a_second_column(lms):
 
 
 def test_an_interrupted_push_resumes_without_posting_twice(lms):
-    from autograder.lti.ags import Retry
-    from autograder.lti.push import Interrupted
+    from autograder.lti.ags import Retry  # noqa: PLC0415 - optional: the lti extra
+    from autograder.lti.push import Interrupted  # noqa: PLC0415 - optional: the lti extra
 
     def ctrl_c(_seconds):
         raise KeyboardInterrupt

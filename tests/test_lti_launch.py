@@ -5,8 +5,12 @@ from __future__ import annotations
 import time
 
 import pytest
+import requests
+
+from autograder.lti.store import Store
 
 from .lti_fixture import class_members, start, stop
+from .lti_platform import rsa_pair
 
 jwt = pytest.importorskip("jwt")
 pytest.importorskip("pylti1p3", reason="pip install -e '.[lti]'")
@@ -21,8 +25,6 @@ def lms(tmp_path):
 
 
 def courses(lms):
-    from autograder.lti.store import Store
-
     return [c.name for c in Store(lms.store_dir).courses()]
 
 
@@ -38,8 +40,6 @@ def refused(response, words: str) -> None:
 
 
 def test_a_forged_signature_is_refused(lms):
-    from .lti_platform import rsa_pair
-
     browser, action, fields = lms.browser_form("u-teacher")
     forged = dict(fields, id_token=resign(fields["id_token"], rsa_pair()[0]))   # another key, the platform's kid
     refused(browser.post(action, data=forged, timeout=30), "Signature verification failed")
@@ -86,8 +86,6 @@ def test_a_state_from_another_browser_is_refused(lms):
 
 
 def test_an_unregistered_platform_cannot_log_in(lms):
-    import requests
-
     response = requests.get(lms.tool_url + "/lti/login", params={"iss": "https://lms.example.org",
                                                                  "login_hint": "u1", "target_link_uri": "x"},
                             timeout=30)

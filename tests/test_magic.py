@@ -21,8 +21,8 @@ SAMPLES = ROOT / "samples" / "submissions"
 
 def run_notebook(path, *last_cells: str, allow_errors: bool = False):
     """Run ``path`` in a fresh kernel with the extension loaded first and ``last_cells`` at the end; the notebook."""
-    import nbformat  # noqa: PLC0415
-    from nbclient import NotebookClient  # noqa: PLC0415
+    import nbformat  # noqa: PLC0415 - imported on first use: nbformat is slow to load
+    from nbclient import NotebookClient  # noqa: PLC0415 - optional: Jupyter's, from the test extra
 
     nb = nbformat.read(path, as_version=4)
     nb.cells.insert(0, nbformat.v4.new_code_cell("%load_ext autograder"))

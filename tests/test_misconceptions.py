@@ -10,7 +10,8 @@ from autograder.feedback.compare import compare_values
 from autograder.feedback.gradients import after_output
 from autograder.feedback.parameters import parameter_problems
 from autograder.feedback.tolerance import Tolerance
-from autograder.unit.mistakes import linear_mistakes
+from autograder.grading.judge import judge
+from autograder.unit.mistakes import dropout_place_mistakes, linear_mistakes
 
 pytestmark = pytest.mark.unit
 TOL = Tolerance(rtol=1e-4, atol=1e-5)
@@ -97,8 +98,6 @@ def test_a_gradient_cut_on_one_path_only():
 
 
 def test_a_mask_sliced_by_the_batch_size_is_named_from_the_error():
-    from autograder.grading.judge import judge
-
     x = torch.rand(2, 6, 3)
     case = {"judge": "equal", "request": {"kind": "module", "forward_args": [x]}}
     error = {"type": "RuntimeError", "message": "The size of tensor a (2) must match the size of tensor b (6) at "
@@ -111,7 +110,7 @@ def test_a_mask_sliced_by_the_batch_size_is_named_from_the_error():
 
 
 def test_heads_split_into_interleaved_columns():
-    from autograder.unit.suites.test_multihead_attention import TestMultiHeadAttention, _mha
+    from autograder.unit.suites.test_multihead_attention import TestMultiHeadAttention, _mha  # noqa: PLC0415 - at the top, pytest would collect it
 
     g = torch.Generator().manual_seed(3)
     p = {f"{n}.weight": torch.rand(6, 3, generator=g) for n in ("W_query", "W_key", "W_value", "out_proj")}
@@ -125,8 +124,6 @@ def test_heads_split_into_interleaved_columns():
 
 
 def test_dropout_on_the_values_or_the_scores():
-    from autograder.unit.mistakes import dropout_place_mistakes
-
     g = torch.Generator().manual_seed(4)
     p = {f"{n}.weight": torch.rand(2, 3, generator=g) for n in ("W_query", "W_key", "W_value")}
     x = torch.rand(2, 6, 3, generator=g)

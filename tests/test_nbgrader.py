@@ -8,6 +8,9 @@ and ``stubs`` (the released notebooks untouched), and reads their scores from nb
 from __future__ import annotations
 
 import ast
+import base64
+import builtins
+import csv
 import importlib
 import importlib.util
 import inspect
@@ -17,13 +20,19 @@ import re
 import shutil
 import subprocess
 import sys
+import warnings
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
+import torch
+from nbformat import v4
 
 from autograder.course import load_course
-from autograder.nbgrader_course import cell_runner, helper, notebooks
+from autograder.nbgrader_course import autograded, cell_runner, helper, literals, notebooks
+from autograder.nbgrader_course.autograded import without_hidden_tests
 from autograder.nbgrader_course.sources import read_module
+from autograder.pages.gradescope_html import pictures
 
 from .conftest import ROOT, run_grade
 
@@ -180,8 +189,6 @@ def test_the_helper_exports_what_the_test_cells_use(source):
     them, a setup name, an answer's or a builtin. The checks' own names (compare_values, ...) stay in the module,
     whose globals the checks use: a student's function of the same name no longer replaces one of the checks'
     (it did when the helper was pasted into the notebook)."""
-    import builtins  # noqa: PLC0415
-
     namespace: dict = {}
     exec(notebooks.helper_source(COURSE, list(COURSE.steps), "x.pt"), namespace)  # noqa: S102 - our own code
     assert sorted(namespace["__all__"]) == sorted(helper.EXPORTS)
@@ -220,9 +227,6 @@ def test_the_helper_runs_with_torch_and_the_standard_library_only():
 
 
 def test_long_tensors_of_open_cases_go_to_the_data_file_and_read_back(tmp_path, monkeypatch):
-    from autograder.nbgrader_course import literals  # noqa: PLC0415
-    import torch  # noqa: PLC0415
-
     g = torch.Generator().manual_seed(0)
     long, small = torch.randn(10, 10, generator=g), torch.randn(2, 3, generator=g)
     data = literals.DataFile("attention_data.pt")
@@ -247,7 +251,7 @@ def test_long_tensors_of_open_cases_go_to_the_data_file_and_read_back(tmp_path, 
         source = {"long": long, "again": long, "small": small}.get(name)
         if source is not None:
             assert torch.equal(value, source) and value.dtype == source.dtype
-    assert torch.equal(eval(hidden, namespace), long)  # noqa: S307
+    assert torch.equal(eval(hidden, namespace), long)  # noqa: S307 - our own literal
 
 
 def open_part(cell) -> str:
@@ -457,8 +461,6 @@ def plant(nb, faked: str = FAKED_CELL) -> None:
     and a new one with an attachment), an ``application/javascript`` and a ``<script>``-carrying ``text/html``
     output on a solution cell, a ``</script>`` in its source, a test cell (``faked``) stripped of its nbgrader
     metadata that stores a "passed" full-marks output, and extra metadata on the notebook and its cells."""
-    from nbformat import v4  # noqa: PLC0415
-
     nb.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {
         "state": {}, "version_major": 2, "version_minor": 0, "note": "widget-state planted-meta"}}
     nb.metadata["planted"] = "planted-meta"
@@ -491,9 +493,7 @@ def plant(nb, faked: str = FAKED_CELL) -> None:
 def old_feedback_notebook(path: Path, result: dict):
     """The control: what ``gradebook.feedback_notebooks`` wrote before it built from the course's notebooks: the
     submitted notebook, with only the outputs of the cells it found by the student's own grade_id replaced."""
-    from nbformat import v4  # noqa: PLC0415
-
-    from autograder.nbgrader_course.gradebook import test_cell  # noqa: PLC0415
+    from autograder.nbgrader_course.gradebook import test_cell  # noqa: PLC0415 - at the top, pytest would collect it
 
     by_cell = {test_cell(t["name"]): t for t in result.get("tests", [])}
     nb = nbformat.read(str(path), as_version=4)
@@ -525,8 +525,6 @@ def kit_result(failing: set[str]) -> dict:
 
 def student_copy(source: Path, module: str, bug: bool = True):
     """A student's notebook as the release has it (no hidden test), answered with the solutions (and the bug)."""
-    from autograder.nbgrader_course.autograded import without_hidden_tests  # noqa: PLC0415
-
     nb = notebook(source, module)
     for cell in nb.cells:
         if nbgrader_meta(cell).get("grade"):
@@ -542,7 +540,7 @@ def test_autograded_notebooks_carry_only_what_the_kit_made(source, tmp_path):
     """gradebook.feedback_notebooks builds each autograded/ notebook from source/: the master's metadata, cells
     and ids; the student's answers as source text; no output but the kit's verdicts; no hidden test. The control:
     the old way (the submitted notebook, only its own test cells' outputs replaced) carried every plant."""
-    from autograder.nbgrader_course import autograded, gradebook  # noqa: PLC0415
+    from autograder.nbgrader_course import autograded, gradebook  # noqa: PLC0415 - `gradebook` is this file's fixture at the top
 
     module = BUG_STEP.split(".")[0]
     course = tmp_path / "course"
@@ -594,8 +592,6 @@ def test_autograded_notebooks_carry_only_what_the_kit_made(source, tmp_path):
 
 
 def test_answers_are_found_by_grade_id_else_by_place_and_only_their_source(source, tmp_path):
-    from autograder.nbgrader_course import autograded  # noqa: PLC0415
-
     master = notebook(source, "simple_attention")
     places = [i for i, c in enumerate(master.cells) if nbgrader_meta(c).get("solution")]
     nb = student_copy(source, "simple_attention", bug=False)
@@ -622,10 +618,7 @@ def test_answers_are_found_by_grade_id_else_by_place_and_only_their_source(sourc
 
 def test_a_markdown_answer_is_shown_as_text():
     """A student-written markdown answer cell (the course has none; nbgrader allows them) renders as text."""
-    from nbconvert.filters.markdown import markdown2html  # noqa: PLC0415
-    from nbformat import v4  # noqa: PLC0415
-
-    from autograder.nbgrader_course import autograded  # noqa: PLC0415
+    from nbconvert.filters.markdown import markdown2html  # noqa: PLC0415 - optional: Jupyter's, from the test extra
 
     answer = f"My answer ``` and ````\n\n{script('plantedMarkdown')}\n[link](javascript:alert(1))\n![x](attachment:evil.png)"
     essay = v4.new_markdown_cell("The master's text", metadata={"nbgrader": {
@@ -641,10 +634,7 @@ def test_a_markdown_answer_is_shown_as_text():
 
 def test_the_kits_verdict_shows_a_students_words_as_text():
     """A verdict quotes what the student's code said (an exception's message): an error output, escaped."""
-    from nbconvert import HTMLExporter  # noqa: PLC0415
-    from nbformat import v4  # noqa: PLC0415
-
-    from autograder.nbgrader_course import autograded  # noqa: PLC0415
+    from nbconvert import HTMLExporter  # noqa: PLC0415 - optional: Jupyter's, from the test extra
 
     said = f"your cell raised ValueError: {script('plantedVerdict')}"
     outputs = autograded.verdict_outputs({"status": "failed", "score": 0, "max_score": 1, "output": said},
@@ -661,9 +651,9 @@ def test_the_write_back_needs_the_courses_notebooks(tmp_path, monkeypatch):
     """autograded/ is built from source/ (or release/): without them the gradebook is not touched."""
     pytest.importorskip("nbgrader")
     monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")  # alembic
-    from nbgrader.api import Gradebook  # noqa: PLC0415
+    from nbgrader.api import Gradebook  # noqa: PLC0415 - optional: nbgrader is no dependency of the kit
 
-    from autograder.nbgrader_course import gradebook  # noqa: PLC0415
+    from autograder.nbgrader_course import gradebook  # noqa: PLC0415 - `gradebook` is this file's fixture at the top
 
     with Gradebook(f"sqlite:///{tmp_path / 'gradebook.db'}") as gb:
         gb.add_assignment(ASSIGNMENT)
@@ -677,12 +667,11 @@ def test_the_gradebook_write_back_gives_no_warning_of_nbgraders(source, tmp_path
     the gradebook, lets none of them through, and silences nothing else."""
     pytest.importorskip("nbgrader")
     monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")  # alembic
-    import warnings  # noqa: PLC0415
 
-    from nbgrader.api import Gradebook  # noqa: PLC0415
-    from sqlalchemy.exc import SAWarning  # noqa: PLC0415
+    from nbgrader.api import Gradebook  # noqa: PLC0415 - optional: nbgrader is no dependency of the kit
+    from sqlalchemy.exc import SAWarning  # noqa: PLC0415 - optional: nbgrader's dependency
 
-    from autograder.nbgrader_course import gradebook  # noqa: PLC0415
+    from autograder.nbgrader_course import gradebook  # noqa: PLC0415 - `gradebook` is this file's fixture at the top
 
     (tmp_path / "source").mkdir()
     shutil.copytree(source, tmp_path / "source" / ASSIGNMENT)
@@ -872,7 +861,7 @@ def submit(course_dir: Path, source: Path, release: Path) -> None:
 
 @pytest.fixture(scope="module")
 def gradebook(released, course_dir, source):
-    from nbgrader.api import Gradebook  # noqa: PLC0415
+    from nbgrader.api import Gradebook  # noqa: PLC0415 - optional: nbgrader is no dependency of the kit
 
     release, env = released
     submit(course_dir, source, release)
@@ -991,8 +980,6 @@ def test_the_course_grades_alike_on_dask(sandboxed, course_dir, tmp_path):
 
 @pytest.mark.slow
 def test_submission_times_are_nbgraders_own(sandboxed):
-    from datetime import datetime, timezone
-
     for student, stamp in STAMPS.items():
         expected = datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S.%f UTC").replace(tzinfo=timezone.utc)
         assert datetime.fromisoformat(sandboxed[student]["extra_data"]["submitted_at"]) == expected
@@ -1004,7 +991,6 @@ def exported(sandboxed, released, course_dir):
     _, env = released
     nbgrader("export", cwd=course_dir, env=env, timeout=600)
     nbgrader("generate_feedback", ASSIGNMENT, cwd=course_dir, env=env, timeout=900)
-    import csv
 
     with open(course_dir / "grades.csv", newline="") as fh:
         rows = {r["student_id"]: r for r in csv.DictReader(fh) if r["assignment"] == ASSIGNMENT}
@@ -1028,10 +1014,6 @@ def test_nbgrader_feedback_carries_the_kits_words(exported, course_dir):
 @pytest.mark.slow
 def test_nbgrader_feedback_carries_the_pictures_of_the_kits_page(sandboxed, exported, course_dir):
     """The failing public case's heatmaps, as on the feedback page and in Gradescope's HTML, in the notebook."""
-    import base64
-
-    from autograder.pages.gradescope_html import pictures
-
     shown = pictures(sandboxed["buggy"])
     assert shown, "the buggy step's public case fails: results.json shows its picture"
     page = (course_dir / "feedback" / "buggy" / ASSIGNMENT / f"{BUG_STEP.split('.')[0]}.html").read_text()

@@ -9,6 +9,7 @@ from autograder.course import load_course
 from autograder.grading.reference import Reference
 from autograder.nbgrader_course import cell_runner, graded_cells
 from autograder.nbgrader_course.collect import collect_cases
+from solutions.multihead_attention import MultiHeadAttention
 
 from .conftest import ROOT
 
@@ -41,8 +42,6 @@ def _with_calls_before(cases, step):
 
 
 def _mha_caching_keys():
-    from solutions.multihead_attention import MultiHeadAttention  # noqa: PLC0415
-
     class Caching(MultiHeadAttention):
         def forward(self, x):
             if getattr(self, "_x", None) is None:

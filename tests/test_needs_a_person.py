@@ -19,6 +19,7 @@ import pytest
 from autograder.autograde import problems, summary
 from autograder.course import load_course
 from autograder.export.roster import Student
+from autograder.outputs.results import parse
 from autograder.pages import class_list, dashboard
 
 from .conftest import ROOT, run_grade
@@ -127,8 +128,6 @@ def test_the_terminal_names_at_most_ten_then_says_where_the_rest_are(tmp_path):
 
 @pytest.mark.unit
 def test_results_json_keeps_gradescopes_shape_with_the_problems():
-    from autograder.outputs.results import parse  # noqa: PLC0415
-
     data = result("nina", 50, problems.not_graded("corrupt", "x"))
     parsed = parse(data)
     assert parsed.extra_data.problems[0].kind == "not_graded" and parsed.extra_data.problems[0].cause == "corrupt"

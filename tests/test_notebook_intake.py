@@ -14,8 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from autograder.check import cells
 from autograder.intake import notebook
 from autograder.intake.stage import stage
+from autograder.ipython_extension import parse
 
 pytestmark = pytest.mark.unit
 
@@ -115,8 +117,6 @@ def test_a_module_notebook_carrying_a_step_over_uses_that_module_s_own(tmp_path)
 
 
 def test_a_staged_line_is_named_by_its_cell(tmp_path):
-    from autograder.check import cells
-
     path = _nb(tmp_path / "attention.ipynb", CELLS)
     sources, _ = notebook.split(path, STEPS)
     (tmp_path / "causal_attention.py").write_text(sources["causal_attention"])
@@ -131,8 +131,7 @@ def test_a_staged_line_is_named_by_its_cell(tmp_path):
 
 
 def test_the_magic_s_words():
-    from autograder.check import rendered
-    from autograder.ipython_extension import parse
+    from autograder.check import rendered  # noqa: PLC0415 - imported on first use: torch is slow to load
 
     assert parse("check") == ([], None)
     assert parse("check causal_attention --html") == (["causal_attention"], "feedback.html")

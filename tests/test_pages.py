@@ -8,7 +8,9 @@ import json
 import pytest
 import torch
 
+from autograder.feedback.compare import compare_values
 from autograder.feedback.tolerance import Tolerance
+from autograder.grading.verdict import FAILED, Verdict
 from autograder.pages import cards, changes, evidence, feedback_page, gradescope_html, heatmaps, misconceptions
 from autograder.pages import terminal_grid
 
@@ -33,7 +35,7 @@ def case_of(expected: torch.Tensor, name: str = "book") -> dict:
 
 
 def image(png: bytes):
-    from matplotlib.image import imread
+    from matplotlib.image import imread  # noqa: PLC0415 - imported on first use: matplotlib is slow to load
 
     return imread(io.BytesIO(png), format="png")
 
@@ -131,12 +133,6 @@ def test_results_json_stays_under_a_megabyte_however_many_cases_fail():
 
 
 def test_misconception_ids_travel_from_the_diagnosis_and_the_dashboard_says_what_the_student_read():
-    import torch  # noqa: PLC0415
-
-    from autograder.feedback.compare import compare_values  # noqa: PLC0415
-    from autograder.feedback.tolerance import Tolerance  # noqa: PLC0415
-    from autograder.grading.verdict import FAILED, Verdict  # noqa: PLC0415
-
     expected = torch.softmax(torch.randn(2, 6, 6), dim=-1)
     label = "heads not merged back in the right order (transpose before view missing)"
     lines = compare_values(expected * 0 + 0.5, expected, Tolerance(1e-4, 1e-5), True, "output", {label: expected * 0 + 0.5})

@@ -6,6 +6,7 @@ every Python process of the run imports (the `grade check` process and its worke
 """
 from __future__ import annotations
 
+import ast
 import json
 import os
 import shutil
@@ -14,6 +15,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from autograder.release.student_code import student_package
 
 from .conftest import CORPUS, ROOT, run_grade
 
@@ -61,10 +64,6 @@ def test_grade_check_without_posix_gives_the_same_results(student_copy, name):
 
 def test_the_student_code_imports_nothing_posix_only_at_the_top():
     """grade check's modules import resource and fcntl only where they are used (never on its own path)."""
-    import ast
-
-    from autograder.release.student_code import student_package
-
     for rel, path in student_package().items():
         if not rel.endswith(".py") or not hasattr(path, "read_text"):
             continue
@@ -75,8 +74,6 @@ def test_the_student_code_imports_nothing_posix_only_at_the_top():
 
 def test_the_student_code_compiles_on_other_pythons(tmp_path):
     """The bundle installs on any Python that torch 2.13.0 has wheels for: its code must not need 3.11."""
-    from autograder.release.student_code import student_package
-
     folder = tmp_path / "autograder"
     for rel, path in student_package().items():
         if rel.endswith(".py"):

@@ -8,18 +8,25 @@ whole answer); a secret line of 24+ characters also leaks when it appears *insid
 """
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
+import tomllib
 import zipfile
 from pathlib import Path
+from urllib.parse import urlparse
 
 import pytest
 
+from autograder.course import load_course
 from autograder.release import leaks
+from autograder.release.pins import TORCH_CPU_INDEX, canonical
+from autograder.release.reproducible_zip import write_zip
 from autograder.release.student_code import ReleaseError, closure, student_cli
 
 from .conftest import ROOT, run_grade
@@ -59,11 +66,6 @@ def test_bundle_layout(release):
 def test_every_package_the_bundle_imports_is_in_its_requirements(release):
     """A student installs requirements.txt into a fresh venv: whatever the bundle's code imports (at the top or
     inside a function, such as rich for a failing case's grid) must be there."""
-    import ast
-    import sys
-
-    from autograder.release.pins import canonical
-
     wanted: set[str] = set()
     for path in (release / "autograder").rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
@@ -115,11 +117,10 @@ def test_no_hidden_suite_no_solutions_no_instructor_module(release):
 @pytest.fixture(scope="module")
 def every_case():
     """Every case the suites evaluate on the reference, hidden ones included: (case, expected, public)."""
-    from autograder.course import load_course
-    from autograder.autograde.plugin import GradingPlugin
-    from autograder.autograde.suite_runner import run_suites
-    from autograder.grading import cases as check_module
-    from autograder.grading.reference import Reference
+    from autograder.autograde.plugin import GradingPlugin  # noqa: PLC0415 - imported on first use: torch is slow to load
+    from autograder.autograde.suite_runner import run_suites  # noqa: PLC0415 - imported on first use: torch is slow to load
+    from autograder.grading import cases as check_module  # noqa: PLC0415 - imported on first use: torch is slow to load
+    from autograder.grading.reference import Reference  # noqa: PLC0415 - imported on first use: torch is slow to load
 
     course = load_course(ROOT / "course.yml")
     reference = Reference(ROOT / course.solutions, course.modules, list(course.steps))
@@ -140,7 +141,7 @@ def every_case():
 
 
 def _tensor_hashes(node) -> set:
-    import torch
+    import torch  # noqa: PLC0415 - imported on first use: torch is slow to load
 
     found = set()
     if isinstance(node, torch.Tensor):
@@ -157,7 +158,7 @@ def _tensor_hashes(node) -> set:
 
 
 def test_only_public_cases_are_shipped(release, every_case):
-    from safetensors.torch import load_file
+    from safetensors.torch import load_file  # noqa: PLC0415 - imported on first use: torch is slow to load
 
     data = json.loads((release / "autograder" / "check" / "public_cases.json").read_text())
     for case in data["cases"]:
@@ -202,7 +203,7 @@ def test_an_unsafe_out_folder_is_refused(tmp_path):
 def test_the_archive_is_byte_identical_across_builds(tmp_path):
     """Two builds from the same inputs, in different folders, give the same bytes. The inputs are a
     snapshot of the repository, so that an edit elsewhere in the repo during the test changes nothing."""
-    from autograder.release.bundle import build_release
+    from autograder.release.bundle import build_release  # noqa: PLC0415 - imported on first use: torch is slow to load
 
     repo = tmp_path / "repo"
     shutil.copytree(ROOT / "autograder", repo / "autograder", ignore=shutil.ignore_patterns("__pycache__"))
@@ -223,8 +224,6 @@ def test_the_archive_is_byte_identical_across_builds(tmp_path):
 
 
 def test_source_date_epoch_sets_every_timestamp(tmp_path, monkeypatch):
-    from autograder.release.reproducible_zip import write_zip
-
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")
     a = write_zip(tmp_path / "a.zip", [("b", b"2"), ("a", b"1")])
     b = write_zip(tmp_path / "b.zip", [("a", b"1"), ("b", b"2")])
@@ -240,7 +239,7 @@ def test_source_date_epoch_sets_every_timestamp(tmp_path, monkeypatch):
 def test_the_bundle_installs_and_checks_without_the_instructor_repo(release, tmp_path):
     """Install the bundle (no deps: torch comes from the venv's site-packages, named explicitly) and run
     its `grade` under `python -S`, so the instructor's editable install (a .pth finder) is not loaded."""
-    import torch
+    import torch  # noqa: PLC0415 - imported on first use: torch is slow to load
 
     bundle = tmp_path / "student" / BUNDLE
     shutil.copytree(release, bundle)
@@ -306,9 +305,6 @@ def _venv(python: Path, folder: Path) -> Path:
 
 
 def _reachable(url: str, seconds: float = 5.0) -> bool:
-    import socket  # noqa: PLC0415
-    from urllib.parse import urlparse  # noqa: PLC0415
-
     host = urlparse(url)
     try:
         with socket.create_connection((host.hostname, host.port or 443), timeout=seconds):
@@ -321,8 +317,6 @@ def _requirements_here(bundle: Path) -> str:
     """requirements.txt as written, or, where the PyTorch CPU index cannot be reached (a machine with no network
     but the package registries, as CI's), a copy without its --extra-index-url line: the pins are what is
     tested here, and pip would otherwise wait out its timeout on that index for every package."""
-    from autograder.release.pins import TORCH_CPU_INDEX  # noqa: PLC0415
-
     if _reachable(TORCH_CPU_INDEX):
         return "requirements.txt"
     text = (bundle / "requirements.txt").read_text()
@@ -343,10 +337,8 @@ def test_the_bundle_installs_on_the_pythons_it_claims_and_refuses_the_others(rel
     claims that this machine has, then `pip install --no-deps .` and `grade check`, as its README says. Just
     outside the range, `pip install --no-deps .` must refuse; the control: the pins do not install there
     either (3.10 was claimed once, where numpy==2.4.6 and contourpy==1.3.3 have no release)."""
-    import tomllib
-
-    from packaging.specifiers import SpecifierSet
-    from packaging.version import Version
+    from packaging.specifiers import SpecifierSet  # noqa: PLC0415 - pip and pytest bring packaging, no declared dependency
+    from packaging.version import Version  # noqa: PLC0415 - pip and pytest bring packaging, no declared dependency
 
     claim = SpecifierSet(tomllib.loads((release / "pyproject.toml").read_text())["project"]["requires-python"])
     here = pythons_here()
@@ -407,7 +399,7 @@ print("".join(shown))
 def _a_student_runs_the_magic_in_the_bundle_s_notebook(bundle: Path) -> None:
     """In the fresh venv of the bundle's own install steps: carol's code in the bundle's causal_attention notebook,
     run in that venv's kernel down to ``%grade check causal_attention``, reads as that venv's ``grade check``."""
-    from .test_bundle_notebooks import fill  # noqa: PLC0415
+    from .test_bundle_notebooks import fill  # noqa: PLC0415 - imported on first use: torch is slow to load
 
     path = bundle / "notebooks" / "causal_attention.ipynb"
     fill(path, ROOT / "samples" / "submissions" / "carol")

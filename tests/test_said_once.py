@@ -2,6 +2,7 @@
 identifiers, and a submission or module not graded said once with a pointer on each of its tests."""
 from __future__ import annotations
 
+import inspect
 import re
 
 import pytest
@@ -10,10 +11,12 @@ import torch
 from autograder.autograde import results
 from autograder.autograde.plugin import FAILED, Outcome
 from autograder.course import load_course
+from autograder.feedback.gradients import said_once
 from autograder.feedback.redact import KEPT_NAMES, redact_text
-from autograder.pages import terminal_grid
+from autograder.pages import feedback_page, gradescope_html, terminal_grid
+from autograder.pages.cards import CountCard, StepCard
 
-from .conftest import ROOT
+from .conftest import ROOT, run_grade
 
 pytestmark = pytest.mark.unit
 
@@ -75,9 +78,6 @@ def test_an_unreadable_module_is_said_once_and_its_tests_point_to_it():
 
 
 def test_the_gradescope_total_is_labelled_as_the_public_counts():
-    from autograder.pages import gradescope_html  # noqa: PLC0415
-    from autograder.pages.cards import CountCard, StepCard  # noqa: PLC0415
-
     cards = [StepCard("s.a", "A", [CountCard("values", "passed", 2, 2, True), CountCard("hidden", "failed", 0, 3, False)])]
     html = gradescope_html.embed({"output": "Score: 2 / 5", "tests": []}, cards, {})["output"]
     assert "<strong>2 / 2 points on the public counts (hidden counts are listed with the tests)</strong>" in html
@@ -87,18 +87,12 @@ def test_the_gradescope_total_is_labelled_as_the_public_counts():
 
 
 def test_the_caption_reads_as_a_sentence():
-    import inspect  # noqa: PLC0415
-
-    from autograder.pages import feedback_page  # noqa: PLC0415
-
     source = inspect.getsource(feedback_page._count)
     assert ", , and" not in source and "too low), " not in source  # control: the words issue 22 quotes
 
 
 # -- a [gradients] count on a case already shown under [forward]: only what is new (issue 22, item 4) ------
 def _said(lines_forward, lines_gradients):
-    from autograder.feedback.gradients import said_once  # noqa: PLC0415
-
     said = {}
     assert said_once(said, "m.MHA", "forward", "book batch", lines_forward) == lines_forward
     return said_once(said, "m.MHA", "gradients", "book batch", lines_gradients)
@@ -122,7 +116,6 @@ def test_the_gradients_count_points_to_the_forward_count_and_says_only_what_is_n
 @pytest.mark.unit
 def test_control_another_case_or_another_output_is_said_in_full():
     grads = [*OUTPUT_BLOCK, "the gradients differ too; they follow from the output, so fix the output first"]
-    from autograder.feedback.gradients import said_once  # noqa: PLC0415
 
     said = {}
     said_once(said, "m.MHA", "forward", "book batch", OUTPUT_BLOCK)
@@ -133,8 +126,6 @@ def test_control_another_case_or_another_output_is_said_in_full():
 
 @pytest.mark.slow
 def test_grade_check_says_the_gradients_differ_too_without_the_values_again():
-    from .conftest import run_grade  # noqa: PLC0415
-
     run = run_grade("check", str(ROOT / "tests" / "corpus" / "submissions" / "bug_mha_no_out_proj"))
     text = run.stdout
     block = text.split("multihead_attention.MultiHeadAttention [gradients]", 1)[1].split("\n\n", 1)[0]
@@ -157,9 +148,6 @@ def _card_line(html: str, step: str) -> str:
 def test_gradescope_s_card_and_the_page_say_the_same_public_points():
     """Why they disagreed: Gradescope's always-visible output keeps only a step's public counts (2/2), the page
     all of them (3/3), and neither said which. Now both say the public counts' points, and which they are."""
-    from autograder.pages import feedback_page, gradescope_html  # noqa: PLC0415
-    from autograder.pages.cards import CountCard, StepCard  # noqa: PLC0415
-
     def cards():
         return [StepCard("s.a", "A", [CountCard("values", "passed", 1, 1, True), CountCard("gradients", "passed", 1, 1, True),
                                       CountCard("randomized", "passed", 1, 1, False)])]

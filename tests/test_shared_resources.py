@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -53,7 +54,7 @@ def _as_uid(uid: int, code) -> int:
             os.umask(0o077)
             code()
             os._exit(0)
-        except BaseException:  # noqa: BLE001
+        except BaseException:  # noqa: BLE001 - a forked check: any failure is its answer
             os._exit(1)
     return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
 
@@ -189,7 +190,6 @@ def _unshare_pid() -> list[str]:
     """A command prefix that runs a program in a PID namespace of its own, where this machine allows it."""
     if os.geteuid() != 0 or not shutil.which("unshare"):
         return []
-    import subprocess  # noqa: PLC0415
 
     probe = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", "true"], capture_output=True, timeout=30)
     return ["unshare", "--pid", "--fork", "--mount-proc"] if probe.returncode == 0 else []
@@ -202,8 +202,6 @@ def test_two_batches_and_a_check_side_by_side_grade_right(tmp_path, level):
     blocks and the control groups. The second batch starts once the first has staged its submissions,
     in a PID namespace of its own where the machine allows it: there, the first batch's pids mean nothing
     (a sweep that trusted them removed the first batch's staged files: alice 0/81, "missing")."""
-    import subprocess  # noqa: PLC0415
-
     subs = tmp_path / "subs"
     for name in ("alice", "bob"):
         shutil.copytree(SAMPLES / name, subs / name)

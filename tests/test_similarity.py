@@ -4,14 +4,19 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from autograder.cli import main as cli
+from autograder.commands import similarity as verb
 from autograder.commands.similarity import compare_class
+from autograder.commands.usage import UsageError
+from autograder.similarity import book_code
 from autograder.similarity.normalise import Module, tokens
+from tests.conftest import run_grade
 from tests.submission_forms import module_notebooks, one_notebook, zipped
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -218,11 +223,9 @@ def test_report_opens_in_chromium_without_errors(browser, corpus_run):
 
 
 def test_corpus_is_what_its_generator_makes(tmp_path):
-    import sys  # noqa: PLC0415
-
     sys.path.insert(0, str(CORPUS))
     try:
-        import make_corpus  # noqa: PLC0415
+        import make_corpus  # noqa: PLC0415 - the corpus's own script, importable only with its folder on sys.path
     finally:
         sys.path.remove(str(CORPUS))
     make_corpus.main(tmp_path / "submissions", tmp_path / "manifest.json")
@@ -233,8 +236,6 @@ def test_corpus_is_what_its_generator_makes(tmp_path):
 
 
 def test_book_code_is_taken_from_the_course_documents():
-    from autograder.similarity import book_code  # noqa: PLC0415
-
     seeds = ROOT.parent / "shared" / "seeds"
     if not seeds.is_dir():
         pytest.skip(f"the course documents are not at {seeds}")
@@ -276,9 +277,6 @@ def test_the_books_code_is_boilerplate(tmp_path, body, shared):
 
 
 def test_the_verb_is_plain_python(tmp_path):
-    from autograder.commands import similarity as verb  # noqa: PLC0415
-    from autograder.commands.usage import UsageError  # noqa: PLC0415
-
     source = (ROOT / "autograder" / "commands" / "similarity.py").read_text()
     assert "import click" not in source and "sys.exit" not in source
     with pytest.raises(UsageError, match="not both or neither"):
@@ -293,8 +291,6 @@ def test_the_verb_is_plain_python(tmp_path):
 @pytest.mark.slow
 def test_the_class_dashboard_lists_the_top_pairs(tmp_path, browser):
     """grade similarity --out a results folder: its dashboard (summary.html) lists the most similar pairs."""
-    from tests.conftest import run_grade
-
     subs = tmp_path / "subs"
     for name in ("copy_renamed", "correct_einsum", "style_verbose"):
         shutil.copytree(SUBMISSIONS / name, subs / name)

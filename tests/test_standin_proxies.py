@@ -9,7 +9,7 @@ import json
 import pytest
 import torch
 
-from autograder.worker import reference_server, standins, wire
+from autograder.worker import module_tree, reference_server, standins, wire
 from solutions import causal_attention, multihead_attention, trainable_attention
 
 pytestmark = pytest.mark.unit
@@ -134,8 +134,6 @@ def test_no_proxy_holds_reference_code(proxies):
 ])
 def test_a_crafted_module_tree_is_refused_by_the_reference_worker(change):
     """What a hostile worker may send as its module: data only, names that hide nothing, torch.nn layers only."""
-    from autograder.worker import module_tree  # noqa: PLC0415
-
     server = reference_server.Server(dict(STEPS))
     torch.manual_seed(0)
     tree = module_tree.describe(causal_attention.CausalAttention(3, 2, 6, 0.0), server.step_of)
@@ -145,8 +143,6 @@ def test_a_crafted_module_tree_is_refused_by_the_reference_worker(change):
 
 
 def test_control_the_honest_tree_rebuilds():
-    from autograder.worker import module_tree  # noqa: PLC0415
-
     server = reference_server.Server(dict(STEPS))
     torch.manual_seed(0)
     module = causal_attention.CausalAttention(3, 2, 6, 0.0)
@@ -217,8 +213,6 @@ def test_a_forged_build_is_not_kept_under_another_module_s_name():
 
 
 def _tree_of(*args):
-    from autograder.worker import module_tree  # noqa: PLC0415
-
     torch.manual_seed(0)
     module = causal_attention.CausalAttention(*args)
     return module_tree.describe(module, {causal_attention.CausalAttention: "causal_attention.CausalAttention"}.get, [])
@@ -227,8 +221,6 @@ def _tree_of(*args):
 def test_gpt2_s_causal_mask_travels_as_its_description(proxies):
     """GPT-2's 1024 x 1024 mask (4 MB) is not sent at construction: its description is, and the proxy's mask is the
     reference's, bit for bit; any other buffer travels as its values (the control)."""
-    from autograder.worker import module_tree  # noqa: PLC0415
-
     built, _ = proxies
     sizes = []
     original = standins._ask

@@ -13,6 +13,7 @@ import types
 from pathlib import Path
 
 import pytest
+import torch
 
 from autograder.feedback.messages import raised
 from autograder.worker import limits, runtime
@@ -50,15 +51,11 @@ class Attention(torch.nn.Module):
 
 
 def module_request(**extra) -> dict:
-    import torch  # noqa: PLC0415
-
     return {"target": "ca.Attention", "kind": "module", "init_args": [3, 2], "want_params": False,
             "forward_args": [torch.ones(1, 2, 3)], **extra}
 
 
 def test_loading_the_reference_weights_says_what_the_grader_expected(tmp_path):
-    import torch  # noqa: PLC0415
-
     ws = submission(tmp_path, "ca", MODULE)
     answer = runtime.run(module_request(load_params={"W_query.weight": torch.zeros(2, 3)}), ws)
     words = raised(answer["error"], public=False)

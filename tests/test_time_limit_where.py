@@ -10,9 +10,12 @@ from __future__ import annotations
 import os
 
 import pytest
+import torch
 
 from autograder.feedback.messages import raised
+from autograder.grading.runner import SubmissionRunner
 from autograder.grading.workers import stopped_at, time_limit_hit
+from autograder.grading.zygote_client import LocalZygote
 
 LOOP = """import torch
 
@@ -28,11 +31,6 @@ def attention_scores(inputs, query):
 
 def _timed_out(tmp_path, source: str) -> list[str]:
     """Run attention_scores of a one-file submission with a 2 s step limit, in the real sandbox: the words."""
-    import torch  # noqa: PLC0415
-
-    from autograder.grading.runner import SubmissionRunner  # noqa: PLC0415
-    from autograder.grading.zygote_client import LocalZygote  # noqa: PLC0415
-
     folder = tmp_path / "sub"
     folder.mkdir()
     (folder / "simple_attention.py").write_text(source)

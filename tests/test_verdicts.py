@@ -2,14 +2,19 @@
 output limit in autograde's words. Each test has its control (the same check without the change fails)."""
 from __future__ import annotations
 
+import json
+from types import SimpleNamespace
+
 import torch
 import pytest
 
 from autograder.check import intake
+from autograder.check.run import CountResult, StepResult
+from autograder.commands import check as command
 from autograder.grading import judge as judges
 from autograder.grading.runner import _said_as_limit, output_limit
 from autograder.intake.stage import copy_modules
-from autograder.worker import runtime
+from autograder.worker import limits, runtime
 
 pytestmark = pytest.mark.unit
 
@@ -92,9 +97,7 @@ LIMITS = {"memory_mb": 3072, "processes": 32, "output_mb": 4, "submission_second
 
 def _grade_check(monkeypatch, capsys, tmp_path, *args):
     """``grade check`` in process, on two checked steps (the run itself stood in for: this is about its ending)."""
-    from autograder.check import public_cases
-    from autograder.check.run import CountResult, StepResult
-    from autograder.commands import check as command
+    from autograder.check import public_cases  # noqa: PLC0415 - imported on first use: safetensors, for the stored cases only
 
     (tmp_path / "simple_attention.py").write_text("import torch\n")
     data = {"modules": ["simple_attention"], "limits": dict(LIMITS),
@@ -108,10 +111,6 @@ def _grade_check(monkeypatch, capsys, tmp_path, *args):
 
 
 def test_grade_check_says_once_at_the_end_which_limit_it_could_not_apply(monkeypatch, capsys, tmp_path):
-    from types import SimpleNamespace
-
-    from autograder.worker import limits
-
     monkeypatch.setattr(limits, "sys", SimpleNamespace(platform="darwin"))  # macOS: RLIMIT_AS not enforced
     code, out, _err = _grade_check(monkeypatch, capsys, tmp_path)
     lines = [line for line in out.splitlines() if line.strip()]
@@ -124,10 +123,6 @@ def test_grade_check_says_once_at_the_end_which_limit_it_could_not_apply(monkeyp
 
 
 def test_without_rlimits_both_limits_are_named_in_one_line_and_json_stays_json(monkeypatch, capsys, tmp_path):
-    import json
-
-    from autograder.worker import limits
-
     monkeypatch.setattr(limits, "resource", None)  # Windows: no resource module at all
     _code, out, _err = _grade_check(monkeypatch, capsys, tmp_path)
     said = [line for line in out.splitlines() if line.startswith("not applied by grade check")]
@@ -140,10 +135,6 @@ def test_without_rlimits_both_limits_are_named_in_one_line_and_json_stays_json(m
 
 
 def test_where_every_limit_applies_grade_check_says_nothing_of_limits(monkeypatch, capsys, tmp_path):
-    from types import SimpleNamespace
-
-    from autograder.worker import limits
-
     monkeypatch.setattr(limits, "sys", SimpleNamespace(platform="linux"))
     if limits.resource is None or not all(hasattr(limits.resource, r) for r in limits.RLIMIT_OF.values()):
         pytest.skip("this machine has no rlimits")

@@ -14,7 +14,11 @@ import multiprocessing
 import multiprocessing.connection
 import os
 import pickle
+import select
 import shutil
+import signal
+import time
+import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,6 +26,8 @@ from autograder.intake.discover import Source
 from autograder.intake.stage import Staged, stage
 
 from autograder.outputs import results as results_model
+from autograder.worker import protocol, tempdirs
+from autograder.worker.syscalls import die_with_parent
 
 from . import feedback, fingerprint, results
 
@@ -71,11 +77,6 @@ def _serve(slot: int, channel, zygotes, parent: int) -> None:
     Answers ("done", item) or ("failed", (exception, traceback text)) per job. It ignores SIGINT: Ctrl-C on a terminal
     reaches the whole foreground process group, and the batch (the parent) alone decides what stops.
     """
-    import signal  # noqa: PLC0415
-    import traceback  # noqa: PLC0415
-
-    from autograder.worker.syscalls import die_with_parent  # noqa: PLC0415
-
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     die_with_parent(parent)  # a job never outlives the batch (kill -9 included)
     for i, zygote in enumerate(zygotes):
@@ -235,11 +236,11 @@ def warm_pictures() -> None:
     in each job; and the class summary's histogram, drawn here when the batch ends, or at once when it
     is interrupted (Ctrl-C), pays no import then.
     """
-    import matplotlib  # noqa: PLC0415
+    import matplotlib  # noqa: PLC0415 - warmed here, before the jobs fork, and only then
 
     matplotlib.use("Agg", force=False)
-    import matplotlib.backends.backend_agg  # noqa: F401, PLC0415
-    import matplotlib.figure  # noqa: F401, PLC0415
+    import matplotlib.backends.backend_agg  # noqa: PLC0415 - warmed here, before the jobs fork, and only then
+    import matplotlib.figure  # noqa: PLC0415 - warmed here, before the jobs fork, and only then
 
 
 def halt(processes, clones, zygote) -> None:
@@ -250,8 +251,6 @@ def halt(processes, clones, zygote) -> None:
     answering a job that is gone. The clones are the children of ``zygote``, which grades nothing itself
     here; where they cannot be found, each is asked to quit and given a second.
     """
-    import signal  # noqa: PLC0415
-
     for process in processes:
         if process.is_alive():
             with contextlib.suppress(OSError):
@@ -286,11 +285,6 @@ def children(pid: int) -> list[int]:
 
 def _quit(clones, seconds: float) -> None:
     """Ask each clone to quit; wait up to ``seconds`` for them to exit (a clone's channel then reads empty)."""
-    import select  # noqa: PLC0415
-    import time  # noqa: PLC0415
-
-    from autograder.worker import protocol  # noqa: PLC0415
-
     ending = []
     for clone in clones:
         with contextlib.suppress(OSError):
@@ -312,8 +306,6 @@ def staging_dir(out: Path) -> Path:
     Not inside ``out``: without namespaces, workers read the staged files as an unprivileged uid, which
     must be able to reach them (``out`` may sit in a private folder).
     """
-    from autograder.worker import tempdirs  # noqa: PLC0415
-
     out.mkdir(parents=True, exist_ok=True)
     return tempdirs.make("grade-staging-", mode=0o711)  # traversable, not listable
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import torch
+
 from autograder.course import CourseError, load_course
 from autograder.grading import proxied_functions
 from autograder.grading.dependencies import StandinPolicy
@@ -31,8 +33,6 @@ def _own_lines(folder: Path) -> set[str]:
 
 class Grader:
     def __init__(self, course_file: Path | str):
-        import torch  # noqa: PLC0415
-
         # Reference answers are small: one thread, and no OpenMP pool that a forked batch job would inherit broken.
         torch.set_num_threads(1)
         course_file = Path(course_file).resolve()

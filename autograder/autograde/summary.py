@@ -5,13 +5,14 @@ who gained or lost points where; as summary.json, summary.md and the dashboard s
 (autograder/pages/dashboard.py), and the last lines ``grade autograde`` prints (``terminal_lines``)."""
 from __future__ import annotations
 
+import json
 import statistics
 from pathlib import Path
 
 from autograder.course import Course
 
 from autograder.outputs.results import ResultsError, read, write_atomic
-from autograder.pages import changes as regrade_changes
+from autograder.pages import changes as regrade_changes, dashboard
 from autograder.pages import class_list
 from autograder.pages import misconceptions
 
@@ -165,8 +166,6 @@ def as_markdown(summary: dict) -> str:
 
 def similar_pairs(out: Path, n: int = 10) -> list[dict]:
     """The ``n`` most similar pairs that ``grade similarity --out`` this folder found, if it was run."""
-    import json  # noqa: PLC0415
-
     try:
         pairs = json.loads((out / "similarity.json").read_text(encoding="utf-8"))
         return [{"a": str(p["a"]), "b": str(p["b"]), "score": float(p["score"]), "steps": [str(s) for s in p["steps"]]}
@@ -183,8 +182,6 @@ def with_similar_pairs(out: Path, summary: dict) -> dict:
 def write(course: Course, out: Path, grader_errors: list[str] = (), previous: dict | None = None, roster=None) -> dict:
     """``previous``: submission -> step -> points before this run regraded it (pages/changes.snapshot);
     ``roster``: the roster's students (export/roster.py), or None: then nothing is said about a roster."""
-    from autograder.pages import dashboard  # noqa: PLC0415
-
     unreadable: dict[str, str] = {}
     results = collect(out, unreadable)
     pages = {p.parent.name for p in out.glob("*/feedback.html")}

@@ -10,6 +10,7 @@ from __future__ import annotations
 from html import escape
 
 from autograder.grading.verdict import PASSED
+from autograder.pages import cards, feedback_page
 
 from . import report
 
@@ -31,8 +32,6 @@ def text(results, said: str) -> str:
 
 
 def html(results, said: str) -> str:
-    from autograder.pages import cards, feedback_page  # noqa: PLC0415
-
     failing = [c for c in cards.from_check(results) if c.status != PASSED]
     pictures = feedback_page.draw_pictures(failing)  # matplotlib only when a public case fails
     details = report.details(results)

@@ -38,7 +38,7 @@ class Checker:
     """The public cases and one warm zygote, kept for every request."""
 
     def __init__(self) -> None:
-        from autograder.check import public_cases  # noqa: PLC0415
+        from autograder.check import public_cases  # noqa: PLC0415 - imported on first use: torch is slow to load
         from autograder.grading.zygote_client import LocalZygote  # noqa: PLC0415 - imports torch
 
         self.data = public_cases.load()
@@ -48,9 +48,9 @@ class Checker:
               notebook: str | None = None) -> dict:
         """``as_run``: the notebook is the cells a kernel ran, cell N being In [N], and its cells are named so.
         ``notebook``: the kernel's notebook file, when known: named after a module, that module is checked."""
-        from autograder.check import intake, rendered  # noqa: PLC0415
-        from autograder.check.run import run_check  # noqa: PLC0415
-        from autograder.commands.check import _known_steps, name_cells  # noqa: PLC0415
+        from autograder.check import intake, rendered  # noqa: PLC0415 - imported on first use: torch is slow to load
+        from autograder.check.run import run_check  # noqa: PLC0415 - imported on first use: torch is slow to load
+        from autograder.commands.check import _known_steps, name_cells  # noqa: PLC0415 - imported when needed: the kernel's service starts lean
 
         started = time.perf_counter()
         checked = intake.prepare(path, self.data["modules"], list(self.data["steps"]))
@@ -66,7 +66,7 @@ class Checker:
                     or None
             page = None
             if html_file:
-                from autograder.check.page import write_page  # noqa: PLC0415
+                from autograder.check.page import write_page  # noqa: PLC0415 - imported when needed: the kernel's service starts lean
 
                 page = str(write_page(results, Path(said), Path(html_file)))
             return {"text": rendered.text(results, said), "html": rendered.html(results, said),

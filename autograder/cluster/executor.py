@@ -9,13 +9,17 @@ keeps every results.json written so far; a re-run skips them (batch.prepare), as
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import shutil
+import signal
+import threading
 from pathlib import Path
 
-from autograder.autograde.batch import warm_pictures, write
+from autograder.autograde.batch import children, warm_pictures, write
+from autograder.worker import tempdirs
 
-from . import stalls
+from . import inherited, stalls
 from .payload import Payload
 
 
@@ -44,12 +48,8 @@ def local_cluster(n_workers: int, grader=None, grader_hash: str | None = None, z
     Given the client's warm ``grader`` and ``zygote``, the workers are forked from this process and each
     takes a clone of the zygote (inherited.py); without them, each worker starts its own.
     """
-    import dask  # noqa: PLC0415
-    from distributed import Client, LocalCluster  # noqa: PLC0415
-
-    from . import inherited  # noqa: PLC0415
-
-    from autograder.worker import tempdirs  # noqa: PLC0415
+    import dask  # noqa: PLC0415 - optional: the cluster extra
+    from distributed import Client, LocalCluster  # noqa: PLC0415 - optional: the cluster extra
 
     clones = []
     scratch = tempdirs.make("grade-dask-")  # the workers' scratch space, removed with the run (swept if killed)
@@ -81,9 +81,6 @@ def _ctrl_c_for_the_client_only():
     event loop falls over (its nanny then starts it again). The client decides, and kills them
     (``kill_local_workers``). In the client, the handler that was there before does what it did.
     """
-    import signal  # noqa: PLC0415
-    import threading  # noqa: PLC0415
-
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -106,7 +103,7 @@ def _ctrl_c_for_the_client_only():
 
 def connect(scheduler: str | None, local_workers: int | None, grader=None, grader_hash=None, zygote=None):
     """A Client on the scheduler at ``scheduler``, or on a LocalCluster of ``local_workers`` processes."""
-    from distributed import Client  # noqa: PLC0415
+    from distributed import Client  # noqa: PLC0415 - optional: the cluster extra
 
     if scheduler:
         return contextlib.closing(Client(scheduler, timeout=60))
@@ -119,12 +116,12 @@ def run(grader, grader_hash: str, jobs: list, out: Path, on_done, *, scheduler: 
 
     ``zygote``: the client's, for a LocalCluster whose workers are forked from the client.
     """
-    from distributed import wait  # noqa: PLC0415
-    from distributed.client import FutureCancelledError  # noqa: PLC0415
-    from distributed.scheduler import KilledWorker  # noqa: PLC0415
+    from distributed import wait  # noqa: PLC0415 - optional: the cluster extra
+    from distributed.client import FutureCancelledError  # noqa: PLC0415 - optional: the cluster extra
+    from distributed.scheduler import KilledWorker  # noqa: PLC0415 - optional: the cluster extra
 
-    from .plugin import WarmGrader  # noqa: PLC0415
-    from .tasks import grade  # noqa: PLC0415
+    from .plugin import WarmGrader  # noqa: PLC0415 - optional: the cluster extra
+    from .tasks import grade  # noqa: PLC0415 - optional: the cluster extra
 
     if not jobs:
         return
@@ -176,11 +173,6 @@ def kill_local_workers(client, zygote=None) -> None:
     the client's ``zygote``) are killed, which takes their sandboxes down, then the workers: no worker sees
     its sandbox die, no sandbox answers a worker that is gone.
     """
-    import logging  # noqa: PLC0415
-    import signal  # noqa: PLC0415
-
-    from autograder.autograde.batch import children  # noqa: PLC0415
-
     logging.getLogger("distributed").setLevel(logging.ERROR)  # workers lost, tasks cancelled: as we meant
     cluster = getattr(client, "cluster", None)
     pids = []

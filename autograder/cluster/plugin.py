@@ -24,6 +24,14 @@ from pathlib import Path
 
 from distributed.diagnostics.plugin import WorkerPlugin
 
+from autograder.autograde import fingerprint
+from autograder.grading.isolation_levels import may_grade
+from autograder.grading.zygote_client import Zygote
+from autograder.worker import tempdirs
+from autograder.worker.syscalls import die_with_parent
+
+from . import inherited
+
 NAME = "attention-autograder"
 
 
@@ -40,9 +48,6 @@ class WarmGrader(WorkerPlugin):
 
     # -- on the worker --------------------------------------------------------------------------
     def setup(self, worker=None) -> None:
-        from autograder.worker import tempdirs  # noqa: PLC0415
-        from autograder.worker.syscalls import die_with_parent  # noqa: PLC0415
-
         # A worker dies with its nanny at once (a LocalCluster's nanny lives in the client: kill -9 of
         # grade autograde then takes the workers, their zygotes and sandboxes down, as with --jobs).
         # Distributed's own watch of the parent does it too, but only once a thread notices.
@@ -76,10 +81,6 @@ class WarmGrader(WorkerPlugin):
             self._busy_since = None
 
     def _warm_up(self) -> None:
-        from autograder.grading.zygote_client import Zygote  # noqa: PLC0415
-
-        from . import inherited  # noqa: PLC0415
-
         warm = inherited.take(self.grader_hash)  # forked from the client (--local-workers): already warm
         if warm is not None:
             grader, zygote = warm
@@ -87,8 +88,7 @@ class WarmGrader(WorkerPlugin):
             return
         zygote = Zygote()  # imports torch while we import ours and load the course
         try:
-            from autograder.autograde import fingerprint  # noqa: PLC0415
-            from autograder.autograde.session import Grader  # noqa: PLC0415
+            from autograder.autograde.session import Grader  # noqa: PLC0415 - imported on first use: torch is slow to load
 
             grader = Grader(Path(self.course_file))
             grader.adopt(zygote)
@@ -107,8 +107,6 @@ class WarmGrader(WorkerPlugin):
 
     def _restart_if_dead(self) -> None:
         """A zygote that died (killed from outside) is replaced: the next submission gets a fresh one."""
-        from autograder.grading.zygote_client import Zygote  # noqa: PLC0415
-
         zygote = self._grader.zygote
         if zygote.process is not None and zygote.process.poll() is not None:
             zygote.close()
@@ -120,8 +118,7 @@ class WarmGrader(WorkerPlugin):
         return self._thread.submit(self._grade, payload).result()
 
     def _grade(self, payload) -> dict:
-        from autograder.autograde import batch  # noqa: PLC0415
-        from autograder.grading.isolation_levels import may_grade  # noqa: PLC0415
+        from autograder.autograde import batch  # noqa: PLC0415 - imported on first use: torch is slow to load
 
         self._ready.result()  # the start-up's error, if any, is every task's
         self._restart_if_dead()

@@ -1,6 +1,8 @@
 """The task each submission becomes: hand its payload to this worker's warm grader."""
 from __future__ import annotations
 
+from distributed import get_worker
+
 from .plugin import NAME
 
 
@@ -8,8 +10,6 @@ def grade(payload) -> dict:
     """On a Dask worker: {"result": results.json, "item": the progress bar's line, "page": the feedback page's
     cards, pictures and lines, "worker": address},
     or {"refused": why} when the worker's isolation is below what was required."""
-    from distributed import get_worker  # noqa: PLC0415
-
     worker = get_worker()
     plugin = worker.plugins.get(NAME)
     if plugin is None:

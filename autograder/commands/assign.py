@@ -3,14 +3,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from autograder.assign.strip import MarkerError
+from autograder.course import CourseError
+
 from . import console
 from .usage import UsageError
 
 
 def main(course_file: Path = Path("course.yml")) -> int:
-    from autograder.assign.build import assign as build  # noqa: PLC0415
-    from autograder.assign.strip import MarkerError  # noqa: PLC0415
-    from autograder.course import CourseError  # noqa: PLC0415
+    from autograder.assign.build import assign as build  # noqa: PLC0415 - imported on first use: torch is slow to load
 
     try:
         summary = build(course_file)

@@ -9,7 +9,9 @@ import atexit
 import contextlib
 import gc
 import os
+import signal
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -46,8 +48,8 @@ def main(submissions: tuple[Path, ...] = (), out: Path = Path("results"), course
 def _main(submissions, out, course_file, n_jobs, force, times_file, nbgrader_course, assignment, trust_submissions,
           require, executor, scheduler, local_workers, roster_file) -> int:
     from autograder.grading.zygote_client import Zygote  # noqa: PLC0415 - no torch: the zygote starts first
-    from autograder.intake import times  # noqa: PLC0415
-    from autograder.intake.discover import nbgrader_submissions  # noqa: PLC0415
+    from autograder.intake import times  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
+    from autograder.intake.discover import nbgrader_submissions  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
 
     if bool(submissions) == bool(nbgrader_course):
         raise UsageError("give SUBMISSIONS (folders, .zip archives, notebooks) or --nbgrader COURSE_DIR, not both "
@@ -114,9 +116,6 @@ def interrupts():
 
     Once Ctrl-C was pressed, the handler stays: a second one while the process winds down still exits at once.
     """
-    import signal  # noqa: PLC0415
-    import threading  # noqa: PLC0415
-
     handler = _CtrlC()
     if threading.current_thread() is not threading.main_thread():
         yield handler
@@ -131,11 +130,11 @@ def interrupts():
 
 def _to_nbgrader(course_dir: Path, sources, out: Path) -> None:
     """Each student's points into nbgrader's gradebook, their feedback into autograded/ notebooks."""
-    from autograder.outputs.results import ResultsError, read  # noqa: PLC0415
+    from autograder.outputs.results import ResultsError, read  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
 
     try:
-        from autograder.nbgrader_course import gradebook  # noqa: PLC0415
-        import nbgrader.api  # noqa: F401, PLC0415
+        from autograder.nbgrader_course import gradebook  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
+        import nbgrader.api  # noqa: F401, PLC0415 - optional: nbgrader is no dependency of the kit
     except ImportError:
         console.warn(f"nbgrader is not installed here: the results are in {out}/, but nbgrader's gradebook was not "
                      "updated (pip install nbgrader)")
@@ -160,7 +159,7 @@ def _to_nbgrader(course_dir: Path, sources, out: Path) -> None:
 
 def _roster(path: Path):
     """The roster's students, read before anything is graded (a bad roster stops the run at once)."""
-    from autograder.export.roster import RosterError, read_roster  # noqa: PLC0415
+    from autograder.export.roster import RosterError, read_roster  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
 
     try:
         return read_roster(path)
@@ -179,7 +178,7 @@ def cluster_options(executor: str, scheduler: str | None, local_workers: int | N
     if n_jobs:
         raise UsageError("--jobs is for --executor local; on Dask, the workers are the jobs (--local-workers N)")
     try:
-        import distributed  # noqa: F401, PLC0415
+        import distributed  # noqa: F401, PLC0415 - optional: the cluster extra
     except ImportError:
         raise UsageError("--executor dask needs Dask: pip install -e '.[cluster]' (docs/cluster.md)") from None
     return {"scheduler": scheduler, "local_workers": None if scheduler else local_workers or os.cpu_count() or 1}
@@ -187,7 +186,7 @@ def cluster_options(executor: str, scheduler: str | None, local_workers: int | N
 
 def _load(course_file: Path):
     from autograder.autograde.session import Grader  # noqa: PLC0415 - imports torch
-    from autograder.course import CourseError  # noqa: PLC0415
+    from autograder.course import CourseError  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
 
     try:
         return Grader(course_file)
@@ -199,12 +198,12 @@ def grade(grader, submissions: tuple[Path, ...], out: Path, n_jobs: int, force: 
           trust_submissions: bool = False, submitted: dict[str, str] | None = None, found=None,
           require: str | None = None, cluster: dict | None = None, roster=None) -> dict[str, str]:
     """Stage, skip what is graded, grade the rest; write the class summary. The submissions the grader failed on."""
-    from tqdm import tqdm  # noqa: PLC0415
+    from tqdm import tqdm  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
 
-    from autograder.autograde import batch, fingerprint, grader_log, summary  # noqa: PLC0415
-    from autograder.grading.isolation_levels import may_grade  # noqa: PLC0415
-    from autograder.pages import changes  # noqa: PLC0415
-    from autograder.intake.discover import discover  # noqa: PLC0415
+    from autograder.autograde import batch, fingerprint, grader_log, summary  # noqa: PLC0415 - imported on first use: torch is slow to load
+    from autograder.grading.isolation_levels import may_grade  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
+    from autograder.pages import changes  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
+    from autograder.intake.discover import discover  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
 
     course = grader.course
     sources, problems = found if found is not None else discover(list(submissions), course.modules)
@@ -280,8 +279,8 @@ def grade(grader, submissions: tuple[Path, ...], out: Path, n_jobs: int, force: 
 
 def _on_dask(grader, grader_hash: str, todo, out: Path, on_done, cluster: dict, require: str | None, one_only: bool,
              zygote) -> None:
-    from autograder.cluster import executor  # noqa: PLC0415
-    from autograder.cluster.plugin import GraderMismatch  # noqa: PLC0415
+    from autograder.cluster import executor  # noqa: PLC0415 - imported on first use: torch is slow to load
+    from autograder.cluster.plugin import GraderMismatch  # noqa: PLC0415 - optional: the cluster extra
 
     try:
         executor.run(grader, grader_hash, todo, out, on_done, scheduler=cluster["scheduler"],

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import sys
 from pathlib import Path
 
 from . import console
@@ -22,7 +23,7 @@ def main(path: Path | None = None, steps: tuple[str, ...] = (), as_json: bool = 
     ``html_file``: also write the feedback page (the page grade autograde writes), and say where;
     ``True``: to ``feedback.html`` here, or beside the checked folder when run inside it (``page_path``).
     ``watch``: check again after each save, from this warm process, until Ctrl-C (``check/watch.py``)."""
-    from autograder.check import public_cases  # noqa: PLC0415
+    from autograder.check import public_cases  # noqa: PLC0415 - imported on first use: torch is slow to load
 
     try:
         data = public_cases.load()
@@ -55,9 +56,7 @@ def check_once(path: Path, steps: tuple[str, ...], data: dict, as_json: bool, co
 def _watch(path: Path, steps: tuple[str, ...], data: dict, as_json: bool, color: bool,
            html_file: Path | bool | None) -> int:
     """``--watch``: the first check as usual (a mistake exits 2), then one per save, from one warm zygote."""
-    import sys  # noqa: PLC0415
-
-    from autograder.check import watch  # noqa: PLC0415
+    from autograder.check import watch  # noqa: PLC0415 - imported when needed: a plain grade check loads only what it runs
     from autograder.grading.zygote_client import LocalZygote  # noqa: PLC0415 - imports torch
 
     zygote = LocalZygote()
@@ -89,7 +88,7 @@ def _watch(path: Path, steps: tuple[str, ...], data: dict, as_json: bool, color:
 
 def name_cells(results, folder: Path) -> None:
     """Each step's notebook cell (number and first line), where a staged notebook defines it."""
-    from autograder.check.cells import defined_in, error_cell  # noqa: PLC0415
+    from autograder.check.cells import defined_in, error_cell  # noqa: PLC0415 - imported when needed: a plain grade check loads only what it runs
 
     for r in results:
         r.cell = defined_in(folder, r.step)
@@ -102,7 +101,7 @@ def show(results, path: Path, folder: Path, as_json: bool, color: bool, html_fil
          limits: dict | None = None) -> int:
     """Print the table and what to fix (or the JSON); with ``html_file``, write the page; the exit status.
     ``limits`` (autograde's, as recorded): one line at the end names those this machine cannot apply."""
-    from autograder.check import report  # noqa: PLC0415
+    from autograder.check import report  # noqa: PLC0415 - imported on first use: torch is slow to load
 
     if as_json:
         console.say(json.dumps(report.as_json(results), indent=2))
@@ -112,7 +111,7 @@ def show(results, path: Path, folder: Path, as_json: bool, color: bool, html_fil
         if text:
             console.say(text)
     if html_file:
-        from autograder.check.page import write_page  # noqa: PLC0415
+        from autograder.check.page import write_page  # noqa: PLC0415 - imported when needed: a plain grade check loads only what it runs
 
         where = path.parent if path.is_file() else path
         dest = page_path(where, html_file)
@@ -120,7 +119,7 @@ def show(results, path: Path, folder: Path, as_json: bool, color: bool, html_fil
         if written.parent == where.resolve() or where.resolve() in written.parents:
             console.warn(f"{written} is inside {where}/: do not hand it in with your exercises")
         (console.note if as_json else console.say)(f"feedback page: {written}")
-    from autograder.worker.limits import not_applied_sentence  # noqa: PLC0415
+    from autograder.worker.limits import not_applied_sentence  # noqa: PLC0415 - imported when needed: a plain grade check loads only what it runs
 
     unapplied = not_applied_sentence(limits or {})
     if unapplied:  # once, at the end: a limit this machine lacks, which autograde applies
@@ -130,7 +129,7 @@ def show(results, path: Path, folder: Path, as_json: bool, color: bool, html_fil
 
 def run(path: Path, data: dict, steps: list[str] | None, zygote=None, module_errors: dict | None = None):
     """The check results of the exercises in folder ``path``, from ``zygote`` or one started for this run."""
-    from autograder.check.run import run_check  # noqa: PLC0415
+    from autograder.check.run import run_check  # noqa: PLC0415 - imported on first use: torch is slow to load
     from autograder.grading.zygote_client import LocalZygote  # noqa: PLC0415 - imports torch
 
     own = zygote is None
@@ -145,7 +144,7 @@ def run(path: Path, data: dict, steps: list[str] | None, zygote=None, module_err
 def _prepare(path: Path, steps: tuple[str, ...], data: dict):
     """(what to check, the steps): a folder as it is; a module file in its folder; a notebook, a zip or a folder
     of notebooks through the intake of ``grade autograde`` (``autograder/check/intake.py``)."""
-    from autograder.check import intake  # noqa: PLC0415
+    from autograder.check import intake  # noqa: PLC0415 - imported when needed: a plain grade check loads only what it runs
 
     modules = data["modules"]
     if path.is_file() and path.suffix == ".py":  # one module: check it, in its folder

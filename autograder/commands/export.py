@@ -7,6 +7,14 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
+from autograder.course import CourseError, load_course
+from autograder.export import gradebook, report
+from autograder.export.formats import WRITERS, ExportOptions
+from autograder.export.late_policy import describe
+from autograder.export.read_results import read_dir
+from autograder.export.roster import RosterError, read_roster
+from autograder.intake import times
+
 from . import console
 from .usage import UsageError
 
@@ -17,13 +25,6 @@ def main(results_dir: Path, roster_file: Path, fmt: str, out: Path | None = None
          course_file: Path = Path("course.yml"), assignment: str | None = None, points: float | None = None,
          missing: str = "blank", moodle_user: str = "email", times_file: Path | None = None) -> int:
     """Write the grades of ``results_dir``'s results.json files as a ``fmt`` gradebook (to ``out`` or stdout)."""
-    from autograder.course import CourseError, load_course  # noqa: PLC0415
-    from autograder.export import gradebook, report  # noqa: PLC0415
-    from autograder.export.formats import WRITERS, ExportOptions  # noqa: PLC0415
-    from autograder.export.late_policy import describe  # noqa: PLC0415
-    from autograder.export.read_results import read_dir  # noqa: PLC0415
-    from autograder.export.roster import RosterError, read_roster  # noqa: PLC0415
-
     if fmt not in FORMATS:
         raise UsageError(f"--format {fmt}: the formats are {', '.join(FORMATS)}")
     try:
@@ -71,8 +72,6 @@ def main(results_dir: Path, roster_file: Path, fmt: str, out: Path | None = None
 
 
 def _times(times_file: Path) -> dict[str, str]:
-    from autograder.intake import times  # noqa: PLC0415
-
     try:
         return times.read(times_file)
     except times.TimesError as exc:

@@ -3,14 +3,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from autograder.course import CourseError
+from autograder.gradescope.build import build_gradescope
+
 from . import console
 from .usage import UsageError
 
 
 def main(out: Path = Path("autograder.zip"), course_file: Path = Path("course.yml")) -> int:
-    from autograder.course import CourseError  # noqa: PLC0415
-    from autograder.gradescope.build import build_gradescope  # noqa: PLC0415
-
     try:
         summary = build_gradescope(out, course_file)
     except (CourseError, LookupError, ValueError, OSError) as exc:

@@ -3,14 +3,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from autograder.course import CourseError
+
 from . import console, course_location
 from .usage import UsageError
 
 
 def main(dest: Path, course_file: Path = Path("course.yml"), assignment: str | None = None,
          force: bool = False) -> int:
-    from autograder.course import CourseError  # noqa: PLC0415
-
     try:
         from autograder.nbgrader_course.course_dir import CourseDirError, write_course  # noqa: PLC0415 - torch
     except ImportError as exc:

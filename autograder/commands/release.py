@@ -3,14 +3,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from autograder.course import CourseError
+from autograder.release.student_code import ReleaseError
+
 from . import console
 from .usage import UsageError
 
 
 def main(out: Path, zip_path: Path | None = None, course_file: Path = Path("course.yml")) -> int:
-    from autograder.course import CourseError  # noqa: PLC0415
-    from autograder.release.bundle import build_release  # noqa: PLC0415
-    from autograder.release.student_code import ReleaseError  # noqa: PLC0415
+    from autograder.release.bundle import build_release  # noqa: PLC0415 - imported on first use: torch is slow to load
 
     try:
         summary = build_release(out, course_file, zip_path)

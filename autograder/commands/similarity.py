@@ -1,11 +1,17 @@
 """``grade similarity``: rank suspiciously similar submissions, per step and overall; never a verdict."""
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from autograder.autograde.summary import with_similar_pairs
+from autograder.course import CourseError, load_course
 from autograder.intake.discover import Source, discover, nbgrader_submissions
+from autograder.outputs.results import write_atomic
+from autograder.pages import dashboard
+from autograder.similarity.extract import collect
 
 from . import console
 from .usage import UsageError
@@ -56,16 +62,13 @@ def compare_class(submissions: list[Path], out: Path, against: Path | None = Non
                   top: int = 50) -> Outcome:
     """Compare ``submissions`` (as ``grade autograde`` takes them), and last term's (``against``), into
     ``out/similarity.html`` and ``out/similarity.json``."""
-    from autograder.course import CourseError, load_course  # noqa: PLC0415
-
     try:
-        import copydetect  # noqa: F401, PLC0415
+        import copydetect  # noqa: F401, PLC0415 - optional: the similarity extra
     except ImportError:
         raise UsageError("grade similarity needs copydetect: pip install -e '.[similarity]'") from None
     from autograder.similarity import boilerplate, report_html, report_json  # noqa: PLC0415 - copydetect
-    from autograder.similarity.compare import compare  # noqa: PLC0415
-    from autograder.similarity.extract import collect  # noqa: PLC0415
-    from autograder.similarity.fingerprint import Alphabet  # noqa: PLC0415
+    from autograder.similarity.compare import compare  # noqa: PLC0415 - optional: the similarity extra
+    from autograder.similarity.fingerprint import Alphabet  # noqa: PLC0415 - optional: the similarity extra
 
     start = time.monotonic()
     try:
@@ -101,12 +104,6 @@ def compare_class(submissions: list[Path], out: Path, against: Path | None = Non
 
 def _to_dashboard(out: Path) -> None:
     """Where ``out`` is a results folder of ``grade autograde``, its dashboard lists the top pairs too."""
-    import json  # noqa: PLC0415
-
-    from autograder.autograde.summary import with_similar_pairs  # noqa: PLC0415
-    from autograder.outputs.results import write_atomic  # noqa: PLC0415
-    from autograder.pages import dashboard  # noqa: PLC0415
-
     try:
         summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):

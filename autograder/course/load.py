@@ -5,7 +5,7 @@ import difflib
 from pathlib import Path
 
 import yaml
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from autograder.text_files import read_user_text
 
@@ -42,8 +42,6 @@ def _line_for(loc: tuple, lines: dict[tuple, int]) -> int | None:
 
 def _allowed_keys(loc: tuple) -> list[str]:
     """The keys the schema allows at the mapping that holds ``loc``'s last key (for 'did you mean')."""
-    from pydantic import BaseModel  # noqa: PLC0415
-
     model: type[BaseModel] | None = Course
     for part in loc[:-1]:
         if model is None:

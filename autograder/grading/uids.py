@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-from autograder.worker.locks import BLOCK, BLOCKS, FIRST_UID, LOCK_DIRS as LOCKS, lock_dir as _lock_dir  # noqa: F401
+from autograder.worker.locks import BLOCK, BLOCKS, FIRST_UID, LOCK_DIRS as LOCKS, lock_dir as _lock_dir  # noqa: F401 - the trusted side's names for the worker's
 
 
 def claim() -> tuple[int, int]:

@@ -203,9 +203,9 @@ class LocalZygote:
     """
 
     def __init__(self) -> None:  # no separate interpreter
-        import torch  # noqa: PLC0415
+        import torch  # noqa: PLC0415 - imported on first use: torch is slow to load
 
-        from autograder.worker import confine, zygote  # noqa: PLC0415
+        from autograder.worker import confine, zygote  # noqa: PLC0415 - imported on first use: torch is slow to load
 
         self.forks = hasattr(os, "fork")
         if self.forks:
@@ -226,14 +226,14 @@ class LocalZygote:
 
     def open(self, request: dict):
         if not self.forks:
-            from .spawned import SpawnedSandbox  # noqa: PLC0415
+            from .spawned import SpawnedSandbox  # noqa: PLC0415 - imported on first use: torch is slow to load
 
             return SpawnedSandbox(request)
-        from autograder.worker import host  # noqa: PLC0415
+        from autograder.worker import host  # noqa: PLC0415 - imported on first use: torch is slow to load
 
-        from .workers import Sandbox  # noqa: PLC0415
+        from .workers import Sandbox  # noqa: PLC0415 - imported on first use: torch is slow to load
 
-        from autograder.worker import confine  # noqa: PLC0415
+        from autograder.worker import confine  # noqa: PLC0415 - imported when needed: the zygote starts before the rest loads
 
         ours, theirs = socket.socketpair()
         me = os.getpid()

@@ -4,6 +4,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from .times import nbgrader_stamp
+
 KINDS = (".zip", ".ipynb")
 
 
@@ -52,8 +54,6 @@ def discover(paths: list[Path], modules: list[str]) -> tuple[list[Source], list[
 def nbgrader_submissions(course_dir: Path, assignment: str | None) -> tuple[list[Source], dict[str, str], list[str]]:
     """An nbgrader course's ``submitted/<student>/<assignment>/``: one submission per student, named after the
     student, with the time nbgrader recorded (its ``timestamp.txt``)."""
-    from .times import nbgrader_stamp  # noqa: PLC0415
-
     submitted = Path(course_dir) / "submitted"
     if not submitted.is_dir():
         return [], {}, [f"{course_dir}: not an nbgrader course folder (no submitted/ in it; run nbgrader collect first)"]

@@ -23,8 +23,8 @@ from autograder.commands.usage import UsageError
 def require() -> None:
     """Raise a UsageError naming the extra when pylti1p3next is not installed."""
     try:
-        import jwcrypto  # noqa: F401, PLC0415
-        import pylti1p3  # noqa: F401, PLC0415
-        import requests  # noqa: F401, PLC0415
+        import jwcrypto  # noqa: F401, PLC0415 - optional: the lti extra
+        import pylti1p3  # noqa: F401, PLC0415 - optional: the lti extra
+        import requests  # noqa: F401, PLC0415 - optional: the lti extra
     except ImportError as exc:
         raise UsageError(f"grade lti needs the lti extra ({exc.name} is missing): pip install -e '.[lti]'") from None

@@ -19,7 +19,13 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tqdm import tqdm
+
 from autograder.commands.usage import UsageError
+from autograder.course import CourseError, load_course
+from autograder.export import gradebook
+from autograder.export.read_results import read_dir
+from autograder.export.roster import Student
 
 from . import ags as services
 from .store import PENDING, POSTED, Course, Post, Store, now
@@ -93,8 +99,6 @@ def comment_for(raw: float, final: float, maximum: float, lateness) -> str:
 
 
 def _member_student(index: int, member: dict, match: str):
-    from autograder.export.roster import Student  # noqa: PLC0415
-
     name = member.get("name") or " ".join(filter(None, (member.get("given_name"), member.get("family_name"))))
     if match == "email":
         return Student(index, name=name, email=member.get("email") or "")
@@ -117,10 +121,6 @@ def _results_match(result: dict | None, payload: dict) -> bool:
 def push(store: Store, course_name: str, results_dir: Path, course_file: Path, match: str | None = None,
          resource_id: str | None = None, label: str | None = None, dry_run: bool = False,
          retry: services.Retry | None = None, progress: bool | None = None, say=print) -> Summary:
-    from autograder.course import CourseError, load_course  # noqa: PLC0415
-    from autograder.export import gradebook  # noqa: PLC0415
-    from autograder.export.read_results import read_dir  # noqa: PLC0415
-
     course = store.require_course(course_name)
     if not results_dir.is_dir():
         raise UsageError(f"{results_dir}: no such folder (give the --out folder of grade autograde)")
@@ -289,7 +289,5 @@ def _check_services(course: Course) -> None:
 
 
 def _bar(total: int, progress: bool | None):
-    from tqdm import tqdm  # noqa: PLC0415
-
     show = sys.stderr.isatty() if progress is None else progress
     return tqdm(total=total, disable=not show, unit="score", desc="posting", file=sys.stderr, leave=False)

@@ -325,7 +325,7 @@ def check_raises(cls, step, count, *, case, init, exception, init_kwargs=None, p
         cls(*init, **(init_kwargs or {}))
     except NotImplementedError:
         _fail(step, count, case, [NOT_ATTEMPTED], "not attempted")
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:  # noqa: BLE001 - any exception is compared with the one expected
         if type(exc).__name__ != exception and type(exc).__name__ not in also_accepted:
             _fail(step, count, case, [wrong_exception(exception, type(exc).__name__, str(exc), public)])
         return

@@ -16,6 +16,9 @@ import warnings
 from contextlib import contextmanager
 from pathlib import Path
 
+from autograder.intake.times import nbgrader_stamp
+from autograder.pages.gradescope_html import pictures as embedded_pictures
+
 #: the three warnings SQLAlchemy 2 gives while nbgrader's own ``Gradebook.add_submission`` runs (nbgrader 0.9.6,
 #: api.py: it links a new SubmittedAssignment and its SubmittedNotebooks to the assignment, student and notebooks
 #: before it adds them to the session, which it does right after, then commits): a note to nbgrader's developers,
@@ -57,7 +60,7 @@ def write(course_dir: Path, assignment: str, results: dict[str, dict], db_url: s
         except MissingEntry:
             raise GradebookError(f"the gradebook has no assignment {assignment!r}: run `nbgrader generate_assignment "
                                  f"{assignment}` in {course_dir} first") from None
-        from .autograded import master_notebooks  # noqa: PLC0415
+        from .autograded import master_notebooks  # noqa: PLC0415 - imported on first use: torch is slow to load
 
         if not master_notebooks(course_dir, assignment):  # autograded/ is built from them
             raise GradebookError(f"{course_dir} has no source/{assignment}/*.ipynb (nor release/{assignment}/): "
@@ -68,7 +71,7 @@ def write(course_dir: Path, assignment: str, results: dict[str, dict], db_url: s
             try:
                 submission = gb.find_submission(assignment, student)
                 if when:
-                    from nbgrader.utils import parse_utc  # noqa: PLC0415
+                    from nbgrader.utils import parse_utc  # noqa: PLC0415 - optional: nbgrader is no dependency of the kit
 
                     submission.timestamp = parse_utc(when)
             except MissingEntry:
@@ -92,9 +95,6 @@ def write(course_dir: Path, assignment: str, results: dict[str, dict], db_url: s
 def feedback_notebooks(course_dir: Path, assignment: str, student: str, submitted: Path, result: dict) -> Path:
     """``autograded/<student>/<assignment>/``: the course's own notebooks with the student's answers, each test
     cell showing the kit's verdict and nothing else of the submitted notebooks (``autograded.py``)."""
-    from autograder.intake.times import nbgrader_stamp  # noqa: PLC0415
-    from autograder.pages.gradescope_html import pictures as embedded_pictures  # noqa: PLC0415
-
     from . import autograded  # noqa: PLC0415 - nbformat, an optional dependency
 
     pictures = embedded_pictures(result)  # the feedback page's pictures of failing public cases, by test name

@@ -10,6 +10,8 @@ roster (export/roster.py: who is not on it, who matches several students, who ha
 """
 from __future__ import annotations
 
+from datetime import datetime
+from html import escape
 from urllib.parse import quote
 
 #: the needs-a-person categories, in the order the list shows them
@@ -87,9 +89,7 @@ def reason(problem: dict) -> dict:
 
 def lateness(policy, submitted_at: str | None) -> dict:
     """``{"late": on_time|in_grace|late|undated|submitted, "late_days": days or None}`` (as grade export counts)."""
-    from datetime import datetime  # noqa: PLC0415
-
-    from autograder.export.late_policy import LATE, ON_TIME, IN_GRACE, assess  # noqa: PLC0415
+    from autograder.export.late_policy import LATE, ON_TIME, IN_GRACE, assess  # noqa: PLC0415 - imported when needed: the late policy brings the course model (pydantic)
 
     when = datetime.fromisoformat(submitted_at.replace("Z", "+00:00")) if submitted_at else None
     late = assess(policy, when)
@@ -108,7 +108,7 @@ def build(course, results: dict[str, dict], grader_errors=(), unreadable: dict[s
     logged = set(grader_errors)
     index = None
     if roster is not None:
-        from autograder.export.roster import RosterIndex  # noqa: PLC0415
+        from autograder.export.roster import RosterIndex  # noqa: PLC0415 - imported when needed: the late policy brings the course model (pydantic)
 
         index = RosterIndex(roster)
     rows, reasons = [], {}
@@ -247,21 +247,15 @@ SCRIPT = """
 
 
 def _cell(text, sort=None, cls: str = "") -> str:
-    from html import escape  # noqa: PLC0415
-
     attrs = (f" class=\"{cls}\"" if cls else "") + ("" if sort is None else f" data-sort=\"{escape(str(sort))}\"")
     return f"<td{attrs}>{escape(str(text))}</td>"
 
 
 def _link(name: str, href: str | None) -> str:
-    from html import escape  # noqa: PLC0415
-
     return f"<a href=\"{escape(href)}\">{escape(name)}</a>" if href else escape(name)
 
 
 def needs_person_html(summary: dict) -> str:
-    from html import escape  # noqa: PLC0415
-
     needs = summary.get("needs_person") or []
     if not needs:
         roster = " Every roster student handed one in." if summary.get("roster") is not None else ""
@@ -282,8 +276,6 @@ def needs_person_html(summary: dict) -> str:
 
 
 def _utc_seconds(when: str | None) -> float | None:
-    from datetime import datetime  # noqa: PLC0415
-
     if not when:
         return None
     try:
@@ -294,8 +286,6 @@ def _utc_seconds(when: str | None) -> float | None:
 
 def _when(when: str | None) -> str:
     """``2026-12-11 20:00 +01:00``: the platform's time, minutes shown, its own UTC offset kept."""
-    from datetime import datetime  # noqa: PLC0415
-
     if not when:
         return ""
     try:
@@ -307,8 +297,6 @@ def _when(when: str | None) -> str:
 
 
 def table_html(summary: dict) -> str:
-    from html import escape  # noqa: PLC0415
-
     rows = summary.get("table") or []
     roster = summary.get("roster") is not None
     late = has_late_policy(rows)

@@ -32,11 +32,11 @@ td,th{text-align:left}td.num{text-align:right}td.rate{white-space:nowrap}td.who{
 
 def histogram(summary: dict) -> bytes:
     """The score distribution as a PNG bar chart (matplotlib, Agg)."""
-    import matplotlib  # noqa: PLC0415
+    import matplotlib  # noqa: PLC0415 - imported on first use: matplotlib is slow to load
 
     matplotlib.use("Agg", force=False)
-    from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: PLC0415
-    from matplotlib.figure import Figure  # noqa: PLC0415
+    from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: PLC0415 - imported on first use: matplotlib is slow to load
+    from matplotlib.figure import Figure  # noqa: PLC0415 - imported on first use: matplotlib is slow to load
 
     buckets = summary["distribution"]
     fig = Figure(figsize=(6.4, 2.6), dpi=90)

@@ -11,8 +11,9 @@ import base64
 from html import escape
 from pathlib import Path
 
-from . import mismatches
+from . import heatmaps, mismatches
 from .cards import PASSED, CountCard, StepCard
+from .heatmaps import rows_are_weights
 
 #: the pictures of one page stay under this many bytes (results.json under 1 MB with its base64)
 PICTURE_BUDGET = 600_000
@@ -103,8 +104,6 @@ def _count(card: StepCard, c: CountCard, pictures: dict) -> str:
             parts.append(f"<p>The same case as [{escape(png[1])}] above: see its pictures and mismatches.</p>")
             return "\n".join(parts)
         if png:
-            from .heatmaps import rows_are_weights  # noqa: PLC0415 - no matplotlib: that is draw's
-
             weights = rows_are_weights(ev["expected"])
             sums_alt = ", with the row sums" if weights else ""
             parts.append(f"<figure><img data-test=\"{escape(c.number)}\" src=\"{data_uri(png)}\" "
@@ -152,7 +151,6 @@ def draw_pictures(cards: list[StepCard], budget: int = PICTURE_BUDGET) -> dict:
             if used >= budget:
                 pictures["__cut__"] = True
                 continue
-            from . import heatmaps  # noqa: PLC0415 - matplotlib only when there is something to draw
 
             png = heatmaps.draw(ev)
             used += len(png)

@@ -17,7 +17,7 @@ DPI = 90
 
 def masked(expected) -> bool:
     """Square weights whose strict upper triangle is masked (zero or -inf) and whose diagonal is not."""
-    import torch  # noqa: PLC0415
+    import torch  # noqa: PLC0415 - imported on first use: torch is slow to load
 
     n, m = expected.shape[-2:]
     if n != m or n < 2:
@@ -46,7 +46,7 @@ def _plain(ax) -> None:
 
 
 def _finite(t):
-    import torch  # noqa: PLC0415
+    import torch  # noqa: PLC0415 - imported on first use: torch is slow to load
 
     return torch.where(torch.isfinite(t), t, torch.nan).numpy()
 
@@ -73,7 +73,7 @@ def text_colour(background) -> str:
 
 def rows_are_weights(expected) -> bool:
     """Whether each expected row sums to 1 (attention weights): then a strip of row sums is drawn beside."""
-    import torch  # noqa: PLC0415
+    import torch  # noqa: PLC0415 - imported on first use: torch is slow to load
 
     sums = torch.nansum(torch.where(torch.isfinite(expected), expected, torch.nan).double(), dim=-1)
     return bool(torch.allclose(sums, torch.ones_like(sums), atol=1e-3))
@@ -83,13 +83,13 @@ def draw(evidence: dict, strip_cells: list | None = None) -> bytes:
     """A PNG: for each head (a row of panels) expected | yours | difference | row sums, colour bars below.
     ``strip_cells``: if given, filled with each written cell of the row-sum strip as (left, top, right, bottom)
     in the PNG's pixels, its background colour (RGBA, 0-1) and its text's colour: what a contrast check reads."""
-    import matplotlib  # noqa: PLC0415
+    import matplotlib  # noqa: PLC0415 - imported on first use: matplotlib is slow to load
 
     matplotlib.use("Agg", force=False)
-    import numpy as np  # noqa: PLC0415
-    from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: PLC0415
-    from matplotlib.colors import Normalize, TwoSlopeNorm  # noqa: PLC0415
-    from matplotlib.figure import Figure  # noqa: PLC0415
+    import numpy as np  # noqa: PLC0415 - imported on first use: numpy is slow to load
+    from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: PLC0415 - imported on first use: matplotlib is slow to load
+    from matplotlib.colors import Normalize, TwoSlopeNorm  # noqa: PLC0415 - imported on first use: matplotlib is slow to load
+    from matplotlib.figure import Figure  # noqa: PLC0415 - imported on first use: matplotlib is slow to load
 
     expected, yours = evidence["expected"], evidence["yours"]
     heads, rows, cols = expected.shape
@@ -158,7 +158,7 @@ def draw(evidence: dict, strip_cells: list | None = None) -> bytes:
                         xs, ys = sorted((round(x0), round(x1))), sorted((round(fig_h - y0), round(fig_h - y1)))
                         strip_cells.append(((xs[0], ys[0], xs[1], ys[1]),
                                             tuple(background), text_colour(background)))
-    from matplotlib.cm import ScalarMappable  # noqa: PLC0415
+    from matplotlib.cm import ScalarMappable  # noqa: PLC0415 - imported on first use: matplotlib is slow to load
 
     for x, w, norm, cmap, name in ((left, 2 * pw + gap, value_norm, seq, "expected and yours (one scale)"),
                                    (left + 2 * (pw + gap), pw, diff_norm, two, "difference")):

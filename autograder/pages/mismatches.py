@@ -14,7 +14,7 @@ def _fmt(value: float) -> str:
 
 def largest(evidence: dict, limit: int = 8) -> list[dict]:
     """Up to ``limit`` entries where yours and the expected differ most: index, expected, yours, difference."""
-    import torch  # noqa: PLC0415
+    import torch  # noqa: PLC0415 - imported on first use: torch is slow to load
 
     expected, yours = evidence["expected"], evidence["yours"]
     diff = (yours - expected).abs()

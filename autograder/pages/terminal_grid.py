@@ -6,6 +6,7 @@ Only for cases of at most 8 x 8 entries (one head); plain numbers when the outpu
 from __future__ import annotations
 
 import io
+import math
 
 MAX_SIDE = 8
 #: the grid's decimals: 3, widened up to this many until every entry marked as differing differs on screen
@@ -34,11 +35,9 @@ def fits(evidence: dict | None) -> bool:
 
 def render(evidence: dict, color: bool) -> str:
     """The grid as text: with ANSI colours (a cell's background: its value; red marks a mismatch) or plain."""
-    import math  # noqa: PLC0415
-
-    from rich.console import Console  # noqa: PLC0415
-    from rich.table import Table  # noqa: PLC0415
-    from rich.text import Text  # noqa: PLC0415
+    from rich.console import Console  # noqa: PLC0415 - imported on first use: rich, only to draw a failing case
+    from rich.table import Table  # noqa: PLC0415 - imported on first use: rich, only to draw a failing case
+    from rich.text import Text  # noqa: PLC0415 - imported on first use: rich, only to draw a failing case
 
     expected, yours = evidence["expected"][0], evidence["yours"][0]
     finite = [v for v in expected.flatten().tolist() + yours.flatten().tolist() if math.isfinite(v)]

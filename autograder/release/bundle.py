@@ -34,7 +34,7 @@ MARKER = ".grade-release"  # says a folder is a bundle this command built, so th
 
 def check_public_cases(folder: Path) -> dict:
     """The shipped cases are all public, in public counts; the tensor file holds only their tensors."""
-    from safetensors import safe_open  # noqa: PLC0415
+    from safetensors import safe_open  # noqa: PLC0415 - imported on first use: safetensors, for the stored cases only
 
     data = json.loads((folder / "public_cases.json").read_text(encoding="utf-8"))
     for case in data["cases"]:

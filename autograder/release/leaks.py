@@ -17,6 +17,7 @@ a JSON value, a safetensors header): shorter fragments are too common to mean an
 """
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -76,8 +77,6 @@ class Leak:
 
 def _cells_text(text: str) -> str:
     """The source of every cell of a notebook, one after the other; the text itself if it is no notebook."""
-    import json  # noqa: PLC0415
-
     try:
         cells = json.loads(text).get("cells", [])
         return "\n".join(c["source"] if isinstance(c["source"], str) else "".join(c["source"]) for c in cells)

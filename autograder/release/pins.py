@@ -69,7 +69,7 @@ def python_range(pins: dict[str, str], version: tuple[int, int] | None = None) -
     must be in the range (its pins are installed on it). tests/test_release.py installs the requirements on
     the lowest and the highest Python of the range that the machine has, and checks the refusal below it."""
     from packaging.specifiers import SpecifierSet  # noqa: PLC0415 - pip and pytest bring packaging
-    from packaging.version import Version  # noqa: PLC0415
+    from packaging.version import Version  # noqa: PLC0415 - pip and pytest bring packaging
 
     major, minor = version or sys.version_info[:2]
     low, high = Version("3.0"), None

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import torch
 
+from autograder.feedback.catalogue import MISCONCEPTIONS
+
 
 def attention(x, Wq, Wk, Wv, *, scale="sqrt", causal=False, dim=-1, mask_after_softmax=False, swap_qk=False,
               bq=None, bk=None, bv=None, context_length=None):
@@ -106,8 +108,6 @@ def causal_weight_mistakes() -> dict:
 def dropout_place_mistakes(p: float, forward_seed: int, prefix: str = "") -> dict:
     """CausalAttention's dropout on the values or on the scores instead of the weights, in training mode with
     the global generator seeded with ``forward_seed`` just before the forward pass (as the grader does)."""
-    from autograder.feedback.catalogue import MISCONCEPTIONS  # noqa: PLC0415
-
     def run(where):
         def fn(params, x):
             (q, bq), (k, bk), (v, bv) = (_linear(params, prefix + n) for n in ("W_query", "W_key", "W_value"))
@@ -131,6 +131,4 @@ def dropout_place_mistakes(p: float, forward_seed: int, prefix: str = "") -> dic
 def seed_in_forward_mistakes(seed: int = 123) -> dict:
     """``torch.manual_seed(seed)`` inside forward: the reference's own answer with the call seeded so (the book's
     seed); a request override, run by the reference."""
-    from autograder.feedback.catalogue import MISCONCEPTIONS  # noqa: PLC0415
-
     return {MISCONCEPTIONS["seed-in-forward"]: {"forward_seed": seed}}

@@ -138,7 +138,7 @@ def probe(tag: str) -> tuple[Groups, str]:
             try:
                 groups.create("probe", 64, 8)
                 os._exit(0)
-            except BaseException:  # noqa: BLE001
+            except BaseException:  # noqa: BLE001 - a forked probe: any failure is its answer
                 os._exit(1)
         _, status = os.waitpid(pid, 0)
         groups.remove("probe")

@@ -157,7 +157,7 @@ def _probe(plan: Plan) -> str | None:
             if os.path.exists("/etc/passwd") or not os.path.isdir(where) or os.getuid() == 0:
                 raise OSError(0, "the sandbox's view of the filesystem is not the allow-list")
             os._exit(0)
-        except BaseException as exc:  # noqa: BLE001
+        except BaseException as exc:  # noqa: BLE001 - a forked probe: any failure is its answer
             os.write(write, f"{type(exc).__name__}: {exc}".encode()[:500])
             os._exit(1)
     os.close(write)

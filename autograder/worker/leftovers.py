@@ -267,7 +267,7 @@ def start_discovery() -> tuple[int, int]:
     if pid == 0:  # pragma: no cover - child
         try:
             os.close(read)
-            from . import syscalls  # noqa: PLC0415
+            from . import syscalls  # noqa: PLC0415 - in the forked child only
 
             syscalls.die_with_parent(parent)
             os.write(write, "\0".join(discover()).encode())

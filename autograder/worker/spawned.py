@@ -21,7 +21,7 @@ def main(argv: list[str]) -> None:
     channel.sendall(token.encode("ascii"))
     import torch  # noqa: PLC0415 - after connecting: the parent's time budget counts from its start
 
-    from . import child, confine  # noqa: PLC0415
+    from . import child, confine  # noqa: PLC0415 - after connecting: the parent's time budget counts from its start
 
     torch.set_num_threads(1)
     confine.limit_process(limits)  # memory and file size where the platform has rlimits

@@ -30,7 +30,7 @@ def describe_exception(exc: BaseException, folder: Path | None = None) -> dict:
     try:
         kind = type(exc).__name__
         kind = kind if isinstance(kind, str) else "Exception"
-    except BaseException:  # noqa: BLE001
+    except BaseException:  # noqa: BLE001 - a hostile exception class's name
         kind = "Exception"
     where, grader_frames = None, None
     try:
@@ -43,14 +43,14 @@ def describe_exception(exc: BaseException, folder: Path | None = None) -> dict:
         if frames:
             last = frames[-1]
             where = {"file": Path(last.filename).name, "line": last.lineno, "function": last.name}
-    except BaseException:  # noqa: BLE001
+    except BaseException:  # noqa: BLE001 - a hostile traceback: no location, never a crash
         pass
     if isinstance(exc, SyntaxError) and exc.filename:
         where = {"file": Path(exc.filename).name, "line": exc.lineno, "function": None,
                  "text": (exc.text or "").rstrip()[:200], "column": exc.offset}
         try:
             message = exc.msg
-        except BaseException:  # noqa: BLE001
+        except BaseException:  # noqa: BLE001 - a hostile SyntaxError's msg
             pass
     found = error(kind, message, where)
     limit = limits.hit(exc)
@@ -75,7 +75,7 @@ def load(folder: Path, modules: list[str]) -> tuple[dict[str, types.ModuleType],
             code = compile(init.read_bytes(), str(init), "exec")
             package.__file__ = str(init)
             exec(code, package.__dict__)  # noqa: S102 - this is the student's package, in the sandbox
-        except BaseException as exc:  # noqa: BLE001
+        except BaseException as exc:  # noqa: BLE001 - whatever the package's __init__ raises is its error
             errors["__init__"] = describe_exception(exc, folder)
     imported = {}
     for name in modules:

@@ -30,11 +30,11 @@ def warm_up() -> None:
     The first backward pass of a process alone costs noticeable time (autograd engine start-up); after a
     fork the children inherit the initialised state. Only public, generic operations run here.
     """
-    import numpy.random  # noqa: F401 - imported once here, seeded at every step (hygiene.fresh_random_state)
-    import torch.nn as nn
-    import torch.nn.functional as F
+    import numpy.random  # noqa: F401, PLC0415 - imported once here, seeded at every step (hygiene.fresh_random_state)
+    import torch.nn as nn  # noqa: PLC0415 - warm_up's own: paid once, before the first fork
+    import torch.nn.functional as F  # noqa: PLC0415 - warm_up's own: paid once, before the first fork
 
-    from . import wire
+    from . import wire  # noqa: PLC0415 - warm_up's own: paid once, before the first fork
 
     torch.manual_seed(0)
     x = torch.rand(2, 3, 4, requires_grad=True)

@@ -2,6 +2,6 @@
 from __future__ import annotations
 
 from . import canvas, moodle, plain
-from .options import ExportOptions  # noqa: F401
+from .options import ExportOptions  # noqa: F401 - the package's names
 
 WRITERS = {"canvas": canvas.write, "moodle": moodle.write, "csv": plain.write}
