@@ -12,7 +12,6 @@ from __future__ import annotations
 import secrets
 import threading
 import time
-import typing as t
 from dataclasses import dataclass, field
 
 import requests
@@ -214,7 +213,3 @@ class Launch(MessageLaunch):
         if len(audiences) > 1 and body.get("azp") != client_id:
             raise LtiMessageValidationException("several audiences and no azp naming this tool's client id")
         return self
-
-
-def launch_claims(launch: Launch) -> dict[str, t.Any]:
-    return launch.get_launch_data()
