@@ -52,16 +52,16 @@ def model(tasks: int, nodes: int, submissions: int, per_node: list[int]) -> None
     import dask  # noqa: PLC0415 - optional: the cluster extra
     from distributed import Client, LocalCluster, wait  # noqa: PLC0415 - optional: the cluster extra
 
-    from autograder.autograde import batch, fingerprint  # noqa: PLC0415 - imported on first use: torch is slow to load
+    from autograder.autograde import batch, content_hashes  # noqa: PLC0415 - imported on first use: torch is slow to load
     from autograder.autograde.session import Grader  # noqa: PLC0415 - imported on first use: torch is slow to load
-    from autograder.cluster.plugin import WarmGrader  # noqa: PLC0415 - optional: the cluster extra
+    from autograder.cluster.warm_grader import WarmGrader  # noqa: PLC0415 - optional: the cluster extra
     from autograder.cluster.tasks import grade  # noqa: PLC0415 - optional: the cluster extra
 
     work = Path(tempfile.mkdtemp(prefix="grade-bench-cluster-"))
     try:
         make_class(work / "subs", tasks + 1)
         grader = Grader(ROOT / "course.yml")
-        grader_hash = fingerprint.grader(grader.course_file, grader.course)
+        grader_hash = content_hashes.grader(grader.course_file, grader.course)
         sources, _ = discover([work / "subs"], grader.course.modules)
         (work / "staging").mkdir()
         jobs, _ = batch.prepare(sources, work / "staging", grader.course.modules, work / "out", grader_hash, True,

@@ -40,7 +40,7 @@ def test_a_payload_carries_the_staged_files_to_a_folder_of_the_workers_own(tmp_p
     (staged / "causal_attention.py").write_bytes("# \u00e9\n".encode())
     job = _Job(_Source("ana"), Staged("ana", staged, ["a note"], {"trainable_attention": {"type": "MissingModule"}}),
                {"submission": "ana", "submission_hash": "x"})
-    payload = Payload.pack(job, require="namespaces", one_only=True)
+    payload = Payload.pack(job, require="namespaces", several_untrusted=True)
     (staged / "simple_attention.py").write_bytes(b"changed after packing")
     node = tmp_path / "node"
     node.mkdir()
@@ -50,7 +50,7 @@ def test_a_payload_carries_the_staged_files_to_a_folder_of_the_workers_own(tmp_p
         "simple_attention.py": b"def f():\n    return 1\n", "causal_attention.py": "# \u00e9\n".encode()}
     assert all(stat.S_IMODE(p.stat().st_mode) == 0o644 for p in again.folder.iterdir())
     assert again.notes == ["a note"] and again.module_errors == {"trainable_attention": {"type": "MissingModule"}}
-    assert (payload.require, payload.one_only, payload.extra["submission_hash"]) == ("namespaces", True, "x")
+    assert (payload.require, payload.several_untrusted, payload.extra["submission_hash"]) == ("namespaces", True, "x")
     Payload.discard(again)
     assert not again.folder.exists()
 

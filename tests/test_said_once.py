@@ -8,7 +8,7 @@ import re
 import pytest
 import torch
 
-from autograder.autograde import results
+from autograder.autograde import gradescope_results
 from autograder.autograde.plugin import FAILED, Outcome
 from autograder.course import load_course
 from autograder.feedback.gradients import said_once
@@ -57,7 +57,7 @@ def test_every_name_of_the_unit_with_a_digit_is_kept():
 
 def test_a_submission_not_graded_is_said_once_with_a_pointer_on_each_test():
     course = load_course(ROOT / "course.yml")
-    result = results.rejected(course, "the zip archive is corrupt (not a zip file)", cause="corrupt_zip")
+    result = gradescope_results.rejected(course, "the zip archive is corrupt (not a zip file)", cause="corrupt_zip")
     assert result["output"].count("the zip archive is corrupt") == 1
     outputs = {t["output"] for t in result["tests"]}
     assert outputs == {"not graded; the message at the top of your feedback says why"}
@@ -69,10 +69,10 @@ def test_an_unreadable_module_is_said_once_and_its_tests_point_to_it():
     message = "simple_attention.ipynb is not a valid notebook: its JSON is broken at line 3, column 1"
     outcomes = {(step, count): Outcome(step, count, FAILED, f"{step} [{count}] case 'x': failed\n  {message}")
                 for step, spec in course.steps.items() for count in spec.counts}
-    notes = results.unreadable_modules(course, outcomes, {"simple_attention": {"type": "MalformedNotebook", "message": message}})
+    notes = gradescope_results.unreadable_modules(course, outcomes, {"simple_attention": {"type": "MalformedNotebook", "message": message}})
     assert len(notes) == 1 and notes[0].startswith(f"Not graded: {message} (steps simple_attention.")
     mine = [o.feedback for (step, _), o in outcomes.items() if step.startswith("simple_attention.")]
-    assert mine and set(mine) == {results.NOT_GRADED}
+    assert mine and set(mine) == {gradescope_results.NOT_GRADED}
     others = [o.feedback for (step, _), o in outcomes.items() if not step.startswith("simple_attention.")]
     assert others and all(message in f for f in others)  # control: other modules' words untouched
 

@@ -29,7 +29,7 @@ from autograder.outputs import results as results_model
 from autograder.worker import protocol, tempdirs
 from autograder.worker.syscalls import die_with_parent
 
-from . import feedback, fingerprint, results
+from . import content_hashes, gradescope_results, submission_page
 
 
 @dataclass
@@ -57,7 +57,7 @@ def prepare(sources: list[Source], staging: Path, modules: list[str], out: Path,
     todo, done = [], []
     for source in sources:
         staged = stage(source.path, source.name, staging, modules, steps)
-        digest = fingerprint.submission(staged.folder, {"errors": staged.module_errors, "problem": staged.problem})
+        digest = content_hashes.submission(staged.folder, {"errors": staged.module_errors, "problem": staged.problem})
         job = Job(source, staged, digest, {"submission": source.name, "submitted_at": (times or {}).get(source.name, (times or {}).get("*")),
                                            "submission_hash": digest, "grader_hash": grader_hash})
         before = _previous(out / source.name / "results.json")
@@ -123,9 +123,9 @@ def grade_staged(staged: Staged, extra: dict, grader) -> tuple[dict, dict, tuple
     Shared by the local jobs and the Dask workers (``autograder/cluster/``), so both grade alike.
     """
     if staged.problem:
-        result = results.rejected(grader.course, staged.problem, staged.notes, staged.cause)
-        (cards, pictures), lines = feedback.cards_and_pictures(result), result["output"].splitlines()
-        result = feedback.embed(result, cards, pictures)
+        result = gradescope_results.rejected(grader.course, staged.problem, staged.notes, staged.cause)
+        (cards, pictures), lines = submission_page.cards_and_pictures(result), result["output"].splitlines()
+        result = submission_page.embed(result, cards, pictures)
     else:
         result = grader.grade(staged.folder, notes=staged.notes, module_errors=staged.module_errors)
         cards, pictures, lines = grader.last_cards, grader.last_pictures, grader.last_lines
@@ -142,8 +142,8 @@ def grade_staged(staged: Staged, extra: dict, grader) -> tuple[dict, dict, tuple
 def write(out: Path, name: str, result: dict, page: tuple) -> None:
     """A graded submission's feedback.html, then its results.json (atomically)."""
     # the page first: a results.json is what says a submission is done (resume)
-    feedback.write_page(out / name / "feedback.html", name, *page)
-    results.write_atomic(out / name / "results.json", result)
+    submission_page.write_page(out / name / "feedback.html", name, *page)
+    results_model.write_atomic(out / name / "results.json", result)
 
 
 def grade_job(job: Job, out: Path, grader=None) -> dict:

@@ -14,7 +14,7 @@ from autograder.grading.reference_worker import ReferenceWorker
 from autograder.grading.runner import SubmissionRunner, asked_standins
 from autograder.grading.zygote_client import Zygote
 
-from . import direct, feedback, problems, results
+from . import direct, gradescope_results, problems, submission_page
 from .plugin import GradingPlugin
 from .suite_runner import run_suites, validate_suites
 
@@ -86,17 +86,17 @@ class Grader:
         self.last_grader_errors = list(plugin.grader_errors)
         #: where a call into the student's object failed inside the grader's code: the instructor's log only
         self.last_grader_frames = list(recorder.grader_frames)
-        notes = [*results.unreadable_modules(self.course, plugin.outcomes, module_errors or {}), *(notes or [])]
+        notes = [*gradescope_results.unreadable_modules(self.course, plugin.outcomes, module_errors or {}), *(notes or [])]
         if runner.output_bytes:
             notes.append(f"Your code printed {runner.output_bytes} bytes while being graded; printed output is not shown here.")
-        result = results.build(self.course, plugin.outcomes, notes=notes, execution_time=time.monotonic() - start)
+        result = gradescope_results.build(self.course, plugin.outcomes, notes=notes, execution_time=time.monotonic() - start)
         #: the page's cards, pictures (drawn only for failing public cases) and summary lines, for feedback.html
-        self.last_cards, self.last_pictures = feedback.cards_and_pictures(result, plugin.outcomes)
+        self.last_cards, self.last_pictures = submission_page.cards_and_pictures(result, plugin.outcomes)
         self.last_lines = result["output"].splitlines()
         # what a person should look at (the class summary's list), as data; batch.grade_staged adds the identity
         result["extra_data"] = {"problems": [*problems.modules(module_errors or {}, self.course.steps_by_module()),
                                              *recorder.problems(), *problems.grader_errors(plugin.grader_error_counts)]}
-        return feedback.embed(result, self.last_cards, self.last_pictures)
+        return submission_page.embed(result, self.last_cards, self.last_pictures)
 
     @property
     def reference_worker(self) -> ReferenceWorker:

@@ -111,7 +111,7 @@ def connect(scheduler: str | None, local_workers: int | None, grader=None, grade
 
 
 def run(grader, grader_hash: str, jobs: list, out: Path, on_done, *, scheduler: str | None = None,
-        local_workers: int | None = None, require: str | None = None, one_only: bool = False, zygote=None) -> None:
+        local_workers: int | None = None, require: str | None = None, several_untrusted: bool = False, zygote=None) -> None:
     """Grade ``jobs`` (batch.Job) on Dask; write each results.json here and call ``on_done`` per submission.
 
     ``zygote``: the client's, for a LocalCluster whose workers are forked from the client.
@@ -120,7 +120,7 @@ def run(grader, grader_hash: str, jobs: list, out: Path, on_done, *, scheduler: 
     from distributed.client import FutureCancelledError  # noqa: PLC0415 - optional: the cluster extra
     from distributed.scheduler import KilledWorker  # noqa: PLC0415 - optional: the cluster extra
 
-    from .plugin import WarmGrader  # noqa: PLC0415 - optional: the cluster extra
+    from .warm_grader import WarmGrader  # noqa: PLC0415 - optional: the cluster extra
     from .tasks import grade  # noqa: PLC0415 - optional: the cluster extra
 
     if not jobs:
@@ -130,7 +130,7 @@ def run(grader, grader_hash: str, jobs: list, out: Path, on_done, *, scheduler: 
     with connect(scheduler, local_workers, grader, grader_hash, zygote) as client:
         client.register_plugin(WarmGrader(str(grader.course_file), grader_hash))
         # One key per submission and content: a resubmitted task (worker lost) is the same task.
-        futures = {client.submit(grade, Payload.pack(job, require, one_only), pure=False,
+        futures = {client.submit(grade, Payload.pack(job, require, several_untrusted), pure=False,
                                  key=f"grade-{job.source.name}-{job.digest}"): job for job in jobs}
         watch = stalls.Watch(client, [f.key for f in futures], stalls.bound(grader.course.limits.submission_seconds))
         pending = set(futures)

@@ -23,17 +23,17 @@ class Payload:
     module_errors: dict = field(default_factory=dict)
     problem: str | None = None
     require: str | None = None  # --require-isolation
-    one_only: bool = False  # more than one submission and no --trust-submissions: refuse level rlimits
+    several_untrusted: bool = False  # more than one submission and no --trust-submissions: refuse level rlimits
     cause: str | None = None  # why nothing could be graded, as data (Staged.cause)
 
     @classmethod
-    def pack(cls, job, require: str | None = None, one_only: bool = False) -> "Payload":
+    def pack(cls, job, require: str | None = None, several_untrusted: bool = False) -> "Payload":
         staged = job.staged
         files = None
         if staged.folder is not None:
             files = {path.name: path.read_bytes() for path in sorted(staged.folder.iterdir()) if path.is_file()}
         return cls(job.source.name, dict(job.extra), files, list(staged.notes), dict(staged.module_errors),
-                   staged.problem, require, one_only, staged.cause)
+                   staged.problem, require, several_untrusted, staged.cause)
 
     def unpack(self, base: Path) -> Staged:
         """The staged submission again, in a fresh folder under ``base`` (remove it with ``discard``)."""

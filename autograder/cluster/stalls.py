@@ -27,7 +27,7 @@ def bound(submission_seconds: float) -> float:
 
 def busy_seconds(dask_worker) -> float | None:
     """On a worker (``Client.run``): how long its grading thread has been on its current work, or None."""
-    from .plugin import NAME  # noqa: PLC0415 - optional: the cluster extra
+    from .warm_grader import NAME  # noqa: PLC0415 - optional: the cluster extra
 
     plugin = dask_worker.plugins.get(NAME)
     return plugin.busy_seconds() if plugin is not None else None

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from distributed import get_worker
 
-from .plugin import NAME
+from .warm_grader import NAME
 
 
 def grade(payload) -> dict:

@@ -200,7 +200,7 @@ def grade(grader, submissions: tuple[Path, ...], out: Path, n_jobs: int, force: 
     """Stage, skip what is graded, grade the rest; write the class summary. The submissions the grader failed on."""
     from tqdm import tqdm  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
 
-    from autograder.autograde import batch, fingerprint, grader_log, summary  # noqa: PLC0415 - imported on first use: torch is slow to load
+    from autograder.autograde import batch, content_hashes, grader_log, summary  # noqa: PLC0415 - imported on first use: torch is slow to load
     from autograder.grading.isolation_levels import may_grade  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
     from autograder.pages import changes  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
     from autograder.intake.discover import discover  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
@@ -214,7 +214,7 @@ def grade(grader, submissions: tuple[Path, ...], out: Path, n_jobs: int, force: 
     staging = batch.staging_dir(out)
     top = course.max_points()
     start = time.monotonic()
-    grader_hash = fingerprint.grader(grader.course_file, course)
+    grader_hash = content_hashes.grader(grader.course_file, course)
     try:
         todo, done = batch.prepare(sources, staging, course.modules, out, grader_hash, force, submitted,
                                    course.steps_by_module())
@@ -277,14 +277,14 @@ def grade(grader, submissions: tuple[Path, ...], out: Path, n_jobs: int, force: 
     return logged
 
 
-def _on_dask(grader, grader_hash: str, todo, out: Path, on_done, cluster: dict, require: str | None, one_only: bool,
+def _on_dask(grader, grader_hash: str, todo, out: Path, on_done, cluster: dict, require: str | None, several_untrusted: bool,
              zygote) -> None:
     from autograder.cluster import executor  # noqa: PLC0415 - imported on first use: torch is slow to load
-    from autograder.cluster.plugin import GraderMismatch  # noqa: PLC0415 - optional: the cluster extra
+    from autograder.cluster.warm_grader import GraderMismatch  # noqa: PLC0415 - optional: the cluster extra
 
     try:
         executor.run(grader, grader_hash, todo, out, on_done, scheduler=cluster["scheduler"],
-                     local_workers=cluster["local_workers"], require=require, one_only=one_only, zygote=zygote)
+                     local_workers=cluster["local_workers"], require=require, several_untrusted=several_untrusted, zygote=zygote)
     except GraderMismatch as exc:
         raise UsageError(str(exc)) from None
     except executor.Refused as exc:

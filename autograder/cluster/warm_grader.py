@@ -24,7 +24,7 @@ from pathlib import Path
 
 from distributed.diagnostics.plugin import WorkerPlugin
 
-from autograder.autograde import fingerprint
+from autograder.autograde import content_hashes
 from autograder.grading.isolation_levels import may_grade
 from autograder.grading.zygote_client import Zygote
 from autograder.worker import tempdirs
@@ -92,7 +92,7 @@ class WarmGrader(WorkerPlugin):
 
             grader = Grader(Path(self.course_file))
             grader.adopt(zygote)
-            ours = fingerprint.grader(grader.course_file, grader.course)
+            ours = content_hashes.grader(grader.course_file, grader.course)
             if ours != self.grader_hash:
                 raise GraderMismatch(
                     f"worker {self.worker_address} would grade with grader {ours}, the client with {self.grader_hash}: "
@@ -123,7 +123,7 @@ class WarmGrader(WorkerPlugin):
         self._ready.result()  # the start-up's error, if any, is every task's
         self._restart_if_dead()
         zygote = self._grader.zygote
-        why = may_grade(zygote.level, zygote.isolation, payload.require, payload.one_only)
+        why = may_grade(zygote.level, zygote.isolation, payload.require, payload.several_untrusted)
         if why:
             return {"refused": f"worker {self.worker_address}: {why}", "level": zygote.level}
         staged = payload.unpack(self._staging)

@@ -7,7 +7,7 @@ Specification: https://gradescope-autograders.readthedocs.io/en/latest/specs/ (`
 from __future__ import annotations
 
 from autograder.course import Course
-from autograder.outputs.results import Results, write_atomic  # noqa: F401 - write_atomic: the writer's
+from autograder.outputs.results import Results
 from autograder.pages import misconceptions
 
 from . import problems as problem_list
