@@ -130,8 +130,9 @@ class SubmissionRunner:
         self.module_errors = module_errors or {}  # found while staging: not UTF-8, a link, a broken notebook
         self.import_errors: dict[str, dict] = {}
         self.output_bytes = 0
-        #: a step that used up its time, or changed the grader's own functions, gets no second worker
-        self.timed_out: dict[str, dict] = {}
+        #: a step whose worker was retired (out of time, tampering, a broken protocol): its answer, given again;
+        #: it gets no second worker
+        self.retired: dict[str, dict] = {}
 
     def _needed(self, step: str, asked: set[str] = frozenset()) -> set[str]:
         """The stand-ins ``step``'s worker holds: chosen by the reference and the suite, never the student."""
@@ -205,8 +206,8 @@ class SubmissionRunner:
         return text + ("\n[... more output cut]" if len(data) > limit else "")
 
     def run(self, step: str, request: dict) -> dict:
-        if step in self.timed_out:
-            return self.timed_out[step]
+        if step in self.retired:
+            return self.retired[step]
         if self.deadline is not None and time.monotonic() >= self.deadline:
             return limit_error(WorkerError("the submission ran out of its total time limit", limit="submission time"))
         module = step.split(".", 1)[0]
@@ -226,12 +227,12 @@ class SubmissionRunner:
                 raise WorkerError(PROTOCOL)
             answer = _said_as_limit(answer)
             if (answer.get("error") or {}).get("type") == "Tampering":  # the worker retired itself: so is the step
-                self.timed_out[step] = answer
+                self.retired[step] = answer
             return answer
         except WorkerError as exc:
             answer = limit_error(exc)
             if exc.limit == "time" or exc.reason == PROTOCOL:
-                self.timed_out[step] = answer
+                self.retired[step] = answer
             return answer
 
     def close_worker(self) -> None:
