@@ -11,6 +11,7 @@ from autograder.assign.strip import MarkerError, strip_solutions, strip_tree
 from .conftest import ROOT
 
 
+@pytest.mark.unit
 def test_exercises_are_exactly_the_stripped_solutions(tmp_path):
     stripped = strip_tree(ROOT / "solutions", tmp_path)
     committed = sorted(p.name for p in (ROOT / "exercises").glob("*.py"))
@@ -20,6 +21,7 @@ def test_exercises_are_exactly_the_stripped_solutions(tmp_path):
             f"exercises/{name} drifted from solutions/{name}: run `grade assign`")
 
 
+@pytest.mark.unit
 def test_no_solution_line_leaks_into_exercises():
     for path in (ROOT / "solutions").glob("*.py"):
         removed = strip_solutions(path.read_text(), path.stem).solution_lines
@@ -31,6 +33,7 @@ def test_no_solution_line_leaks_into_exercises():
                 assert code not in exercise_lines, f"solution line leaked into exercises/{path.name}: {code}"
 
 
+@pytest.mark.unit
 def test_every_stub_raises_not_implemented_and_keeps_its_docstring():
     for path in (ROOT / "exercises").glob("*.py"):
         tree = ast.parse(path.read_text())
@@ -43,6 +46,7 @@ def test_every_stub_raises_not_implemented_and_keeps_its_docstring():
                 assert "NotImplementedError" in text and f"{path.stem}.{node.name}" in text
 
 
+@pytest.mark.unit
 def test_marker_errors_name_the_line():
     with pytest.raises(MarkerError, match=r"f.py:2: BEGIN SOLUTION is never closed"):
         strip_solutions("def f():\n    ### BEGIN SOLUTION\n    return 1\n", "m", "f.py")
@@ -79,6 +83,7 @@ def differences(recorded, shipped, where="cases") -> list[str]:
     return [] if recorded == shipped else [f"{where}: {recorded!r} vs {shipped!r}"]
 
 
+@pytest.mark.unit
 def test_the_drift_check_ignores_rounding_and_catches_a_changed_value():
     import torch  # noqa: PLC0415 - imported on first use: torch is slow to load
 
@@ -104,6 +109,7 @@ def test_public_cases_are_what_the_reference_records(tmp_path):
     assert found == [], f"the public cases drifted from solutions/ (run `grade assign`): {found[:5]}"
 
 
+@pytest.mark.unit
 def test_no_public_case_depends_on_a_seeded_dropout_mask():
     """Torch may draw another mask on a student's CPU: grade check never compares a seeded mask's values.
     Dropout's public cases are judged by their properties (zeros or x/(1-p), the keep rate); modules run with

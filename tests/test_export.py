@@ -247,11 +247,13 @@ POLICY = LatePolicy(due=datetime.fromisoformat("2025-03-14T23:59:00+01:00"), gra
     (timedelta(days=30), LATE, 30, 0.35),                     # capped
     (-timedelta(days=2), ON_TIME, 0, 0),
 ])
+@pytest.mark.unit
 def test_late_policy_arithmetic(after_due, status, days, penalty):
     late = assess(POLICY, POLICY.due + after_due)
     assert (late.status, late.late_days, late.penalty) == (status, days, pytest.approx(penalty))
 
 
+@pytest.mark.unit
 def test_late_policy_exact_rounding_and_undated():
     policy = POLICY.model_copy(update={"late_days_rounding": "exact"})
     late = assess(policy, policy.due + timedelta(minutes=15, hours=36))

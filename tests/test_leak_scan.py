@@ -21,6 +21,8 @@ import pytest
 
 from tests import leak_scan
 
+pytestmark = pytest.mark.unit
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
