@@ -9,7 +9,7 @@ import click
 
 def _run(verb, **options) -> None:
     """Run a verb's ``main``; a mistake of the user's is said as ``error: ...`` with exit status 2."""
-    from autograder.commands.usage import UsageError  # noqa: PLC0415 - grade release copies this function, not the file's imports
+    from autograder.usage import UsageError  # noqa: PLC0415 - grade release copies this function, not the file's imports
 
     try:
         code = verb(**options)
@@ -20,7 +20,7 @@ def _run(verb, **options) -> None:
 
 
 def _colored() -> bool:
-    from autograder.commands.console import colored  # noqa: PLC0415 - grade release copies this function, not the file's imports
+    from autograder.console import colored  # noqa: PLC0415 - grade release copies this function, not the file's imports
 
     return colored()
 
@@ -35,8 +35,9 @@ def _course(course_file: Path, nbgrader_dir: Path | None = None, course_dir_opti
     """``--course`` as given, else ./course.yml, else the course an nbgrader course records (.attention-kit.yml)."""
     from click.core import ParameterSource  # noqa: PLC0415 - kept out of the student's cli.py, which copies this file's imports
 
-    from autograder.commands import console, course_location  # noqa: PLC0415 - on first use: start-up loads click alone
-    from autograder.commands.usage import UsageError  # noqa: PLC0415 - on first use: start-up loads click alone
+    from autograder import console  # noqa: PLC0415 - on first use: start-up loads click alone
+    from autograder.commands import course_location  # noqa: PLC0415 - on first use: start-up loads click alone
+    from autograder.usage import UsageError  # noqa: PLC0415 - on first use: start-up loads click alone
 
     explicit = click.get_current_context().get_parameter_source("course_file") != ParameterSource.DEFAULT
     try:

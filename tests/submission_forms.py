@@ -5,7 +5,7 @@ import json
 import zipfile
 from pathlib import Path
 
-from autograder.nbgrader_course.sources import read_module
+from autograder.course.sources import read_module
 
 MODULES = ["simple_attention", "trainable_attention", "causal_attention", "multihead_attention"]
 

@@ -11,7 +11,7 @@ import shutil
 import pytest
 
 from autograder.check import public_cases
-from autograder.nbgrader_course.sources import read_module
+from autograder.course.sources import read_module
 from autograder.release import leaks
 from autograder.release.notebooks import module_notebook, write_notebooks
 

@@ -6,7 +6,7 @@ import importlib
 import pytest
 
 from autograder.commands import autograde, check, export
-from autograder.commands.usage import UsageError
+from autograder.usage import UsageError
 
 from .conftest import ROOT
 

@@ -25,9 +25,10 @@ from pathlib import Path
 import pytest
 
 from autograder import __version__
+from autograder.check.steps import known_steps
 from autograder.commands import check as check_verb
 from autograder.commands import course_location
-from autograder.commands.usage import UsageError
+from autograder.usage import UsageError
 from autograder.release.pins import installed_closure, python_range
 from autograder.release.student_code import student_cli
 from autograder.release.student_files import STUDENT_ROOTS
@@ -82,15 +83,15 @@ def test_step_takes_a_unique_short_name_and_lists_the_candidates_of_an_ambiguous
     from autograder.check import public_cases  # noqa: PLC0415 - imported on first use: torch is slow to load
 
     data = public_cases.load()
-    assert check_verb._known_steps(("CausalAttention",), data) == ("causal_attention.CausalAttention",)
-    assert check_verb._known_steps(("causal_attention", "simple_attention.context_vector"), data) == (
+    assert known_steps(("CausalAttention",), data) == ("causal_attention.CausalAttention",)
+    assert known_steps(("causal_attention", "simple_attention.context_vector"), data) == (
         "causal_attention", "simple_attention.context_vector")  # full names and modules, as before
     with pytest.raises(UsageError) as ambiguous:
-        check_verb._known_steps(("context_vector",), data)
+        known_steps(("context_vector",), data)
     assert "simple_attention.context_vector" in str(ambiguous.value)
     assert "trainable_attention.context_vector" in str(ambiguous.value)
     with pytest.raises(UsageError, match="no such step or module"):  # the control: unknown stays unknown
-        check_verb._known_steps(("CausalAtention",), data)
+        known_steps(("CausalAtention",), data)
 
 
 def test_step_by_short_name_on_the_command_line(exercises):

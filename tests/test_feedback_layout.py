@@ -12,7 +12,8 @@ import pytest
 import torch
 
 from autograder.feedback.tolerance import Tolerance
-from autograder.pages import cards, evidence, feedback_page, gradescope_html, heatmaps
+from autograder.grading import evidence
+from autograder.pages import cards, feedback_page, gradescope_html, heatmaps
 
 pytestmark = pytest.mark.unit
 TOL = Tolerance(1e-4, 1e-5)

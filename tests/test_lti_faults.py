@@ -7,7 +7,7 @@ import stat
 
 import pytest
 
-from autograder.commands.usage import UsageError
+from autograder.usage import UsageError
 from autograder.lti.store import Store
 
 from .conftest import run_grade

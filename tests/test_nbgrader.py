@@ -31,7 +31,7 @@ from nbformat import v4
 from autograder.course import load_course
 from autograder.nbgrader_course import autograded, cell_runner, helper, literals, notebooks
 from autograder.nbgrader_course.autograded import without_hidden_tests
-from autograder.nbgrader_course.sources import read_module
+from autograder.course.sources import read_module
 from autograder.pages.gradescope_html import pictures
 
 from .conftest import ROOT, run_grade

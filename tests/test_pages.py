@@ -11,7 +11,8 @@ import torch
 from autograder.feedback.compare import compare_values
 from autograder.feedback.tolerance import Tolerance
 from autograder.grading.verdict import FAILED, Verdict
-from autograder.pages import cards, changes, evidence, feedback_page, gradescope_html, heatmaps, misconceptions
+from autograder.grading import evidence
+from autograder.pages import cards, changes, feedback_page, gradescope_html, heatmaps, misconceptions
 from autograder.pages import terminal_grid
 
 pytestmark = pytest.mark.unit

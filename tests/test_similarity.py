@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from autograder.cli import main as cli
 from autograder.commands import similarity as verb
 from autograder.commands.similarity import compare_class
-from autograder.commands.usage import UsageError
+from autograder.usage import UsageError
 from autograder.similarity import book_code
 from autograder.similarity.normalise import Module, tokens
 from tests.conftest import run_grade

@@ -20,7 +20,7 @@ class Outcome:
     status: str = PASSED
     feedback: str = ""
     cases: int = 0
-    evidence: dict | None = None  # the failing case's arrays (public) or facts (hidden): autograder/pages/evidence.py
+    evidence: dict | None = None  # the failing case's arrays (public) or facts (hidden): autograder/grading/evidence.py
     #: the ids of the misconceptions its feedback names, as diagnosed (feedback/catalogue.py): its tags
     misconceptions: list[str] = field(default_factory=list)
 

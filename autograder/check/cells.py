@@ -56,3 +56,12 @@ def error_cell(folder: Path, module: str, words: list[str]) -> str | None:
     found = re.search(rf"\b{re.escape(module)}\.py, line (\d+)", "\n".join(words))
     text = _text(folder, module) if found else None
     return cell_at(text, int(found[1])) if text else None
+
+
+def name_cells(results, folder: Path) -> None:
+    """Each step's notebook cell (number and first line), where a staged notebook defines it."""
+    for r in results:
+        r.cell = defined_in(folder, r.step)
+        if r.import_error:  # the cell that stopped the module's import, when the words name its line
+            words = next(c.feedback for c in r.counts if c.import_error)
+            r.cell = error_cell(folder, r.import_error, words) or r.cell

@@ -1,7 +1,7 @@
 """Print ``grade check`` results: a per-step table, then what to fix."""
 from __future__ import annotations
 
-from autograder.commands.console import style
+from autograder.console import style
 from autograder.grading.verdict import BLOCKED, FAILED, NOT_ATTEMPTED, PASSED
 from autograder.pages import terminal_grid
 

@@ -12,7 +12,7 @@ from autograder.feedback.gradients import said_once
 from autograder.feedback.tolerance import Tolerance
 from autograder.grading.verdict import FAILED, PASSED, step_status
 from autograder.grading.zygote_client import Zygote
-from autograder.pages import evidence
+from autograder.grading import evidence
 
 
 
@@ -25,7 +25,7 @@ class CountResult:
     feedback: list[str] = field(default_factory=list)
     case: str = ""
     import_error: str | None = None  # the module that did not import, when that is why it failed
-    evidence: dict | None = None  # the failing case's arrays, for its pictures (autograder/pages/evidence.py)
+    evidence: dict | None = None  # the failing case's arrays, for its pictures (autograder/grading/evidence.py)
 
 
 @dataclass

@@ -50,13 +50,14 @@ class Checker:
         ``notebook``: the kernel's notebook file, when known: named after a module, that module is checked."""
         from autograder.check import intake, rendered  # noqa: PLC0415 - imported on first use: torch is slow to load
         from autograder.check.run import run_check  # noqa: PLC0415 - imported on first use: torch is slow to load
-        from autograder.commands.check import _known_steps, name_cells  # noqa: PLC0415 - imported when needed: the kernel's service starts lean
+        from autograder.check.cells import name_cells  # noqa: PLC0415 - imported when needed: the kernel's service starts lean
+        from autograder.check.steps import known_steps  # noqa: PLC0415 - imported when needed: the kernel's service starts lean
 
         started = time.perf_counter()
         checked = intake.prepare(path, self.data["modules"], list(self.data["steps"]))
         try:
             own = Path(notebook).stem if notebook and Path(notebook).stem in self.data["modules"] else checked.module
-            wanted = list(_known_steps(tuple(steps), self.data)) or \
+            wanted = list(known_steps(tuple(steps), self.data)) or \
                 ([own] if own else attempted_modules(checked.folder, self.data))
             results = run_check(checked.folder.resolve(), self.data, self.zygote, wanted or None,
                                 checked.module_errors if checked.staged else None)

@@ -3,11 +3,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from autograder import console
 from autograder.assign.strip import MarkerError
 from autograder.course import CourseError
-
-from . import console
-from .usage import UsageError
+from autograder.usage import UsageError
 
 
 def main(course_file: Path = Path("course.yml")) -> int:

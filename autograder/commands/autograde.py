@@ -15,8 +15,8 @@ import threading
 import time
 from pathlib import Path
 
-from . import console
-from .usage import UsageError
+from autograder import console
+from autograder.usage import UsageError
 
 
 def main(submissions: tuple[Path, ...] = (), out: Path = Path("results"), course_file: Path = Path("course.yml"),

@@ -1,13 +1,14 @@
 """``grade check``: a student's exercises against the public cases of the course documents."""
 from __future__ import annotations
 
-import difflib
 import json
 import sys
 from pathlib import Path
 
-from . import console
-from .usage import UsageError
+from autograder import console
+from autograder.check.cells import name_cells
+from autograder.check.steps import known_steps
+from autograder.usage import UsageError
 
 
 DEFAULT_FOLDER = Path("exercises")
@@ -42,7 +43,7 @@ def check_once(path: Path, steps: tuple[str, ...], data: dict, as_json: bool, co
     modules = data["modules"]
     checked, steps = _prepare(path, steps, data)
     try:
-        steps = _known_steps(steps, data)
+        steps = known_steps(steps, data)
         if not any((checked.folder / f"{m}.py").exists() for m in modules):
             raise UsageError(f"{path}: none of {', '.join(m + '.py' for m in modules)} is here")
         results = run(checked.folder, data, list(steps) or None, zygote, checked.module_errors if checked.staged else None)
@@ -84,17 +85,6 @@ def _watch(path: Path, steps: tuple[str, ...], data: dict, as_json: bool, color:
     finally:
         zygote.close()
     return 0
-
-
-def name_cells(results, folder: Path) -> None:
-    """Each step's notebook cell (number and first line), where a staged notebook defines it."""
-    from autograder.check.cells import defined_in, error_cell  # noqa: PLC0415 - imported when needed: a plain grade check loads only what it runs
-
-    for r in results:
-        r.cell = defined_in(folder, r.step)
-        if r.import_error:  # the cell that stopped the module's import, when the words name its line
-            words = next(c.feedback for c in r.counts if c.import_error)
-            r.cell = error_cell(folder, r.import_error, words) or r.cell
 
 
 def show(results, path: Path, folder: Path, as_json: bool, color: bool, html_file: Path | bool | None,
@@ -188,26 +178,3 @@ def page_path(folder: Path, html_file: Path | bool) -> Path:
         return Path(html_file)
     here, checked = Path.cwd().resolve(), folder.resolve()
     return (checked.parent if here == checked or checked in here.parents else here) / PAGE
-
-
-def _known_steps(steps: tuple[str, ...], data: dict) -> tuple[str, ...]:
-    """The steps and modules asked for, each as its full name; a step's name alone is enough when unique."""
-    known = list(data["steps"]) + data["modules"]
-    resolved = []
-    for step in steps:
-        if step in known:
-            resolved.append(step)
-            continue
-        owners = [k for k in data["steps"] if k.rsplit(".", 1)[-1] == step]
-        if len(owners) == 1:
-            resolved.append(owners[0])
-            continue
-        if owners:
-            raise UsageError(f"--step {step}: a step of {len(owners)} modules; say which: "
-                             + ", ".join(f"--step {o}" for o in owners))
-        near = difflib.get_close_matches(step, known, n=3, cutoff=0.5) or \
-            [k for k in known if k.endswith("." + step)]
-        raise UsageError(f"--step {step}: no such step or module" +
-                         (f" (did you mean {', '.join(near)}?)" if near
-                          else f"; the modules are {', '.join(data['modules'])}"))
-    return tuple(resolved)

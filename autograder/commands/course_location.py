@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .usage import UsageError
+from autograder.usage import UsageError
+
 
 RECORD = ".attention-kit.yml"
 DEFAULT = Path("course.yml")

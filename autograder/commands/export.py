@@ -7,6 +7,7 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
+from autograder import console
 from autograder.course import CourseError, load_course
 from autograder.export import gradebook, report
 from autograder.export.formats import WRITERS, ExportOptions
@@ -14,9 +15,8 @@ from autograder.export.late_policy import describe
 from autograder.export.read_results import read_dir
 from autograder.export.roster import RosterError, read_roster
 from autograder.intake import times
+from autograder.usage import UsageError
 
-from . import console
-from .usage import UsageError
 
 FORMATS = ("canvas", "moodle", "csv")
 

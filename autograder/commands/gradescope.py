@@ -3,11 +3,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from autograder import console
 from autograder.course import CourseError
 from autograder.gradescope.build import build_gradescope
-
-from . import console
-from .usage import UsageError
+from autograder.usage import UsageError
 
 
 def main(out: Path = Path("autograder.zip"), course_file: Path = Path("course.yml")) -> int:

@@ -4,11 +4,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from autograder import console
 from autograder.lti import keys as tool_keys, require
 from autograder.lti.store import Platform, Store
-
-from . import console
-from .usage import UsageError
+from autograder.usage import UsageError
 
 
 def _store(store_dir: Path | None):

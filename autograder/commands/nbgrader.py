@@ -3,10 +3,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from autograder import console
 from autograder.course import CourseError
+from autograder.usage import UsageError
 
-from . import console, course_location
-from .usage import UsageError
+from . import course_location
 
 
 def main(dest: Path, course_file: Path = Path("course.yml"), assignment: str | None = None,

@@ -3,11 +3,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from autograder import console
 from autograder.course import CourseError
 from autograder.release.student_code import ReleaseError
-
-from . import console
-from .usage import UsageError
+from autograder.usage import UsageError
 
 
 def main(out: Path, zip_path: Path | None = None, course_file: Path = Path("course.yml")) -> int:

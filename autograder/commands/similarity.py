@@ -6,15 +6,14 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from autograder import console
 from autograder.autograde.summary import with_similar_pairs
 from autograder.course import CourseError, load_course
 from autograder.intake.discover import Source, discover, nbgrader_submissions
 from autograder.outputs.results import write_atomic
 from autograder.pages import dashboard
 from autograder.similarity.extract import collect
-
-from . import console
-from .usage import UsageError
+from autograder.usage import UsageError
 
 
 @dataclass

@@ -15,9 +15,7 @@ from typing import Callable
 
 import torch
 
-from autograder.pages import evidence
-
-from . import judge as judges
+from . import evidence, judge as judges
 from autograder.feedback.tolerance import Tolerance
 from autograder.feedback.gradients import said_once
 from .verdict import FAILED, StepFailure, Verdict

@@ -17,7 +17,7 @@ The extra (``pip install -e '.[lti]'``) is imported only here, lazily: ``require
 """
 from __future__ import annotations
 
-from autograder.commands.usage import UsageError
+from autograder.usage import UsageError
 
 
 def require() -> None:

@@ -5,7 +5,7 @@ import json
 import os
 from pathlib import Path
 
-from autograder.commands.usage import UsageError
+from autograder.usage import UsageError
 
 LOGIN_PATH = "/lti/login"
 LAUNCH_PATH = "/lti/launch"

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from autograder.commands.usage import UsageError
+from autograder.usage import UsageError
 from autograder.course import CourseError, load_course
 from autograder.export import gradebook
 from autograder.export.read_results import read_dir

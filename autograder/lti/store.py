@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from autograder.commands.usage import UsageError
+from autograder.usage import UsageError
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS tool (key TEXT PRIMARY KEY, value TEXT NOT NULL);

@@ -6,13 +6,12 @@ from pathlib import Path
 import nbformat
 from nbformat import v4
 
+from autograder.course.sources import ModuleSource, read_module, with_borrowed
 from autograder.unit import documents
-
 from autograder.unit import prose
 
 from . import cells, graded_cells, helper, literals
 from .collect import Case
-from .sources import ModuleSource, read_module, with_borrowed
 
 KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
 

@@ -1,7 +1,7 @@
 """A small failing public case in the terminal: expected and yours as coloured grids side by side (rich).
 
 Only for cases of at most 8 x 8 entries (one head); plain numbers when the output is not a terminal or
-``NO_COLOR`` is set (the caller says which: ``commands/console.colored``).
+``NO_COLOR`` is set (the caller says which: ``console.colored``).
 """
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ import nbformat
 from nbformat import v4
 
 from autograder.nbgrader_course import literals
-from autograder.nbgrader_course.sources import read_module, with_borrowed
+from autograder.course.sources import read_module, with_borrowed
 from autograder.unit import documents, prose
 
 KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}

@@ -1,7 +1,7 @@
 """The notebooks' markdown: what each part is about and how the notebook is graded, in the kit's words."""
 from __future__ import annotations
 
-from autograder.nbgrader_course.sources import ModuleSource
+from autograder.course.sources import ModuleSource
 
 INTROS = {
     "simple_attention": (
