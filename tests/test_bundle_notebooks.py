@@ -13,7 +13,7 @@ import pytest
 from autograder.check import public_cases
 from autograder.course.sources import read_module
 from autograder.release import leaks
-from autograder.release.notebooks import module_notebook, write_notebooks
+from autograder.release.student_notebooks import module_notebook, write_notebooks
 
 from .conftest import ROOT, run_grade
 

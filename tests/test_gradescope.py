@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from autograder.course import load_course
-from autograder.gradescope.build import build_gradescope
+from autograder.gradescope.autograder_zip import build_gradescope
 
 from .conftest import CORPUS, ROOT, run_grade
 from .submission_forms import module_notebooks, one_notebook, zipped
@@ -88,7 +88,7 @@ def test_zip_layout(autograder_zip):
         requirements = z.read("requirements.txt").decode()
     for name in ("setup.sh", "run_autograder"):
         assert infos[name].external_attr >> 16 == 0o100755, name
-    for name in ("course.yml", "pyproject.toml", "autograder/cli.py", "autograder/gradescope/run.py",
+    for name in ("course.yml", "pyproject.toml", "autograder/cli.py", "autograder/gradescope/run_autograder.py",
                  "autograder/unit/suites/pytest.ini", "autograder/check/public_cases.safetensors"):
         assert name in infos, name
     assert {f"solutions/{p.name}" for p in (ROOT / "solutions").glob("*.py")} <= set(infos)

@@ -29,7 +29,7 @@ import torch
 from nbformat import v4
 
 from autograder.course import load_course
-from autograder.nbgrader_course import autograded, cell_runner, helper, literals, notebooks
+from autograder.nbgrader_course import autograded, cell_runner, helper, literals, nbgrader_gradebook, notebooks
 from autograder.nbgrader_course.autograded import without_hidden_tests
 from autograder.course.sources import read_module
 from autograder.pages.gradescope_html import pictures
@@ -491,9 +491,9 @@ def plant(nb, faked: str = FAKED_CELL) -> None:
 
 
 def old_feedback_notebook(path: Path, result: dict):
-    """The control: what ``gradebook.feedback_notebooks`` wrote before it built from the course's notebooks: the
+    """The control: what ``nbgrader_gradebook.feedback_notebooks`` wrote before it built from the course's notebooks: the
     submitted notebook, with only the outputs of the cells it found by the student's own grade_id replaced."""
-    from autograder.nbgrader_course.gradebook import test_cell  # noqa: PLC0415 - at the top, pytest would collect it
+    from autograder.nbgrader_course.nbgrader_gradebook import test_cell  # noqa: PLC0415 - at the top, pytest would collect it
 
     by_cell = {test_cell(t["name"]): t for t in result.get("tests", [])}
     nb = nbformat.read(str(path), as_version=4)
@@ -537,11 +537,9 @@ def student_copy(source: Path, module: str, bug: bool = True):
 
 
 def test_autograded_notebooks_carry_only_what_the_kit_made(source, tmp_path):
-    """gradebook.feedback_notebooks builds each autograded/ notebook from source/: the master's metadata, cells
+    """nbgrader_gradebook.feedback_notebooks builds each autograded/ notebook from source/: the master's metadata, cells
     and ids; the student's answers as source text; no output but the kit's verdicts; no hidden test. The control:
     the old way (the submitted notebook, only its own test cells' outputs replaced) carried every plant."""
-    from autograder.nbgrader_course import autograded, gradebook  # noqa: PLC0415 - `gradebook` is this file's fixture at the top
-
     module = BUG_STEP.split(".")[0]
     course = tmp_path / "course"
     (course / "source" / ASSIGNMENT).mkdir(parents=True)
@@ -558,10 +556,10 @@ def test_autograded_notebooks_carry_only_what_the_kit_made(source, tmp_path):
     old = json.dumps(old_feedback_notebook(submitted / f"{module}.ipynb", result))
     assert [t for t in PLANTED_TEXT if t not in old] == []  # the control: the old way carried all of it
 
-    dest = gradebook.feedback_notebooks(course, ASSIGNMENT, "planter", submitted, result)
+    dest = nbgrader_gradebook.feedback_notebooks(course, ASSIGNMENT, "planter", submitted, result)
     assert sorted(p.name for p in dest.iterdir()) == sorted([f"{m}.ipynb" for m in COURSE.modules] + ["timestamp.txt"])
     expected = {name: autograded.verdict_outputs(t) for t in result["tests"]
-                for name in [gradebook.test_cell(t["name"])]}
+                for name in [nbgrader_gradebook.test_cell(t["name"])]}
     for m in COURSE.modules:
         text = (dest / f"{m}.ipynb").read_text()
         assert [t for t in PLANTED_TEXT if t in text] == [], m
@@ -653,25 +651,21 @@ def test_the_write_back_needs_the_courses_notebooks(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")  # alembic
     from nbgrader.api import Gradebook  # noqa: PLC0415 - optional: nbgrader is no dependency of the kit
 
-    from autograder.nbgrader_course import gradebook  # noqa: PLC0415 - `gradebook` is this file's fixture at the top
-
     with Gradebook(f"sqlite:///{tmp_path / 'gradebook.db'}") as gb:
         gb.add_assignment(ASSIGNMENT)
-    with pytest.raises(gradebook.GradebookError, match="grade nbgrader --course"):
-        gradebook.write(tmp_path, ASSIGNMENT, {"someone": {"tests": []}})
+    with pytest.raises(nbgrader_gradebook.GradebookError, match="grade nbgrader --course"):
+        nbgrader_gradebook.write(tmp_path, ASSIGNMENT, {"someone": {"tests": []}})
 
 
 def test_the_gradebook_write_back_gives_no_warning_of_nbgraders(source, tmp_path, monkeypatch):
     """nbgrader's own Gradebook.add_submission makes SQLAlchemy warn three times (a new submission linked before it
-    is added to the session): the control, called directly. gradebook.write, which calls it for a student new to
+    is added to the session): the control, called directly. nbgrader_gradebook.write, which calls it for a student new to
     the gradebook, lets none of them through, and silences nothing else."""
     pytest.importorskip("nbgrader")
     monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")  # alembic
 
     from nbgrader.api import Gradebook  # noqa: PLC0415 - optional: nbgrader is no dependency of the kit
     from sqlalchemy.exc import SAWarning  # noqa: PLC0415 - optional: nbgrader's dependency
-
-    from autograder.nbgrader_course import gradebook  # noqa: PLC0415 - `gradebook` is this file's fixture at the top
 
     (tmp_path / "source").mkdir()
     shutil.copytree(source, tmp_path / "source" / ASSIGNMENT)
@@ -685,17 +679,17 @@ def test_the_gradebook_write_back_gives_no_warning_of_nbgraders(source, tmp_path
             gb.add_student("control")
             gb.add_submission(ASSIGNMENT, "control")
     said = [str(w.message) for w in raw if issubclass(w.category, SAWarning)]
-    assert len(said) == 3 and all(re.match(gradebook.NBGRADER_SA_WARNING, m) for m in said), said
+    assert len(said) == 3 and all(re.match(nbgrader_gradebook.NBGRADER_SA_WARNING, m) for m in said), said
 
     with warnings.catch_warnings(record=True) as ours:
         warnings.simplefilter("always")
-        assert gradebook.write(tmp_path, ASSIGNMENT, {"someone": {"tests": []}}, db_url=url) == 0
+        assert nbgrader_gradebook.write(tmp_path, ASSIGNMENT, {"someone": {"tests": []}}, db_url=url) == 0
     assert [str(w.message) for w in ours] == []
     with Gradebook(url) as gb:
         assert gb.find_submission(ASSIGNMENT, "someone")  # the gradebook is complete all the same
     with warnings.catch_warnings(record=True) as other:
         warnings.simplefilter("always")
-        with gradebook._quiet_add_submission():
+        with nbgrader_gradebook._quiet_add_submission():
             warnings.warn("Object of type <Something> not in session", SAWarning, stacklevel=1)
             warnings.warn("another warning", UserWarning, stacklevel=1)
     assert len(other) == 2  # only nbgrader's three are silenced

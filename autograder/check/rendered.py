@@ -1,6 +1,6 @@
 """``grade check``'s results as a notebook shows them: the same table, words and pictures, as text and as HTML.
 
-The text is ``report.table`` and ``report.details``, as the terminal prints them. The HTML holds that text
+The text is ``printout.table`` and ``printout.details``, as the terminal prints them. The HTML holds that text
 in a ``<pre>``, then the feedback page's cards of the failing steps with their heatmaps (inline PNG, no
 script): what ``grade check --html`` writes, without the page's own style sheet, so the notebook's is left
 alone (as on Gradescope, ``pages/gradescope_html.py``).
@@ -12,7 +12,7 @@ from html import escape
 from autograder.grading.verdict import PASSED
 from autograder.pages import cards, feedback_page
 
-from . import report
+from . import printout
 
 PASSED_WORDS = "public checks passed; hidden cases are graded later"
 
@@ -26,18 +26,18 @@ def verdict(results) -> str:
 
 
 def text(results, said: str) -> str:
-    details = report.details(results)
-    return "\n".join([said, "", report.table(results, color=False)] + ([details] if details else [])
+    details = printout.details(results)
+    return "\n".join([said, "", printout.table(results, color=False)] + ([details] if details else [])
                      + ["", verdict(results)])
 
 
 def html(results, said: str) -> str:
     failing = [c for c in cards.from_check(results) if c.status != PASSED]
     pictures = feedback_page.draw_pictures(failing)  # matplotlib only when a public case fails
-    details = report.details(results)
+    details = printout.details(results)
     out = [f"<div class=\"attention-check\"><p>{escape(said)}</p>",
            f"<p><strong>{escape(verdict(results))}</strong></p>",
-           "<pre>" + escape(report.table(results, color=False) + ("\n" + details if details else "")) + "</pre>"]
+           "<pre>" + escape(printout.table(results, color=False) + ("\n" + details if details else "")) + "</pre>"]
     if failing:
         out.append(feedback_page.body(failing, pictures, "What to fix", []))
     out.append("</div>")

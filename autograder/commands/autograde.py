@@ -133,7 +133,7 @@ def _to_nbgrader(course_dir: Path, sources, out: Path) -> None:
     from autograder.outputs.results import ResultsError, read  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
 
     try:
-        from autograder.nbgrader_course import gradebook  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
+        from autograder.nbgrader_course import nbgrader_gradebook  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
         import nbgrader.api  # noqa: F401, PLC0415 - optional: nbgrader is no dependency of the kit
     except ImportError:
         console.warn(f"nbgrader is not installed here: the results are in {out}/, but nbgrader's gradebook was not "
@@ -147,12 +147,12 @@ def _to_nbgrader(course_dir: Path, sources, out: Path) -> None:
             continue
     assignment = sources[0].path.name
     try:
-        cells = gradebook.write(course_dir, assignment, results)
-    except gradebook.GradebookError as exc:
+        cells = nbgrader_gradebook.write(course_dir, assignment, results)
+    except nbgrader_gradebook.GradebookError as exc:
         raise UsageError(str(exc)) from None
     for source in sources:
         if source.name in results:
-            gradebook.feedback_notebooks(course_dir, assignment, source.name, source.path, results[source.name])
+            nbgrader_gradebook.feedback_notebooks(course_dir, assignment, source.name, source.path, results[source.name])
     console.say(f"nbgrader: {cells} grades of {len(results)} student(s) written to the gradebook of {course_dir}; "
                 f"feedback notebooks in {course_dir}/autograded/ (nbgrader generate_feedback {assignment})")
 

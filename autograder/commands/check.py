@@ -91,13 +91,13 @@ def show(results, path: Path, folder: Path, as_json: bool, color: bool, html_fil
          limits: dict | None = None) -> int:
     """Print the table and what to fix (or the JSON); with ``html_file``, write the page; the exit status.
     ``limits`` (autograde's, as recorded): one line at the end names those this machine cannot apply."""
-    from autograder.check import report  # noqa: PLC0415 - imported on first use: torch is slow to load
+    from autograder.check import printout  # noqa: PLC0415 - imported on first use: torch is slow to load
 
     if as_json:
-        console.say(json.dumps(report.as_json(results), indent=2))
+        console.say(json.dumps(printout.as_json(results), indent=2))
     else:
-        console.say(report.table(results, color=color))
-        text = report.details(results, color=color)
+        console.say(printout.table(results, color=color))
+        text = printout.details(results, color=color)
         if text:
             console.say(text)
     if html_file:

@@ -5,7 +5,7 @@ from pathlib import Path
 
 from autograder import console
 from autograder.course import CourseError
-from autograder.gradescope.build import build_gradescope
+from autograder.gradescope.autograder_zip import build_gradescope
 from autograder.usage import UsageError
 
 

@@ -66,7 +66,7 @@ def compare_class(submissions: list[Path], out: Path, against: Path | None = Non
     except ImportError:
         raise UsageError("grade similarity needs copydetect: pip install -e '.[similarity]'") from None
     from autograder.similarity import boilerplate, report_html, report_json  # noqa: PLC0415 - copydetect
-    from autograder.similarity.compare import compare  # noqa: PLC0415 - optional: the similarity extra
+    from autograder.similarity.rank import compare  # noqa: PLC0415 - optional: the similarity extra
     from autograder.similarity.fingerprint import Alphabet  # noqa: PLC0415 - optional: the similarity extra
 
     start = time.monotonic()

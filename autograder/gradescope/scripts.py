@@ -54,7 +54,7 @@ RESULTS="$ROOT/results/results.json"
 mkdir -p "$ROOT/results"
 rm -f "$RESULTS"
 
-cd "$ROOT/source" && AUTOGRADER_ROOT="$ROOT" PYTHONPATH="$ROOT/source" "$PY" -m autograder.gradescope.run
+cd "$ROOT/source" && AUTOGRADER_ROOT="$ROOT" PYTHONPATH="$ROOT/source" "$PY" -m autograder.gradescope.run_autograder
 status=$?
 
 if [ ! -s "$RESULTS" ]; then

@@ -10,7 +10,7 @@ from autograder.course.sources import ModuleSource, read_module, with_borrowed
 from autograder.unit import documents
 from autograder.unit import prose
 
-from . import cells, graded_cells, helper, literals
+from . import graded_cells, helper, literals, nbgrader_cells
 from .collect import Case
 
 KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
@@ -58,26 +58,26 @@ def build_notebook(course, module: str, solutions: Path, cases: dict[tuple[str, 
     nb = v4.new_notebook()
     nb.metadata["kernelspec"] = dict(KERNELSPEC)
     nb.metadata["language_info"] = {"name": "python"}
-    nb.cells.append(cells.markdown(prose.notebook_intro(course.title, module, source, points, len(steps)), "intro"))
-    nb.cells.append(cells.read_only(setup_source(imports), "setup"))
-    nb.cells.append(cells.read_only(helper.import_cell(), "checking_helper"))
+    nb.cells.append(nbgrader_cells.markdown(prose.notebook_intro(course.title, module, source, points, len(steps)), "intro"))
+    nb.cells.append(nbgrader_cells.read_only(setup_source(imports), "setup"))
+    nb.cells.append(nbgrader_cells.read_only(helper.import_cell(), "checking_helper"))
     for other, (taken, pieces) in borrowed.items():
-        nb.cells.append(cells.markdown(prose.borrowed_intro(other, taken), f"from_{other}"))
-        nb.cells.append(cells.solution("\n\n\n".join(pieces), f"from_{other}_code"))
+        nb.cells.append(nbgrader_cells.markdown(prose.borrowed_intro(other, taken), f"from_{other}"))
+        nb.cells.append(nbgrader_cells.solution("\n\n\n".join(pieces), f"from_{other}_code"))
 
     number = 0
     for name, piece in source.pieces.items():
         step = names.get(name)
         if step is None:  # not graded on its own: the student still writes it
-            nb.cells.append(cells.solution(piece, name))
+            nb.cells.append(nbgrader_cells.solution(piece, name))
             continue
         number += 1
         spec = course.steps[step]
         counts = {c: (cs.points, cs.visibility) for c, cs in spec.counts.items()}
-        nb.cells.append(cells.markdown(prose.step_intro(number, spec.title, name, source.docstrings[name], counts),
+        nb.cells.append(nbgrader_cells.markdown(prose.step_intro(number, spec.title, name, source.docstrings[name], counts),
                                        f"about_{name}"))
-        nb.cells.append(cells.solution(piece, name))
+        nb.cells.append(nbgrader_cells.solution(piece, name))
         for count, cspec in spec.counts.items():
             code = graded_cells.count_cell(step, count, cspec.points, cases[(step, count)], data)
-            nb.cells.append(cells.test(code, f"test_{name}_{count}", cspec.points))
+            nb.cells.append(nbgrader_cells.test(code, f"test_{name}_{count}", cspec.points))
     return nb

@@ -26,7 +26,7 @@ from . import leaks
 from .reproducible_zip import tree_entries, write_zip
 from .pins import installed_closure, python_range, requirements_txt
 from .student_code import PACKAGE_DIR, ReleaseError, student_package
-from .notebooks import write_notebooks
+from .student_notebooks import write_notebooks
 from .student_files import STUDENT_ROOTS, pyproject, readme
 
 MARKER = ".grade-release"  # says a folder is a bundle this command built, so the next build may replace it

@@ -5,7 +5,7 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
-from .compare import Comparison, Pair
+from .rank import Comparison, Pair
 from .extract import StepCode, Submission
 from .fingerprint import K, slices
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .compare import Comparison, Pair
+from .rank import Comparison, Pair
 
 
 def pair_json(pair: Pair) -> dict:

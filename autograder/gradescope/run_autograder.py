@@ -1,6 +1,6 @@
 """Inside Gradescope: grade the submission into ``results/results.json``, whatever happens.
 
-Run by ``run_autograder`` as ``python -m autograder.gradescope.run``. Standard library only, so it
+Run by ``run_autograder`` as ``python -m autograder.gradescope.run_autograder``. Standard library only, so it
 still writes a results.json when torch or the kit cannot even be imported. Gradescope puts the
 uploaded files straight in ``submission/``; students sometimes upload a folder (or a zip of one), so
 the submission is the shallowest folder that holds one of the unit's modules.
