@@ -179,6 +179,19 @@ def with_similar_pairs(out: Path, summary: dict) -> dict:
     return {**summary, "similar_pairs": similar_pairs(out)}
 
 
+def add_similar_pairs(out: Path) -> bool:
+    """Where ``out`` is a results folder of ``grade autograde``, its summary and dashboard gain the top pairs of
+    ``grade similarity``; False when ``out`` holds no summary (then similarity.html is the report)."""
+    try:
+        summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    summary = with_similar_pairs(out, summary)
+    write_atomic(out / "summary.json", summary)
+    dashboard.write(out / "summary.html", summary)
+    return True
+
+
 def write(course: Course, out: Path, grader_errors: list[str] = (), previous: dict | None = None, roster=None) -> dict:
     """``previous``: submission -> step -> points before this run regraded it (pages/changes.snapshot);
     ``roster``: the roster's students (export/roster.py), or None: then nothing is said about a roster."""

@@ -1,17 +1,14 @@
 """``grade similarity``: rank suspiciously similar submissions, per step and overall; never a verdict."""
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from autograder import console
-from autograder.autograde.summary import with_similar_pairs
+from autograder.autograde import summary
 from autograder.course import CourseError, load_course
 from autograder.intake.discover import Source, discover, nbgrader_submissions
-from autograder.outputs.results import write_atomic
-from autograder.pages import dashboard
 from autograder.similarity.extract import collect
 from autograder.usage import UsageError
 
@@ -103,11 +100,5 @@ def compare_class(submissions: list[Path], out: Path, against: Path | None = Non
 
 def _to_dashboard(out: Path) -> None:
     """Where ``out`` is a results folder of ``grade autograde``, its dashboard lists the top pairs too."""
-    try:
-        summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return  # not a results folder: similarity.html is the report
-    summary = with_similar_pairs(out, summary)
-    write_atomic(out / "summary.json", summary)
-    dashboard.write(out / "summary.html", summary)
-    console.note(f"the dashboard {out / 'summary.html'} lists the top pairs")
+    if summary.add_similar_pairs(out):
+        console.note(f"the dashboard {out / 'summary.html'} lists the top pairs")
