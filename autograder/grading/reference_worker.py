@@ -112,8 +112,9 @@ class StandinCalls:
             return refused("no such stand-in here")
         # how a module was built (``build``) changes no answer: it only lets the reference worker build a module it
         # no longer holds (a build that is not what the call names is answered stale, and never kept)
-        key = self.reference.answers.key(json.dumps({k: v for k, v in message.items() if k != "build"}).encode(), blob)
-        return self.reference.call(json.dumps(message).encode("utf-8"), blob, deadline, key)
+        header = json.dumps(message).encode("utf-8")
+        plain = header if "build" not in message else json.dumps({k: v for k, v in message.items() if k != "build"}).encode()
+        return self.reference.call(header, blob, deadline, self.reference.answers.key(plain, blob))
 
 
 def _tree(message: dict):
