@@ -207,12 +207,14 @@ def fresh_copy(course: Path, dest: Path) -> Path:
 
 
 def side_by_side(work: Path, n: int, repeat: int, jobs: int | None, timeout: float,
-                 mix: list[str] | None = None) -> dict:
+                 mix: list[str] | None = None, keep: bool = True) -> dict:
+    """The course, then ``repeat`` pairs (nbgrader, kit), each pair's scores compared; ``keep``: keep the copies."""
     env = jupyter_env(work / "jupyter")
     course = work / "course"
     who = make_course(course, students(n, mix), env)
     kit_args = ["--jobs", str(jobs)] if jobs else []
     runs: list[dict] = []
+    differ: list[str] = []
     for r in range(repeat):
         a = fresh_copy(course, work / f"nbgrader{r}")
         nb = measure([str(NBGRADER), "autograde", ASSIGNMENT], cwd=a, env=env, log=work / f"nbgrader{r}.log",
@@ -220,17 +222,18 @@ def side_by_side(work: Path, n: int, repeat: int, jobs: int | None, timeout: flo
         b = fresh_copy(course, work / f"kit{r}")
         kit = measure(grade_cmd("autograde", "--nbgrader", str(b), "--out", str(b / "kit-results"), *kit_args),
                       cwd=ROOT, env=env, log=work / f"kit{r}.log", timeout=timeout)
-        runs.append({"nbgrader": nb, "kit": kit, "a": a, "b": b})
         for name, m in (("nbgrader", nb), ("kit", kit)):
             if m.returncode != 0:
                 raise RuntimeError(f"{name} run {r} exited {m.returncode}: see {work / f'{name}{r}.log'}")
-    last = runs[-1]
-    differ = compare(gradebook_points(last["a"]), gradebook_points(last["b"]), kit_totals(last["b"] / "kit-results"),
-                     who)
+        totals = kit_totals(b / "kit-results")
+        differ += [d for d in compare(gradebook_points(a), gradebook_points(b), totals, who) if d not in differ]
+        runs.append({"nbgrader": nb, "kit": kit})
+        if not keep:
+            shutil.rmtree(a, ignore_errors=True)
+            shutil.rmtree(b, ignore_errors=True)
     log = (work / f"kit{repeat - 1}.log").read_text().strip().splitlines()
     isolation = next((line for line in reversed(log) if "isolation" in line), "")
-    return {"who": who, "runs": runs, "differ": differ, "isolation": isolation,
-            "totals": kit_totals(last["b"] / "kit-results")}
+    return {"who": who, "runs": runs, "differ": differ, "isolation": isolation, "totals": totals}
 
 
 def report(result: dict, n: int, jobs: int | None) -> str:
@@ -299,7 +302,8 @@ def main() -> None:
     work = args.keep or Path(tempfile.mkdtemp(prefix="grade-nbbench-"))
     work.mkdir(parents=True, exist_ok=True)
     try:
-        print(report(side_by_side(work, args.n, args.repeat, args.jobs, args.timeout, mix), args.n, args.jobs))
+        print(report(side_by_side(work, args.n, args.repeat, args.jobs, args.timeout, mix,
+                                  keep=bool(args.keep)), args.n, args.jobs))
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)

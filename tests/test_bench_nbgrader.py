@@ -122,15 +122,17 @@ def test_the_course_is_made_and_each_solution_cell_holds_the_students_code(cours
 @pytest.mark.unit
 def test_the_filled_notebooks_grade_as_their_corpus_labels(course):
     """In-process, nbgrader's way: correct passes every test cell, the buggy student fails exactly its labelled
-    step's cells, the stubs fail all. Control: the buggy student's notebooks put in place of the correct one's fail
-    (so a filling that left the reference code in place would be caught)."""
+    step's cells, the stubs fail all. Control: the source notebooks graded the same way (a filling that left the
+    reference code in place) fail nothing, so they would not match the buggy student's label."""
     source = course / "source" / bench.ASSIGNMENT
     graded = {s: graded_in_process(source, course / "submitted" / s / bench.ASSIGNMENT) for s in WHO}
     assert len(graded["ana"]) == sum(len(spec.counts) for spec in COURSE.steps.values())
     for student, name in WHO.items():
         failed = {cell for cell, ok in graded[student].items() if not ok}
         assert failed == label_cells(name), student
-    assert label_cells("bug_no_scaling") and label_cells("bug_no_scaling") != label_cells("correct_einsum")
+    reference = graded_in_process(source, source)
+    assert reference.keys() == graded["ben"].keys() and all(reference.values())
+    assert label_cells("bug_no_scaling")
 
 
 @pytest.mark.unit
