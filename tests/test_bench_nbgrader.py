@@ -104,7 +104,6 @@ def label_cells(name: str) -> set[str]:
     return {f"{s.split('.')[0]}/test_{s.split('.', 1)[1]}_{c}" for s in steps for c in COURSE.steps[s].counts}
 
 
-@pytest.mark.unit
 def test_the_course_is_made_and_each_solution_cell_holds_the_students_code(course):
     release = course / "release" / bench.ASSIGNMENT
     for student, name in WHO.items():
@@ -119,7 +118,6 @@ def test_the_course_is_made_and_each_solution_cell_holds_the_students_code(cours
         1 for p in release.glob("*.ipynb") for c in nbformat.read(str(p), 4).cells if _meta(c).get("solution"))
 
 
-@pytest.mark.unit
 def test_the_filled_notebooks_grade_as_their_corpus_labels(course):
     """In-process, nbgrader's way: correct passes every test cell, the buggy student fails exactly its labelled
     step's cells, the stubs fail all. Control: the source notebooks graded the same way (a filling that left the
