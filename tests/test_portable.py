@@ -92,3 +92,43 @@ def test_the_student_code_compiles_on_other_pythons(tmp_path):
         tried.append(version)
     if not tried:
         pytest.skip("no other Python version installed here")
+
+
+#: a spawned worker whose import of MODULE takes as long as ``import torch`` can on a busy machine (seconds beyond the
+#: step's wall-clock budget of 20 s): only in the workers, which alone carry the start-up token in their environment
+SLOW_IMPORT = """
+import os, sys, time
+if "AUTOGRADER_WORKER_TOKEN" in os.environ:
+    class _Slow:
+        def find_spec(self, name, path=None, target=None):
+            if name.rsplit(".", 1)[-1] == "{module}":
+                sys.meta_path.remove(self)
+                time.sleep(22)
+            return None
+    sys.meta_path.insert(0, _Slow())
+"""
+
+
+def _slow_shim(tmp_path: Path, module: str) -> Path:
+    shim = tmp_path / f"slow-{module}"
+    shim.mkdir()
+    (shim / "sitecustomize.py").write_text(HIDE_POSIX + SLOW_IMPORT.replace("{module}", module))
+    return shim
+
+
+def _one_step(home: Path, shim: Path) -> dict:
+    run = run_grade("check", str(CORPUS / "correct_loops"), "--step", "simple_attention.attention_scores", "--json",
+                    cwd=home, env={"PYTHONPATH": os.pathsep.join([str(home), str(shim)])}, timeout=600)
+    return json.loads(run.stdout)["steps"][0]
+
+
+@pytest.mark.slow
+def test_a_worker_s_slow_start_is_not_counted_against_the_step(student_copy, tmp_path):
+    """Without fork, each worker is a new process that imports torch (1.5 s on a quiet machine, 7 s and more on a busy
+    one): that is the grader's start-up, not the student's time. The control: a slow import of the student's own
+    module, which is the step's, still runs out of the step's time limit, so the test can tell."""
+    home, _ = student_copy
+    step = _one_step(home, _slow_shim(tmp_path, "torch"))
+    assert step["status"] == "passed" and step["points"] == step["max_points"], step
+    control = _one_step(home, _slow_shim(tmp_path, "simple_attention"))
+    assert control["status"] != "passed" and "time limit" in json.dumps(control), control

@@ -201,14 +201,15 @@ def test_a_forged_build_is_not_kept_under_another_module_s_name():
     honest_rng = torch.get_rng_state()
     init = '[[3, 2, 6, 0.0], {"$dict": {}}]'
     handle = standins.construct_handle("causal_attention.CausalAttention", init, honest_rng)
-    forged = {"init": '[[3, 2, 6, 0.9], {"$dict": {}}]', "rng": honest_rng}
+    rng_text = honest_rng.numpy().tobytes().hex()  # a build's random state travels as text
+    forged = {"init": '[[3, 2, 6, 0.9], {"$dict": {}}]', "rng": rng_text}
     request = {"op": "forward", "step": "causal_attention.CausalAttention", "handle": handle, "held": [0, 1, 2, 3],
                "args": [[{"$in": 0}], {"$dict": {}}], "rng": honest_rng, "n_state": 4,
                "inputs": [torch.rand(1, 3, 3), None, None, None, None], "tree": json.dumps(_tree_of(3, 2, 6, 0.0))}
     assert server.answer({**request, "build": forged})["error"]["type"] == standins.STALE
     assert handle not in server.held
     # control: the honest build is built, kept under its own name, and answers
-    assert server.answer({**request, "build": {"init": init, "rng": honest_rng}})["ok"]
+    assert server.answer({**request, "build": {"init": init, "rng": rng_text}})["ok"]
     assert handle in server.held
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from autograder.worker import tempdirs, wire
 
 from . import uids
+from .standin_answers import StandinAnswers
 from .workers import WorkerError
 
 #: the reference worker's CPU: it serves a whole batch (a call's wall-clock time is the caller's deadline)
@@ -41,6 +42,7 @@ class ReferenceWorker:
         self._worker = None
         self._owner = None  # the process that started it: a forked batch job starts its own
         self._root: Path | None = None
+        self.answers = StandinAnswers()  # the same call, the same answer: asked again, answered here
 
     def _start(self, deadline: float) -> None:
         self._root = tempdirs.make("grade-reference-", mode=0o711)
@@ -53,9 +55,13 @@ class ReferenceWorker:
                              deadline=min(deadline, time.monotonic() + 60))
         self._owner = os.getpid()
 
-    def call(self, header: bytes, blob: bytes, deadline: float) -> bytes:
+    def call(self, header: bytes, blob: bytes, deadline: float, key: bytes | None = None) -> bytes:
         """Relay one checked stand-in call (a frame's header and blob, undecoded) and return the answer's
-        frame, undecoded too; the caller's deadline is the call's."""
+        frame, undecoded too; the caller's deadline is the call's. A call asked before is answered as then."""
+        key = self.answers.key(header, blob) if key is None else key
+        kept = self.answers.get(key)
+        if kept is not None:
+            return kept
         if self._owner != os.getpid() or self._worker is None or self._worker.dead:
             if self._owner == os.getpid():
                 self.close()
@@ -66,7 +72,9 @@ class ReferenceWorker:
                 return refused("the grader could not start its stand-ins")
         try:
             answer_header, answer_blob, _ = self._worker.exchange(wire.frame(header, blob), deadline)
-            return wire.frame(answer_header, answer_blob)
+            answer = wire.frame(answer_header, answer_blob)
+            self.answers.put(key, answer_header, answer)
+            return answer
         except WorkerError as exc:
             self.close()  # started again for the next call
             if exc.limit == "time":
@@ -102,7 +110,11 @@ class StandinCalls:
                 or type(message.get("step")) is not str or message["step"] not in holds \
                 or not _steps_held(_tree(message), holds, message["step"]):
             return refused("no such stand-in here")
-        return self.reference.call(json.dumps(message).encode("utf-8"), blob, deadline)
+        # how a module was built (``build``) changes no answer: it only lets the reference worker build a module it
+        # no longer holds (a build that is not what the call names is answered stale, and never kept)
+        header = json.dumps(message).encode("utf-8")
+        plain = header if "build" not in message else json.dumps({k: v for k, v in message.items() if k != "build"}).encode()
+        return self.reference.call(header, blob, deadline, self.reference.answers.key(plain, blob))
 
 
 def _tree(message: dict):

@@ -22,6 +22,8 @@ from autograder.worker import protocol
 from .workers import Worker, WorkerError
 
 TOKEN_BYTES = 32  # hex characters of the token a spawned worker sends first
+#: how long a spawned worker may take to start (Python, then ``import torch``: seconds on a busy machine) and connect
+START_SECONDS = 120
 
 
 class SpawnedSandbox:
@@ -39,7 +41,7 @@ class SpawnedSandbox:
         self.scratch.mkdir(parents=True, exist_ok=True)
         token = secrets.token_hex(TOKEN_BYTES // 2)
         with socket.create_server(("127.0.0.1", 0)) as listener, open(output, "wb") as out:
-            listener.settimeout(60)
+            listener.settimeout(START_SECONDS)
             env = {**os.environ, "AUTOGRADER_WORKER_TOKEN": token, "OMP_NUM_THREADS": "1"}
             package_root = str(Path(__file__).resolve().parents[2])
             env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))

@@ -164,7 +164,7 @@ class Server:
             held = self.held.get(request.get("handle"))
             if held is None and isinstance(request.get("build"), dict):  # built here now, as the caller built it
                 self.construct({"step": request["step"], "init": request["build"].get("init"),
-                                "rng": request["build"].get("rng")})
+                                "rng": _state(request["build"].get("rng"))})
                 held = self.held.get(request.get("handle"))  # None still if the handle is not what was built
             if held is None:
                 return {"ok": False, "error": {"type": STALE}}
@@ -261,6 +261,13 @@ def _gradients(output, grad_outputs, targets: list) -> list:
     else:
         found = [None] * len(targets)
     return [None if g is None else g.detach() for g in found]
+
+
+def _state(text) -> torch.Tensor:
+    """A random state sent as hexadecimal text (a ``build``'s: not a tensor, so the call's blob is the same with it)."""
+    if type(text) is not str or len(text) > 65536:
+        raise TypeError("a build's random state must be its bytes in hexadecimal")
+    return torch.frombuffer(bytearray(bytes.fromhex(text)), dtype=torch.uint8)
 
 
 def _bytes(held) -> int:

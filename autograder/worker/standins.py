@@ -52,7 +52,9 @@ def _ask(call: Call, message: dict) -> dict:
     if isinstance(answer, dict) and (answer.get("error") or {}).get("type") == STALE and message.get("built"):
         # not kept there (built here from a cached answer, or dropped since): it is built there again from how it
         # was built here, and kept for the calls that follow
-        answer = call(_sent({**message, "build": message["built"]}))
+        # (its random state as text: the call's tensors, and so its blob, stay what they were)
+        built = message["built"]
+        answer = call(_sent({**message, "build": {"init": built["init"], "rng": built["rng"].numpy().tobytes().hex()}}))
     if isinstance(answer, dict) and (answer.get("error") or {}).get("type") == STALE:
         answer = call(_sent({**message, "held": []}))
     if not isinstance(answer, dict) or not answer.get("ok"):

@@ -1,0 +1,65 @@
+"""The reference worker's answers kept by the trusted side, so that a stand-in call asked before is not run again.
+
+A stand-in call (``worker/standins.py``) is plain data: the step, the module's tree, the tensors it is given and
+the random state. The reference worker's answer is a function of that data alone: it keeps no student state,
+and what it keeps (``reference_server.py``: modules built from given arguments and a random state, named by
+their digest) is the same for every submission. So the same call gets the same answer, and in a class most
+calls are the same: every student whose ``MultiHeadAttentionWrapper`` is right calls its heads on the
+course's tensors with the heads the seed draws. The trusted side answers those from here: no relay to the
+reference worker and back, no run there.
+
+Kept: ``ok`` answers only (never a ``$stale`` one, which says what the reference worker holds now). A
+forward's answer names the graph the reference worker kept for its backward; given again from here, that name
+may be spent. The backward that names it is then either a call asked before (answered from here) or answered
+``$stale``, and the proxy runs the forward again with the gradients asked for, as when the graph was dropped.
+"""
+from __future__ import annotations
+
+import collections
+import hashlib
+
+#: what the kept answers may hold in all, and the largest one kept (GPT-2's outputs are over a megabyte)
+MAX_BYTES = 64 * 2**20
+MAX_ANSWER = 2 * 2**20
+
+
+class StandinAnswers:
+    def __init__(self, max_bytes: int = MAX_BYTES, max_answer: int = MAX_ANSWER):
+        self.max_bytes = max_bytes
+        self.max_answer = max_answer
+        self._answers: collections.OrderedDict[bytes, bytes] = collections.OrderedDict()
+        self._bytes = 0
+        self.hits = self.misses = 0
+
+    @staticmethod
+    def key(header: bytes, blob: bytes) -> bytes:
+        digest = hashlib.blake2b(header, digest_size=32)
+        digest.update(len(header).to_bytes(8, "big"))
+        digest.update(blob)
+        return digest.digest()
+
+    def get(self, key: bytes) -> bytes | None:
+        answer = self._answers.get(key)
+        if answer is None:
+            self.misses += 1
+            return None
+        self.hits += 1
+        self._answers.move_to_end(key)
+        return answer
+
+    def put(self, key: bytes, header: bytes, answer: bytes) -> None:
+        """Keep ``answer`` (a whole frame) if its header (``header``, JSON text) says it is an ``ok`` answer."""
+        if len(answer) > self.max_answer or not _ok(header):
+            return
+        old = self._answers.pop(key, None)
+        if old is not None:
+            self._bytes -= len(old)
+        self._answers[key] = answer
+        self._bytes += len(answer)
+        while self._bytes > self.max_bytes and self._answers:
+            self._bytes -= len(self._answers.popitem(last=False)[1])
+
+
+def _ok(header: bytes) -> bool:
+    """Whether an answer's header is an ``ok`` answer: the reference server writes ``{"ok": true, ...}`` first."""
+    return header.startswith(b'{"ok": true')
