@@ -97,7 +97,7 @@ def _session_left(sid: int) -> list[int]:
 def measure(cmd: list[str], cwd: Path | None = None, env: dict | None = None, log: Path | None = None,
             sample_every: float | None = None, timeout: float | None = None) -> Measured:
     """Run ``cmd`` once (output appended to ``log``, else thrown away) and measure it; see the module docstring."""
-    out = open(log, "ab") if log else open(os.devnull, "wb")  # noqa: SIM115
+    out = open(log, "ab") if log else open(os.devnull, "wb")  # noqa: SIM115 - closed in the finally below, after the command
     try:
         start = time.perf_counter()
         proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,

@@ -41,7 +41,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script: bench/ is on the path, the kit's root is not
     sys.path.insert(0, str(ROOT))
 
-from bench.measure import measure  # noqa: E402
+from bench.measure import measure  # noqa: E402 - after the kit's root is put on the path
 
 CORPUS = ROOT / "tests" / "corpus" / "submissions"
 ASSIGNMENT = "attention"
@@ -82,7 +82,7 @@ def _run(cmd: list[str], cwd: Path, env: dict | None = None, timeout: float = 90
 
 # -- the students' notebooks --------------------------------------------------------------------------------
 def _used_names(piece: str) -> set[str]:
-    import ast  # noqa: PLC0415
+    import ast  # noqa: PLC0415 - only where a module's source is read
 
     return {n.id for n in ast.walk(ast.parse(piece)) if isinstance(n, ast.Name)}
 
@@ -111,9 +111,9 @@ def fill_notebook(release_nb: Path, submission: Path, dest: Path) -> list[str]:
     definitions from that module, with the helpers they use; imports the setup cell lacks, and the module's
     definitions no cell asks for (its own helpers), go at the top of the first solution cell. A name the
     submission does not define keeps the release's stub. Returns the grade_ids filled."""
-    import nbformat  # noqa: PLC0415
+    import nbformat  # noqa: PLC0415 - slow to load: only where notebooks are filled
 
-    from autograder.nbgrader_course.sources import read_module  # noqa: PLC0415
+    from autograder.course.sources import read_module  # noqa: PLC0415 - the kit is imported once the bench has checked it is installed
 
     module = release_nb.stem
     nb = nbformat.read(str(release_nb), as_version=4)
@@ -169,7 +169,7 @@ def make_course(course: Path, who: dict[str, str], env: dict) -> dict[str, str]:
 # -- the two graders' points --------------------------------------------------------------------------------
 def gradebook_points(course: Path) -> dict[str, dict[str, float]]:
     """student -> {"<notebook>/<test cell>": its score} from the course's gradebook.db (nbgrader's API)."""
-    from nbgrader.api import Gradebook  # noqa: PLC0415
+    from nbgrader.api import Gradebook  # noqa: PLC0415 - an optional extra: only where scores are compared
 
     points: dict[str, dict[str, float]] = {}
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:

@@ -19,7 +19,7 @@ import pytest
 
 from autograder.course import load_course
 from autograder.nbgrader_course import helper
-from autograder.nbgrader_course.sources import read_module
+from autograder.course.sources import read_module
 
 from .conftest import MANIFEST, ROOT
 
