@@ -9,7 +9,7 @@ import shutil
 
 import pytest
 
-from autograder.autograde.session import Grader
+from autograder.grading.suites.session import Grader
 
 from .conftest import CORPUS, ROOT
 

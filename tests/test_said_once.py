@@ -8,8 +8,8 @@ import re
 import pytest
 import torch
 
-from autograder.autograde import gradescope_results
-from autograder.autograde.plugin import FAILED, Outcome
+from autograder.grading.suites import gradescope_results
+from autograder.grading.suites.plugin import FAILED, Outcome
 from autograder.course import load_course
 from autograder.feedback.gradients import said_once
 from autograder.feedback.redact import KEPT_NAMES, redact_text

@@ -88,7 +88,7 @@ class WarmGrader(WorkerPlugin):
             return
         zygote = Zygote()  # imports torch while we import ours and load the course
         try:
-            from autograder.autograde.session import Grader  # noqa: PLC0415 - imported on first use: torch is slow to load
+            from autograder.grading.suites.session import Grader  # noqa: PLC0415 - imported on first use: torch is slow to load
 
             grader = Grader(Path(self.course_file))
             grader.adopt(zygote)

@@ -185,7 +185,7 @@ def cluster_options(executor: str, scheduler: str | None, local_workers: int | N
 
 
 def _load(course_file: Path):
-    from autograder.autograde.session import Grader  # noqa: PLC0415 - imports torch
+    from autograder.grading.suites.session import Grader  # noqa: PLC0415 - imports torch
     from autograder.course import CourseError  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
 
     try:
