@@ -231,16 +231,16 @@ def grade(grader, submissions: tuple[Path, ...], out: Path, n_jobs: int, force: 
         grader_frames: dict[str, list[str]] = {}  # the grader's frames of calls into a submission that failed
         interrupted = False
         with tqdm(total=len(todo), unit="submission", desc="grading", file=sys.stderr, disable=None) as bar:
-            def on_done(item: dict) -> None:
-                key = "full" if item["score"] == top else "zero" if item["score"] == 0 else "partial"
+            def on_done(graded) -> None:  # a GradedSubmission (grading/suites/graded.py), written
+                key = "full" if graded.score == top else "zero" if graded.score == 0 else "partial"
                 counts[key] += 1
-                levels.add(item["isolation"])
-                grader_errors[item["name"]] = item.get("grader_errors", [])
-                grader_frames[item["name"]] = item.get("grader_frames", [])
+                levels.add(graded.isolation)
+                grader_errors[graded.name] = list(graded.grader_errors)
+                grader_frames[graded.name] = list(graded.grader_frames)
                 bar.set_postfix(counts, refresh=False)
                 bar.update(1)
-                note = f"  ({item['problem']})" if item["problem"] else ""
-                tqdm.write(f"{item['name']}: {item['score']:g}/{top:g}{note}")
+                note = f"  ({graded.problem})" if graded.problem else ""
+                tqdm.write(f"{graded.name}: {graded.score:g}/{top:g}{note}")
 
             try:
                 if cluster is None:
