@@ -1,7 +1,9 @@
-"""``grade autograde``: grade a class's submissions with the hidden suites, in parallel, resumably.
+"""The batch pipeline of ``grade autograde``: discover, stage, hash and resume, check the isolation, grade
+(``--jobs`` processes here, or Dask), show the progress, write the class summary.
 
 Each submission's results.json is written as soon as it is graded; a re-run skips submissions already
 graded with the same submission and grader (content hashes), so an interrupted batch resumes where it stopped.
+``main``'s keyword defaults are the command line's; ``autograder/commands/autograde.py`` checks the options.
 """
 from __future__ import annotations
 
@@ -24,7 +26,8 @@ def main(submissions: tuple[Path, ...] = (), out: Path = Path("results"), course
          nbgrader_course: Path | None = None, assignment: str | None = None,
          trust_submissions: bool = False, require: str | None = None, executor: str = "local",
          scheduler: str | None = None, local_workers: int | None = None, roster_file: Path | None = None) -> int:
-    """Grade ``submissions`` (or an nbgrader course's submitted/ notebooks) into ``out``.
+    """Grade ``submissions`` (or an nbgrader course's submitted/ notebooks) into ``out``; the options are
+    ``grade autograde``'s, checked (``autograder/commands/autograde.py``).
 
     ``executor``: ``local`` (``n_jobs`` processes here) or ``dask`` (a scheduler at ``scheduler``, or a
     LocalCluster of ``local_workers``; docs/cluster.md). ``require``: the lowest isolation level to grade at.
@@ -51,10 +54,8 @@ def _main(submissions, out, course_file, n_jobs, force, times_file, nbgrader_cou
     from autograder.intake import times  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
     from autograder.intake.discover import nbgrader_submissions  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
 
-    if bool(submissions) == bool(nbgrader_course):
-        raise UsageError("give SUBMISSIONS (folders, .zip archives, notebooks) or --nbgrader COURSE_DIR, not both "
-                         "or neither")
-    cluster = cluster_options(executor, scheduler, local_workers, n_jobs)
+    cluster = None if executor == "local" else {
+        "scheduler": scheduler, "local_workers": None if scheduler else local_workers or os.cpu_count() or 1}
     roster = _roster(roster_file) if roster_file else None
     try:
         submitted = times.read(times_file) if times_file else {}
@@ -165,23 +166,6 @@ def _roster(path: Path):
         return read_roster(path)
     except RosterError as exc:
         raise UsageError(str(exc)) from None
-
-
-def cluster_options(executor: str, scheduler: str | None, local_workers: int | None, n_jobs: int | None) -> dict | None:
-    """--executor dask's options ({scheduler, local_workers}), or None for the local executor."""
-    if executor == "local":
-        if scheduler or local_workers:
-            raise UsageError("--scheduler and --local-workers go with --executor dask")
-        return None
-    if scheduler and local_workers:
-        raise UsageError("--scheduler ADDRESS or --local-workers N, not both")
-    if n_jobs:
-        raise UsageError("--jobs is for --executor local; on Dask, the workers are the jobs (--local-workers N)")
-    try:
-        import distributed  # noqa: F401, PLC0415 - optional: the cluster extra
-    except ImportError:
-        raise UsageError("--executor dask needs Dask: pip install -e '.[cluster]' (docs/cluster.md)") from None
-    return {"scheduler": scheduler, "local_workers": None if scheduler else local_workers or os.cpu_count() or 1}
 
 
 def _load(course_file: Path):
