@@ -26,7 +26,7 @@ from distributed.diagnostics.plugin import WorkerPlugin
 
 from autograder.autograde import content_hashes
 from autograder.grading.isolation_levels import may_grade
-from autograder.grading.zygote_client import Zygote
+from autograder.sandbox.zygote import Zygote
 from autograder.worker import tempdirs
 from autograder.worker.syscalls import die_with_parent
 

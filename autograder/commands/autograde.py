@@ -47,7 +47,7 @@ def main(submissions: tuple[Path, ...] = (), out: Path = Path("results"), course
 
 def _main(submissions, out, course_file, n_jobs, force, times_file, nbgrader_course, assignment, trust_submissions,
           require, executor, scheduler, local_workers, roster_file) -> int:
-    from autograder.grading.zygote_client import Zygote  # noqa: PLC0415 - no torch: the zygote starts first
+    from autograder.sandbox.zygote import Zygote  # noqa: PLC0415 - no torch: the zygote starts first
     from autograder.intake import times  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
     from autograder.intake.discover import nbgrader_submissions  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -18,12 +17,12 @@ import sysconfig
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from autograder.worker import protocol, waits
+from autograder.worker import protocol
 
 from . import uids
 
 if TYPE_CHECKING:
-    from .workers import Sandbox
+    from .host import Sandbox
 
 WORKER_PACKAGE = Path(__file__).resolve().parent.parent / "worker"
 
@@ -137,7 +136,7 @@ class Zygote:
 
     def open(self, request: dict) -> "Sandbox":
         """Fork a host for one submission (``request``: folder, scratch, limits, uid_base)."""
-        from .workers import Sandbox  # noqa: PLC0415 - imports torch (the wire), which this module does not
+        from .host import Sandbox  # noqa: PLC0415 - imports torch (the wire), which this module does not
 
         self.isolation  # noqa: B018 - the start-up line comes first on the control channel
         ours, theirs = socket.socketpair()
@@ -186,83 +185,6 @@ class Zygote:
         os.close(self._uid_lock)  # (the lock stays held through the other copies)
 
     def __enter__(self) -> "Zygote":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-
-class LocalZygote:
-    """Hosts for ``grade check`` on a student's own machine, without a second interpreter.
-
-    Nothing secret lives in a student's ``grade check`` process (only public cases), so it can be its
-    own zygote and save a second ``import torch``: it forks each submission's host, which forks a worker
-    per step, with the time, memory and output limits (confine.py, level rlimits). Where ``os.fork`` does
-    not exist (Windows), each worker is a process of its own instead (``spawned.py``), the time limit
-    kept from here.
-    """
-
-    def __init__(self) -> None:  # no separate interpreter
-        import torch  # noqa: PLC0415 - imported on first use: torch is slow to load
-
-        from autograder.worker import confine, zygote  # noqa: PLC0415 - imported on first use: torch is slow to load
-
-        self.forks = hasattr(os, "fork")
-        if self.forks:
-            # One intra-op thread, before any thread pool exists: an OpenMP pool does not survive fork().
-            torch.set_num_threads(1)
-            zygote.warm_up()
-        self._children: set[int] = set()
-        self._plan = confine.plan_for_zygote(0, [], local=True)
-
-    @property
-    def isolation(self) -> str:
-        how = "" if self.forks else "; each worker a process of its own (no fork on this system)"
-        return self._plan.describe() + how
-
-    @property
-    def level(self) -> str:
-        return self._plan.level
-
-    def open(self, request: dict):
-        if not self.forks:
-            from .spawned import SpawnedSandbox  # noqa: PLC0415 - imported on first use: torch is slow to load
-
-            return SpawnedSandbox(request)
-        from autograder.worker import host  # noqa: PLC0415 - imported on first use: torch is slow to load
-
-        from .workers import Sandbox  # noqa: PLC0415 - imported on first use: torch is slow to load
-
-        from autograder.worker import confine  # noqa: PLC0415 - imported when needed: the zygote starts before the rest loads
-
-        ours, theirs = socket.socketpair()
-        me = os.getpid()
-        pid = os.fork()
-        if pid == 0:  # pragma: no cover - runs in the child
-            try:
-                confine.die_with(me)
-                ours.close()
-                host.run(theirs, request, self._plan)
-            finally:
-                os._exit(0)
-        theirs.close()
-        self._children.add(pid)
-        return Sandbox(ours, pid, self)
-
-    def reap(self, pid: int) -> dict:
-        self._children.discard(pid)
-        return waits.reap(pid, 2.0)
-
-    def close(self) -> None:
-        for pid in list(self._children):
-            try:
-                os.kill(pid, signal.SIGKILL)
-                os.waitpid(pid, 0)
-            except (ChildProcessError, ProcessLookupError):
-                pass
-        self._children.clear()
-
-    def __enter__(self) -> "LocalZygote":
         return self
 
     def __exit__(self, *exc) -> None:

@@ -28,7 +28,7 @@ def run(control: socket.socket, request: dict, plan: confine.Plan) -> None:
     workdir = "/tmp/work" if plan.level == confine.NAMESPACES else request["scratch"]
     os.makedirs(workdir, mode=0o755, exist_ok=True)
     uid_base, spawned, current = int(request.get("uid_base", 0)), 0, None
-    uid_count = max(1, int(request.get("uids", 1000)))  # grading/uids.py: which uids of the block are ours
+    uid_count = max(1, int(request.get("uids", 1000)))  # sandbox/uids.py: which uids of the block are ours
     # uid+rlimits: a uid that owns a file or a process serves no one (only ours: the reference worker's is not)
     dirty = confine.dirty_uids(plan, uid_base, uid_count)
     gc.freeze()  # see zygote.main: forked workers must not copy the host's heap by collecting it
