@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import ast
 import collections
+import json
 from pathlib import Path
 
 import pytest
+
+from autograder.worker.isolation import NAMES, ORDER, Level
 
 pytestmark = pytest.mark.unit
 
@@ -65,3 +68,13 @@ def test_no_two_modules_share_a_basename_but_the_two_halves_of_a_boundary():
             where[path.name].append(path.parent.relative_to(PACKAGE).as_posix())
     shared = {name: sorted(folders) for name, folders in where.items() if len(folders) > 1}
     assert shared == {f"{half}.py": ["sandbox", "worker"] for half in HALVES}
+
+
+def test_the_isolation_level_is_one_enum_and_reads_as_its_plain_name():
+    assert [level.value for level in ORDER] == ["rlimits", "uid+rlimits", "namespaces"]  # weakest first
+    assert NAMES == ("namespaces", "uid+rlimits", "rlimits")  # as --require-isolation lists them
+    assert json.dumps({"isolation": Level.UID}) == '{"isolation": "uid+rlimits"}'  # the wire, results.json
+    assert f"{Level.UID}, below the required {Level.NAMESPACES}" == "uid+rlimits, below the required namespaces"
+    assert Level.UID == "uid+rlimits" and Level("rlimits") is Level.RLIMITS
+    assert Level.NAMESPACES.at_least(Level.UID) and Level.UID.at_least("uid+rlimits")
+    assert not Level.RLIMITS.at_least(Level.UID)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from autograder.autograde.batch import children, warm_pictures, write
 from autograder.worker import tempdirs
+from autograder.worker.isolation import Level
 
 from . import inherited, stalls
 from .payload import Payload
@@ -111,7 +112,7 @@ def connect(scheduler: str | None, local_workers: int | None, grader=None, grade
 
 
 def run(grader, grader_hash: str, jobs: list, out: Path, on_done, *, scheduler: str | None = None,
-        local_workers: int | None = None, require: str | None = None, several_untrusted: bool = False, zygote=None) -> None:
+        local_workers: int | None = None, require: Level | None = None, several_untrusted: bool = False, zygote=None) -> None:
     """Grade ``jobs`` (batch.Job) on Dask; write each results.json here and call ``on_done`` per submission.
 
     ``zygote``: the client's, for a LocalCluster whose workers are forked from the client.

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from autograder.intake.stage import Staged
+from autograder.worker.isolation import Level
 
 
 @dataclass
@@ -22,12 +23,12 @@ class Payload:
     notes: list[str] = field(default_factory=list)
     module_errors: dict = field(default_factory=dict)
     problem: str | None = None
-    require: str | None = None  # --require-isolation
+    require: Level | None = None  # --require-isolation
     several_untrusted: bool = False  # more than one submission and no --trust-submissions: refuse level rlimits
     cause: str | None = None  # why nothing could be graded, as data (Staged.cause)
 
     @classmethod
-    def pack(cls, job, require: str | None = None, several_untrusted: bool = False) -> "Payload":
+    def pack(cls, job, require: Level | None = None, several_untrusted: bool = False) -> "Payload":
         staged = job.staged
         files = None
         if staged.folder is not None:

@@ -17,12 +17,13 @@ from pathlib import Path
 
 from autograder import console
 from autograder.usage import UsageError
+from autograder.worker.isolation import Level
 
 
 def main(submissions: tuple[Path, ...] = (), out: Path = Path("results"), course_file: Path = Path("course.yml"),
          n_jobs: int | None = None, force: bool = False, times_file: Path | None = None,
          nbgrader_course: Path | None = None, assignment: str | None = None,
-         trust_submissions: bool = False, require: str | None = None, executor: str = "local",
+         trust_submissions: bool = False, require: Level | str | None = None, executor: str = "local",
          scheduler: str | None = None, local_workers: int | None = None, roster_file: Path | None = None) -> int:
     """Grade ``submissions`` (or an nbgrader course's submitted/ notebooks) into ``out``.
 
@@ -36,7 +37,8 @@ def main(submissions: tuple[Path, ...] = (), out: Path = Path("results"), course
     with interrupts() as ctrl_c:
         try:
             return _main(submissions, out, course_file, n_jobs, force, times_file, nbgrader_course, assignment,
-                         trust_submissions, require, executor, scheduler, local_workers, roster_file)
+                         trust_submissions, Level(require) if require else None, executor, scheduler, local_workers,
+                         roster_file)
         except (KeyboardInterrupt, Interrupted) as exc:
             ctrl_c.pressed = True  # a second Ctrl-C from now on ends the process at once
             if not isinstance(exc, Interrupted):  # before any submission was graded
@@ -196,7 +198,7 @@ def _load(course_file: Path):
 
 def grade(grader, submissions: tuple[Path, ...], out: Path, n_jobs: int, force: bool, zygote,
           trust_submissions: bool = False, submitted: dict[str, str] | None = None, found=None,
-          require: str | None = None, cluster: dict | None = None, roster=None) -> dict[str, str]:
+          require: Level | None = None, cluster: dict | None = None, roster=None) -> dict[str, str]:
     """Stage, skip what is graded, grade the rest; write the class summary. The submissions the grader failed on."""
     from tqdm import tqdm  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
 
@@ -277,7 +279,7 @@ def grade(grader, submissions: tuple[Path, ...], out: Path, n_jobs: int, force: 
     return logged
 
 
-def _on_dask(grader, grader_hash: str, todo, out: Path, on_done, cluster: dict, require: str | None, several_untrusted: bool,
+def _on_dask(grader, grader_hash: str, todo, out: Path, on_done, cluster: dict, require: Level | None, several_untrusted: bool,
              zygote) -> None:
     from autograder.cluster import executor  # noqa: PLC0415 - imported on first use: torch is slow to load
     from autograder.cluster.warm_grader import GraderMismatch  # noqa: PLC0415 - optional: the cluster extra

@@ -10,6 +10,7 @@ import signal
 import socket
 
 from autograder.worker import waits
+from autograder.worker.isolation import Level
 
 
 class LocalZygote:
@@ -41,7 +42,7 @@ class LocalZygote:
         return self._plan.describe() + how
 
     @property
-    def level(self) -> str:
+    def level(self) -> Level:
         return self._plan.level
 
     def open(self, request: dict):

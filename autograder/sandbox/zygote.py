@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from autograder.worker import protocol
+from autograder.worker.isolation import NAMES, Level
 
 from . import uids
 
@@ -41,7 +42,8 @@ syscalls.die_with_parent(int(parent))
 import attention_worker.leftovers as leftovers
 # the search for world-writable folders (swept under uid+rlimits) runs beside the import of torch where that level
 # is asked for; where namespaces fail, the plan runs it then (once per zygote)
-scan = leftovers.start_discovery() if most == "uid+rlimits" and os.geteuid() == 0 else None
+import attention_worker.isolation as isolation
+scan = leftovers.start_discovery() if most == isolation.Level.UID and os.geteuid() == 0 else None
 import attention_worker.zygote as zygote
 zygote.main(int(control_fd), int(uid_base), site_dirs, most, scan)
 """
@@ -56,12 +58,12 @@ def site_dirs() -> list[str]:
     return sorted(dirs)
 
 
-def most_isolation() -> str:
+def most_isolation() -> Level:
     """The strongest isolation to try: AUTOGRADER_ISOLATION (namespaces, uid+rlimits, rlimits) caps it."""
-    wanted = os.environ.get("AUTOGRADER_ISOLATION", "namespaces")
-    if wanted not in ("namespaces", "uid+rlimits", "rlimits"):
-        raise ValueError(f"AUTOGRADER_ISOLATION={wanted!r}: expected namespaces, uid+rlimits or rlimits")
-    return wanted
+    wanted = os.environ.get("AUTOGRADER_ISOLATION", Level.NAMESPACES.value)
+    if wanted not in NAMES:
+        raise ValueError(f"AUTOGRADER_ISOLATION={wanted!r}: expected {', '.join(NAMES[:-1])} or {NAMES[-1]}")
+    return Level(wanted)
 
 
 class Zygote:
@@ -82,7 +84,7 @@ class Zygote:
             if key in os.environ:
                 env[key] = os.environ[key]
         self.process: subprocess.Popen | None = subprocess.Popen(
-            [sys.executable, "-I", "-S", "-c", _BOOT, str(theirs.fileno()), str(os.getpid()), str(uid_base), most_isolation(),
+            [sys.executable, "-I", "-S", "-c", _BOOT, str(theirs.fileno()), str(os.getpid()), str(uid_base), most_isolation().value,
              str(WORKER_PACKAGE), *site_dirs()],
             pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, env=env, start_new_session=True,
         )
@@ -129,10 +131,10 @@ class Zygote:
         return self._hello["isolation"]
 
     @property
-    def level(self) -> str:
+    def level(self) -> Level:
         """The isolation level alone: ``namespaces``, ``uid+rlimits`` or ``rlimits``."""
         self.isolation  # noqa: B018 - the start-up line
-        return self._hello["level"]
+        return Level(self._hello["level"])
 
     def open(self, request: dict) -> "Sandbox":
         """Fork a host for one submission (``request``: folder, scratch, limits, uid_base)."""

@@ -21,6 +21,7 @@ import traceback
 import torch
 
 from . import cgroups, host, protocol, confine, tempdirs, waits
+from .isolation import Level
 from . import syscalls as sc
 
 
@@ -52,12 +53,12 @@ def warm_up() -> None:
 
 
 def main(control_fd: int, uid_base: int = 0, site_dirs: list[str] | None = None,
-         most: str = confine.NAMESPACES, scan: tuple[int, int] | None = None) -> None:
+         most: str = Level.NAMESPACES, scan: tuple[int, int] | None = None) -> None:
     """``scan``: the search for world-writable folders, started before ``import torch`` (_BOOT)."""
     torch.set_num_threads(1)
     warm_up()
     control = socket.socket(fileno=control_fd)
-    plan = confine.plan_for_zygote(uid_base, site_dirs or [], most=most, scan=scan)
+    plan = confine.plan_for_zygote(uid_base, site_dirs or [], most=Level(most), scan=scan)
     # Everything loaded so far lives as long as we do: keep the collector from walking (and so
     # copying, page by page) all of it in every forked child.
     gc.freeze()
