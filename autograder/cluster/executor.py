@@ -17,6 +17,7 @@ import threading
 from pathlib import Path
 
 from autograder.autograde.batch import children, warm_pictures, write
+from autograder.sandbox.zygote import ClonesForForks
 from autograder.worker import tempdirs
 from autograder.worker.isolation import Level
 
@@ -52,24 +53,23 @@ def local_cluster(n_workers: int, grader=None, grader_hash: str | None = None, z
     import dask  # noqa: PLC0415 - optional: the cluster extra
     from distributed import Client, LocalCluster  # noqa: PLC0415 - optional: the cluster extra
 
-    clones = []
+    clones: ClonesForForks | None = None
     scratch = tempdirs.make("grade-dask-")  # the workers' scratch space, removed with the run (swept if killed)
     try:
         if grader is not None and zygote is not None:
             grader.warm_cache()  # reference answers, computed once here and inherited by every worker
-            clones = [zygote.clone() for _ in range(n_workers)]
-            inherited.offer(grader, grader_hash, zygote, clones)
+            clones = ClonesForForks(zygote, n_workers)
+            inherited.offer(grader, grader_hash, clones)
         with dask.config.set({**LOCAL_CONFIG, "temporary-directory": str(scratch)}), \
                 _ctrl_c_for_the_client_only(), \
                 LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None,
                              host="127.0.0.1") as cluster:
-            inherited.withdraw()
-            clones = []
+            inherited.withdraw()  # the clones are the workers' now: nothing left for us to close
             with Client(cluster) as client:
                 yield client
     finally:
-        for clone in clones:
-            clone.close()
+        if clones is not None:
+            clones.close()
         shutil.rmtree(scratch, ignore_errors=True)
 
 

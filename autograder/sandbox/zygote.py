@@ -9,6 +9,7 @@ from the warm zygote in milliseconds, with a uid block of its own.
 from __future__ import annotations
 
 import importlib.util
+import multiprocessing
 import os
 import socket
 import subprocess
@@ -191,3 +192,49 @@ class Zygote:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+class ClonesForForks:
+    """One clone of ``zygote`` for each process about to be forked from this one, each taken by one of them.
+
+    The one way a forked grading process gets its zygote: a batch's ``--jobs`` (``autograde/batch.py``) and a
+    LocalCluster's workers (``cluster/inherited.py``). The clones are made before the fork (each forked warm,
+    with its own uid block); every forked process inherits them all, and ``take`` keeps its own and forgets
+    its copies of the others and of ``zygote`` (without stopping them), so each clone is used by one process.
+    """
+
+    def __init__(self, zygote: Zygote, count: int) -> None:
+        self.zygote = zygote
+        self.clones: list[Zygote] = []
+        try:
+            for _ in range(count):
+                self.clones.append(zygote.clone())
+        except BaseException:
+            self.close()
+            raise
+        self._taken = multiprocessing.get_context("fork").Value("i", 0)  # shared by the forked processes
+
+    def take(self, slot: int | None = None) -> Zygote | None:
+        """In a forked process: its clone (number ``slot``, or the next one no process took yet), or None if none
+        is left for it (a process forked after ``withdraw``)."""
+        if slot is None:
+            with self._taken.get_lock():
+                slot = self._taken.value
+                self._taken.value += 1
+        for i, clone in enumerate(self.clones):
+            if i != slot:
+                clone.forget()  # another process's
+        self.zygote.forget()  # the forking process's own: never used from a forked one
+        return self.clones[slot] if slot < len(self.clones) else None
+
+    def withdraw(self) -> None:
+        """In the forking process, once the processes are forked and it will not stop them itself: forget its
+        copies (each forked process closes its own); a process forked later gets none."""
+        for clone in self.clones:
+            clone.forget()
+        self.clones = []
+
+    def close(self) -> None:
+        """In the forking process: stop the clones (those not withdrawn)."""
+        for clone in self.clones:
+            clone.close()
