@@ -19,7 +19,7 @@ from pathlib import Path
 from autograder.autograde.batch import children, warm_pictures, write
 from autograder.sandbox.zygote import ClonesForForks
 from autograder.worker import tempdirs
-from autograder.worker.isolation import Level
+from autograder.grading.isolation_levels import RunPolicy
 
 from . import inherited, stalls
 from .payload import Payload
@@ -112,10 +112,11 @@ def connect(scheduler: str | None, local_workers: int | None, grader=None, grade
 
 
 def run(grader, grader_hash: str, jobs: list, out: Path, on_done, *, scheduler: str | None = None,
-        local_workers: int | None = None, require: Level | None = None, several_untrusted: bool = False, zygote=None) -> None:
+        local_workers: int | None = None, policy: RunPolicy = RunPolicy(), zygote=None) -> None:
     """Grade ``jobs`` (batch.Job) on Dask; write each results.json here and call ``on_done`` per submission.
 
-    ``zygote``: the client's, for a LocalCluster whose workers are forked from the client.
+    ``policy``: the run's (each worker checks it against its own zygote). ``zygote``: the client's, for a
+    LocalCluster whose workers are forked from the client.
     """
     from distributed import wait  # noqa: PLC0415 - optional: the cluster extra
     from distributed.client import FutureCancelledError  # noqa: PLC0415 - optional: the cluster extra
@@ -131,7 +132,7 @@ def run(grader, grader_hash: str, jobs: list, out: Path, on_done, *, scheduler: 
     with connect(scheduler, local_workers, grader, grader_hash, zygote) as client:
         client.register_plugin(WarmGrader(str(grader.course_file), grader_hash))
         # One key per submission and content: a resubmitted task (worker lost) is the same task.
-        futures = {client.submit(grade, Payload.pack(job, require, several_untrusted), pure=False,
+        futures = {client.submit(grade, Payload.pack(job, policy), pure=False,
                                  key=f"grade-{job.source.name}-{job.digest}"): job for job in jobs}
         watch = stalls.Watch(client, [f.key for f in futures], stalls.bound(grader.course.limits.submission_seconds))
         pending = set(futures)

@@ -203,7 +203,7 @@ def grade(grader, submissions: tuple[Path, ...], out: Path, n_jobs: int, force: 
     from tqdm import tqdm  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
 
     from autograder.autograde import batch, content_hashes, grader_log, summary  # noqa: PLC0415 - imported on first use: torch is slow to load
-    from autograder.grading.isolation_levels import may_grade  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
+    from autograder.grading.isolation_levels import RunPolicy  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
     from autograder.pages import changes  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
     from autograder.intake.discover import discover  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
 
@@ -220,7 +220,8 @@ def grade(grader, submissions: tuple[Path, ...], out: Path, n_jobs: int, force: 
     try:
         todo, done = batch.prepare(sources, staging, course.modules, out, grader_hash, force, submitted,
                                    course.steps_by_module())
-        why = may_grade(zygote.level, zygote.isolation, require, len(todo) > 1 and not trust_submissions) \
+        policy = RunPolicy(require, several_untrusted=len(todo) > 1 and not trust_submissions)  # one, for either executor
+        why = policy.refusal(zygote.level, zygote.isolation) \
             if zygote is not None and todo else None  # (on Dask, each worker checks its own)
         if why:
             raise UsageError(f"{len(todo)} submission(s) to grade, but {why}")
@@ -248,8 +249,7 @@ def grade(grader, submissions: tuple[Path, ...], out: Path, n_jobs: int, force: 
                 if cluster is None:
                     batch.run(grader, todo, out, zygote, n_jobs, on_done)
                 else:
-                    _on_dask(grader, grader_hash, todo, out, on_done, cluster, require,
-                             len(todo) > 1 and not trust_submissions, zygote)
+                    _on_dask(grader, grader_hash, todo, out, on_done, cluster, policy, zygote)
             except KeyboardInterrupt:  # Ctrl-C: every job process is gone; what finished has its results.json
                 interrupted = True
     finally:
@@ -279,14 +279,13 @@ def grade(grader, submissions: tuple[Path, ...], out: Path, n_jobs: int, force: 
     return logged
 
 
-def _on_dask(grader, grader_hash: str, todo, out: Path, on_done, cluster: dict, require: Level | None, several_untrusted: bool,
-             zygote) -> None:
+def _on_dask(grader, grader_hash: str, todo, out: Path, on_done, cluster: dict, policy, zygote) -> None:
     from autograder.cluster import executor  # noqa: PLC0415 - imported on first use: torch is slow to load
     from autograder.cluster.warm_grader import GraderMismatch  # noqa: PLC0415 - optional: the cluster extra
 
     try:
         executor.run(grader, grader_hash, todo, out, on_done, scheduler=cluster["scheduler"],
-                     local_workers=cluster["local_workers"], require=require, several_untrusted=several_untrusted, zygote=zygote)
+                     local_workers=cluster["local_workers"], policy=policy, zygote=zygote)
     except GraderMismatch as exc:
         raise UsageError(str(exc)) from None
     except executor.Refused as exc:
