@@ -6,6 +6,8 @@ from pathlib import Path
 
 import click
 
+from autograder.worker.isolation import NAMES as ISOLATION_LEVELS
+
 
 def _run(verb, **options) -> None:
     """Run a verb's ``main``; a mistake of the user's is said as ``error: ...`` with exit status 2."""
@@ -103,7 +105,7 @@ def assign(course_file: Path) -> None:
 @click.option("--trust-submissions", is_flag=True,
               help="Grade several submissions even where the isolation (rlimits) cannot keep one submission's "
                    "files, IPC and processes from the next: only for code you trust.")
-@click.option("--require-isolation", "require", type=click.Choice(["namespaces", "uid+rlimits", "rlimits"]),
+@click.option("--require-isolation", "require", type=click.Choice(ISOLATION_LEVELS),
               help="Refuse to grade below this isolation level (docs/isolation.md), here or on any Dask worker.")
 @click.option("--executor", type=click.Choice(["local", "dask"]), default="local", show_default=True,
               help="local: --jobs processes on this machine; dask: a Dask cluster (pip install -e '.[cluster]', "

@@ -1,14 +1,16 @@
 """The pieces of --executor dask that need no cluster: the isolation order, and a payload's round trip."""
 from __future__ import annotations
 
+import pickle
 import stat
 from dataclasses import dataclass
 
 import pytest
 
 from autograder.cluster.payload import Payload
-from autograder.grading.isolation_levels import refusal
+from autograder.grading.isolation_levels import RunPolicy, refusal
 from autograder.intake.stage import Staged
+from autograder.worker.isolation import Level
 
 pytestmark = pytest.mark.unit
 
@@ -19,6 +21,14 @@ def test_a_level_is_refused_only_below_the_required_one():
     assert refusal("uid+rlimits", "rlimits") is None
     assert "uid+rlimits, below the required namespaces" in refusal("uid+rlimits", "namespaces")
     assert "rlimits, below the required uid+rlimits" in refusal("rlimits", "uid+rlimits")
+
+
+def test_one_run_policy_decides_for_either_executor():
+    several = RunPolicy(None, several_untrusted=True)
+    assert several.refusal(Level.UID, "uid+rlimits (...)") is None
+    assert "grades one submission per run" in several.refusal(Level.RLIMITS, "rlimits (...)")
+    assert RunPolicy(None, several_untrusted=False).refusal(Level.RLIMITS, "rlimits (...)") is None
+    assert "below the required namespaces" in RunPolicy(Level.NAMESPACES).refusal(Level.UID, "uid+rlimits (...)")
 
 
 @dataclass
@@ -40,7 +50,7 @@ def test_a_payload_carries_the_staged_files_to_a_folder_of_the_workers_own(tmp_p
     (staged / "causal_attention.py").write_bytes("# \u00e9\n".encode())
     job = _Job(_Source("ana"), Staged("ana", staged, ["a note"], {"trainable_attention": {"type": "MissingModule"}}),
                {"submission": "ana", "submission_hash": "x"})
-    payload = Payload.pack(job, require="namespaces", several_untrusted=True)
+    payload = Payload.pack(job, RunPolicy(Level.NAMESPACES, several_untrusted=True))
     (staged / "simple_attention.py").write_bytes(b"changed after packing")
     node = tmp_path / "node"
     node.mkdir()
@@ -50,7 +60,8 @@ def test_a_payload_carries_the_staged_files_to_a_folder_of_the_workers_own(tmp_p
         "simple_attention.py": b"def f():\n    return 1\n", "causal_attention.py": "# \u00e9\n".encode()}
     assert all(stat.S_IMODE(p.stat().st_mode) == 0o644 for p in again.folder.iterdir())
     assert again.notes == ["a note"] and again.module_errors == {"trainable_attention": {"type": "MissingModule"}}
-    assert (payload.require, payload.several_untrusted, payload.extra["submission_hash"]) == ("namespaces", True, "x")
+    assert (payload.policy, payload.extra["submission_hash"]) == (RunPolicy("namespaces", True), "x")
+    assert pickle.loads(pickle.dumps(payload)).policy == payload.policy  # as Dask sends it
     Payload.discard(again)
     assert not again.folder.exists()
 

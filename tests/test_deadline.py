@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from autograder.grading.zygote_client import LocalZygote
+from autograder.sandbox.local_zygote import LocalZygote
 from autograder.worker import wire
 
 pytestmark = pytest.mark.unit

@@ -13,7 +13,7 @@ import threading
 
 import pytest
 
-from autograder.grading import uids
+from autograder.sandbox import uids
 from autograder.worker import confine as sandbox, seccomp
 
 from .conftest import ROOT, run_grade

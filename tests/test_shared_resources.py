@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from autograder.worker import confine, leftovers
+from autograder.worker.isolation import Level
 
 from .conftest import ROOT, run_grade
 from .machine_lock import machine_to_ourselves
@@ -123,7 +124,7 @@ def test_a_uid_that_owns_a_process_or_a_file_is_cleaned_or_never_handed_out():
     """The host's check before a block's uids serve a submission: a process left by a killed run is
     killed, its files removed; what cannot be removed keeps the uid out of use."""
     base = 2_000_400  # above every block a grader claims
-    plan = confine.Plan(confine.UID, shared=leftovers.discover())
+    plan = confine.Plan(Level.UID, shared=leftovers.discover())
     sleeper = os.fork()
     if sleeper == 0:  # pragma: no cover - child
         os.setresuid(base + 1, base + 1, base + 1)

@@ -1,5 +1,5 @@
 """The trusted side answers a stand-in call asked before as the reference worker answered it
-(``grading/standin_answers.py``), and only such a call: the same data, the same answer, the same gradients.
+(``sandbox/standin_answers.py``), and only such a call: the same data, the same answer, the same gradients.
 
 The relay is the real ``StandinCalls`` and ``ReferenceWorker.call``; the reference worker behind it is ``reference_server.Server`` in this
 process, reached through the wire's frames as the channel carries them."""
@@ -10,7 +10,7 @@ import os
 import pytest
 import torch
 
-from autograder.grading import reference_worker, standin_answers
+from autograder.sandbox import reference_server as trusted_side, standin_answers
 from autograder.worker import reference_server, standins, wire
 from solutions import causal_attention
 
@@ -45,11 +45,11 @@ class _InProcessWorker:
 def relay():
     """(a student's proxies maker, the ops that reached the reference worker, the relay)"""
     runs: list = []
-    worker = reference_worker.ReferenceWorker(zygote=None, sources={}, steps=[STEP], limits={})
+    worker = trusted_side.ReferenceWorker(zygote=None, sources={}, steps=[STEP], limits={})
     worker._worker, worker._owner = _InProcessWorker(reference_server.Server({STEP: causal_attention.CausalAttention}),
                                                      runs), os.getpid()
 
-    relayed = reference_worker.StandinCalls(worker, lambda: {STEP})
+    relayed = trusted_side.StandinCalls(worker, lambda: {STEP})
 
     def call(message: dict) -> dict:  # a student's worker -> the trusted side -> the reference worker, and back
         header, blob = _split(wire.pack(message))

@@ -14,8 +14,8 @@ import torch
 
 from autograder.feedback.messages import raised
 from autograder.grading.runner import SubmissionRunner
-from autograder.grading.workers import stopped_at, time_limit_hit
-from autograder.grading.zygote_client import LocalZygote
+from autograder.sandbox.host import stopped_at, time_limit_hit
+from autograder.sandbox.local_zygote import LocalZygote
 
 LOOP = """import torch
 

@@ -27,6 +27,7 @@ from autograder.grading.suites.graded import GradedSubmission, grade_submission
 from autograder.intake.discover import Source
 from autograder.intake.stage import Staged, stage
 from autograder.outputs import results as results_model
+from autograder.sandbox.zygote import ClonesForForks
 from autograder.worker import protocol, tempdirs
 from autograder.worker.syscalls import die_with_parent
 
@@ -69,21 +70,18 @@ def prepare(sources: list[Source], staging: Path, modules: list[str], out: Path,
 
 
 # -- the grading processes ----------------------------------------------------------------------
-_grader = None  # the parent's Grader (course and reference loaded, no zygote), inherited by fork
+def _serve(slot: int, channel, grader, jobs: list, out: Path, clones: ClonesForForks, parent: int) -> None:
+    """A batch job: grade each job (an index into ``jobs``) sent on ``channel`` until told to stop.
 
-
-def _serve(slot: int, channel, zygotes, parent: int) -> None:
-    """A batch job: grade each job (index into the inherited ``_jobs``) sent on ``channel`` until told to stop.
+    Forked from the batch, it inherits its arguments as they are (nothing is pickled): ``grader``, the batch's
+    Grader (course and reference loaded, no zygote), which takes clone number ``slot`` as its zygote.
 
     Answers ("done", its GradedSubmission) or ("failed", (exception, traceback text)) per job. It ignores SIGINT:
     Ctrl-C on a terminal reaches the whole foreground process group, and the batch (the parent) alone decides what stops.
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     die_with_parent(parent)  # a job never outlives the batch (kill -9 included)
-    for i, zygote in enumerate(zygotes):
-        if i != slot:
-            zygote.forget()
-    _grader.adopt(zygotes[slot])
+    grader.adopt(clones.take(slot))
     try:
         while True:
             try:
@@ -93,7 +91,7 @@ def _serve(slot: int, channel, zygotes, parent: int) -> None:
             if index is None:
                 break
             try:
-                answer = ("done", grade_job(_jobs[index], _out))
+                answer = ("done", grade_job(jobs[index], out, grader))
             except Exception as exc:  # noqa: BLE001 - raised again in the batch, which stops
                 answer = ("failed", (exc, traceback.format_exc()))
             try:
@@ -101,11 +99,7 @@ def _serve(slot: int, channel, zygotes, parent: int) -> None:
             except (TypeError, AttributeError, pickle.PicklingError):  # an exception that does not pickle
                 channel.send(("failed", (RuntimeError(answer[1][1]), answer[1][1])))
     finally:
-        _grader.close()
-
-
-_jobs: list = []  # the batch's jobs and results folder, inherited by fork
-_out: Path | None = None
+        grader.close()
 
 
 class _RemoteTraceback(Exception):
@@ -125,9 +119,9 @@ def write(out: Path, graded: GradedSubmission) -> None:
     results_model.write_atomic(out / graded.name / "results.json", graded.results)
 
 
-def grade_job(job: Job, out: Path, grader=None) -> GradedSubmission:
+def grade_job(job: Job, out: Path, grader) -> GradedSubmission:
     """Grade one staged submission and write its feedback page and results.json."""
-    graded = grade_submission(grader or _grader, job.staged, job.extra)
+    graded = grade_submission(grader, job.staged, job.extra)
     write(out, graded)
     return graded
 
@@ -142,23 +136,20 @@ def run(grader, jobs: list[Job], out: Path, zygote, n_jobs: int, on_done) -> Non
     submission finished so far keeps its results.json. With one job too, the grading runs in a process of
     its own: this one only waits, so an interrupt never lands in the middle of a talk with a sandbox.
     """
-    global _grader, _jobs, _out
     if not jobs:
         return
     n_jobs = max(1, min(n_jobs, len(jobs)))
     warm_pictures()
     grader.warm_cache()  # reference answers, computed once here and shared by every job through fork
-    _grader, _jobs, _out = grader, list(jobs), out
-    clones = []
+    clones: ClonesForForks | None = None
     processes: list = []
     context = multiprocessing.get_context("fork")
     try:
-        for _ in range(n_jobs):
-            clones.append(zygote.clone())  # forked warm, each with its own uid block
+        clones = ClonesForForks(zygote, n_jobs)  # forked warm, each with its own uid block
         channels = {}
         for slot in range(n_jobs):
             ours, theirs = context.Pipe()
-            process = context.Process(target=_serve, args=(slot, theirs, [*clones, zygote], os.getpid()),
+            process = context.Process(target=_serve, args=(slot, theirs, grader, list(jobs), out, clones, os.getpid()),
                                       name=f"grade-job-{slot}", daemon=True)
             process.start()
             theirs.close()
@@ -197,16 +188,15 @@ def run(grader, jobs: list[Job], out: Path, zygote, n_jobs: int, on_done) -> Non
         for process in processes:
             process.join(timeout=30)
     except BaseException:  # Ctrl-C (KeyboardInterrupt), or a job that failed: nothing goes on grading
-        halt(processes, clones, zygote)
+        halt(processes, clones.clones if clones else [], zygote)
         raise
     finally:
         for process in processes:
             if process.is_alive():
                 process.kill()
             process.join(timeout=5)
-        for clone in clones:
-            clone.close()
-        _jobs, _out = [], None
+        if clones is not None:
+            clones.close()
 
 
 def warm_pictures() -> None:

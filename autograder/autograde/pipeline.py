@@ -19,12 +19,13 @@ from pathlib import Path
 
 from autograder import console
 from autograder.usage import UsageError
+from autograder.worker.isolation import Level
 
 
 def main(submissions: tuple[Path, ...] = (), out: Path = Path("results"), course_file: Path = Path("course.yml"),
          n_jobs: int | None = None, force: bool = False, times_file: Path | None = None,
          nbgrader_course: Path | None = None, assignment: str | None = None,
-         trust_submissions: bool = False, require: str | None = None, executor: str = "local",
+         trust_submissions: bool = False, require: Level | str | None = None, executor: str = "local",
          scheduler: str | None = None, local_workers: int | None = None, roster_file: Path | None = None) -> int:
     """Grade ``submissions`` (or an nbgrader course's submitted/ notebooks) into ``out``; the options are
     ``grade autograde``'s, checked (``autograder/commands/autograde.py``).
@@ -39,7 +40,8 @@ def main(submissions: tuple[Path, ...] = (), out: Path = Path("results"), course
     with interrupts() as ctrl_c:
         try:
             return _main(submissions, out, course_file, n_jobs, force, times_file, nbgrader_course, assignment,
-                         trust_submissions, require, executor, scheduler, local_workers, roster_file)
+                         trust_submissions, Level(require) if require else None, executor, scheduler, local_workers,
+                         roster_file)
         except (KeyboardInterrupt, Interrupted) as exc:
             ctrl_c.pressed = True  # a second Ctrl-C from now on ends the process at once
             if not isinstance(exc, Interrupted):  # before any submission was graded
@@ -50,7 +52,7 @@ def main(submissions: tuple[Path, ...] = (), out: Path = Path("results"), course
 
 def _main(submissions, out, course_file, n_jobs, force, times_file, nbgrader_course, assignment, trust_submissions,
           require, executor, scheduler, local_workers, roster_file) -> int:
-    from autograder.grading.zygote_client import Zygote  # noqa: PLC0415 - no torch: the zygote starts first
+    from autograder.sandbox.zygote import Zygote  # noqa: PLC0415 - no torch: the zygote starts first
     from autograder.intake import times  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
     from autograder.intake.discover import nbgrader_submissions  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
 
@@ -180,12 +182,12 @@ def _load(course_file: Path):
 
 def grade(grader, submissions: tuple[Path, ...], out: Path, n_jobs: int, force: bool, zygote,
           trust_submissions: bool = False, submitted: dict[str, str] | None = None, found=None,
-          require: str | None = None, cluster: dict | None = None, roster=None) -> dict[str, str]:
+          require: Level | None = None, cluster: dict | None = None, roster=None) -> dict[str, str]:
     """Stage, skip what is graded, grade the rest; write the class summary. The submissions the grader failed on."""
     from tqdm import tqdm  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
 
     from autograder.autograde import batch, content_hashes, grader_log, summary  # noqa: PLC0415 - imported on first use: torch is slow to load
-    from autograder.grading.isolation_levels import may_grade  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
+    from autograder.grading.isolation_levels import RunPolicy  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
     from autograder.pages import changes  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
     from autograder.intake.discover import discover  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
 
@@ -202,7 +204,8 @@ def grade(grader, submissions: tuple[Path, ...], out: Path, n_jobs: int, force: 
     try:
         todo, done = batch.prepare(sources, staging, course.modules, out, grader_hash, force, submitted,
                                    course.steps_by_module())
-        why = may_grade(zygote.level, zygote.isolation, require, len(todo) > 1 and not trust_submissions) \
+        policy = RunPolicy(require, several_untrusted=len(todo) > 1 and not trust_submissions)  # one, for either executor
+        why = policy.refusal(zygote.level, zygote.isolation) \
             if zygote is not None and todo else None  # (on Dask, each worker checks its own)
         if why:
             raise UsageError(f"{len(todo)} submission(s) to grade, but {why}")
@@ -230,8 +233,7 @@ def grade(grader, submissions: tuple[Path, ...], out: Path, n_jobs: int, force: 
                 if cluster is None:
                     batch.run(grader, todo, out, zygote, n_jobs, on_done)
                 else:
-                    _on_dask(grader, grader_hash, todo, out, on_done, cluster, require,
-                             len(todo) > 1 and not trust_submissions, zygote)
+                    _on_dask(grader, grader_hash, todo, out, on_done, cluster, policy, zygote)
             except KeyboardInterrupt:  # Ctrl-C: every job process is gone; what finished has its results.json
                 interrupted = True
     finally:
@@ -261,14 +263,13 @@ def grade(grader, submissions: tuple[Path, ...], out: Path, n_jobs: int, force: 
     return logged
 
 
-def _on_dask(grader, grader_hash: str, todo, out: Path, on_done, cluster: dict, require: str | None, several_untrusted: bool,
-             zygote) -> None:
+def _on_dask(grader, grader_hash: str, todo, out: Path, on_done, cluster: dict, policy, zygote) -> None:
     from autograder.cluster import executor  # noqa: PLC0415 - imported on first use: torch is slow to load
     from autograder.cluster.warm_grader import GraderMismatch  # noqa: PLC0415 - optional: the cluster extra
 
     try:
         executor.run(grader, grader_hash, todo, out, on_done, scheduler=cluster["scheduler"],
-                     local_workers=cluster["local_workers"], require=require, several_untrusted=several_untrusted, zygote=zygote)
+                     local_workers=cluster["local_workers"], policy=policy, zygote=zygote)
     except GraderMismatch as exc:
         raise UsageError(str(exc)) from None
     except executor.Refused as exc:

@@ -11,7 +11,7 @@ from autograder.grading.runner import SubmissionRunner
 from autograder.feedback.gradients import said_once
 from autograder.feedback.tolerance import Tolerance
 from autograder.grading.verdict import FAILED, PASSED, step_status
-from autograder.grading.zygote_client import Zygote
+from autograder.sandbox.zygote import Zygote
 from autograder.grading import evidence
 
 

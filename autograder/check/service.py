@@ -39,7 +39,7 @@ class Checker:
 
     def __init__(self) -> None:
         from autograder.check import public_cases  # noqa: PLC0415 - imported on first use: torch is slow to load
-        from autograder.grading.zygote_client import LocalZygote  # noqa: PLC0415 - imports torch
+        from autograder.sandbox.local_zygote import LocalZygote  # noqa: PLC0415 - imports torch
 
         self.data = public_cases.load()
         self.zygote = LocalZygote()

@@ -17,7 +17,9 @@ import threading
 from pathlib import Path
 
 from autograder.autograde.batch import children, warm_pictures, write
+from autograder.sandbox.zygote import ClonesForForks
 from autograder.worker import tempdirs
+from autograder.grading.isolation_levels import RunPolicy
 
 from . import inherited, stalls
 from .payload import Payload
@@ -51,24 +53,23 @@ def local_cluster(n_workers: int, grader=None, grader_hash: str | None = None, z
     import dask  # noqa: PLC0415 - optional: the cluster extra
     from distributed import Client, LocalCluster  # noqa: PLC0415 - optional: the cluster extra
 
-    clones = []
+    clones: ClonesForForks | None = None
     scratch = tempdirs.make("grade-dask-")  # the workers' scratch space, removed with the run (swept if killed)
     try:
         if grader is not None and zygote is not None:
             grader.warm_cache()  # reference answers, computed once here and inherited by every worker
-            clones = [zygote.clone() for _ in range(n_workers)]
-            inherited.offer(grader, grader_hash, zygote, clones)
+            clones = ClonesForForks(zygote, n_workers)
+            inherited.offer(grader, grader_hash, clones)
         with dask.config.set({**LOCAL_CONFIG, "temporary-directory": str(scratch)}), \
                 _ctrl_c_for_the_client_only(), \
                 LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None,
                              host="127.0.0.1") as cluster:
-            inherited.withdraw()
-            clones = []
+            inherited.withdraw()  # the clones are the workers' now: nothing left for us to close
             with Client(cluster) as client:
                 yield client
     finally:
-        for clone in clones:
-            clone.close()
+        if clones is not None:
+            clones.close()
         shutil.rmtree(scratch, ignore_errors=True)
 
 
@@ -111,11 +112,12 @@ def connect(scheduler: str | None, local_workers: int | None, grader=None, grade
 
 
 def run(grader, grader_hash: str, jobs: list, out: Path, on_done, *, scheduler: str | None = None,
-        local_workers: int | None = None, require: str | None = None, several_untrusted: bool = False, zygote=None) -> None:
+        local_workers: int | None = None, policy: RunPolicy = RunPolicy(), zygote=None) -> None:
     """Grade ``jobs`` (batch.Job) on Dask; write each results.json here and call ``on_done`` with each
     ``GradedSubmission``.
 
-    ``zygote``: the client's, for a LocalCluster whose workers are forked from the client.
+    ``policy``: the run's (each worker checks it against its own zygote). ``zygote``: the client's, for a
+    LocalCluster whose workers are forked from the client.
     """
     from distributed import wait  # noqa: PLC0415 - optional: the cluster extra
     from distributed.client import FutureCancelledError  # noqa: PLC0415 - optional: the cluster extra
@@ -131,7 +133,7 @@ def run(grader, grader_hash: str, jobs: list, out: Path, on_done, *, scheduler: 
     with connect(scheduler, local_workers, grader, grader_hash, zygote) as client:
         client.register_plugin(WarmGrader(str(grader.course_file), grader_hash))
         # One key per submission and content: a resubmitted task (worker lost) is the same task.
-        futures = {client.submit(grade, Payload.pack(job, require, several_untrusted), pure=False,
+        futures = {client.submit(grade, Payload.pack(job, policy), pure=False,
                                  key=f"grade-{job.source.name}-{job.digest}"): job for job in jobs}
         watch = stalls.Watch(client, [f.key for f in futures], stalls.bound(grader.course.limits.submission_seconds))
         pending = set(futures)

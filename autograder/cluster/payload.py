@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from autograder.intake.stage import Staged
+from autograder.grading.isolation_levels import RunPolicy
 
 
 @dataclass
@@ -22,18 +23,17 @@ class Payload:
     notes: list[str] = field(default_factory=list)
     module_errors: dict = field(default_factory=dict)
     problem: str | None = None
-    require: str | None = None  # --require-isolation
-    several_untrusted: bool = False  # more than one submission and no --trust-submissions: refuse level rlimits
+    policy: RunPolicy = RunPolicy()  # the run's, checked by the worker against its own zygote
     cause: str | None = None  # why nothing could be graded, as data (Staged.cause)
 
     @classmethod
-    def pack(cls, job, require: str | None = None, several_untrusted: bool = False) -> "Payload":
+    def pack(cls, job, policy: RunPolicy = RunPolicy()) -> "Payload":
         staged = job.staged
         files = None
         if staged.folder is not None:
             files = {path.name: path.read_bytes() for path in sorted(staged.folder.iterdir()) if path.is_file()}
         return cls(job.source.name, dict(job.extra), files, list(staged.notes), dict(staged.module_errors),
-                   staged.problem, require, several_untrusted, staged.cause)
+                   staged.problem, policy, staged.cause)
 
     def unpack(self, base: Path) -> Staged:
         """The staged submission again, in a fresh folder under ``base`` (remove it with ``discard``)."""

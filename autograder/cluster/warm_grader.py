@@ -25,8 +25,7 @@ from pathlib import Path
 from distributed.diagnostics.plugin import WorkerPlugin
 
 from autograder.autograde import content_hashes
-from autograder.grading.isolation_levels import may_grade
-from autograder.grading.zygote_client import Zygote
+from autograder.sandbox.zygote import Zygote
 from autograder.worker import tempdirs
 from autograder.worker.syscalls import die_with_parent
 
@@ -123,7 +122,7 @@ class WarmGrader(WorkerPlugin):
         self._ready.result()  # the start-up's error, if any, is every task's
         self._restart_if_dead()
         zygote = self._grader.zygote
-        why = may_grade(zygote.level, zygote.isolation, payload.require, payload.several_untrusted)
+        why = payload.policy.refusal(zygote.level, zygote.isolation)
         if why:
             return {"refused": f"worker {self.worker_address}: {why}", "level": zygote.level}
         staged = payload.unpack(self._staging)

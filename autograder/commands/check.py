@@ -58,7 +58,7 @@ def _watch(path: Path, steps: tuple[str, ...], data: dict, as_json: bool, color:
            html_file: Path | bool | None) -> int:
     """``--watch``: the first check as usual (a mistake exits 2), then one per save, from one warm zygote."""
     from autograder.check import watch  # noqa: PLC0415 - imported when needed: a plain grade check loads only what it runs
-    from autograder.grading.zygote_client import LocalZygote  # noqa: PLC0415 - imports torch
+    from autograder.sandbox.local_zygote import LocalZygote  # noqa: PLC0415 - imports torch
 
     zygote = LocalZygote()
     first = [True]
@@ -120,7 +120,7 @@ def show(results, path: Path, folder: Path, as_json: bool, color: bool, html_fil
 def run(path: Path, data: dict, steps: list[str] | None, zygote=None, module_errors: dict | None = None):
     """The check results of the exercises in folder ``path``, from ``zygote`` or one started for this run."""
     from autograder.check.run import run_check  # noqa: PLC0415 - imported on first use: torch is slow to load
-    from autograder.grading.zygote_client import LocalZygote  # noqa: PLC0415 - imports torch
+    from autograder.sandbox.local_zygote import LocalZygote  # noqa: PLC0415 - imports torch
 
     own = zygote is None
     zygote = LocalZygote() if own else zygote

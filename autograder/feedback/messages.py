@@ -22,7 +22,7 @@ GRADER_PHASES = {
 }
 
 
-#: the kit's own sentences naming a limit (``grading/workers.time_limit_hit``, ``worker/limits.sentence``): shown
+#: the kit's own sentences naming a limit (``sandbox/host.time_limit_hit``, ``worker/limits.sentence``): shown
 #: whole on hidden cases too (their numbers are the limit's value and a line of the student's file, never an input)
 _LIMIT_SENTENCES = re.compile(
     r"the time limit of \d{1,6}(\.\d{1,3})? s for this step was hit: your code was "

@@ -56,7 +56,7 @@ class Reference:
     def standin_kinds(self) -> dict[str, str]:
         """Each step as its stand-in proxy stands in for it: a ``class`` (an ``nn.Module``) or a ``function``.
 
-        The proxies hold no reference code: the reference worker runs it (``reference_worker.py``).
+        The proxies hold no reference code: the reference worker runs it (``sandbox/reference_server.py``).
         """
         return {step: "class" if isinstance(self.workspace.standins[step], type) else "function" for step in self.steps}
 

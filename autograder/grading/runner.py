@@ -5,15 +5,15 @@ import shutil
 import time
 from pathlib import Path
 
+from autograder.sandbox import uids
+from autograder.sandbox.host import WorkerError
+from autograder.sandbox.per_request import PerRequest
+from autograder.sandbox.reference_server import ReferenceWorker, StandinCalls
+from autograder.sandbox.zygote import Zygote
 from autograder.worker import tempdirs
 from autograder.worker.errors import error, failed
 
-from . import uids
 from .dependencies import StandinPolicy
-from .per_request import PerRequest
-from .reference_worker import ReferenceWorker, StandinCalls
-from .workers import WorkerError
-from .zygote_client import Zygote
 
 
 #: the host's own timer ends a sandbox this long after the submission's budget, whatever the trusted side does

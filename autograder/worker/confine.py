@@ -33,18 +33,16 @@ from dataclasses import dataclass, field
 
 from . import cgroups, leftovers, seccomp, tempdirs
 from . import syscalls as sc
+from .isolation import Level
 from .limits import address_space_limit
 
-NAMESPACES = "namespaces"
-UID = "uid+rlimits"
-RLIMITS = "rlimits"
 SUBMISSION = "/submission"
 DEV_NODES = ("null", "zero", "random", "urandom")
 
 
 @dataclass
 class Plan:
-    level: str = RLIMITS
+    level: Level = Level.RLIMITS
     network_cut: bool = False
     uid_base: int = 0
     binds: list[str] = field(default_factory=list)
@@ -59,25 +57,25 @@ class Plan:
         return {"/tmp/" + p.split("/")[2] for p in self.binds if p.startswith("/tmp/") and len(p.split("/")) > 2}
 
     def describe(self) -> str:
-        if self.level == NAMESPACES:
+        if self.level == Level.NAMESPACES:
             text = ("namespaces (own PID and mount namespaces, allow-listed read-only filesystem, "
                     f"{'no network, ' if self.network_cut else ''}unprivileged uid per worker, no_new_privs, "
                     "limits on time, memory, processes, file size and output)")
-        elif self.level == UID:
+        elif self.level == Level.UID:
             text = ("uid+rlimits (unprivileged uid per worker; limits on time, memory, processes, file size and output; "
                     f"after each step, every file the worker's uid left in the machine's {len(self.shared)} world-writable "
                     f"folders ({', '.join(self.shared)}) removed at any depth, and a uid that still owns a file or a "
                     "process never given to another worker)")
         else:
             text = "rlimits (limits on time, memory, file size and output; no namespaces, no uid change)"
-        if self.level != RLIMITS:
+        if self.level != Level.RLIMITS:
             text += "; " + (self.groups.describe() or f"memory limited per process only ({self.groups_reason})")
             text += "; " + ("seccomp filter" if seccomp.supported() else "no seccomp filter on this architecture")
         return text + (f"; stronger isolation unavailable: {self.reason}" if self.reason else "")
 
     def shared_dirs(self) -> tuple[str, ...]:
         """Machine-wide folders a worker may write to (with namespaces it sees none of them)."""
-        return self.shared if self.level == UID else ()
+        return self.shared if self.level == Level.UID else ()
 
     def group_name(self, host_pid: int) -> str:
         return f"h{host_pid}"
@@ -93,10 +91,7 @@ def _allow_list(site_dirs: list[str]) -> list[str]:
     return seen
 
 
-LEVELS = (RLIMITS, UID, NAMESPACES)
-
-
-def plan_for_zygote(uid_base: int, site_dirs: list[str], local: bool = False, most: str = NAMESPACES,
+def plan_for_zygote(uid_base: int, site_dirs: list[str], local: bool = False, most: Level = Level.NAMESPACES,
                     scan: tuple[int, int] | None = None) -> Plan:
     """Decide, once, what this machine allows (up to ``most``); cut the zygote off the network.
 
@@ -104,29 +99,29 @@ def plan_for_zygote(uid_base: int, site_dirs: list[str], local: bool = False, mo
     (``leftovers.start_discovery``): waited for if the level is ``uid+rlimits``, else stopped.
     """
     plan = _plan_level(uid_base, site_dirs, local, most)
-    if plan.level == UID:
+    if plan.level == Level.UID:
         plan.shared = leftovers.finish_discovery(scan)
     else:
         leftovers.cancel_discovery(scan)
     return plan
 
 
-def _plan_level(uid_base: int, site_dirs: list[str], local: bool, most: str) -> Plan:
+def _plan_level(uid_base: int, site_dirs: list[str], local: bool, most: Level) -> Plan:
     if local:
-        return Plan(RLIMITS, reason="grade check runs your own code on your own machine")
-    plan = Plan(RLIMITS, uid_base=uid_base, binds=_allow_list(site_dirs))
-    if most == RLIMITS:
+        return Plan(Level.RLIMITS, reason="grade check runs your own code on your own machine")
+    plan = Plan(Level.RLIMITS, uid_base=uid_base, binds=_allow_list(site_dirs))
+    if most == Level.RLIMITS:
         plan.reason = "limited to rlimits by AUTOGRADER_ISOLATION"
         return plan
     if os.geteuid() != 0:
         plan.reason = "not running as root (no uid change, no namespaces)"
         return plan
-    plan.level = UID
+    plan.level = Level.UID
     # named after our uid block, which our grader holds locked while we live: another grader (in another
     # PID namespace too) removes these groups only once that lock is free (cgroups._sweep)
     plan.groups, plan.groups_reason = cgroups.probe(f"attention-grader-u{uid_base}" if uid_base else
                                                     f"attention-grader-{os.getpid()}")
-    if most == UID:
+    if most == Level.UID:
         plan.reason = "limited to uid+rlimits by AUTOGRADER_ISOLATION"
         return plan
     try:
@@ -137,7 +132,7 @@ def _plan_level(uid_base: int, site_dirs: list[str], local: bool, most: str) -> 
     plan.root_dir = str(tempdirs.make("grade-root-"))  # removed by the zygote when it ends (zygote.main)
     error = _probe(plan)
     if error is None and plan.network_cut:
-        plan.level = NAMESPACES
+        plan.level = Level.NAMESPACES
     elif error is not None:
         plan.reason = error
     return plan
@@ -151,7 +146,7 @@ def _probe(plan: Plan) -> str | None:
     if pid == 0:  # pragma: no cover - child
         os.close(read)
         try:
-            trial = Plan(NAMESPACES, plan.network_cut, plan.uid_base, plan.binds, plan.root_dir)
+            trial = Plan(Level.NAMESPACES, plan.network_cut, plan.uid_base, plan.binds, plan.root_dir)
             where = enter(folder, trial, {}, keep_fds=[write])
             confine_step(trial, plan.uid_base, os.open(os.devnull, os.O_WRONLY), "/tmp/probe", {"processes": 4})
             if os.path.exists("/etc/passwd") or not os.path.isdir(where) or os.getuid() == 0:
@@ -181,7 +176,7 @@ def enter(folder: str, plan: Plan, limits: dict, keep_fds: list[int] = ()) -> st
     if plan.groups.usable:  # before any worker exists: all of them count against the submission's budget
         processes = limits.get("processes")
         plan.groups.create(plan.group_name(os.getpid()), limits.get("memory_mb"), processes and processes + 8)
-    if plan.level != NAMESPACES:
+    if plan.level != Level.NAMESPACES:
         return folder
     # IPC too: System V objects outlive their processes, so nothing one submission leaves reaches the next
     sc.unshare(sc.CLONE_NEWNS | sc.CLONE_NEWPID | sc.CLONE_NEWIPC)
@@ -204,11 +199,11 @@ def confine_step(plan: Plan, uid: int, output_fd: int, workdir: str, limits: dic
     os.dup2(devnull, 0)
     os.close(devnull)
     os.makedirs(workdir, exist_ok=True)
-    if plan.level == UID:
+    if plan.level == Level.UID:
         os.chown(workdir, uid, uid)
     os.chdir(workdir)
     os.umask(0o077)  # what a step writes is its own uid's alone
-    if plan.level in (NAMESPACES, UID):
+    if plan.level in (Level.NAMESPACES, Level.UID):
         try:  # an IPC namespace per worker: its System V objects and POSIX queues die with it
             sc.unshare(sc.CLONE_NEWIPC)
         except OSError:  # under uid+rlimits the host removes what the uid left instead (leftovers.py)
@@ -221,7 +216,7 @@ def confine_step(plan: Plan, uid: int, output_fd: int, workdir: str, limits: dic
         # per uid: only meaningful once the worker has a uid of its own
         _limit(resource.RLIMIT_NPROC, limits.get("processes"))
     sc.prctl(sc.PR_SET_NO_NEW_PRIVS, 1)
-    if plan.level in (NAMESPACES, UID):
+    if plan.level in (Level.NAMESPACES, Level.UID):
         seccomp.install()  # the system calls grading never needs: refused (seccomp.py)
     _limit(resource.RLIMIT_AS, address_space_limit(limits.get("memory_mb")))
     _limit(resource.RLIMIT_FSIZE, limits.get("output_mb") and limits["output_mb"] * 2**20)
@@ -247,7 +242,7 @@ def limit_process(limits: dict) -> None:
 
 def kill_step(plan: Plan, pid: int, uid: int) -> None:
     """Kill a step's worker and everything it started (threads, daemons, double forks)."""
-    if plan.level == NAMESPACES and os.getpid() == 1:
+    if plan.level == Level.NAMESPACES and os.getpid() == 1:
         try:
             os.kill(-1, signal.SIGKILL)  # every process of this namespace but its init (us)
         except ProcessLookupError:  # nothing left to kill
@@ -258,7 +253,7 @@ def kill_step(plan: Plan, pid: int, uid: int) -> None:
             os.kill(target, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
-    if plan.level == UID:  # daemons that left the session: everything running as the step's uid
+    if plan.level == Level.UID:  # daemons that left the session: everything running as the step's uid
         _kill_uid(uid)
         leftovers.sweep(uid, plan.shared)  # and what it left in the machine's shared folders (any depth) and IPC
 
@@ -267,7 +262,7 @@ def dirty_uids(plan: Plan, uid_base: int, count: int = 1000) -> dict[int, list[s
     """Under ``uid+rlimits``: the uids of the block that still own a process, a file in the shared folders
     or an IPC object (a run killed with ``kill -9``, a host killed before it could tidy up), after one
     try at removing it all. The host never gives such a uid to a worker."""
-    if plan.level != UID:
+    if plan.level != Level.UID:
         return {}
     found = leftovers.owners(uid_base, count, plan.shared)
     if found:

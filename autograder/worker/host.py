@@ -19,16 +19,17 @@ import socket
 import time
 
 from . import child, protocol, confine, tempdirs, waits
+from .isolation import Level
 
 
 def run(control: socket.socket, request: dict, plan: confine.Plan) -> None:
     tempdirs.close_inherited()  # the zygote's folder locks: no worker (student code) may hold or release them
     limits = request.get("limits", {})
     folder = confine.enter(request["folder"], plan, limits)  # with namespaces the watcher stays outside
-    workdir = "/tmp/work" if plan.level == confine.NAMESPACES else request["scratch"]
+    workdir = "/tmp/work" if plan.level == Level.NAMESPACES else request["scratch"]
     os.makedirs(workdir, mode=0o755, exist_ok=True)
     uid_base, spawned, current = int(request.get("uid_base", 0)), 0, None
-    uid_count = max(1, int(request.get("uids", 1000)))  # grading/uids.py: which uids of the block are ours
+    uid_count = max(1, int(request.get("uids", 1000)))  # sandbox/uids.py: which uids of the block are ours
     # uid+rlimits: a uid that owns a file or a process serves no one (only ours: the reference worker's is not)
     dirty = confine.dirty_uids(plan, uid_base, uid_count)
     gc.freeze()  # see zygote.main: forked workers must not copy the host's heap by collecting it
@@ -110,7 +111,7 @@ def _end(plan: confine.Plan, current: tuple[int, int], wait: float, workdir: str
     if status == protocol.RUNNING:
         status = protocol.ended(os.waitpid(pid, 0)[1])
     _reap_orphans(plan)
-    if plan.level == confine.NAMESPACES:  # all of the sandbox's /tmp: nothing a step wrote reaches the next
+    if plan.level == Level.NAMESPACES:  # all of the sandbox's /tmp: nothing a step wrote reaches the next
         confine.clear("/tmp", keep=plan.under_tmp())
         os.makedirs(workdir, mode=0o755, exist_ok=True)
     else:
@@ -123,7 +124,7 @@ def _reap_orphans(plan: confine.Plan) -> None:
     namespace, whatever children have already ended."""
     while True:
         try:
-            pid, _ = os.waitpid(-1, 0 if plan.level == confine.NAMESPACES else os.WNOHANG)
+            pid, _ = os.waitpid(-1, 0 if plan.level == Level.NAMESPACES else os.WNOHANG)
         except ChildProcessError:
             return
         if pid == 0:

@@ -4,7 +4,7 @@ The operating system reports a limit as an ordinary exception in the code that h
 27] "File too large" past the output limit (RLIMIT_FSIZE: Python ignores SIGXFSZ), ``MemoryError`` (or
 torch's "can't allocate memory") past the memory limit (RLIMIT_AS), ``BlockingIOError`` from fork past the
 process limit (RLIMIT_NPROC). Read here, in the worker, where the limit's value is known; the trusted side
-names the time limit and a worker killed for a limit (``grading/workers.py``).
+names the time limit and a worker killed for a limit (``sandbox/host.py``).
 """
 from __future__ import annotations
 

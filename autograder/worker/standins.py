@@ -11,7 +11,7 @@ backward) is computed by the reference worker too, from the tensors it is given,
 the student's module and dropout draws from this process's random state as the reference would.
 
 The other half is ``reference_server.py`` (the reference worker); between them, the trusted side checks
-every call against the stand-ins this worker may hold (``grading/standin_calls.py``).
+every call against the stand-ins this worker may hold (``sandbox/reference_server.py``: ``StandinCalls``).
 """
 from __future__ import annotations
 

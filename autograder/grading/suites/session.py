@@ -10,9 +10,9 @@ from autograder.course import CourseError, load_course
 from autograder.grading import proxied_functions
 from autograder.grading.dependencies import StandinPolicy
 from autograder.grading.reference import Reference
-from autograder.grading.reference_worker import ReferenceWorker
+from autograder.sandbox.reference_server import ReferenceWorker
 from autograder.grading.runner import SubmissionRunner, asked_standins
-from autograder.grading.zygote_client import Zygote
+from autograder.sandbox.zygote import Zygote
 
 from . import direct, gradescope_results, problems
 from .graded import SuiteRun

@@ -21,7 +21,7 @@ from autograder.worker import tempdirs, wire
 
 from . import uids
 from .standin_answers import StandinAnswers
-from .workers import WorkerError
+from .host import WorkerError
 
 #: the reference worker's CPU: it serves a whole batch (a call's wall-clock time is the caller's deadline)
 CPU_SECONDS = 3600.0

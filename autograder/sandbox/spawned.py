@@ -19,7 +19,7 @@ from pathlib import Path
 
 from autograder.worker import protocol
 
-from .workers import Worker, WorkerError
+from .host import Worker, WorkerError
 
 TOKEN_BYTES = 32  # hex characters of the token a spawned worker sends first
 #: how long a spawned worker may take to start (Python, then ``import torch``: seconds on a busy machine) and connect

@@ -9,8 +9,8 @@ from the warm zygote in milliseconds, with a uid block of its own.
 from __future__ import annotations
 
 import importlib.util
+import multiprocessing
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -18,12 +18,13 @@ import sysconfig
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from autograder.worker import protocol, waits
+from autograder.worker import protocol
+from autograder.worker.isolation import NAMES, Level
 
 from . import uids
 
 if TYPE_CHECKING:
-    from .workers import Sandbox
+    from .host import Sandbox
 
 WORKER_PACKAGE = Path(__file__).resolve().parent.parent / "worker"
 
@@ -42,7 +43,8 @@ syscalls.die_with_parent(int(parent))
 import attention_worker.leftovers as leftovers
 # the search for world-writable folders (swept under uid+rlimits) runs beside the import of torch where that level
 # is asked for; where namespaces fail, the plan runs it then (once per zygote)
-scan = leftovers.start_discovery() if most == "uid+rlimits" and os.geteuid() == 0 else None
+import attention_worker.isolation as isolation
+scan = leftovers.start_discovery() if most == isolation.Level.UID and os.geteuid() == 0 else None
 import attention_worker.zygote as zygote
 zygote.main(int(control_fd), int(uid_base), site_dirs, most, scan)
 """
@@ -57,12 +59,12 @@ def site_dirs() -> list[str]:
     return sorted(dirs)
 
 
-def most_isolation() -> str:
+def most_isolation() -> Level:
     """The strongest isolation to try: AUTOGRADER_ISOLATION (namespaces, uid+rlimits, rlimits) caps it."""
-    wanted = os.environ.get("AUTOGRADER_ISOLATION", "namespaces")
-    if wanted not in ("namespaces", "uid+rlimits", "rlimits"):
-        raise ValueError(f"AUTOGRADER_ISOLATION={wanted!r}: expected namespaces, uid+rlimits or rlimits")
-    return wanted
+    wanted = os.environ.get("AUTOGRADER_ISOLATION", Level.NAMESPACES.value)
+    if wanted not in NAMES:
+        raise ValueError(f"AUTOGRADER_ISOLATION={wanted!r}: expected {', '.join(NAMES[:-1])} or {NAMES[-1]}")
+    return Level(wanted)
 
 
 class Zygote:
@@ -83,7 +85,7 @@ class Zygote:
             if key in os.environ:
                 env[key] = os.environ[key]
         self.process: subprocess.Popen | None = subprocess.Popen(
-            [sys.executable, "-I", "-S", "-c", _BOOT, str(theirs.fileno()), str(os.getpid()), str(uid_base), most_isolation(),
+            [sys.executable, "-I", "-S", "-c", _BOOT, str(theirs.fileno()), str(os.getpid()), str(uid_base), most_isolation().value,
              str(WORKER_PACKAGE), *site_dirs()],
             pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, env=env, start_new_session=True,
         )
@@ -130,14 +132,14 @@ class Zygote:
         return self._hello["isolation"]
 
     @property
-    def level(self) -> str:
+    def level(self) -> Level:
         """The isolation level alone: ``namespaces``, ``uid+rlimits`` or ``rlimits``."""
         self.isolation  # noqa: B018 - the start-up line
-        return self._hello["level"]
+        return Level(self._hello["level"])
 
     def open(self, request: dict) -> "Sandbox":
         """Fork a host for one submission (``request``: folder, scratch, limits, uid_base)."""
-        from .workers import Sandbox  # noqa: PLC0415 - imports torch (the wire), which this module does not
+        from .host import Sandbox  # noqa: PLC0415 - imports torch (the wire), which this module does not
 
         self.isolation  # noqa: B018 - the start-up line comes first on the control channel
         ours, theirs = socket.socketpair()
@@ -192,78 +194,47 @@ class Zygote:
         self.close()
 
 
-class LocalZygote:
-    """Hosts for ``grade check`` on a student's own machine, without a second interpreter.
+class ClonesForForks:
+    """One clone of ``zygote`` for each process about to be forked from this one, each taken by one of them.
 
-    Nothing secret lives in a student's ``grade check`` process (only public cases), so it can be its
-    own zygote and save a second ``import torch``: it forks each submission's host, which forks a worker
-    per step, with the time, memory and output limits (confine.py, level rlimits). Where ``os.fork`` does
-    not exist (Windows), each worker is a process of its own instead (``spawned.py``), the time limit
-    kept from here.
+    The one way a forked grading process gets its zygote: a batch's ``--jobs`` (``autograde/batch.py``) and a
+    LocalCluster's workers (``cluster/inherited.py``). The clones are made before the fork (each forked warm,
+    with its own uid block); every forked process inherits them all, and ``take`` keeps its own and forgets
+    its copies of the others and of ``zygote`` (without stopping them), so each clone is used by one process.
     """
 
-    def __init__(self) -> None:  # no separate interpreter
-        import torch  # noqa: PLC0415 - imported on first use: torch is slow to load
+    def __init__(self, zygote: Zygote, count: int) -> None:
+        self.zygote = zygote
+        self.clones: list[Zygote] = []
+        try:
+            for _ in range(count):
+                self.clones.append(zygote.clone())
+        except BaseException:
+            self.close()
+            raise
+        self._taken = multiprocessing.get_context("fork").Value("i", 0)  # shared by the forked processes
 
-        from autograder.worker import confine, zygote  # noqa: PLC0415 - imported on first use: torch is slow to load
+    def take(self, slot: int | None = None) -> Zygote | None:
+        """In a forked process: its clone (number ``slot``, or the next one no process took yet), or None if none
+        is left for it (a process forked after ``withdraw``)."""
+        if slot is None:
+            with self._taken.get_lock():
+                slot = self._taken.value
+                self._taken.value += 1
+        for i, clone in enumerate(self.clones):
+            if i != slot:
+                clone.forget()  # another process's
+        self.zygote.forget()  # the forking process's own: never used from a forked one
+        return self.clones[slot] if slot < len(self.clones) else None
 
-        self.forks = hasattr(os, "fork")
-        if self.forks:
-            # One intra-op thread, before any thread pool exists: an OpenMP pool does not survive fork().
-            torch.set_num_threads(1)
-            zygote.warm_up()
-        self._children: set[int] = set()
-        self._plan = confine.plan_for_zygote(0, [], local=True)
-
-    @property
-    def isolation(self) -> str:
-        how = "" if self.forks else "; each worker a process of its own (no fork on this system)"
-        return self._plan.describe() + how
-
-    @property
-    def level(self) -> str:
-        return self._plan.level
-
-    def open(self, request: dict):
-        if not self.forks:
-            from .spawned import SpawnedSandbox  # noqa: PLC0415 - imported on first use: torch is slow to load
-
-            return SpawnedSandbox(request)
-        from autograder.worker import host  # noqa: PLC0415 - imported on first use: torch is slow to load
-
-        from .workers import Sandbox  # noqa: PLC0415 - imported on first use: torch is slow to load
-
-        from autograder.worker import confine  # noqa: PLC0415 - imported when needed: the zygote starts before the rest loads
-
-        ours, theirs = socket.socketpair()
-        me = os.getpid()
-        pid = os.fork()
-        if pid == 0:  # pragma: no cover - runs in the child
-            try:
-                confine.die_with(me)
-                ours.close()
-                host.run(theirs, request, self._plan)
-            finally:
-                os._exit(0)
-        theirs.close()
-        self._children.add(pid)
-        return Sandbox(ours, pid, self)
-
-    def reap(self, pid: int) -> dict:
-        self._children.discard(pid)
-        return waits.reap(pid, 2.0)
+    def withdraw(self) -> None:
+        """In the forking process, once the processes are forked and it will not stop them itself: forget its
+        copies (each forked process closes its own); a process forked later gets none."""
+        for clone in self.clones:
+            clone.forget()
+        self.clones = []
 
     def close(self) -> None:
-        for pid in list(self._children):
-            try:
-                os.kill(pid, signal.SIGKILL)
-                os.waitpid(pid, 0)
-            except (ChildProcessError, ProcessLookupError):
-                pass
-        self._children.clear()
-
-    def __enter__(self) -> "LocalZygote":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
+        """In the forking process: stop the clones (those not withdrawn)."""
+        for clone in self.clones:
+            clone.close()

@@ -31,7 +31,7 @@ def claim() -> tuple[int, int]:
 
 
 #: the uids of a block a submission's workers take in turn; the block's last uid is the reference worker's
-#: alone (grading/reference_worker.py), so no student's worker ever runs as the process that holds the reference
+#: alone (reference_server.py), so no student's worker ever runs as the process that holds the reference
 STUDENT_UIDS = BLOCK - 1
 
 
