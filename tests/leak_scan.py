@@ -1,6 +1,6 @@
 """Find reference solution lines hidden in feedback as encoded blobs (base85, base64, ...; compressed or not).
 
-The redaction in ``autograder/grading/reference_quotes.py`` looks for solution lines as text. A submission that finds the
+The redaction in ``autograder/grading/suites/reference_quotes.py`` looks for solution lines as text. A submission that finds the
 reference in its worker can raise ``RuntimeError(base64.b85encode(zlib.compress(source)))`` instead: no line is
 readable, yet the student decodes it from results.json. ``decodable_solution_lines`` undoes that: every long
 token of an encoding's alphabet is decoded (base85, ascii85, base64, urlsafe base64, base32, hex), then read as
@@ -230,7 +230,7 @@ class ReferenceCode:
     @classmethod
     def load(cls, root: Path = ROOT) -> "ReferenceCode":
         sys.path.insert(0, str(root)) if str(root) not in sys.path else None
-        from autograder.grading.reference import Reference  # noqa: PLC0415 - imported on first use: torch is slow to load
+        from autograder.grading.suites.reference import Reference  # noqa: PLC0415 - imported on first use: torch is slow to load
 
         course = load_course(root / "course.yml")
         modules = sorted({step.split(".", 1)[0] for step in course.steps})

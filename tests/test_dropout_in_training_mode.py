@@ -9,7 +9,7 @@ import torch
 from autograder.check.public_cases import load
 from autograder.course import load_course
 from autograder.feedback.dropout import module_dropout_problems
-from autograder.grading.reference import Reference
+from autograder.grading.suites.reference import Reference
 from autograder.nbgrader_course import cell_runner, graded_cells
 from autograder.nbgrader_course.collect import collect_cases
 

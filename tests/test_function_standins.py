@@ -1,13 +1,13 @@
 """Function stand-ins (``op: "call"``) in one process, the wire between proxy and reference worker kept: what a
 proxy gives back is the reference's answer for a function of its tensors (values, gradients, dropout draws),
 and not for a step that creates parameters, takes a module or a generator (issue 21, item 5). The steps of the
-second kind are found from the reference's own answers and never held (grading/proxied_functions.py)."""
+second kind are found from the reference's own answers and never held (grading/suites/proxied_functions.py)."""
 from __future__ import annotations
 
 import pytest
 import torch
 
-from autograder.grading import proxied_functions
+from autograder.grading.suites import proxied_functions
 from autograder.worker import reference_server, runtime, standins, wire
 from solutions import causal_attention, trainable_attention
 
@@ -65,7 +65,7 @@ def test_a_function_s_dropout_draws_are_the_reference_s(proxies):
 
 @pytest.mark.xfail(strict=True, reason="function stand-in bug (worker/standins.py, reference_server.py): a proxy "
                    "returns detached plain tensors, so init_qkv's nn.Parameters come back with requires_grad=False "
-                   "and a module that assigns them has no parameters; held back by grading/proxied_functions.py")
+                   "and a module that assigns them has no parameters; held back by grading/suites/proxied_functions.py")
 def test_a_function_proxy_gives_back_the_parameters_it_creates(proxies):
     torch.manual_seed(123)
     made = proxies["trainable_attention.init_qkv"](3, 2)

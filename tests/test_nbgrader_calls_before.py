@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from autograder.course import load_course
-from autograder.grading.reference import Reference
+from autograder.grading.suites.reference import Reference
 from autograder.nbgrader_course import cell_runner, graded_cells
 from autograder.nbgrader_course.collect import collect_cases
 from solutions.multihead_attention import MultiHeadAttention

@@ -120,7 +120,7 @@ def every_case():
     from autograder.grading.suites.plugin import GradingPlugin  # noqa: PLC0415 - imported on first use: torch is slow to load
     from autograder.grading.suites.suite_runner import run_suites  # noqa: PLC0415 - imported on first use: torch is slow to load
     from autograder.grading import cases as check_module  # noqa: PLC0415 - imported on first use: torch is slow to load
-    from autograder.grading.reference import Reference  # noqa: PLC0415 - imported on first use: torch is slow to load
+    from autograder.grading.suites.reference import Reference  # noqa: PLC0415 - imported on first use: torch is slow to load
 
     course = load_course(ROOT / "course.yml")
     reference = Reference(ROOT / course.solutions, course.modules, list(course.steps))
@@ -258,7 +258,7 @@ def test_the_bundle_installs_and_checks_without_the_instructor_repo(release, tmp
 
     probe = python("-c", "import autograder, torch; print(autograder.__file__)\n"
                    "for m in ('autograder.unit.suites', 'autograder.autograde', 'autograder.grading.suites', 'autograder.assign', 'autograder.course',"
-                   " 'autograder.grading.reference', 'solutions'):\n"
+                   " 'autograder.grading.suites.reference', 'solutions'):\n"
                    "    try:\n        __import__(m)\n    except ImportError:\n        pass\n"
                    "    else:\n        raise SystemExit(f'{m} is importable')\n", cwd=tmp_path)
     assert probe.returncode == 0, probe.stdout + probe.stderr

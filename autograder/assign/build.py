@@ -6,7 +6,7 @@ from pathlib import Path
 from autograder.check import public_cases
 from autograder.course import load_course
 from autograder.grading.suites.suite_runner import validate_suites
-from autograder.grading.reference import Reference
+from autograder.grading.suites.reference import Reference
 
 from .record import record_public_cases
 from .strip import strip_tree

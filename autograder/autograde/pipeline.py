@@ -187,7 +187,7 @@ def grade(grader, submissions: tuple[Path, ...], out: Path, n_jobs: int, force: 
     from tqdm import tqdm  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
 
     from autograder.autograde import batch, content_hashes, grader_log, summary  # noqa: PLC0415 - imported on first use: torch is slow to load
-    from autograder.grading.isolation_levels import RunPolicy  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
+    from autograder.autograde.run_policy import RunPolicy  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
     from autograder.pages import changes  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
     from autograder.intake.discover import discover  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
 

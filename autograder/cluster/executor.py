@@ -19,7 +19,7 @@ from pathlib import Path
 from autograder.autograde.batch import children, warm_pictures, write
 from autograder.sandbox.zygote import ClonesForForks
 from autograder.worker import tempdirs
-from autograder.grading.isolation_levels import RunPolicy
+from autograder.autograde.run_policy import RunPolicy
 
 from . import inherited, stalls
 from .payload import Payload

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from autograder.intake.stage import Staged
-from autograder.grading.isolation_levels import RunPolicy
+from autograder.autograde.run_policy import RunPolicy
 
 
 @dataclass

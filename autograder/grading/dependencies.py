@@ -25,7 +25,7 @@ class StandinPolicy:
         same module first (``context_vector`` exists in two modules), else to the step of that name elsewhere.
         ``order``: the unit's steps in order (course.yml's); by default, ``reference_uses``' own order."""
         self.order = list(order if order is not None else reference_uses)
-        #: steps no proxy can stand in for (grading/proxied_functions.py): never held
+        #: steps no proxy can stand in for (grading/suites/proxied_functions.py): never held
         self.held_back: set[str] = set()
         self._index = {s: i for i, s in enumerate(self.order)}
         by_name: dict[str, list[str]] = {}

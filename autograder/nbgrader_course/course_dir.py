@@ -17,7 +17,7 @@ import nbformat
 
 from autograder.course import load_course
 from autograder.grading.suites.suite_runner import validate_suites
-from autograder.grading.reference import Reference
+from autograder.grading.suites.reference import Reference
 
 from .collect import collect_cases
 from .literals import DataFile

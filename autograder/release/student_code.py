@@ -1,11 +1,15 @@
 """The code a student's ``grade check`` needs, and nothing else of the instructor's ``autograder``.
 
+What may ship is decided by folders (``SHIPPED``): the judging (``grading/``, without its ``suites/``, where the
+hidden suites run and the reference is loaded), the sandbox's two sides (``sandbox/``, ``worker/``), ``check/``,
+``feedback/``, ``intake/``, ``pages/``, and a few top-level modules. Everything else (``autograde/``, ``assign/``,
+``unit/``, ``course/``, ``release/``, ``gradescope/``, ``grading/suites/``, ...) is the instructor's.
+
 ``grade check`` is the ``check`` command of ``autograder/cli.py``; the bundle gets a ``cli.py`` holding
 only that command (cut from the real one with ``ast``, so there is one source), plus the import closure
 of it, of ``autograder.check`` and of ``autograder.worker`` (which the zygote loads as a folder). The
-closure follows every ``import`` in a module, including those inside functions. Reaching an
-instructor-only module (the suites, the reference, the scoring, the solutions' loader) is an error,
-not something to copy.
+closure follows every ``import`` in a module, including those inside functions. Reaching a module outside
+the shipped folders is an error, not something to copy.
 """
 from __future__ import annotations
 
@@ -17,8 +21,21 @@ PACKAGE_DIR = Path(__file__).resolve().parent.parent
 CLI_COMMANDS = ("_run", "_colored", "_version", "main", "check")  # the helpers and the one command the student CLI keeps
 START_PACKAGES = ("autograder.check", "autograder.worker")
 DATA_FILES = ("check/public_cases.json", "check/public_cases.safetensors")
-INSTRUCTOR_ONLY = ("autograder.unit", "autograder.assign", "autograder.autograde", "autograder.grading.reference",
-                   "autograder.grading.suites", "autograder.course", "autograder.release", "autograder.gradescope")
+#: folders of ``autograder/`` whose modules may ship, and the instructor-only folders inside them
+SHIPPED = ("check", "feedback", "grading", "intake", "pages", "sandbox", "worker")
+NOT_SHIPPED = ("grading/suites",)
+#: modules outside those folders that ship: the package itself, grade check's command and the notebook's %grade check
+SHIPPED_MODULES = ("autograder", "autograder.commands", "autograder.commands.check", "autograder.console",
+                   "autograder.ipython_extension", "autograder.usage")
+
+
+def shipped(name: str) -> bool:
+    """May module ``name`` (``autograder.x.y``) ship to students? Decided by its folder."""
+    if name in SHIPPED_MODULES:
+        return True
+    folder = "/".join(name.split(".")[1:])
+    inside = lambda roots: any(folder == r or folder.startswith(r + "/") for r in roots)  # noqa: E731 - a one-line rule
+    return inside(SHIPPED) and not inside(NOT_SHIPPED)
 
 
 class ReleaseError(Exception):
@@ -89,9 +106,10 @@ def closure(cli_source: str, root: Path = PACKAGE_DIR) -> dict[str, Path]:
         name = todo.pop()
         if name in modules or name == f"{PACKAGE}.cli":
             continue
-        if any(name == bad or name.startswith(bad + ".") for bad in INSTRUCTOR_ONLY):
-            raise ReleaseError(f"grade check would import {name}, which is instructor-only; "
-                               "move what it needs out of it (the student bundle must not contain it)")
+        if not shipped(name):
+            raise ReleaseError(f"grade check would import {name}, which is instructor-only (not in the shipped folders: "
+                               f"{', '.join(SHIPPED)}); move what it needs out of it (the student bundle must not "
+                               "contain it)")
         path = module_path(name, root)
         if path is None:
             raise ReleaseError(f"grade check imports {name}, which does not exist in {root}")

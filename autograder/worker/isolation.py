@@ -2,7 +2,7 @@
 
 Weakest first: ``rlimits`` < ``uid+rlimits`` < ``namespaces`` (docs/isolation.md). The zygote finds what
 the machine allows (``confine.plan_for_zygote``) and says it on its control channel; the trusted side reads
-it back (``sandbox/zygote.py``) and decides whether to grade at it (``grading/isolation_levels.py``). A
+it back (``sandbox/zygote.py``) and decides whether to grade at it (``autograde/run_policy.py``). A
 ``str`` enum: on the wire, in results.json and in every sentence a level is its plain text.
 """
 from __future__ import annotations

