@@ -12,7 +12,7 @@ from . import uids
 from .dependencies import StandinPolicy
 from .per_request import PerRequest
 from .reference_worker import ReferenceWorker, StandinCalls
-from .workers import WorkerError
+from .workers import WorkerError, packed as _frame
 from .zygote_client import Zygote
 
 
@@ -96,6 +96,27 @@ def _said_as_limit(answer: dict) -> dict:
 #: the stand-ins each request builds (a request may build other steps' stand-ins: Exercise 3.1)
 _asked = PerRequest(asked_standins)
 
+#: at most this many calls, and this many bytes of them, go to a worker in one batch
+BATCH_REQUESTS = 64
+BATCH_BYTES = 4 << 20
+
+
+def plans(sequence: list[tuple[tuple, dict]]) -> dict[int, tuple[list[dict], int]]:
+    """The batches a batch of submissions may send: ``sequence`` is every request of a grading in the order it
+    was made, each with its count (``(step, count)``, None for a request built afresh each time: it is sent
+    alone, and ends a plan); each run of one count's requests is a plan. Keyed by ``id`` of each request (the
+    plan keeps the objects alive): (its count's requests, its index among them)."""
+    out: dict[int, tuple[list[dict], int]] = {}
+    run: list[dict] = []
+    for i, (count, request) in enumerate(sequence):
+        if count is None:
+            continue
+        run.append(request)
+        if i + 1 == len(sequence) or sequence[i + 1][0] != count:
+            out.update((id(r), (run, j)) for j, r in enumerate(run))
+            run = []
+    return out
+
 
 class SubmissionRunner:
     """Executes requests for one submission, in its own sandbox: one worker serves step after step while it
@@ -106,7 +127,8 @@ class SubmissionRunner:
                  time_limits: dict[str, float], limits: dict | None = None, *, uid_base: int = 0,
                  reference: ReferenceWorker | None = None,
                  submission_seconds: float | None = None, module_errors: dict | None = None,
-                 policy: StandinPolicy | None = None, asked: dict[str, set[str]] | None = None):
+                 policy: StandinPolicy | None = None, asked: dict[str, set[str]] | None = None,
+                 batches: dict[int, tuple[list[dict], int]] | None = None):
         self.zygote = zygote
         self.folder = Path(folder).resolve()
         self.modules = modules
@@ -133,6 +155,10 @@ class SubmissionRunner:
         #: a step whose worker was retired (out of time, tampering, a broken protocol): its answer, given again;
         #: it gets no second worker
         self.retired: dict[str, dict] = {}
+        #: the cases a count will ask for, known before any is run (``plans``): sent to the worker as one batch
+        self.batches = batches or {}
+        #: the calls of the current batch whose answers are not read yet, in order
+        self._pending: list[dict] = []
 
     def _needed(self, step: str, asked: set[str] = frozenset()) -> set[str]:
         """The stand-ins ``step``'s worker holds: chosen by the reference and the suite, never the student."""
@@ -214,6 +240,8 @@ class SubmissionRunner:
         if module in self.module_errors:  # nothing to run: say what staging found
             return _import_error(self.module_errors, module)
         try:
+            if self._pending and self._pending[0] is not request:
+                self._drop_batch()
             asked = _asked(request)
             if self._step != step or self._worker is None or self._worker.dead:
                 self._begin(step, asked)
@@ -221,21 +249,63 @@ class SubmissionRunner:
                 self._start(step, self._needed(step, asked), self._worker.remaining())
             if module in self.import_errors:
                 return _import_error(self.import_errors, module)
-            answer = self._worker.request(request)
+            if self._pending:  # sent with an earlier case of its count: its answer is on its way
+                self._pending.pop(0)
+                answer = self._worker.request()
+            else:
+                answer = self._send(step, request)
             if not _well_formed(answer):  # not the worker's own answer: the student's code wrote on its channel
                 self._worker.kill()
                 raise WorkerError(PROTOCOL)
+            if answer.get("ok") is not True:
+                self._pending = []  # the worker dropped the rest of its batch
             answer = _said_as_limit(answer)
             if (answer.get("error") or {}).get("type") == "Tampering":  # the worker retired itself: so is the step
                 self.retired[step] = answer
             return answer
         except WorkerError as exc:
+            self._pending = []
             answer = limit_error(exc)
             if exc.limit == "time" or exc.reason == PROTOCOL:
                 self.retired[step] = answer
             return answer
 
+    def _send(self, step: str, request: dict) -> dict:
+        """Send ``request`` with the cases planned after it in its count that this worker may run as it is (the
+        stand-ins they build are held), in one batch; return its answer (the others are read as they are asked)."""
+        requests, index = self.batches.get(id(request), ((), 0))
+        batch = [request]
+        if index < len(requests) and requests[index] is request:
+            size = len(_frame(request))
+            for later in requests[index + 1:index + BATCH_REQUESTS]:
+                size += len(_frame(later))
+                if size > BATCH_BYTES or not self._needed(step, _asked(later)) <= self._holds:
+                    break
+                batch.append(later)
+        if len(batch) == 1:
+            return self._worker.request(request)
+        self._pending = batch[1:]
+        return self._worker.batch(batch)
+
+    def _drop_batch(self) -> None:
+        """The rest of a batch its count no longer asks for (it failed at an earlier case): the answers are read
+        and dropped, so the worker is where it would be had they not been sent, less what they changed. No case
+        waits for them: a worker that runs out of time, dies or tampers meanwhile is ended, not blamed, and the
+        step's next case gets a fresh worker."""
+        pending, self._pending = self._pending, []
+        try:
+            for _ in pending:
+                answer = self._worker.request()
+                if not _well_formed(answer) or (answer.get("error") or {}).get("type") == "Tampering":
+                    self._worker.kill()
+                    return
+                if answer.get("ok") is not True:
+                    return  # the worker dropped the rest itself
+        except WorkerError:
+            pass  # the worker is ended (``exchange`` does it)
+
     def close_worker(self) -> None:
+        self._pending = []
         if self._worker is not None:
             self._worker.close()
             self._worker = None
