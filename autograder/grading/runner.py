@@ -174,12 +174,12 @@ class SubmissionRunner:
         if worker is not None and not worker.dead and self._holds <= needed:
             try:
                 worker.begin(budget)
-                clean, extra = True, needed - self._holds
+                extra = needed - self._holds
+                step_message = {"op": "step", "if_clean": True, "cpu_seconds": budget}
                 if extra:  # the worker takes on what this step may hold besides, if it is still clean
-                    clean = not _control(worker, {"op": "standins", "standins": self._code(extra), "if_clean": True,
-                                                  "cpu_seconds": budget})["changed"]
-                    self._holds |= extra if clean else set()
-                if clean and not _control(worker, {"op": "step", "if_clean": True, "cpu_seconds": budget})["changed"]:
+                    step_message["standins"] = self._code(extra)
+                if not _control(worker, step_message)["changed"]:
+                    self._holds |= extra
                     self._step = step
                     self._mark_output()
                     return
@@ -206,9 +206,7 @@ class SubmissionRunner:
         self._step = step
         hello = _control(self._worker, None)
         self.import_errors = {**hello["import_errors"], **self.module_errors}
-        if needed:
-            _control(self._worker, {"op": "standins", "standins": self._code(needed)})
-        _control(self._worker, {"op": "step"})
+        _control(self._worker, {"op": "step", **({"standins": self._code(needed)} if needed else {})})
         self._mark_output()
 
     def _mark_output(self) -> None:

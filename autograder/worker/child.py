@@ -1,7 +1,8 @@
 """One worker: import the submission, serve the trusted side's requests for one step or more.
 
 Requests: ``{"op": "step"}`` starts a step (fresh random state); ``{"op": "standins", "standins": {...}}``
-builds and substitutes stand-ins (for the steps graded last); with ``"if_clean": true`` either does so
+builds and substitutes stand-ins (for the steps graded last), and so does ``{"op": "step", "standins": {...}}``
+before the step starts (one round trip instead of two); with ``"if_clean": true`` either does so
 only if the worker is still as it was after import (hygiene.py), else answers what changed;
 ``{"op": "exit"}``; ``{"op": "batch", "n": k}`` is followed by k calls (the cases of one count), all read
 before the first runs (a stand-in's call in the middle of one is answered on this channel), then run in turn,
@@ -86,14 +87,12 @@ def serve(channel: socket.socket, folder: str, spawn: dict, shared: tuple[str, .
             # A worker that served a step serves another only if it is still as it was after import.
             changed = hygiene.changes(baseline, hygiene.fingerprint(modules, shared)) if request.get("if_clean") else []
             cpu_seconds = request.get("cpu_seconds")
-            if changed:
-                request.clear()
-            elif request["op"] == "standins":  # the stand-ins this step may hold (grading/dependencies.py), built and substituted
+            if not changed and "standins" in request:  # the stand-ins this step may hold (grading/dependencies.py), built and substituted
                 ws.add_standins(request.pop("standins"), call)
-                request.clear()
                 baseline = hygiene.fingerprint(modules, shared)
-            else:  # a step begins: the same random state for every step
+            if not changed and request["op"] == "step":  # a step begins: the same random state for every step
                 hygiene.fresh_random_state()
+            request.clear()
             if not changed and cpu_seconds:  # this step's CPU budget, from now
                 confine.renew_cpu(float(cpu_seconds))
             send(channel, {"changed": changed})
