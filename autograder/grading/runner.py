@@ -7,6 +7,7 @@ from pathlib import Path
 
 from autograder.sandbox import uids
 from autograder.sandbox.host import WorkerError
+from autograder.sandbox.host import packed as _frame
 from autograder.sandbox.per_request import PerRequest
 from autograder.sandbox.reference_server import ReferenceWorker, StandinCalls
 from autograder.sandbox.zygote import Zygote
@@ -96,6 +97,27 @@ def _said_as_limit(answer: dict) -> dict:
 #: the stand-ins each request builds (a request may build other steps' stand-ins: Exercise 3.1)
 _asked = PerRequest(asked_standins)
 
+#: at most this many calls, and this many bytes of them, go to a worker in one batch
+BATCH_REQUESTS = 64
+BATCH_BYTES = 4 << 20
+
+
+def plans(sequence: list[tuple[tuple, dict]]) -> dict[int, tuple[list[dict], int]]:
+    """The batches a batch of submissions may send: ``sequence`` is every request of a grading in the order it
+    was made, each with its count (``(step, count)``, None for a request built afresh each time: it is sent
+    alone, and ends a plan); each run of one count's requests is a plan. Keyed by ``id`` of each request (the
+    plan keeps the objects alive): (its count's requests, its index among them)."""
+    out: dict[int, tuple[list[dict], int]] = {}
+    run: list[dict] = []
+    for i, (count, request) in enumerate(sequence):
+        if count is None:
+            continue
+        run.append(request)
+        if i + 1 == len(sequence) or sequence[i + 1][0] != count:
+            out.update((id(r), (run, j)) for j, r in enumerate(run))
+            run = []
+    return out
+
 
 class SubmissionRunner:
     """Executes requests for one submission, in its own sandbox: one worker serves step after step while it
@@ -106,7 +128,8 @@ class SubmissionRunner:
                  time_limits: dict[str, float], limits: dict | None = None, *, uid_base: int = 0,
                  reference: ReferenceWorker | None = None,
                  submission_seconds: float | None = None, module_errors: dict | None = None,
-                 policy: StandinPolicy | None = None, asked: dict[str, set[str]] | None = None):
+                 policy: StandinPolicy | None = None, asked: dict[str, set[str]] | None = None,
+                 batches: dict[int, tuple[list[dict], int]] | None = None):
         self.zygote = zygote
         self.folder = Path(folder).resolve()
         self.modules = modules
@@ -133,6 +156,10 @@ class SubmissionRunner:
         #: a step whose worker was retired (out of time, tampering, a broken protocol): its answer, given again;
         #: it gets no second worker
         self.retired: dict[str, dict] = {}
+        #: the cases a count will ask for, known before any is run (``plans``): sent to the worker as one batch
+        self.batches = batches or {}
+        #: the calls of the current batch whose answers are not read yet, in order
+        self._pending: list[dict] = []
 
     def _needed(self, step: str, asked: set[str] = frozenset()) -> set[str]:
         """The stand-ins ``step``'s worker holds: chosen by the reference and the suite, never the student."""
@@ -148,12 +175,12 @@ class SubmissionRunner:
         if worker is not None and not worker.dead and self._holds <= needed:
             try:
                 worker.begin(budget)
-                clean, extra = True, needed - self._holds
+                extra = needed - self._holds
+                step_message = {"op": "step", "if_clean": True, "cpu_seconds": budget}
                 if extra:  # the worker takes on what this step may hold besides, if it is still clean
-                    clean = not _control(worker, {"op": "standins", "standins": self._code(extra), "if_clean": True,
-                                                  "cpu_seconds": budget})["changed"]
-                    self._holds |= extra if clean else set()
-                if clean and not _control(worker, {"op": "step", "if_clean": True, "cpu_seconds": budget})["changed"]:
+                    step_message["standins"] = self._code(extra)
+                if not _control(worker, step_message)["changed"]:
+                    self._holds |= extra
                     self._step = step
                     self._mark_output()
                     return
@@ -180,9 +207,7 @@ class SubmissionRunner:
         self._step = step
         hello = _control(self._worker, None)
         self.import_errors = {**hello["import_errors"], **self.module_errors}
-        if needed:
-            _control(self._worker, {"op": "standins", "standins": self._code(needed)})
-        _control(self._worker, {"op": "step"})
+        _control(self._worker, {"op": "step", **({"standins": self._code(needed)} if needed else {})})
         self._mark_output()
 
     def _mark_output(self) -> None:
@@ -214,6 +239,8 @@ class SubmissionRunner:
         if module in self.module_errors:  # nothing to run: say what staging found
             return _import_error(self.module_errors, module)
         try:
+            if self._pending and self._pending[0] is not request:
+                self._drop_batch()
             asked = _asked(request)
             if self._step != step or self._worker is None or self._worker.dead:
                 self._begin(step, asked)
@@ -221,21 +248,63 @@ class SubmissionRunner:
                 self._start(step, self._needed(step, asked), self._worker.remaining())
             if module in self.import_errors:
                 return _import_error(self.import_errors, module)
-            answer = self._worker.request(request)
+            if self._pending:  # sent with an earlier case of its count: its answer is on its way
+                self._pending.pop(0)
+                answer = self._worker.request()
+            else:
+                answer = self._send(step, request)
             if not _well_formed(answer):  # not the worker's own answer: the student's code wrote on its channel
                 self._worker.kill()
                 raise WorkerError(PROTOCOL)
+            if answer.get("ok") is not True:
+                self._pending = []  # the worker dropped the rest of its batch
             answer = _said_as_limit(answer)
             if (answer.get("error") or {}).get("type") == "Tampering":  # the worker retired itself: so is the step
                 self.retired[step] = answer
             return answer
         except WorkerError as exc:
+            self._pending = []
             answer = limit_error(exc)
             if exc.limit == "time" or exc.reason == PROTOCOL:
                 self.retired[step] = answer
             return answer
 
+    def _send(self, step: str, request: dict) -> dict:
+        """Send ``request`` with the cases planned after it in its count that this worker may run as it is (the
+        stand-ins they build are held), in one batch; return its answer (the others are read as they are asked)."""
+        requests, index = self.batches.get(id(request), ((), 0))
+        batch = [request]
+        if index < len(requests) and requests[index] is request:
+            size = len(_frame(request))
+            for later in requests[index + 1:index + BATCH_REQUESTS]:
+                size += len(_frame(later))
+                if size > BATCH_BYTES or not self._needed(step, _asked(later)) <= self._holds:
+                    break
+                batch.append(later)
+        if len(batch) == 1:
+            return self._worker.request(request)
+        self._pending = batch[1:]
+        return self._worker.batch(batch)
+
+    def _drop_batch(self) -> None:
+        """The rest of a batch its count no longer asks for (it failed at an earlier case): the answers are read
+        and dropped, so the worker is where it would be had they not been sent, less what they changed. No case
+        waits for them: a worker that runs out of time, dies or tampers meanwhile is ended, not blamed, and the
+        step's next case gets a fresh worker."""
+        pending, self._pending = self._pending, []
+        try:
+            for _ in pending:
+                answer = self._worker.request()
+                if not _well_formed(answer) or (answer.get("error") or {}).get("type") == "Tampering":
+                    self._worker.kill()
+                    return
+                if answer.get("ok") is not True:
+                    return  # the worker dropped the rest itself
+        except WorkerError:
+            pass  # the worker is ended (``exchange`` does it)
+
     def close_worker(self) -> None:
+        self._pending = []
         if self._worker is not None:
             self._worker.close()
             self._worker = None

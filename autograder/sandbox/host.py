@@ -26,7 +26,7 @@ class Reaper(Protocol):
 
 
 #: each request packed once: a batch sends the same requests to every submission
-_frame = PerRequest(wire.pack)
+_frame = packed = PerRequest(wire.pack)
 
 
 #: the answer to a stand-in's call where there are none (``grade check``, or a step that may hold none)
@@ -188,6 +188,16 @@ class Worker:
         ``callbacks``). A worker still busy then is killed, whatever it is doing.
         """
         frame = None if message is None else _frame(message) if "kind" in message else wire.pack(message)
+        return self._answer(frame, deadline)
+
+    def batch(self, requests: list[dict], deadline: float | None = None):
+        """Send several calls in one write (``{"op": "batch", "n": k}``, then each call's frame) and return the
+        first one's answer; the others' come with ``request()``, in order, up to the first error answer (the
+        worker drops the rest of the batch after it). The deadline is the same as for single requests."""
+        frame = wire.pack({"op": "batch", "n": len(requests)}) + b"".join(_frame(r) for r in requests)
+        return self._answer(frame, deadline)
+
+    def _answer(self, frame: bytes | None, deadline: float | None):
         header, blob, _ = self.exchange(frame, deadline)
         try:
             return wire.unpack(header, blob)

@@ -1,10 +1,14 @@
 """One worker: import the submission, serve the trusted side's requests for one step or more.
 
 Requests: ``{"op": "step"}`` starts a step (fresh random state); ``{"op": "standins", "standins": {...}}``
-builds and substitutes stand-ins (for the steps graded last); with ``"if_clean": true`` either does so
+builds and substitutes stand-ins (for the steps graded last), and so does ``{"op": "step", "standins": {...}}``
+before the step starts (one round trip instead of two); with ``"if_clean": true`` either does so
 only if the worker is still as it was after import (hygiene.py), else answers what changed;
-``{"op": "exit"}``; anything else is a call for ``runtime.run``, whose answer is sent only if the worker's
-own machinery is as it was before student code ran (integrity.py).
+``{"op": "exit"}``; ``{"op": "batch", "n": k}`` is followed by k calls (the cases of one count), all read
+before the first runs (a stand-in's call in the middle of one is answered on this channel), then run in turn,
+each answered as soon as it is done, up to the first that fails (an error answer: the rest are dropped, and
+the trusted side sends them again if the count goes on); anything else is a call for ``runtime.run``, whose
+answer is sent only if the worker's own machinery is as it was before student code ran (integrity.py).
 """
 from __future__ import annotations
 
@@ -39,6 +43,7 @@ def serve(channel: socket.socket, folder: str, spawn: dict, shared: tuple[str, .
             pass  # no location is said, never a wrong one
     folder = Path(folder)
     run, send, recv, WireError, limit_hit = runtime.run, wire.send, wire.recv, wire.WireError, limits.hit
+    recv_frame, unpack = wire.recv_frame, wire.unpack
 
     def call(message: dict) -> dict:
         """A stand-in's call, answered by the reference worker through the trusted side (which checks it)."""
@@ -56,9 +61,18 @@ def serve(channel: socket.socket, folder: str, spawn: dict, shared: tuple[str, .
     ws = runtime.prepare(folder, modules)
     baseline = hygiene.fingerprint(modules, shared)
     send(channel, {"import_errors": errors})
+    # A batch's calls, kept as the bytes they came in (immutable) and decoded one at a time: the code of one call
+    # cannot change a later one (a tuple and an int, bound in this frame, which student code cannot rebind).
+    batch, at = (), 0
     while True:
         try:
-            request = recv(channel)
+            if at < len(batch):
+                request, at = unpack(*batch[at]), at + 1
+            else:
+                request = recv(channel)
+                if type(request) is dict and request.get("op") == "batch":
+                    batch = tuple(recv_frame(channel) for _ in range(int(request["n"])))
+                    request, at = unpack(*batch[0]), 1
         except WireError:
             return
         except MemoryError as exc:  # what the step's code holds left no room to read the request: its limit
@@ -73,19 +87,19 @@ def serve(channel: socket.socket, folder: str, spawn: dict, shared: tuple[str, .
             # A worker that served a step serves another only if it is still as it was after import.
             changed = hygiene.changes(baseline, hygiene.fingerprint(modules, shared)) if request.get("if_clean") else []
             cpu_seconds = request.get("cpu_seconds")
-            if changed:
-                request.clear()
-            elif request["op"] == "standins":  # the stand-ins this step may hold (grading/dependencies.py), built and substituted
+            if not changed and "standins" in request:  # the stand-ins this step may hold (grading/dependencies.py), built and substituted
                 ws.add_standins(request.pop("standins"), call)
-                request.clear()
                 baseline = hygiene.fingerprint(modules, shared)
-            else:  # a step begins: the same random state for every step
+            if not changed and request["op"] == "step":  # a step begins: the same random state for every step
                 hygiene.fresh_random_state()
+            request.clear()
             if not changed and cpu_seconds:  # this step's CPU budget, from now
                 confine.renew_cpu(float(cpu_seconds))
             send(channel, {"changed": changed})
             continue
         answer = run(request, ws)
+        if answer.get("ok") is not True:
+            batch, at = (), 0  # the count fails here (or expects this error): the trusted side sends what it needs next
         if check.__code__ is not check_code or check.__defaults__ is not check_defaults or check(watched) != baseline_ids:
             send(channel, failed(error("Tampering", "your code changed the grader's own functions while it ran: "
                                                     "this step scores zero"), "the step", tampered=True))

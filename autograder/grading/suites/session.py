@@ -11,7 +11,7 @@ from autograder.grading.suites import proxied_functions
 from autograder.grading.dependencies import StandinPolicy
 from autograder.grading.suites.reference import Reference
 from autograder.sandbox.reference_server import ReferenceWorker
-from autograder.grading.runner import SubmissionRunner, asked_standins
+from autograder.grading.runner import SubmissionRunner, asked_standins, plans
 from autograder.sandbox.zygote import Zygote
 
 from . import direct, gradescope_results, problems
@@ -58,6 +58,7 @@ class Grader:
         self._reference_worker: ReferenceWorker | None = None  # runs the stand-ins' code, started on first use
         self.cache: dict = {}  # reference answers, shared by every submission of the batch
         self.asked: dict[str, set[str]] = {}  # per step: the stand-ins its requests build (Exercise 3.1)
+        self.batches: dict = {}  # each count's requests, in the order its cases ask for them (runner.plans)
 
     def limits(self) -> dict:
         lim = self.course.limits
@@ -73,7 +74,8 @@ class Grader:
         runner = SubmissionRunner(self.zygote, folder, self.course.modules, self.standin_kinds, times, self.limits(),
                                   reference=self.reference_worker,
                                   uid_base=self.uid_base, submission_seconds=self.course.limits.submission_seconds,
-                                  module_errors=module_errors, policy=self.policy, asked=self.asked)
+                                  module_errors=module_errors, policy=self.policy, asked=self.asked,
+                                  batches=self.batches)
         # A line the student wrote is theirs to see, even where the reference has the same line: only text
         # that comes from nowhere in their own files can be a quote of the reference.
         own = _own_lines(folder)
@@ -122,15 +124,20 @@ class Grader:
         Also learn which steps' requests build other steps' stand-ins: those steps are graded last.
         """
         answers: dict[int, dict] = {}
+        asked: list[dict] = []  # every request, in the order the cases ask for them
 
         def as_the_reference(step: str, request: dict) -> dict:
             """The reference's answer, as the case just cached it (computing it once, not twice)."""
+            asked.append(request)
             if id(request) not in answers:
                 answers.update((id(case["request"]), expected) for case, expected in self.cache.values())
             hit = answers.get(id(request))
             return hit if hit is not None else self.reference.run(request)  # a case built afresh each time
 
         self._run_tests(GradingPlugin(self.course, self.reference, as_the_reference, cache=self.cache))
+        # a count's cases are known before any is run: a submission's worker gets them as one batch
+        counts = {id(case["request"]): (step, count) for (step, count, *_), (case, _) in self.cache.items()}
+        self.batches = plans([(counts.get(id(r)), r) for r in asked])
         for (step, *_), (case, _expected) in self.cache.items():
             asked = asked_standins(case["request"]) - {step}
             if asked:
