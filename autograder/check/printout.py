@@ -68,6 +68,7 @@ def as_json(results: list[StepOutcome]) -> dict:
                    "max_points": r.max_points, "blocked_by": r.blocked_by, "printed": r.printed,
                    "cell": r.cell,
                    "counts": [{"count": c.count, "status": c.status, "points": c.points, "max_points": c.max_points,
-                               "case": c.case, "feedback": list(c.lines)} for c in r.counts]}
+                               "case": c.case, "feedback": list(c.lines),
+                               "misconceptions": list(c.misconceptions)} for c in r.counts]}
                   for r in results],
     }
