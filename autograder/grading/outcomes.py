@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from autograder.feedback.catalogue import ids_of
+
 from .verdict import PASSED, step_status
 
 
@@ -82,15 +84,6 @@ def failure_text(step: str, count: str, case: str, status: str, lines) -> str:
 
 def hints_of(lines) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(ids, hint words) of a judge's "likely: " lines (``feedback.catalogue.Likely``, each knowing its id)."""
-    ids: list[str] = []
-    words: list[str] = []
-    for line in lines:
-        mid = getattr(line, "mid", None)
-        if mid is None or not str(line).startswith("likely: "):
-            continue
-        if mid not in ids:
-            ids.append(mid)
-        hint = str(line).removeprefix("likely: ").strip()
-        if hint not in words:
-            words.append(hint)
-    return tuple(ids), tuple(words)
+    likely = [line for line in lines if getattr(line, "mid", None) and str(line).startswith("likely: ")]
+    words = dict.fromkeys(str(line).removeprefix("likely: ").strip() for line in likely)
+    return tuple(ids_of(likely)), tuple(words)
