@@ -1,5 +1,6 @@
-"""One card per step, with its counts: built from a results.json or from ``grade check``'s results, so that a
-page says the same words whichever command wrote it."""
+"""One card per step, with its counts: the step's outcome (``autograder/grading/outcomes.py``), built from a
+results.json and its counts' outcomes or from ``grade check``'s, so that a page says the same words whichever
+command wrote it."""
 from __future__ import annotations
 
 from dataclasses import replace
