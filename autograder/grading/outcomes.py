@@ -68,8 +68,12 @@ class StepOutcome:
 
     @property
     def likely(self) -> list[str]:
-        """The hints of its failing counts, each once, in order."""
-        return list(dict.fromkeys(h for c in self.counts if c.status != PASSED for h in c.likely))
+        """The hints of its failing counts, in order; a count's hint an earlier count gave is not repeated."""
+        found: list[str] = []
+        for c in self.counts:
+            if c.status != PASSED:
+                found += [h for h in c.likely if h not in found]
+        return found
 
     @property
     def misconceptions(self) -> list[str]:
@@ -83,7 +87,7 @@ def failure_text(step: str, count: str, case: str, status: str, lines) -> str:
 
 
 def hints_of(lines) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """(ids, hint words) of a judge's "likely: " lines (``feedback.catalogue.Likely``, each knowing its id)."""
+    """(ids, hint words) of a judge's "likely: " lines (``feedback.catalogue.Likely``, each knowing its id): each
+    id once, the words as the lines say them."""
     likely = [line for line in lines if getattr(line, "mid", None) and str(line).startswith("likely: ")]
-    words = dict.fromkeys(str(line).removeprefix("likely: ").strip() for line in likely)
-    return tuple(ids_of(likely)), tuple(words)
+    return tuple(ids_of(likely)), tuple(str(line).removeprefix("likely: ").strip() for line in likely)
