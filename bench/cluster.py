@@ -53,7 +53,7 @@ def model(tasks: int, nodes: int, submissions: int, per_node: list[int]) -> None
     from distributed import Client, LocalCluster, wait  # noqa: PLC0415 - optional: the cluster extra
 
     from autograder.autograde import batch, content_hashes  # noqa: PLC0415 - imported on first use: torch is slow to load
-    from autograder.autograde.session import Grader  # noqa: PLC0415 - imported on first use: torch is slow to load
+    from autograder.grading.suites.session import Grader  # noqa: PLC0415 - imported on first use: torch is slow to load
     from autograder.cluster.warm_grader import WarmGrader  # noqa: PLC0415 - optional: the cluster extra
     from autograder.cluster.tasks import grade  # noqa: PLC0415 - optional: the cluster extra
 

@@ -447,7 +447,7 @@ def _pairs(t) -> set[tuple[str, str]]:
 def hidden_value_needles(root: Path = ROOT) -> dict[str, set]:
     """What a page would show of a hidden case's expected values: {"singles": {...}, "pairs": {...}}, minus
     anything a public case shows the same way (public values may be shown)."""
-    from autograder.autograde.session import Grader  # noqa: PLC0415 - imported on first use: torch is slow to load
+    from autograder.grading.suites.session import Grader  # noqa: PLC0415 - imported on first use: torch is slow to load
 
     grader = Grader(root / "course.yml")
     try:

@@ -28,23 +28,23 @@ STUCK_ONCE = textwrap.dedent('''
     import os
     import threading
 
-    from autograder.autograde import batch
+    from autograder.grading.suites import graded
 
-    _grade_staged = getattr(batch.grade_staged, "__wrapped__", batch.grade_staged)  # Dask may import this twice
+    _grade_submission = getattr(graded.grade_submission, "__wrapped__", graded.grade_submission)  # Dask may import this twice
 
 
-    def _grade_staged_or_hang(*args, **kwargs):
+    def _grade_submission_or_hang(*args, **kwargs):
         try:
             fd = os.open(os.environ["STALL_MARKER"], os.O_CREAT | os.O_EXCL | os.O_WRONLY)
         except FileExistsError:
-            return _grade_staged(*args, **kwargs)
+            return _grade_submission(*args, **kwargs)
         os.write(fd, str(os.getpid()).encode())
         os.close(fd)
         threading.Event().wait()
 
 
-    _grade_staged_or_hang.__wrapped__ = _grade_staged
-    batch.grade_staged = _grade_staged_or_hang
+    _grade_submission_or_hang.__wrapped__ = _grade_submission
+    graded.grade_submission = _grade_submission_or_hang
 ''')
 
 

@@ -9,7 +9,9 @@ import shutil
 
 import pytest
 
-from autograder.autograde.session import Grader
+from autograder.grading.suites.graded import grade_submission
+from autograder.grading.suites.session import Grader
+from autograder.intake.stage import Staged
 
 from .conftest import CORPUS, ROOT
 
@@ -18,6 +20,11 @@ SUBMISSIONS = ["bug_no_scaling", "bug_mha_no_out_proj", "bug_transfer_no_transpo
 
 def _view(result: dict) -> list:
     return [(t["name"], t["score"], t["output"]) for t in result["tests"]]
+
+
+def _grade(grader: Grader, folder) -> dict:
+    """``folder``'s results.json as the batch builds it."""
+    return grade_submission(grader, Staged(folder.name, folder), {"submission": folder.name}).results
 
 
 @pytest.fixture(scope="module")
@@ -34,10 +41,10 @@ def test_the_unit_suites_run_directly(grader):
 
 @pytest.mark.parametrize("name", SUBMISSIONS)
 def test_direct_calls_grade_as_pytest_does(grader, name):
-    direct = grader.grade(CORPUS / name)
+    direct = _grade(grader, CORPUS / name)
     tests, grader.tests = grader.tests, None  # the pytest.main path
     try:
-        through_pytest = grader.grade(CORPUS / name)
+        through_pytest = _grade(grader, CORPUS / name)
     finally:
         grader.tests = tests
     assert direct["score"] == through_pytest["score"] < 81
@@ -55,9 +62,9 @@ def test_a_suite_with_its_own_fixture_runs_through_pytest(tmp_path):
                       .replace("suites: autograder/unit/suites", f"suites: {suites}"))
     with Grader(course) as g:
         assert g.tests is None
-        result = g.grade(CORPUS / "bug_no_scaling")
+        result = _grade(g, CORPUS / "bug_no_scaling")
     with Grader(ROOT / "course.yml") as g:
-        expected = g.grade(CORPUS / "bug_no_scaling")
+        expected = _grade(g, CORPUS / "bug_no_scaling")
     assert _view(result) == _view(expected)
 
 
@@ -77,9 +84,9 @@ def test_a_skipped_test_gives_no_outcome_on_either_path(tmp_path):
                       .replace("suites: autograder/unit/suites", f"suites: {suites}"))
     with Grader(course) as g:
         assert g.tests is not None
-        direct = g.grade(CORPUS / "correct_einsum")
+        direct = _grade(g, CORPUS / "correct_einsum")
         g.tests = None
-        through_pytest = g.grade(CORPUS / "correct_einsum")
+        through_pytest = _grade(g, CORPUS / "correct_einsum")
     assert _view(direct) == _view(through_pytest)
     values = [t for t in direct["tests"] if t["name"].startswith("simple_attention.attention_scores values")]
     assert values and values[0]["score"] == 0 and direct["score"] == 80

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from autograder.autograde import grader_log
-from autograder.autograde.problems import Recorder
+from autograder.grading.suites.problems import Recorder
 
 from .kit_files import kit_files_named, scan
 

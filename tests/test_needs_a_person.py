@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from autograder.autograde import problems, summary
+from autograder.autograde import summary
+from autograder.grading.suites import problems
 from autograder.course import load_course
 from autograder.export.roster import Student
 from autograder.outputs.results import parse

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from autograder.autograde import gradescope_results
-from autograder.autograde.plugin import GradingPlugin
+from autograder.grading.suites import gradescope_results
+from autograder.grading.suites.plugin import GradingPlugin
 from autograder.course import load_course
 from autograder.feedback.catalogue import hint, likely_line
 from autograder.grading.outcomes import CountOutcome, StepOutcome, hints_of

@@ -117,8 +117,8 @@ def test_no_hidden_suite_no_solutions_no_instructor_module(release):
 @pytest.fixture(scope="module")
 def every_case():
     """Every case the suites evaluate on the reference, hidden ones included: (case, expected, public)."""
-    from autograder.autograde.plugin import GradingPlugin  # noqa: PLC0415 - imported on first use: torch is slow to load
-    from autograder.autograde.suite_runner import run_suites  # noqa: PLC0415 - imported on first use: torch is slow to load
+    from autograder.grading.suites.plugin import GradingPlugin  # noqa: PLC0415 - imported on first use: torch is slow to load
+    from autograder.grading.suites.suite_runner import run_suites  # noqa: PLC0415 - imported on first use: torch is slow to load
     from autograder.grading import cases as check_module  # noqa: PLC0415 - imported on first use: torch is slow to load
     from autograder.grading.reference import Reference  # noqa: PLC0415 - imported on first use: torch is slow to load
 
@@ -183,11 +183,11 @@ def test_only_public_cases_are_shipped(release, every_case):
 def test_grade_check_closure_refuses_instructor_only_modules(tmp_path):
     root = tmp_path / "autograder"
     for rel, text in {"__init__.py": "", "cli.py": "", "worker/__init__.py": "", "check/__init__.py": "",
-                      "check/run.py": "def f():\n    from autograder.autograde.session import Grader\n",
+                      "check/run.py": "def f():\n    from autograder.grading.suites.session import Grader\n",
                       "grade/__init__.py": "", "grade/session.py": ""}.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text)
-    with pytest.raises(ReleaseError, match="autograder.autograde"):
+    with pytest.raises(ReleaseError, match="autograder.grading.suites"):
         closure(student_cli((ROOT / "autograder" / "cli.py").read_text()), root)
 
 
@@ -257,7 +257,7 @@ def test_the_bundle_installs_and_checks_without_the_instructor_repo(release, tmp
                               timeout=600)
 
     probe = python("-c", "import autograder, torch; print(autograder.__file__)\n"
-                   "for m in ('autograder.unit.suites', 'autograder.autograde', 'autograder.assign', 'autograder.course',"
+                   "for m in ('autograder.unit.suites', 'autograder.autograde', 'autograder.grading.suites', 'autograder.assign', 'autograder.course',"
                    " 'autograder.grading.reference', 'solutions'):\n"
                    "    try:\n        __import__(m)\n    except ImportError:\n        pass\n"
                    "    else:\n        raise SystemExit(f'{m} is importable')\n", cwd=tmp_path)

@@ -8,8 +8,8 @@ import re
 import pytest
 import torch
 
-from autograder.autograde import gradescope_results
-from autograder.autograde.plugin import FAILED
+from autograder.grading.suites import gradescope_results, graded
+from autograder.grading.suites.plugin import FAILED
 from autograder.course import load_course
 from autograder.feedback.gradients import said_once
 from autograder.feedback.redact import KEPT_NAMES, redact_text
@@ -57,7 +57,8 @@ def test_every_name_of_the_unit_with_a_digit_is_kept():
 
 def test_a_submission_not_graded_is_said_once_with_a_pointer_on_each_test():
     course = load_course(ROOT / "course.yml")
-    result = gradescope_results.rejected(course, "the zip archive is corrupt (not a zip file)", cause="corrupt_zip")
+    found = graded.rejected(course, "the zip archive is corrupt (not a zip file)", cause="corrupt_zip")
+    result = gradescope_results.build(course, found.outcomes, notes=found.notes)
     assert result["output"].count("the zip archive is corrupt") == 1
     outputs = {t["output"] for t in result["tests"]}
     assert outputs == {"not graded; the message at the top of your feedback says why"}

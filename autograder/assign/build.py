@@ -5,7 +5,7 @@ from pathlib import Path
 
 from autograder.check import public_cases
 from autograder.course import load_course
-from autograder.autograde.suite_runner import validate_suites
+from autograder.grading.suites.suite_runner import validate_suites
 from autograder.grading.reference import Reference
 
 from .record import record_public_cases

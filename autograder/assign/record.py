@@ -1,8 +1,8 @@
 """Record the public cases by running the hidden suites' public counts against the reference."""
 from __future__ import annotations
 
-from autograder.autograde.plugin import GradingPlugin, tolerances_for
-from autograder.autograde.suite_runner import run_suites
+from autograder.grading.suites.plugin import GradingPlugin, tolerances_for
+from autograder.grading.suites.suite_runner import run_suites
 from autograder.grading.dependencies import StandinPolicy
 from autograder.grading.runner import asked_standins
 from autograder.grading.verdict import PASSED

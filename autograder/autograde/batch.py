@@ -22,14 +22,15 @@ import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from autograder.grading.suites import submission_page
+from autograder.grading.suites.graded import GradedSubmission, grade_submission
 from autograder.intake.discover import Source
 from autograder.intake.stage import Staged, stage
-
 from autograder.outputs import results as results_model
 from autograder.worker import protocol, tempdirs
 from autograder.worker.syscalls import die_with_parent
 
-from . import content_hashes, gradescope_results, submission_page
+from . import content_hashes
 
 
 @dataclass
@@ -74,8 +75,8 @@ _grader = None  # the parent's Grader (course and reference loaded, no zygote), 
 def _serve(slot: int, channel, zygotes, parent: int) -> None:
     """A batch job: grade each job (index into the inherited ``_jobs``) sent on ``channel`` until told to stop.
 
-    Answers ("done", item) or ("failed", (exception, traceback text)) per job. It ignores SIGINT: Ctrl-C on a terminal
-    reaches the whole foreground process group, and the batch (the parent) alone decides what stops.
+    Answers ("done", its GradedSubmission) or ("failed", (exception, traceback text)) per job. It ignores SIGINT:
+    Ctrl-C on a terminal reaches the whole foreground process group, and the batch (the parent) alone decides what stops.
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     die_with_parent(parent)  # a job never outlives the batch (kill -9 included)
@@ -116,45 +117,24 @@ class JobDied(RuntimeError):
     """A batch job ended without answering (killed from outside, or a bug of the grader's)."""
 
 
-def grade_staged(staged: Staged, extra: dict, grader) -> tuple[dict, dict, tuple]:
-    """Grade one staged submission: (its results.json, what the progress bar shows, its feedback page's
-    cards, pictures and lines). Writes nothing: ``write`` does.
-
-    Shared by the local jobs and the Dask workers (``autograder/cluster/``), so both grade alike.
-    """
-    if staged.problem:
-        result = gradescope_results.rejected(grader.course, staged.problem, staged.notes, staged.cause)
-        (cards, pictures), lines = submission_page.cards_and_pictures(result), result["output"].splitlines()
-        result = submission_page.embed(result, cards, pictures)
-    else:
-        result = grader.grade(staged.folder, notes=staged.notes, module_errors=staged.module_errors)
-        cards, pictures, lines = grader.last_cards, grader.last_pictures, grader.last_lines
-    errors = [] if staged.problem else list(getattr(grader, "last_grader_errors", []))
-    result["extra_data"] = {**extra, "isolation": grader.zygote.level,
-                            "isolation_detail": grader.zygote.isolation, "grader_errors": len(errors),
-                            "problems": (result.get("extra_data") or {}).get("problems", [])}
-    item = {"name": extra["submission"], "score": result["score"], "problem": staged.problem,
-            "isolation": grader.zygote.isolation, "grader_errors": errors,
-            "grader_frames": [] if staged.problem else list(getattr(grader, "last_grader_frames", []))}
-    return result, item, (cards, pictures, lines)
-
-
-def write(out: Path, name: str, result: dict, page: tuple) -> None:
+def write(out: Path, graded: GradedSubmission) -> None:
     """A graded submission's feedback.html, then its results.json (atomically)."""
     # the page first: a results.json is what says a submission is done (resume)
-    submission_page.write_page(out / name / "feedback.html", name, *page)
-    results_model.write_atomic(out / name / "results.json", result)
+    page = graded.page
+    submission_page.write_page(out / graded.name / "feedback.html", graded.name, page.cards, page.pictures, page.lines)
+    results_model.write_atomic(out / graded.name / "results.json", graded.results)
 
 
-def grade_job(job: Job, out: Path, grader=None) -> dict:
-    """Grade one staged submission and write its feedback page and results.json; return what the progress bar shows."""
-    result, item, page = grade_staged(job.staged, job.extra, grader or _grader)
-    write(out, job.source.name, result, page)
-    return item
+def grade_job(job: Job, out: Path, grader=None) -> GradedSubmission:
+    """Grade one staged submission and write its feedback page and results.json."""
+    graded = grade_submission(grader or _grader, job.staged, job.extra)
+    write(out, graded)
+    return graded
 
 
 def run(grader, jobs: list[Job], out: Path, zygote, n_jobs: int, on_done) -> None:
-    """Grade ``jobs`` in ``n_jobs`` processes, each with a clone of ``zygote``; call ``on_done`` per submission.
+    """Grade ``jobs`` in ``n_jobs`` processes, each with a clone of ``zygote``; call ``on_done`` with each
+    ``GradedSubmission``.
 
     A job is handed to a process only when that process is free, so nothing is queued that an interrupt
     would have to wait for: on ``KeyboardInterrupt`` (Ctrl-C) every job process is killed at once (their

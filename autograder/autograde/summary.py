@@ -186,9 +186,7 @@ def add_similar_pairs(out: Path) -> bool:
         summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return False
-    summary = with_similar_pairs(out, summary)
-    write_atomic(out / "summary.json", summary)
-    dashboard.write(out / "summary.html", summary)
+    _store(out, with_similar_pairs(out, summary))
     return True
 
 
@@ -200,7 +198,12 @@ def write(course: Course, out: Path, grader_errors: list[str] = (), previous: di
     pages = {p.parent.name for p in out.glob("*/feedback.html")}
     summary = with_similar_pairs(out, build(course, results, grader_errors, previous, unreadable=unreadable,
                                             pages=pages, roster=roster))
+    _store(out, summary)
+    return summary
+
+
+def _store(out: Path, summary: dict) -> None:
+    """The one writer of the class summary: summary.json, summary.md and the dashboard summary.html, from one dict."""
     write_atomic(out / "summary.json", summary)
     (out / "summary.md").write_text(as_markdown(summary), encoding="utf-8")
     dashboard.write(out / "summary.html", summary)
-    return summary

@@ -2,7 +2,7 @@
 through dask-jobqueue), with the same sandbox, the same results.json and the same resume as ``--jobs``.
 
 - ``payload.py``: what travels with each task (the staged files as bytes, the submission's identity);
-- ``plugin.py``: the WorkerPlugin that keeps one warm grading process per Dask worker (zygote, course,
+- ``warm_grader.py``: the WorkerPlugin that keeps one warm grading process per Dask worker (zygote, course,
   reference answers), started once;
 - ``tasks.py``: the task each submission becomes;
 - ``executor.py``: the client side: connect, submit, write each results.json as its future completes.

@@ -112,7 +112,8 @@ def connect(scheduler: str | None, local_workers: int | None, grader=None, grade
 
 def run(grader, grader_hash: str, jobs: list, out: Path, on_done, *, scheduler: str | None = None,
         local_workers: int | None = None, require: str | None = None, several_untrusted: bool = False, zygote=None) -> None:
-    """Grade ``jobs`` (batch.Job) on Dask; write each results.json here and call ``on_done`` per submission.
+    """Grade ``jobs`` (batch.Job) on Dask; write each results.json here and call ``on_done`` with each
+    ``GradedSubmission``.
 
     ``zygote``: the client's, for a LocalCluster whose workers are forked from the client.
     """
@@ -150,8 +151,8 @@ def run(grader, grader_hash: str, jobs: list, out: Path, on_done, *, scheduler: 
                         continue
                     if "refused" in answer:
                         raise Refused(answer["refused"])
-                    write(out, answer["item"]["name"], answer["result"], answer["page"])
-                    on_done(answer["item"])
+                    write(out, answer["graded"])
+                    on_done(answer["graded"])
         except KeyboardInterrupt:  # Ctrl-C: a LocalCluster's workers are killed now, not after their task
             kill_local_workers(client, zygote)
             raise

@@ -7,9 +7,8 @@ from .warm_grader import NAME
 
 
 def grade(payload) -> dict:
-    """On a Dask worker: {"result": results.json, "item": the progress bar's line, "page": the feedback page's
-    cards, pictures and lines, "worker": address},
-    or {"refused": why} when the worker's isolation is below what was required."""
+    """On a Dask worker: {"graded": the GradedSubmission (results.json, feedback page, grader errors), "worker":
+    address}, or {"refused": why} when the worker's isolation is below what was required."""
     worker = get_worker()
     plugin = worker.plugins.get(NAME)
     if plugin is None:

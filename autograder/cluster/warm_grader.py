@@ -88,7 +88,7 @@ class WarmGrader(WorkerPlugin):
             return
         zygote = Zygote()  # imports torch while we import ours and load the course
         try:
-            from autograder.autograde.session import Grader  # noqa: PLC0415 - imported on first use: torch is slow to load
+            from autograder.grading.suites.session import Grader  # noqa: PLC0415 - imported on first use: torch is slow to load
 
             grader = Grader(Path(self.course_file))
             grader.adopt(zygote)
@@ -118,7 +118,7 @@ class WarmGrader(WorkerPlugin):
         return self._thread.submit(self._grade, payload).result()
 
     def _grade(self, payload) -> dict:
-        from autograder.autograde import batch  # noqa: PLC0415 - imported on first use: torch is slow to load
+        from autograder.grading.suites import graded  # noqa: PLC0415 - imported on first use: torch is slow to load
 
         self._ready.result()  # the start-up's error, if any, is every task's
         self._restart_if_dead()
@@ -129,9 +129,9 @@ class WarmGrader(WorkerPlugin):
         staged = payload.unpack(self._staging)
         self._busy_since = time.monotonic()
         try:
-            result, item, page = batch.grade_staged(staged, payload.extra, self._grader)
+            done = graded.grade_submission(self._grader, staged, payload.extra)
         finally:
             self._busy_since = None
             payload.discard(staged)
         self.graded += 1
-        return {"result": result, "item": item, "page": page, "worker": self.worker_address}
+        return {"graded": done, "worker": self.worker_address}

@@ -2,7 +2,7 @@
 Gradescope's output) and the feedback pages all speak.
 
 ``grade check`` builds them from the public cases (``autograder/check/run.py``), the hidden suites' plugin
-from each count's test (``autograder/autograde/plugin.py``), the pages from a results.json and those
+from each count's test (``autograder/grading/suites/plugin.py``), the pages from a results.json and those
 outcomes (``autograder/pages/cards.py``). A count carries the ids of the misconceptions its feedback names,
 as diagnosed (``autograder/feedback/catalogue.py``), and the hint words the student reads with them: a
 reader takes the ids from here or from results.json's ``tags``, never from the words.

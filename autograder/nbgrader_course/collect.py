@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from autograder.autograde.plugin import GradingPlugin, item_key, tolerances_for
-from autograder.autograde.suite_runner import run_suites
+from autograder.grading.suites.plugin import GradingPlugin, item_key, tolerances_for
+from autograder.grading.suites.suite_runner import run_suites
 from autograder.grading.cases import Check
 from autograder.grading.verdict import PASSED
 from autograder.worker import runtime

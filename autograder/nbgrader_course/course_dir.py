@@ -16,7 +16,7 @@ from pathlib import Path
 import nbformat
 
 from autograder.course import load_course
-from autograder.autograde.suite_runner import validate_suites
+from autograder.grading.suites.suite_runner import validate_suites
 from autograder.grading.reference import Reference
 
 from .collect import collect_cases

@@ -3,7 +3,7 @@ feedback page), and first the submissions that need a person, with why.
 
 Built from what results.json says as data, never from its words: ``extra_data.problems`` (not graded and
 why, a module not graded and why, timed out, a limit hit and which, the worker died, tampering, the
-grader's own failures; autograde/problems.py), ``extra_data.grader_errors`` and grader_errors.log,
+grader's own failures; grading/suites/problems.py), ``extra_data.grader_errors`` and grader_errors.log,
 ``extra_data.submitted_at`` with course.yml's ``late_policy`` (export/late_policy.py, as ``grade export``
 applies it), a results.json that cannot be read, and, when ``grade autograde --roster`` gave one, the
 roster (export/roster.py: who is not on it, who matches several students, who handed nothing in).

@@ -18,7 +18,7 @@ CLI_COMMANDS = ("_run", "_colored", "_version", "main", "check")  # the helpers 
 START_PACKAGES = ("autograder.check", "autograder.worker")
 DATA_FILES = ("check/public_cases.json", "check/public_cases.safetensors")
 INSTRUCTOR_ONLY = ("autograder.unit", "autograder.assign", "autograder.autograde", "autograder.grading.reference",
-                   "autograder.grading.suite", "autograder.course", "autograder.release", "autograder.gradescope")
+                   "autograder.grading.suites", "autograder.course", "autograder.release", "autograder.gradescope")
 
 
 class ReleaseError(Exception):

@@ -2,7 +2,7 @@
 import torch
 
 from autograder.unit import documents
-from autograder.grading.suite import rand, randn, step
+from autograder.grading.suites.authoring import rand, randn, step
 
 from autograder.unit.mistakes import causal_weight_mistakes, dropout_place_mistakes, linear_mistakes, seed_in_forward_mistakes
 

@@ -1,7 +1,7 @@
 """Hidden suite: multi-head attention."""
 import torch
 
-from autograder.grading.suite import rand, step
+from autograder.grading.suites.authoring import rand, step
 
 from autograder.feedback.catalogue import MISCONCEPTIONS
 from autograder.unit.mistakes import seed_in_forward_mistakes

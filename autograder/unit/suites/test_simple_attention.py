@@ -2,7 +2,7 @@
 import torch
 
 from autograder.unit import documents
-from autograder.grading.suite import rand, randn, step
+from autograder.grading.suites.authoring import rand, randn, step
 
 F64 = torch.float64
 

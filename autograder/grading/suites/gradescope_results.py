@@ -10,10 +10,8 @@ from dataclasses import replace
 
 from autograder.course import Course
 from autograder.grading.outcomes import CountOutcome
-from autograder.outputs.results import Results
 from autograder.pages import misconceptions
 
-from . import problems as problem_list
 from .plugin import FAILED, NOT_ATTEMPTED, PASSED
 
 
@@ -39,15 +37,6 @@ def unreadable_modules(course: Course, outcomes: dict, module_errors: dict[str, 
             if step in steps and outcome.status != PASSED:
                 outcomes[(step, count)] = replace(outcome, feedback=NOT_GRADED, likely=())
     return notes
-
-
-def rejected(course: Course, problem: str, notes: list[str] | None = None, cause: str | None = None) -> dict:
-    """The results of a submission that could not be graded at all (an empty archive, no module);
-    ``cause``: why, as data (intake/stage.py's ``Staged.cause``)."""
-    outcomes = {(step, count): CountOutcome(step, count, FAILED, NOT_GRADED)
-                for step, spec in course.steps.items() for count in spec.counts}
-    result = build(course, outcomes, notes=[f"This submission could not be graded: {problem}", *(notes or [])])
-    return {**result, "extra_data": {"problems": problem_list.not_graded(cause, problem)}}
 
 
 def build(course: Course, outcomes: dict[tuple[str, str], CountOutcome], *, notes: list[str] | None = None,
@@ -78,8 +67,7 @@ def build(course: Course, outcomes: dict[tuple[str, str], CountOutcome], *, note
     # the isolation level is the instructor's to read (extra_data.isolation, isolation_detail; the run's last
     # lines): a student's output and feedback page say nothing of the sandbox (issue 22)
     lines += notes or []
-    result = {"score": total, "output": "\n".join(lines), "visibility": "visible",
-              "stdout_visibility": "hidden", "tests": tests}
-    if execution_time is not None:
-        result["execution_time"] = round(execution_time, 3)
-    return Results.model_validate(result).as_json()  # the one model every reader uses
+    timed = {} if execution_time is None else {"execution_time": round(execution_time, 3)}
+    # in the results model's order (outputs/results.py); validated once complete, extra_data and page in (graded.py)
+    return {"score": total, **timed, "output": "\n".join(lines), "visibility": "visible",
+            "stdout_visibility": "hidden", "tests": tests}

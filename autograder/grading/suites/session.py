@@ -14,7 +14,8 @@ from autograder.grading.reference_worker import ReferenceWorker
 from autograder.grading.runner import SubmissionRunner, asked_standins
 from autograder.grading.zygote_client import Zygote
 
-from . import direct, gradescope_results, problems, submission_page
+from . import direct, gradescope_results, problems
+from .graded import SuiteRun
 from .plugin import GradingPlugin
 from .suite_runner import run_suites, validate_suites
 
@@ -62,7 +63,9 @@ class Grader:
         lim = self.course.limits
         return {"memory_mb": lim.memory_mb, "processes": lim.processes, "output_mb": lim.output_mb}
 
-    def grade(self, folder: Path, notes: list[str] | None = None, module_errors: dict | None = None) -> dict:
+    def run(self, folder: Path, notes: list[str] | None = None, module_errors: dict | None = None) -> SuiteRun:
+        """Run the hidden suites on the staged submission in ``folder``: what they found (``graded.py`` builds
+        its results.json and page from it)."""
         start = time.monotonic()
         if not self.cache:  # every submission, the first one included, sees the same requests in the same order
             self.warm_cache()
@@ -79,24 +82,19 @@ class Grader:
                                reference_lines={line for line in self.reference_lines if line not in own},
                                late_steps=self.late_steps)
         try:
-            self._run(plugin)
+            self._run_tests(plugin)
         finally:
             runner.close()
-        #: the grader's own failures while grading it (a bug in a suite): for the instructor's log only
-        self.last_grader_errors = list(plugin.grader_errors)
-        #: where a call into the student's object failed inside the grader's code: the instructor's log only
-        self.last_grader_frames = list(recorder.grader_frames)
         notes = [*gradescope_results.unreadable_modules(self.course, plugin.outcomes, module_errors or {}), *(notes or [])]
         if runner.output_bytes:
             notes.append(f"Your code printed {runner.output_bytes} bytes while being graded; printed output is not shown here.")
-        result = gradescope_results.build(self.course, plugin.outcomes, notes=notes, execution_time=time.monotonic() - start)
-        #: the page's cards, pictures (drawn only for failing public cases) and summary lines, for feedback.html
-        self.last_cards, self.last_pictures = submission_page.cards_and_pictures(result, plugin.outcomes)
-        self.last_lines = result["output"].splitlines()
-        # what a person should look at (the class summary's list), as data; batch.grade_staged adds the identity
-        result["extra_data"] = {"problems": [*problems.modules(module_errors or {}, self.course.steps_by_module()),
-                                             *recorder.problems(), *problems.grader_errors(plugin.grader_error_counts)]}
-        return submission_page.embed(result, self.last_cards, self.last_pictures)
+        # what a person should look at (the class summary's list), as data; graded.py adds the identity
+        found = [*problems.modules(module_errors or {}, self.course.steps_by_module()),
+                 *recorder.problems(), *problems.grader_errors(plugin.grader_error_counts)]
+        # the grader's own failures (a bug in a suite), and where a call into the student's object failed
+        # inside the grader's code: for the instructor's log only
+        return SuiteRun(plugin.outcomes, notes, found, tuple(plugin.grader_errors), tuple(recorder.grader_frames),
+                        execution_time=time.monotonic() - start)
 
     @property
     def reference_worker(self) -> ReferenceWorker:
@@ -132,7 +130,7 @@ class Grader:
             hit = answers.get(id(request))
             return hit if hit is not None else self.reference.run(request)  # a case built afresh each time
 
-        self._run(GradingPlugin(self.course, self.reference, as_the_reference, cache=self.cache))
+        self._run_tests(GradingPlugin(self.course, self.reference, as_the_reference, cache=self.cache))
         for (step, *_), (case, _expected) in self.cache.items():
             asked = asked_standins(case["request"]) - {step}
             if asked:
@@ -141,7 +139,7 @@ class Grader:
         # a function step whose answer is not a function of its tensors (init_qkv's parameters) gets no proxy
         self.policy.held_back = proxied_functions.held_back(self.cache, self.standin_kinds)
 
-    def _run(self, plugin: GradingPlugin) -> None:
+    def _run_tests(self, plugin: GradingPlugin) -> None:
         if self.tests is not None:
             direct.run(self.tests, plugin)
         else:

@@ -1,0 +1,279 @@
+"""The batch pipeline of ``grade autograde``: discover, stage, hash and resume, check the isolation, grade
+(``--jobs`` processes here, or Dask), show the progress, write the class summary.
+
+Each submission's results.json is written as soon as it is graded; a re-run skips submissions already
+graded with the same submission and grader (content hashes), so an interrupted batch resumes where it stopped.
+``main``'s keyword defaults are the command line's; ``autograder/commands/autograde.py`` checks the options.
+"""
+from __future__ import annotations
+
+import atexit
+import contextlib
+import gc
+import os
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+
+from autograder import console
+from autograder.usage import UsageError
+
+
+def main(submissions: tuple[Path, ...] = (), out: Path = Path("results"), course_file: Path = Path("course.yml"),
+         n_jobs: int | None = None, force: bool = False, times_file: Path | None = None,
+         nbgrader_course: Path | None = None, assignment: str | None = None,
+         trust_submissions: bool = False, require: str | None = None, executor: str = "local",
+         scheduler: str | None = None, local_workers: int | None = None, roster_file: Path | None = None) -> int:
+    """Grade ``submissions`` (or an nbgrader course's submitted/ notebooks) into ``out``; the options are
+    ``grade autograde``'s, checked (``autograder/commands/autograde.py``).
+
+    ``executor``: ``local`` (``n_jobs`` processes here) or ``dask`` (a scheduler at ``scheduler``, or a
+    LocalCluster of ``local_workers``; docs/cluster.md). ``require``: the lowest isolation level to grade at.
+    ``roster_file``: the class list; the summary then names who is not on it and who handed nothing in.
+
+    0 when every submission was graded; 3 when the grader itself failed on some (grader_errors.log); 130 when
+    interrupted (Ctrl-C): what finished keeps its results and is in the class summary, a re-run grades the rest.
+    """
+    with interrupts() as ctrl_c:
+        try:
+            return _main(submissions, out, course_file, n_jobs, force, times_file, nbgrader_course, assignment,
+                         trust_submissions, require, executor, scheduler, local_workers, roster_file)
+        except (KeyboardInterrupt, Interrupted) as exc:
+            ctrl_c.pressed = True  # a second Ctrl-C from now on ends the process at once
+            if not isinstance(exc, Interrupted):  # before any submission was graded
+                console.note("interrupted; run the same command again to resume")
+            atexit.register(gc.freeze)  # the interpreter's last collection walks every torch object: seconds
+            return INTERRUPTED
+
+
+def _main(submissions, out, course_file, n_jobs, force, times_file, nbgrader_course, assignment, trust_submissions,
+          require, executor, scheduler, local_workers, roster_file) -> int:
+    from autograder.grading.zygote_client import Zygote  # noqa: PLC0415 - no torch: the zygote starts first
+    from autograder.intake import times  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
+    from autograder.intake.discover import nbgrader_submissions  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
+
+    cluster = None if executor == "local" else {
+        "scheduler": scheduler, "local_workers": None if scheduler else local_workers or os.cpu_count() or 1}
+    roster = _roster(roster_file) if roster_file else None
+    try:
+        submitted = times.read(times_file) if times_file else {}
+    except times.TimesError as exc:
+        raise UsageError(str(exc)) from None
+    found = None
+    if nbgrader_course:
+        sources, stamps, problems = nbgrader_submissions(nbgrader_course, assignment)
+        found, submitted = (sources, problems), {**stamps, **submitted}
+    # it imports torch while we import ours and load the course (a LocalCluster's workers get clones of it;
+    # workers on other machines start their own)
+    zygote = Zygote() if cluster is None or not cluster["scheduler"] else None
+    try:
+        grader = _load(course_file)
+        logged = grade(grader, tuple(submissions), out, n_jobs or os.cpu_count() or 1, force, zygote,
+                       trust_submissions, submitted, found, require, cluster, roster)
+        if found and found[0]:
+            _to_nbgrader(nbgrader_course, found[0], out)
+    finally:
+        if zygote is not None:
+            zygote.close()
+    if logged:  # a bug of the grader's must not pass for a student's failure, nor for a clean run
+        console.error(f"the grader itself failed while grading {len(logged)} submission(s) "
+                      f"({', '.join(sorted(logged)[:10])}): their results tell the students so; the tracebacks are "
+                      f"in {out / 'grader_errors.log'}")
+        return 3
+    return 0
+
+
+#: the exit status of a run stopped by Ctrl-C (128 + SIGINT, as a shell reports it)
+INTERRUPTED = 130
+
+
+class Interrupted(Exception):
+    """The batch was stopped by Ctrl-C; what finished is written, the summary too, and the user was told."""
+
+
+class _CtrlC:
+    """The first Ctrl-C raises KeyboardInterrupt in the main thread: the batch stops its jobs, keeps what finished,
+    writes the class summary and exits 130. The second ends the process at once (130): everything the batch
+    started dies with it (each process it starts dies with its parent, as after ``kill -9``)."""
+
+    def __init__(self) -> None:
+        self.pressed = False
+
+    def __call__(self, signum, frame) -> None:
+        if self.pressed:
+            try:
+                os.write(2, b"\ninterrupted again: stopping at once\n")
+            finally:
+                os._exit(INTERRUPTED)
+        self.pressed = True
+        raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def interrupts():
+    """Ctrl-C (SIGINT) handled as ``_CtrlC`` says while the block runs (in the main thread; elsewhere, as before).
+
+    Once Ctrl-C was pressed, the handler stays: a second one while the process winds down still exits at once.
+    """
+    handler = _CtrlC()
+    if threading.current_thread() is not threading.main_thread():
+        yield handler
+        return
+    before = signal.signal(signal.SIGINT, handler)
+    try:
+        yield handler
+    finally:
+        if not handler.pressed:
+            signal.signal(signal.SIGINT, before)
+
+
+def _to_nbgrader(course_dir: Path, sources, out: Path) -> None:
+    """Each student's points into nbgrader's gradebook, their feedback into autograded/ notebooks."""
+    from autograder.outputs.results import ResultsError, read  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
+
+    try:
+        from autograder.nbgrader_course import nbgrader_gradebook  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
+        import nbgrader.api  # noqa: F401, PLC0415 - optional: nbgrader is no dependency of the kit
+    except ImportError:
+        console.warn(f"nbgrader is not installed here: the results are in {out}/, but nbgrader's gradebook was not "
+                     "updated (pip install nbgrader)")
+        return
+    results = {}
+    for source in sources:
+        try:
+            results[source.name] = read(out / source.name / "results.json").as_json()
+        except ResultsError:
+            continue
+    assignment = sources[0].path.name
+    try:
+        cells = nbgrader_gradebook.write(course_dir, assignment, results)
+    except nbgrader_gradebook.GradebookError as exc:
+        raise UsageError(str(exc)) from None
+    for source in sources:
+        if source.name in results:
+            nbgrader_gradebook.feedback_notebooks(course_dir, assignment, source.name, source.path, results[source.name])
+    console.say(f"nbgrader: {cells} grades of {len(results)} student(s) written to the gradebook of {course_dir}; "
+                f"feedback notebooks in {course_dir}/autograded/ (nbgrader generate_feedback {assignment})")
+
+
+def _roster(path: Path):
+    """The roster's students, read before anything is graded (a bad roster stops the run at once)."""
+    from autograder.export.roster import RosterError, read_roster  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
+
+    try:
+        return read_roster(path)
+    except RosterError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _load(course_file: Path):
+    from autograder.grading.suites.session import Grader  # noqa: PLC0415 - imports torch
+    from autograder.course import CourseError  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
+
+    try:
+        return Grader(course_file)
+    except CourseError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def grade(grader, submissions: tuple[Path, ...], out: Path, n_jobs: int, force: bool, zygote,
+          trust_submissions: bool = False, submitted: dict[str, str] | None = None, found=None,
+          require: str | None = None, cluster: dict | None = None, roster=None) -> dict[str, str]:
+    """Stage, skip what is graded, grade the rest; write the class summary. The submissions the grader failed on."""
+    from tqdm import tqdm  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
+
+    from autograder.autograde import batch, content_hashes, grader_log, summary  # noqa: PLC0415 - imported on first use: torch is slow to load
+    from autograder.grading.isolation_levels import may_grade  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
+    from autograder.pages import changes  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
+    from autograder.intake.discover import discover  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
+
+    course = grader.course
+    sources, problems = found if found is not None else discover(list(submissions), course.modules)
+    for problem in problems:
+        console.warn(problem, label="skipped: ")
+    if not sources:
+        raise UsageError("no submission to grade")
+    staging = batch.staging_dir(out)
+    top = course.max_points()
+    start = time.monotonic()
+    grader_hash = content_hashes.grader(grader.course_file, course)
+    try:
+        todo, done = batch.prepare(sources, staging, course.modules, out, grader_hash, force, submitted,
+                                   course.steps_by_module())
+        why = may_grade(zygote.level, zygote.isolation, require, len(todo) > 1 and not trust_submissions) \
+            if zygote is not None and todo else None  # (on Dask, each worker checks its own)
+        if why:
+            raise UsageError(f"{len(todo)} submission(s) to grade, but {why}")
+        if done:
+            console.say(f"{len(done)} submission(s) already graded with the same inputs: skipped (--force regrades)")
+        previous = changes.snapshot(out, [job.source.name for job in todo])  # before they are replaced
+        counts = {"full": 0, "partial": 0, "zero": 0}
+        levels: set[str] = set()
+        grader_errors: dict[str, list[str]] = {}  # every submission finished, with the grader's own errors
+        grader_frames: dict[str, list[str]] = {}  # the grader's frames of calls into a submission that failed
+        interrupted = False
+        with tqdm(total=len(todo), unit="submission", desc="grading", file=sys.stderr, disable=None) as bar:
+            def on_done(graded) -> None:  # a GradedSubmission (grading/suites/graded.py), written
+                key = "full" if graded.score == top else "zero" if graded.score == 0 else "partial"
+                counts[key] += 1
+                levels.add(graded.isolation)
+                grader_errors[graded.name] = list(graded.grader_errors)
+                grader_frames[graded.name] = list(graded.grader_frames)
+                bar.set_postfix(counts, refresh=False)
+                bar.update(1)
+                note = f"  ({graded.problem})" if graded.problem else ""
+                tqdm.write(f"{graded.name}: {graded.score:g}/{top:g}{note}")
+
+            try:
+                if cluster is None:
+                    batch.run(grader, todo, out, zygote, n_jobs, on_done)
+                else:
+                    _on_dask(grader, grader_hash, todo, out, on_done, cluster, require,
+                             len(todo) > 1 and not trust_submissions, zygote)
+            except KeyboardInterrupt:  # Ctrl-C: every job process is gone; what finished has its results.json
+                interrupted = True
+    finally:
+        batch.cleanup(staging)
+    # interrupted: only the submissions that finished (their results.json is written) count as graded
+    graded = list(grader_errors) if interrupted else [job.source.name for job in todo]
+    if interrupted:  # those not regraded keep their results: nothing of theirs was replaced
+        previous = {name: points for name, points in previous.items() if name in grader_errors}
+    logged = grader_log.update(out, graded, grader_errors, grader_frames)
+    stats = summary.write(course, out, sorted(logged), previous, roster)
+    if interrupted:
+        console.note(f"interrupted after {len(graded)} of {len(todo)}; run the same command again to resume")
+        raise Interrupted
+    how = (f"{n_jobs} job(s)" if cluster is None else f"Dask at {cluster['scheduler']}" if cluster["scheduler"]
+           else f"Dask ({cluster['local_workers']} local worker(s))")
+    console.say(f"graded {len(todo)} submission(s) in {time.monotonic() - start:.1f} s with {how}: "
+                f"{counts['full']} full marks, {counts['partial']} partial, {counts['zero']} zero; "
+                f"results in {out}/, class summary in {out}/summary.md and {out}/summary.html "
+                f"({stats['submissions']} submissions)")
+    if stats.get("changes"):
+        console.say(f"regraded {stats['regraded']} submission(s): {len(stats['changes'])} step score(s) changed "
+                    f"(before/after in {out}/summary.html)")
+    for level in sorted(levels):
+        console.say(f"isolation: {level}")
+    for line in summary.terminal_lines(stats, out):  # last: who needs a person, and why (at most 10 named)
+        console.say(line)
+    return logged
+
+
+def _on_dask(grader, grader_hash: str, todo, out: Path, on_done, cluster: dict, require: str | None, several_untrusted: bool,
+             zygote) -> None:
+    from autograder.cluster import executor  # noqa: PLC0415 - imported on first use: torch is slow to load
+    from autograder.cluster.warm_grader import GraderMismatch  # noqa: PLC0415 - optional: the cluster extra
+
+    try:
+        executor.run(grader, grader_hash, todo, out, on_done, scheduler=cluster["scheduler"],
+                     local_workers=cluster["local_workers"], require=require, several_untrusted=several_untrusted, zygote=zygote)
+    except GraderMismatch as exc:
+        raise UsageError(str(exc)) from None
+    except executor.Refused as exc:
+        raise UsageError(f"{exc}\n(the submissions graded before the refusal keep their results.json)") from None
+    except executor.Unfinished as exc:
+        raise UsageError(str(exc)) from None
+    except OSError as exc:  # no scheduler at that address
+        raise UsageError(f"Dask: {exc}") from None
