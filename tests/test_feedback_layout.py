@@ -13,6 +13,7 @@ import torch
 
 from autograder.feedback.tolerance import Tolerance
 from autograder.grading import evidence
+from autograder.grading.outcomes import CountOutcome
 from autograder.pages import cards, feedback_page, gradescope_html, heatmaps
 
 pytestmark = pytest.mark.unit
@@ -81,7 +82,7 @@ def _failing_page(exp, mine, step="causal_attention.causal_attention_weights", c
     case = case or {"name": "book", "judge": "equal", "fields": ["output"], "request": {}}
     ev = evidence.collect(step, case, {"output": exp}, {"ok": True, "output": mine}, TOL, True)
     result = result_of({step: "failed"})
-    step_cards = cards.from_results(result, {(step, "values"): ev})
+    step_cards = cards.from_results(result, {(step, "values"): CountOutcome(step, "values", "failed", evidence=ev)})
     return feedback_page.page(step_cards, feedback_page.draw_pictures(step_cards), "x")
 
 

@@ -10,6 +10,7 @@ import torch
 
 from autograder.feedback.compare import compare_values
 from autograder.feedback.tolerance import Tolerance
+from autograder.grading.outcomes import CountOutcome
 from autograder.grading.verdict import FAILED, Verdict
 from autograder.grading import evidence
 from autograder.pages import cards, changes, feedback_page, gradescope_html, heatmaps, misconceptions
@@ -105,7 +106,10 @@ def test_the_page_shows_pictures_and_mismatches_for_public_cases_and_no_values_f
          "tags": ["c", "values", "failed"]},
         {"name": "c.w randomized: W", "number": "1.2", "score": 0, "max_score": 1, "status": "failed",
          "visibility": "after_published", "output": "c.w [randomized] case 'randomized': failed", "tags": []}]}
-    step_cards = cards.from_results(result, {("c.w", "values"): public, ("c.w", "randomized"): hidden})
+    graded = {("c.w", "values"): CountOutcome("c.w", "values", FAILED, evidence=public,
+                                              likely=("masked after the softmax without renormalizing the rows",)),
+              ("c.w", "randomized"): CountOutcome("c.w", "randomized", FAILED, evidence=hidden)}
+    step_cards = cards.from_results(result, graded)
     pictures = feedback_page.draw_pictures(step_cards)
     assert list(pictures) == [("c.w", "values")]  # a picture for the public case only
     html = feedback_page.page(step_cards, pictures, "Feedback: x")
@@ -125,7 +129,8 @@ def test_results_json_stays_under_a_megabyte_however_many_cases_fail():
     tests = [{"name": f"c.w{i} values: W", "number": f"{i}.1", "score": 0, "max_score": 1, "status": "failed",
               "visibility": "visible", "output": "failed", "tags": []} for i in range(60)]
     result = {"score": 0, "output": "Score", "tests": tests}
-    step_cards = cards.from_results(result, {(f"c.w{i}", "values"): ev for i in range(60)})
+    step_cards = cards.from_results(result, {(f"c.w{i}", "values"): CountOutcome(f"c.w{i}", "values", FAILED, evidence=ev)
+                                             for i in range(60)})
     pictures = feedback_page.draw_pictures(step_cards)
     assert pictures.get("__cut__")  # the budget ran out before the 60th picture
     embedded = gradescope_html.embed(result, step_cards, pictures)

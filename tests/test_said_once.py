@@ -9,12 +9,12 @@ import pytest
 import torch
 
 from autograder.grading.suites import gradescope_results, graded
-from autograder.grading.suites.plugin import FAILED, Outcome
+from autograder.grading.suites.plugin import FAILED
 from autograder.course import load_course
 from autograder.feedback.gradients import said_once
 from autograder.feedback.redact import KEPT_NAMES, redact_text
+from autograder.grading.outcomes import CountOutcome, StepOutcome
 from autograder.pages import feedback_page, gradescope_html, terminal_grid
-from autograder.pages.cards import CountCard, StepCard
 
 from .conftest import ROOT, run_grade
 
@@ -68,7 +68,7 @@ def test_a_submission_not_graded_is_said_once_with_a_pointer_on_each_test():
 def test_an_unreadable_module_is_said_once_and_its_tests_point_to_it():
     course = load_course(ROOT / "course.yml")
     message = "simple_attention.ipynb is not a valid notebook: its JSON is broken at line 3, column 1"
-    outcomes = {(step, count): Outcome(step, count, FAILED, f"{step} [{count}] case 'x': failed\n  {message}")
+    outcomes = {(step, count): CountOutcome(step, count, FAILED, f"{step} [{count}] case 'x': failed\n  {message}")
                 for step, spec in course.steps.items() for count in spec.counts}
     notes = gradescope_results.unreadable_modules(course, outcomes, {"simple_attention": {"type": "MalformedNotebook", "message": message}})
     assert len(notes) == 1 and notes[0].startswith(f"Not graded: {message} (steps simple_attention.")
@@ -79,11 +79,12 @@ def test_an_unreadable_module_is_said_once_and_its_tests_point_to_it():
 
 
 def test_the_gradescope_total_is_labelled_as_the_public_counts():
-    cards = [StepCard("s.a", "A", [CountCard("values", "passed", 2, 2, True), CountCard("hidden", "failed", 0, 3, False)])]
+    cards = [StepOutcome("s.a", "A", (CountOutcome("s.a", "values", "passed", "", 2, 2, True),
+                                      CountOutcome("s.a", "hidden", "failed", "", 0, 3, False)))]
     html = gradescope_html.embed({"output": "Score: 2 / 5", "tests": []}, cards, {})["output"]
     assert "<strong>2 / 2 points on the public counts (hidden counts are listed with the tests)</strong>" in html
     # control: with no hidden count the total is the whole score, unlabelled
-    whole = gradescope_html.embed({"output": "Score: 2 / 2", "tests": []}, cards[:0] + [StepCard("s.a", "A", cards[0].counts[:1])], {})
+    whole = gradescope_html.embed({"output": "Score: 2 / 2", "tests": []}, cards[:0] + [StepOutcome("s.a", "A", cards[0].counts[:1])], {})
     assert "<strong>2 / 2 points</strong>" in whole["output"]
 
 
@@ -150,8 +151,9 @@ def test_gradescope_s_card_and_the_page_say_the_same_public_points():
     """Why they disagreed: Gradescope's always-visible output keeps only a step's public counts (2/2), the page
     all of them (3/3), and neither said which. Now both say the public counts' points, and which they are."""
     def cards():
-        return [StepCard("s.a", "A", [CountCard("values", "passed", 1, 1, True), CountCard("gradients", "passed", 1, 1, True),
-                                      CountCard("randomized", "passed", 1, 1, False)])]
+        return [StepOutcome("s.a", "A", (CountOutcome("s.a", "values", "passed", "", 1, 1, True),
+                                         CountOutcome("s.a", "gradients", "passed", "", 1, 1, True),
+                                         CountOutcome("s.a", "randomized", "passed", "", 1, 1, False)))]
 
     page = feedback_page.page(cards(), {}, "Feedback")
     scope = gradescope_html.embed({"output": "Score: 3 / 3", "tests": []}, cards(), {})["output"]
@@ -159,6 +161,6 @@ def test_gradescope_s_card_and_the_page_say_the_same_public_points():
     assert _card_line(scope, "s.a") == ("passed, 2/2 points on its public counts; its 1 hidden count(s) (1 point(s)) are "
                                         "shown with the tests once grades are published")
     # control: a step with public counts only reads the same on both, unlabelled
-    only = [StepCard("s.b", "B", [CountCard("values", "passed", 2, 2, True)])]
+    only = [StepOutcome("s.b", "B", (CountOutcome("s.b", "values", "passed", "", 2, 2, True),))]
     assert _card_line(feedback_page.page(only, {}, "F"), "s.b") == "passed, 2/2 points"
     assert _card_line(gradescope_html.embed({"output": "", "tests": []}, only, {})["output"], "s.b") == "passed, 2/2 points"

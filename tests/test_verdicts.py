@@ -9,7 +9,7 @@ import torch
 import pytest
 
 from autograder.check import intake
-from autograder.check.run import CountResult, StepResult
+from autograder.grading.outcomes import CountOutcome, StepOutcome
 from autograder.commands import check as command
 from autograder.grading import judge as judges
 from autograder.grading.runner import _said_as_limit, output_limit
@@ -102,7 +102,7 @@ def _grade_check(monkeypatch, capsys, tmp_path, *args):
     (tmp_path / "simple_attention.py").write_text("import torch\n")
     data = {"modules": ["simple_attention"], "limits": dict(LIMITS),
             "steps": {"simple_attention.attention_scores": {}, "simple_attention.normalize_sum": {}}}
-    results = [StepResult(step, "a step", [CountResult("values", points=1.0, max_points=1.0)]) for step in data["steps"]]
+    results = [StepOutcome(step, "a step", (CountOutcome(step, "values", points=1.0, max_points=1.0),)) for step in data["steps"]]
     monkeypatch.setattr(public_cases, "load", lambda: data)
     monkeypatch.setattr(command, "run", lambda *args, **kwargs: results)
     code = command.main(tmp_path, *args)

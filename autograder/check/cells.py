@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import ast
 import re
+from dataclasses import replace
 from pathlib import Path
+
+from autograder.grading.outcomes import StepOutcome
 
 MARKER = re.compile(r"^# --- (?P<notebook>.+\.ipynb), code cell (?P<number>\d+) ---$")
 IPYTHON = "# (IPython) "
@@ -58,10 +61,13 @@ def error_cell(folder: Path, module: str, words: list[str]) -> str | None:
     return cell_at(text, int(found[1])) if text else None
 
 
-def name_cells(results, folder: Path) -> None:
-    """Each step's notebook cell (number and first line), where a staged notebook defines it."""
+def name_cells(results: list[StepOutcome], folder: Path) -> list[StepOutcome]:
+    """``results``, each step with its notebook cell (number and first line), where a staged notebook defines it."""
+    named = []
     for r in results:
-        r.cell = defined_in(folder, r.step)
+        cell = defined_in(folder, r.step)
         if r.import_error:  # the cell that stopped the module's import, when the words name its line
-            words = next(c.feedback for c in r.counts if c.import_error)
-            r.cell = error_cell(folder, r.import_error, words) or r.cell
+            words = next(c.lines for c in r.counts if c.import_error)
+            cell = error_cell(folder, r.import_error, list(words)) or cell
+        named.append(replace(r, cell=cell))
+    return named

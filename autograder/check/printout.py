@@ -2,16 +2,15 @@
 from __future__ import annotations
 
 from autograder.console import style
+from autograder.grading.outcomes import StepOutcome
 from autograder.grading.verdict import BLOCKED, FAILED, NOT_ATTEMPTED, PASSED
 from autograder.pages import terminal_grid
-
-from .run import StepResult
 
 MARK = {PASSED: ("passed", "green"), FAILED: ("FAILED", "red"), NOT_ATTEMPTED: ("not attempted", "yellow"),
         BLOCKED: ("blocked", "yellow")}
 
 
-def table(results: list[StepResult], color: bool) -> str:
+def table(results: list[StepOutcome], color: bool) -> str:
     width = max((len(r.step) for r in results), default=10)
     lines = [f"{'step':<{width}}  {'status':<13}  points"]
     lines.append("-" * (width + 24))
@@ -27,13 +26,13 @@ def table(results: list[StepResult], color: bool) -> str:
     return "\n".join(lines)
 
 
-def details(results: list[StepResult], color: bool = False) -> str:
+def details(results: list[StepOutcome], color: bool = False) -> str:
     out = []
     imports: dict[str, tuple[list[str], list[str]]] = {}  # module -> (its error, the steps it blocks)
     for r in results:
         if r.import_error:
             failed = next(c for c in r.counts if c.import_error)
-            imports.setdefault(r.import_error, (failed.feedback + ([f"in {r.cell}"] if r.cell else []), []))[1] \
+            imports.setdefault(r.import_error, ([*failed.lines] + ([f"in {r.cell}"] if r.cell else []), []))[1] \
                 .append(r.step)
             continue
         if r.blocked_by:
@@ -45,7 +44,7 @@ def details(results: list[StepResult], color: bool = False) -> str:
                 out.append(f"\n{r.step} [{c.count}] ({r.title}), case {c.case!r}:")
                 if r.cell:
                     out.append(f"  defined in {r.cell}")
-                out += ["  " + line for line in c.feedback]
+                out += ["  " + line for line in c.lines]
                 if terminal_grid.fits(c.evidence):
                     out += ["  " + line for line in terminal_grid.render(c.evidence, color).splitlines()]
         if r.printed and r.status == FAILED:
@@ -61,7 +60,7 @@ def details(results: list[StepResult], color: bool = False) -> str:
     return "\n".join(out)
 
 
-def as_json(results: list[StepResult]) -> dict:
+def as_json(results: list[StepOutcome]) -> dict:
     return {
         "score": sum(r.points for r in results),
         "max_score": sum(r.max_points for r in results),
@@ -69,6 +68,7 @@ def as_json(results: list[StepResult]) -> dict:
                    "max_points": r.max_points, "blocked_by": r.blocked_by, "printed": r.printed,
                    "cell": r.cell,
                    "counts": [{"count": c.count, "status": c.status, "points": c.points, "max_points": c.max_points,
-                               "case": c.case, "feedback": c.feedback} for c in r.counts]}
+                               "case": c.case, "feedback": list(c.lines),
+                               "misconceptions": list(c.misconceptions)} for c in r.counts]}
                   for r in results],
     }

@@ -1,7 +1,7 @@
 """Replay the public cases against a student's folder, each step in its own worker."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import replace
 from pathlib import Path
 
 from autograder.check import intake
@@ -10,48 +10,10 @@ from autograder.grading.cases import Tolerances
 from autograder.grading.runner import SubmissionRunner
 from autograder.feedback.gradients import said_once
 from autograder.feedback.tolerance import Tolerance
-from autograder.grading.verdict import FAILED, PASSED, step_status
+from autograder.grading.outcomes import CountOutcome, StepOutcome, failure_text, hints_of
+from autograder.grading.verdict import FAILED, PASSED
 from autograder.sandbox.zygote import Zygote
 from autograder.grading import evidence
-
-
-
-@dataclass
-class CountResult:
-    count: str
-    status: str = PASSED
-    points: float = 0.0
-    max_points: float = 0.0
-    feedback: list[str] = field(default_factory=list)
-    case: str = ""
-    import_error: str | None = None  # the module that did not import, when that is why it failed
-    evidence: dict | None = None  # the failing case's arrays, for its pictures (autograder/grading/evidence.py)
-
-
-@dataclass
-class StepResult:
-    step: str
-    title: str
-    counts: list[CountResult]
-    blocked_by: str | None = None  # the step it builds on that fails (fix that first)
-    printed: str = ""  # what the student's code printed while this step was checked
-    cell: str | None = None  # the notebook cell that defines it (``check/cells.py``), when checked from a notebook
-
-    @property
-    def status(self) -> str:
-        return step_status({c.status for c in self.counts}, bool(self.blocked_by))
-
-    @property
-    def import_error(self) -> str | None:
-        return next((c.import_error for c in self.counts if c.import_error), None)
-
-    @property
-    def points(self) -> float:
-        return sum(c.points for c in self.counts)
-
-    @property
-    def max_points(self) -> float:
-        return sum(c.max_points for c in self.counts)
 
 
 def _tolerances(spec: dict) -> Tolerances:
@@ -65,7 +27,7 @@ def selected(data: dict, steps: list[str] | None) -> list[str]:
 
 
 def run_check(folder: Path, data: dict, zygote: Zygote, steps: list[str] | None = None,
-              module_errors: dict | None = None) -> list[StepResult]:
+              module_errors: dict | None = None) -> list[StepOutcome]:
     """Each selected step's public counts; a step is checked after the steps it builds on (run too, unshown),
     and shows as blocked, not failed, when one of those fails. ``module_errors``: what the intake refused, when the
     folder was staged (else found here)."""
@@ -97,31 +59,38 @@ def run_check(folder: Path, data: dict, zygote: Zygote, steps: list[str] | None 
             for count, cspec in spec["counts"].items():
                 if cspec["visibility"] != "public":
                     continue
-                result = CountResult(count, max_points=cspec["points"])
-                tol = _tolerances(spec)
-                for case in by_count.get((step, count), []):
-                    got = runner.run(step, case["request"])
-                    tolerance = tol.for_answer(case["expected"])
-                    verdict = judges.judge(case, case["expected"], got, tolerance, True)
-                    if not verdict.passed:
-                        lines = said_once(said, step, count, case["name"], verdict.lines)  # no reprint of the values
-                        result.status, result.feedback, result.case = verdict.status, lines, case["name"]
-                        result.evidence = None if lines is not verdict.lines else \
-                            evidence.collect(step, case, case["expected"], got, tolerance, True)
-                        if (got.get("error") or {}).get("import"):
-                            result.import_error = step.split(".", 1)[0]
-                        break
-                result.points = result.max_points if result.status == PASSED else 0.0
-                counts.append(result)
+                counts.append(_count(runner, step, count, cspec["points"], _tolerances(spec),
+                                     by_count.get((step, count), []), said))
             if not counts:
                 continue
-            step_result = StepResult(step, spec["title"], counts, printed=runner.printed())
+            step_result = StepOutcome(step, spec["title"], tuple(counts), printed=runner.printed())
             failing = [d for d in uses.get(step, []) if status.get(d, PASSED) != PASSED]
             if step_result.status == FAILED and failing and not step_result.import_error:
-                step_result.blocked_by = failing[0]
+                step_result = replace(step_result, blocked_by=failing[0])
             status[step] = step_result.status
             if step in shown:
                 results.append(step_result)
     finally:
         runner.close()
     return results
+
+
+def _count(runner: SubmissionRunner, step: str, count: str, points: float, tol: Tolerances, cases: list[dict],
+           said: dict) -> CountOutcome:
+    """One public count's outcome: its cases in order, up to the first that fails."""
+    for n, case in enumerate(cases, start=1):
+        got = runner.run(step, case["request"])
+        tolerance = tol.for_answer(case["expected"])
+        verdict = judges.judge(case, case["expected"], got, tolerance, True)
+        if verdict.passed:
+            continue
+        lines = said_once(said, step, count, case["name"], verdict.lines)  # no reprint of the values
+        ids, likely = hints_of(lines)
+        return CountOutcome(
+            step, count, verdict.status, failure_text(step, count, case["name"], verdict.status, lines),
+            0.0, points, cases=n, case=case["name"], lines=tuple(lines), misconceptions=ids, likely=likely,
+            evidence=None if lines is not verdict.lines else
+            evidence.collect(step, case, case["expected"], got, tolerance, True),
+            import_error=step.split(".", 1)[0] if (got.get("error") or {}).get("import") else None,
+            number=f"{step} {count}")
+    return CountOutcome(step, count, PASSED, "", points, points, cases=len(cases), number=f"{step} {count}")

@@ -16,6 +16,7 @@ import os
 import re
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 
@@ -61,10 +62,10 @@ class Checker:
                 ([own] if own else attempted_modules(checked.folder, self.data))
             results = run_check(checked.folder.resolve(), self.data, self.zygote, wanted or None,
                                 checked.module_errors if checked.staged else None)
-            name_cells(results, checked.folder)
-            for r in results if as_run else ():
-                r.cell = re.sub(rf"^{re.escape(path.name)}, code cell (\d+):", r"the cell you ran as In [\1]:", r.cell or "") \
-                    or None
+            results = name_cells(results, checked.folder)
+            if as_run:
+                results = [replace(r, cell=re.sub(rf"^{re.escape(path.name)}, code cell (\d+):", r"the cell you ran as In [\1]:",
+                                                   r.cell or "") or None) for r in results]
             page = None
             if html_file:
                 from autograder.check.page import write_page  # noqa: PLC0415 - imported when needed: the kernel's service starts lean

@@ -48,7 +48,7 @@ def check_once(path: Path, steps: tuple[str, ...], data: dict, as_json: bool, co
             raise UsageError(f"{path}: none of {', '.join(m + '.py' for m in modules)} is here")
         results = run(checked.folder, data, list(steps) or None, zygote, checked.module_errors if checked.staged else None)
         if checked.staged:
-            name_cells(results, checked.folder)
+            results = name_cells(results, checked.folder)
         return show(results, path, checked.folder, as_json, color, html_file, limits=data.get("limits"))
     finally:
         checked.close()

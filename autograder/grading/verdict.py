@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from autograder.feedback.catalogue import ids_of
+
 PASSED = "passed"
 FAILED = "failed"
 NOT_ATTEMPTED = "not attempted"
@@ -30,12 +32,7 @@ class Verdict:
     @property
     def misconceptions(self) -> list[str]:
         """The ids of the misconceptions its "likely:" lines name (``feedback.catalogue.Likely``), in order."""
-        found: list[str] = []
-        for line in self.lines:
-            mid = getattr(line, "mid", None)
-            if mid and mid not in found:
-                found.append(mid)
-        return found
+        return ids_of(self.lines)
 
 
 class StepFailure(AssertionError):

@@ -12,7 +12,7 @@ from html import escape
 from pathlib import Path
 
 from . import heatmaps, mismatches
-from .cards import PASSED, CountCard, StepCard
+from .cards import PASSED, CountOutcome, StepOutcome, points_words
 from .heatmaps import rows_are_weights
 
 #: the pictures of one page stay under this many bytes (results.json under 1 MB with its base64)
@@ -88,14 +88,14 @@ def caption(ev: dict, weights: bool) -> str:
     return " ".join(words)
 
 
-def _count(card: StepCard, c: CountCard, pictures: dict) -> str:
+def _count(card: StepOutcome, c: CountOutcome, pictures: dict) -> str:
     kind = "public" if c.public else "hidden"
     head = (f"<h3>{escape(c.count)} <small>({kind})</small>: <span class=\"status {_status_class(c.status)}\">"
             f"{escape(c.status)}</span> "
             f"{c.points:g}/{c.max_points:g}</h3>")
     if c.status == PASSED:
         return head
-    parts = [head, f"<pre>{escape(c.text)}</pre>"]
+    parts = [head, f"<pre>{escape(c.feedback)}</pre>"]
     ev = c.evidence
     if ev and ev.get("public") and "expected" in ev:
         png = pictures.get((card.step, c.count))
@@ -117,11 +117,11 @@ def _count(card: StepCard, c: CountCard, pictures: dict) -> str:
     return "\n".join(p for p in parts if p)
 
 
-def _card(card: StepCard, pictures: dict) -> str:
+def _card(card: StepOutcome, pictures: dict) -> str:
     status = card.status
     lines = [f"<section class=\"card {_status_class(status)}\" id=\"{escape(card.step)}\">",
              f"<h2>{breakable(card.step)}: {breakable(card.title, dots=False)}</h2>",
-             f"<p><span class=\"status\">{escape(status)}</span>, {escape(card.points_words())}</p>"]
+             f"<p><span class=\"status\">{escape(status)}</span>, {escape(points_words(card))}</p>"]
     if card.blocked_by:
         lines.append(f"<p>It builds on {escape(card.blocked_by)}, which fails its own checks: fix that first.</p>")
     for hint in card.likely:
@@ -134,7 +134,7 @@ def _card(card: StepCard, pictures: dict) -> str:
     return "\n".join(line for line in lines if line)
 
 
-def draw_pictures(cards: list[StepCard], budget: int = PICTURE_BUDGET) -> dict:
+def draw_pictures(cards: list[StepOutcome], budget: int = PICTURE_BUDGET) -> dict:
     """(step, count) -> PNG for each failing public case with arrays; ``"__cut__"`` when the budget ran out."""
     pictures: dict = {}
     used = 0
@@ -167,7 +167,7 @@ def breakable(name: str, dots: bool = True) -> str:
     return out.replace(".", ".<wbr>") if dots else out
 
 
-def _failed_list(cards: list[StepCard]) -> str:
+def _failed_list(cards: list[StepOutcome]) -> str:
     """The steps that did not pass, first on the page, each a link to its card."""
     todo = [card for card in cards if card.status != PASSED]
     if not todo:
@@ -180,7 +180,7 @@ def _failed_list(cards: list[StepCard]) -> str:
             f"step(s)</h2>\n<ul>\n" + "\n".join(items) + "\n</ul></nav>")
 
 
-def body(cards: list[StepCard], pictures: dict, heading: str, lines: list[str], public_only: bool = False) -> str:
+def body(cards: list[StepOutcome], pictures: dict, heading: str, lines: list[str], public_only: bool = False) -> str:
     """The page's content: a heading, the total, the list of what failed (links to its cards), the summary
     lines, the cards of the steps that did not pass, then the passed steps folded (``<details>``).
     ``public_only``: the cards hold only the public counts (Gradescope's always-visible output), and the
@@ -205,14 +205,14 @@ def body(cards: list[StepCard], pictures: dict, heading: str, lines: list[str], 
     return "\n".join(out)
 
 
-def page(cards: list[StepCard], pictures: dict, heading: str, lines: list[str] = ()) -> str:
+def page(cards: list[StepOutcome], pictures: dict, heading: str, lines: list[str] = ()) -> str:
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
             f"<title>{escape(heading)}</title><style>{STYLE}</style></head>\n<body>\n"
             + body(cards, pictures, heading, list(lines)) + "\n</body></html>\n")
 
 
-def write(path: Path, cards: list[StepCard], pictures: dict, heading: str, lines: list[str] = ()) -> Path:
+def write(path: Path, cards: list[StepOutcome], pictures: dict, heading: str, lines: list[str] = ()) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")

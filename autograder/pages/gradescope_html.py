@@ -14,24 +14,24 @@ import re
 from dataclasses import replace
 
 from . import feedback_page
-from .cards import StepCard
+from .cards import StepOutcome
 
 MAX_BYTES = 1_000_000  # per submission, the whole results.json
 _IMG = re.compile(r'<img data-test="([^"]*)" src="data:image/png;base64,([A-Za-z0-9+/=]+)"')
 
 
-def visible_cards(cards: list[StepCard]) -> list[StepCard]:
+def visible_cards(cards: list[StepOutcome]) -> list[StepOutcome]:
     shown = []
     for card in cards:
         counts = [c for c in card.counts if c.public]
         if counts:
             hidden = [c for c in card.counts if not c.public]
-            shown.append(replace(card, counts=counts,
+            shown.append(replace(card, counts=tuple(counts),
                                  hidden_left_out=(len(hidden), sum(c.max_points for c in hidden))))
     return shown
 
 
-def embed(result: dict, cards: list[StepCard], pictures: dict, heading: str = "Your feedback") -> dict:
+def embed(result: dict, cards: list[StepOutcome], pictures: dict, heading: str = "Your feedback") -> dict:
     """``result`` with its output as the page's HTML body (its summary lines kept, in the page)."""
     lines = (result.get("output") or "").splitlines()
     shown = visible_cards(cards)

@@ -17,11 +17,6 @@ def label(mid: str) -> str:
     return words[0] if words else mid.replace("-", " ")
 
 
-def hints(feedback: str) -> list[str]:
-    """The "likely:" hints of a feedback text, in order (what a card shows)."""
-    return [line.strip()[len("likely: "):] for line in (feedback or "").splitlines() if line.strip().startswith("likely: ")]
-
-
 def tags(ids: list[str]) -> list[str]:
     return [f"misconception:{mid}" for mid in dict.fromkeys(ids)]
 

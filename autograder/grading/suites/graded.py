@@ -13,17 +13,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from autograder.course import Course
+from autograder.grading.outcomes import CountOutcome
 from autograder.intake.stage import Staged
 from autograder.outputs.results import parse
 
 from . import gradescope_results, problems as problem_list, submission_page
-from .plugin import FAILED, Outcome
+from .plugin import FAILED
 
 
 @dataclass(frozen=True)
 class SuiteRun:
     """What the hidden suites found in one submission (``Grader.run``), before anything is built from it."""
-    outcomes: dict[tuple[str, str], Outcome]
+    outcomes: dict[tuple[str, str], CountOutcome]
     notes: list[str]  # said once, at the top of its feedback
     problems: list[dict]  # what a person should look at, as data (problems.py): extra_data.problems
     grader_errors: tuple[str, ...] = ()  # the grader's own failures (a bug in a suite): grader_errors.log only
@@ -58,7 +59,7 @@ class GradedSubmission:
 def rejected(course: Course, problem: str, notes: list[str] | None = None, cause: str | None = None) -> SuiteRun:
     """A submission that could not be graded at all: every count "not graded", the reason said once;
     ``cause``: why, as data (intake/stage.py's ``Staged.cause``)."""
-    outcomes = {(step, count): Outcome(step, count, FAILED, gradescope_results.NOT_GRADED)
+    outcomes = {(step, count): CountOutcome(step, count, FAILED, gradescope_results.NOT_GRADED)
                 for step, spec in course.steps.items() for count in spec.counts}
     return SuiteRun(outcomes, [f"This submission could not be graded: {problem}", *(notes or [])],
                     problem_list.not_graded(cause, problem))

@@ -6,10 +6,13 @@ Specification: https://gradescope-autograders.readthedocs.io/en/latest/specs/ (`
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from autograder.course import Course
+from autograder.grading.outcomes import CountOutcome
 from autograder.pages import misconceptions
 
-from .plugin import FAILED, NOT_ATTEMPTED, PASSED, Outcome
+from .plugin import FAILED, NOT_ATTEMPTED, PASSED
 
 
 def test_name(course: Course, step: str, count: str) -> str:
@@ -32,18 +35,18 @@ def unreadable_modules(course: Course, outcomes: dict, module_errors: dict[str, 
         notes.append(f"Not graded: {err.get('message')} (steps {', '.join(steps)}).")
         for (step, count), outcome in outcomes.items():
             if step in steps and outcome.status != PASSED:
-                outcome.feedback = NOT_GRADED
+                outcomes[(step, count)] = replace(outcome, feedback=NOT_GRADED, likely=())
     return notes
 
 
-def build(course: Course, outcomes: dict[tuple[str, str], Outcome], *, notes: list[str] | None = None,
+def build(course: Course, outcomes: dict[tuple[str, str], CountOutcome], *, notes: list[str] | None = None,
           execution_time: float | None = None) -> dict:
     tests = []
     total = 0.0
     summary = {PASSED: 0, FAILED: 0, NOT_ATTEMPTED: 0}
     for number, (step, spec) in enumerate(course.steps.items(), start=1):
         for sub, (count, cspec) in enumerate(spec.counts.items(), start=1):
-            outcome = outcomes.get((step, count)) or Outcome(step, count, FAILED, f"{step} [{count}]: was not graded")
+            outcome = outcomes.get((step, count)) or CountOutcome(step, count, FAILED, f"{step} [{count}]: was not graded")
             score = cspec.points if outcome.status == PASSED else 0.0
             total += score
             summary[outcome.status] = summary.get(outcome.status, 0) + 1

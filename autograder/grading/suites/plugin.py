@@ -2,27 +2,15 @@
 from __future__ import annotations
 
 import traceback
-from dataclasses import dataclass, field
 
 import pytest
 
 from autograder.course import Course
 from autograder.grading.suites import reference_quotes
 from autograder.grading.cases import Check, Tolerances
+from autograder.grading.outcomes import CountOutcome, hints_of
 from autograder.feedback.tolerance import Tolerance
 from autograder.grading.verdict import FAILED, NOT_ATTEMPTED, PASSED, StepFailure
-
-
-@dataclass
-class Outcome:
-    step: str
-    count: str
-    status: str = PASSED
-    feedback: str = ""
-    cases: int = 0
-    evidence: dict | None = None  # the failing case's arrays (public) or facts (hidden): autograder/grading/evidence.py
-    #: the ids of the misconceptions its feedback names, as diagnosed (feedback/catalogue.py): its tags
-    misconceptions: list[str] = field(default_factory=list)
 
 
 def tolerances_for(course: Course, step: str) -> Tolerances:
@@ -49,7 +37,7 @@ class GradingPlugin:
         self.cache = cache
         self.reference_lines = reference_lines or set()
         self.late_steps = set(late_steps or ())
-        self.outcomes: dict[tuple[str, str], Outcome] = {}
+        self.outcomes: dict[tuple[str, str], CountOutcome] = {}
         self.collected: list[tuple[str | None, str]] = []
         self.items: list = []  # every test pytest collected (before selection)
         self.grader_errors: list[str] = []  # for the instructor's log, never for students
@@ -81,24 +69,28 @@ class GradingPlugin:
 
     def run_test(self, step: str, count: str, test, check: Check | None, nodeid: str) -> None:
         """Run one test (``test()``) and record its count's outcome: a failure becomes feedback."""
-        outcome = Outcome(step, count)
+        status, feedback, case, evidence, lines = PASSED, "", "", None, ()
         try:
             test()
         except StepFailure as exc:
-            outcome.status = exc.verdict.status
-            outcome.feedback = reference_quotes.reference_lines(exc.feedback(), self.reference_lines)
-            outcome.evidence = getattr(exc, "evidence", None)
-            outcome.misconceptions = exc.verdict.misconceptions
+            status, case, lines = exc.verdict.status, exc.case, exc.verdict.lines
+            feedback = reference_quotes.reference_lines(exc.feedback(), self.reference_lines)
+            evidence = getattr(exc, "evidence", None)
         except Exception as exc:  # noqa: BLE001 - a bug in a suite must not stop the batch
-            outcome.status = FAILED
+            status = FAILED
             # The student reads that it is not their fault; the text, which may quote hidden values, is the
             # instructor's (grader_errors.log).
-            outcome.feedback = (f"{step} [{count}]: the grader itself failed on this count, not your code; please "
-                                f"tell your instructor ({type(exc).__name__})")
+            feedback = (f"{step} [{count}]: the grader itself failed on this count, not your code; please "
+                        f"tell your instructor ({type(exc).__name__})")
             self.grader_errors.append(f"{nodeid}: {traceback.format_exc(limit=-3)}")
             self.grader_error_counts.append((step, count))
-        outcome.cases = getattr(check, "cases_run", 0)
-        self.outcomes[(step, count)] = outcome
+        ids, likely = hints_of(lines)
+        shown = feedback.split("\n")  # a hint the reference filter removed from the words is not shown either
+        spec = self.course.steps[step].counts[count]
+        self.outcomes[(step, count)] = CountOutcome(
+            step, count, status, feedback, points=spec.points if status == PASSED else 0.0, max_points=spec.points,
+            public=spec.visibility == "public", cases=getattr(check, "cases_run", 0), case=case, evidence=evidence,
+            misconceptions=ids, likely=tuple(h for h in likely if f"  likely: {h}" in shown))
 
     # -- as a pytest plugin ----------------------------------------------------------------------
     @pytest.fixture
@@ -124,4 +116,4 @@ class GradingPlugin:
             self.grader_errors.append(f"{report.nodeid}: setup failed: {report.longreprtext[-500:]}")
 
 
-__all__ = ["GradingPlugin", "Outcome", "PASSED", "FAILED", "NOT_ATTEMPTED"]
+__all__ = ["GradingPlugin", "CountOutcome", "PASSED", "FAILED", "NOT_ATTEMPTED"]

@@ -8,9 +8,9 @@ from autograder.pages import feedback_page, gradescope_html
 
 
 def cards_and_pictures(result: dict, outcomes: dict | None = None) -> tuple[list, dict]:
-    """The step cards of ``result`` (with each failing case's evidence from ``outcomes``) and their pictures."""
-    evidence = {key: o.evidence for key, o in (outcomes or {}).items() if getattr(o, "evidence", None)}
-    cards = page_cards.from_results(result, evidence)
+    """The step cards of ``result`` (with each failing case's evidence and hints from ``outcomes``: (step, count) ->
+    CountOutcome) and their pictures."""
+    cards = page_cards.from_results(result, outcomes)
     return cards, feedback_page.draw_pictures(cards)
 
 
