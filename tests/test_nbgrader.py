@@ -645,6 +645,33 @@ def test_the_kits_verdict_shows_a_students_words_as_text():
     assert "plantedVerdict" in html and "<script>window.$" not in html
 
 
+def test_the_verdicts_are_the_outputs_nbformat_makes_and_written_as_nbformat_writes(source, tmp_path):
+    """verdict_outputs builds without a schema check per output: the same outputs as v4.new_output (which checks
+    each); an autograded notebook's file is nbformat.write's, byte for byte (the notebook is checked once, whole)."""
+    picture = b"\x89PNG picture"
+    passed = {"status": "passed", "score": 1, "max_score": 1}
+    failed = {"status": "failed", "score": 0, "max_score": 2, "output": "wrong values\nsecond line"}
+    assert autograded.verdict_outputs(passed) == [v4.new_output("stream", name="stdout", text="passed (1/1)\n")]
+    error = v4.new_output("error", ename="CheckFailed", evalue="wrong values",
+                          traceback=["CheckFailed (0/2)", "wrong values", "second line"])
+    assert autograded.verdict_outputs(failed) == [error]
+    assert autograded.verdict_outputs(failed, picture) == [v4.new_output("display_data", data={
+        "image/png": base64.b64encode(picture).decode("ascii"),
+        "text/plain": "expected, yours and their difference (heatmaps)"}), error]
+    course = tmp_path / "course"
+    shutil.copytree(source, course / "source" / ASSIGNMENT)
+    verdicts = {"simple_attention": {nbgrader_meta(c)["grade_id"]: autograded.verdict_outputs(failed, picture)
+                                     for c in notebook(source, "simple_attention").cells if nbgrader_meta(c).get("grade")}}
+    (tmp_path / "out").mkdir()
+    written = autograded.write(tmp_path / "out", course, ASSIGNMENT, tmp_path / "nothing", verdicts)
+    assert written
+    for path in written:
+        master = nbformat.read(str(source / path.name), as_version=4)
+        nb = autograded.build(master, {}, verdicts.get(path.stem, {}))
+        nbformat.write(nb, str(tmp_path / "control.ipynb"))
+        assert path.read_bytes() == (tmp_path / "control.ipynb").read_bytes()
+
+
 def test_the_write_back_needs_the_courses_notebooks(tmp_path, monkeypatch):
     """autograded/ is built from source/ (or release/): without them the gradebook is not touched."""
     pytest.importorskip("nbgrader")
