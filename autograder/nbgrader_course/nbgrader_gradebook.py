@@ -12,20 +12,10 @@ of a submitted notebook they carry the text of the answers only.
 from __future__ import annotations
 
 import shutil
-import warnings
-from contextlib import contextmanager
 from pathlib import Path
 
 from autograder.intake.times import nbgrader_stamp
 from autograder.pages.gradescope_html import pictures as embedded_pictures
-
-#: the three warnings SQLAlchemy 2 gives while nbgrader's own ``Gradebook.add_submission`` runs (nbgrader 0.9.6,
-#: api.py: it links a new SubmittedAssignment and its SubmittedNotebooks to the assignment, student and notebooks
-#: before it adds them to the session, which it does right after, then commits): a note to nbgrader's developers,
-#: not to the instructor, whose gradebook is complete. Only these are silenced, and only in that call.
-NBGRADER_SA_WARNING = (r"Object of type <(SubmittedAssignment|SubmittedNotebook)> not in session, "
-                       r"add operation along '(Student|Assignment|Notebook)\.submissions' will not proceed")
-
 
 class GradebookError(Exception):
     """The gradebook cannot take the grades; the message says what to run first."""
@@ -38,25 +28,19 @@ def test_cell(test_name: str) -> tuple[str, str]:
     return module, f"test_{name}_{count}"
 
 
-@contextmanager
-def _quiet_add_submission():
-    """Silence exactly SQLAlchemy's warnings about nbgrader's add_submission (``NBGRADER_SA_WARNING``)."""
-    from sqlalchemy.exc import SAWarning  # noqa: PLC0415 - nbgrader's dependency
-
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=NBGRADER_SA_WARNING, category=SAWarning)
-        yield
-
-
 def write(course_dir: Path, assignment: str, results: dict[str, dict], db_url: str | None = None) -> int:
-    """Record each student's points (``results``: student -> results.json) in nbgrader's gradebook."""
-    from nbgrader.api import Gradebook, MissingEntry  # noqa: PLC0415 - an optional dependency
+    """Record each student's points (``results``: student -> results.json) in nbgrader's gradebook.
+
+    One transaction for the class: nothing is written unless every student's grades are (a commit per student,
+    as nbgrader's own ``add_student`` and ``add_submission`` make, cost a sync of the database file each). A
+    student new to the gradebook gets the rows ``Gradebook.add_submission`` would create (``_add_submission``)."""
+    from nbgrader.api import Gradebook, MissingEntry, Student, SubmittedAssignment  # noqa: PLC0415 - an optional dependency
 
     db_url = db_url or f"sqlite:///{Path(course_dir).resolve() / 'gradebook.db'}"
     written = 0
     with Gradebook(db_url) as gb:
         try:
-            gb.find_assignment(assignment)
+            found = gb.find_assignment(assignment)
         except MissingEntry:
             raise GradebookError(f"the gradebook has no assignment {assignment!r}: run `nbgrader generate_assignment "
                                  f"{assignment}` in {course_dir} first") from None
@@ -65,19 +49,23 @@ def write(course_dir: Path, assignment: str, results: dict[str, dict], db_url: s
         if not master_notebooks(course_dir, assignment):  # autograded/ is built from them
             raise GradebookError(f"{course_dir} has no source/{assignment}/*.ipynb (nor release/{assignment}/): "
                                  f"write the course with grade nbgrader --course-dir {course_dir}")
+        students = {sid for (sid,) in gb.db.query(Student.id)}
+        submissions = {s.student_id: s for s in gb.db.query(SubmittedAssignment)
+                       .filter(SubmittedAssignment.assignment_id == found.id)}
         for student, result in sorted(results.items()):
-            gb.update_or_create_student(student)
+            if student not in students:
+                gb.db.add(Student(id=student))  # as update_or_create_student adds one
+                students.add(student)
             when = (result.get("extra_data") or {}).get("submitted_at")
-            try:
-                submission = gb.find_submission(assignment, student)
+            submission = submissions.get(student)
+            if submission is None:
+                grades = _add_submission(gb, found, student, when)
+            else:
                 if when:
                     from nbgrader.utils import parse_utc  # noqa: PLC0415 - optional: nbgrader is no dependency of the kit
 
                     submission.timestamp = parse_utc(when)
-            except MissingEntry:
-                with _quiet_add_submission():
-                    submission = gb.add_submission(assignment, student, **({"timestamp": when} if when else {}))
-            grades = _grades(gb, submission)
+                grades = _grades(gb, submission)
             for test in result.get("tests", []):
                 notebook, grade_id = test_cell(test["name"])
                 grade = grades.get((notebook, grade_id))
@@ -88,8 +76,32 @@ def write(course_dir: Path, assignment: str, results: dict[str, dict], db_url: s
                 grade.auto_score = float(test["score"])
                 grade.manual_score = None  # the kit's grade, not an earlier hand-entered one
                 written += 1
-            gb.db.commit()
+        gb.db.commit()
     return written
+
+
+def _add_submission(gb, assignment, student: str, when: str | None) -> dict:
+    """The rows nbgrader's ``Gradebook.add_submission`` creates for a new submission (0.9.6, api.py: the submission,
+    a submitted notebook per notebook of the assignment, a Grade per grade cell, a Comment per solution cell, a
+    Comment and a Grade per task cell), added to the session but not committed; its grades of grade cells by
+    (notebook, cell name), as ``_grades`` gives them. Linked by ids to the assignment, student and cells already
+    in the database, so SQLAlchemy has nothing to warn about (nbgrader's own links the new rows to them first)."""
+    from nbgrader.api import Comment, Grade, SubmittedAssignment, SubmittedNotebook  # noqa: PLC0415 - an optional dependency
+    from nbgrader.utils import parse_utc  # noqa: PLC0415 - optional: nbgrader is no dependency of the kit
+
+    grades: dict = {}
+    notebooks = []
+    for notebook in assignment.notebooks:
+        graded = [Grade(cell_id=cell.id) for cell in notebook.grade_cells]
+        grades.update({(notebook.name, cell.name): g for cell, g in zip(notebook.grade_cells, graded, strict=True)})
+        comments = [Comment(cell_id=cell.id) for cell in notebook.solution_cells]
+        for cell in notebook.task_cells:
+            comments.append(Comment(cell_id=cell.id))
+            graded.append(Grade(cell_id=cell.id))
+        notebooks.append(SubmittedNotebook(notebook_id=notebook.id, grades=graded, comments=comments))
+    gb.db.add(SubmittedAssignment(assignment_id=assignment.id, student_id=student, notebooks=notebooks,
+                                  **({"timestamp": parse_utc(when)} if when else {})))
+    return grades
 
 
 def _grades(gb, submission) -> dict:
