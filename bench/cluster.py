@@ -29,7 +29,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from autograder.cluster.payload import Payload
+from autograder.autograde.cluster.payload import Payload
 from autograder.intake.discover import discover
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -54,8 +54,8 @@ def model(tasks: int, nodes: int, submissions: int, per_node: list[int]) -> None
 
     from autograder.autograde import batch, content_hashes  # noqa: PLC0415 - imported on first use: torch is slow to load
     from autograder.grading.suites.session import Grader  # noqa: PLC0415 - imported on first use: torch is slow to load
-    from autograder.cluster.warm_grader import WarmGrader  # noqa: PLC0415 - optional: the cluster extra
-    from autograder.cluster.tasks import grade  # noqa: PLC0415 - optional: the cluster extra
+    from autograder.autograde.cluster.warm_grader import WarmGrader  # noqa: PLC0415 - optional: the cluster extra
+    from autograder.autograde.cluster.tasks import grade  # noqa: PLC0415 - optional: the cluster extra
 
     work = Path(tempfile.mkdtemp(prefix="grade-bench-cluster-"))
     try:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from autograder.cluster.payload import Payload
+from autograder.autograde.cluster.payload import Payload
 from autograder.autograde.run_policy import RunPolicy, refusal
 from autograder.intake.stage import Staged
 from autograder.worker.isolation import Level

@@ -26,7 +26,7 @@ from autograder.feedback.parameters import parameter_problems
 from autograder.feedback.tolerance import Tolerance, same, tolerance_for_output
 from autograder.grading import judge
 from autograder.grading.cases import Tolerances
-from autograder.grading.verdict import StepFailure
+from autograder.outputs.verdict import StepFailure
 from autograder.nbgrader_course import graded_cells
 from autograder.nbgrader_course.collect import Case
 from autograder.worker import runtime

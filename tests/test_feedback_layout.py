@@ -13,7 +13,7 @@ import torch
 
 from autograder.feedback.tolerance import Tolerance
 from autograder.grading import evidence
-from autograder.grading.outcomes import CountOutcome
+from autograder.outputs.outcomes import CountOutcome
 from autograder.pages import cards, feedback_page, gradescope_html, heatmaps
 
 pytestmark = pytest.mark.unit

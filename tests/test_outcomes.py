@@ -1,4 +1,4 @@
-"""One pair of outcome values (``autograder/grading/outcomes.py``) from the hidden suites' plugin to results.json
+"""One pair of outcome values (``autograder/outputs/outcomes.py``) from the hidden suites' plugin to results.json
 and the page, and misconception ids that travel from the diagnosis, never read back from the words (issue 24)."""
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from autograder.grading.suites import gradescope_results
 from autograder.grading.suites.plugin import GradingPlugin
 from autograder.course import load_course
 from autograder.feedback.catalogue import hint, likely_line
-from autograder.grading.outcomes import CountOutcome, StepOutcome, hints_of
-from autograder.grading.verdict import FAILED, PASSED, StepFailure, Verdict
+from autograder.outputs.outcomes import CountOutcome, StepOutcome, hints_of
+from autograder.outputs.verdict import FAILED, PASSED, StepFailure, Verdict
 from autograder.pages import cards, feedback_page
 
 from .conftest import ROOT

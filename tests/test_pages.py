@@ -10,8 +10,8 @@ import torch
 
 from autograder.feedback.compare import compare_values
 from autograder.feedback.tolerance import Tolerance
-from autograder.grading.outcomes import CountOutcome
-from autograder.grading.verdict import FAILED, Verdict
+from autograder.outputs.outcomes import CountOutcome
+from autograder.outputs.verdict import FAILED, Verdict
 from autograder.grading import evidence
 from autograder.pages import cards, changes, feedback_page, gradescope_html, heatmaps, misconceptions
 from autograder.pages import terminal_grid

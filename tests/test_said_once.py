@@ -13,7 +13,7 @@ from autograder.grading.suites.plugin import FAILED
 from autograder.course import load_course
 from autograder.feedback.gradients import said_once
 from autograder.feedback.redact import KEPT_NAMES, redact_text
-from autograder.grading.outcomes import CountOutcome, StepOutcome
+from autograder.outputs.outcomes import CountOutcome, StepOutcome
 from autograder.pages import feedback_page, gradescope_html, terminal_grid
 
 from .conftest import ROOT, run_grade

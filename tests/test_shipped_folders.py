@@ -30,7 +30,7 @@ def test_the_student_bundle_stays_inside_the_shipped_folders():
     folders = {name.split(".")[1] for name in modules if name not in SHIPPED_MODULES}
     assert folders == set(SHIPPED), "a shipped folder no module of grade check needs: take it off the list"
     assert not [name for name in modules if name.startswith("autograder.grading.suites")]
-    for instructors in ("autograde", "assign", "unit", "course", "release", "gradescope", "nbgrader_course", "cluster",
+    for instructors in ("autograde", "assign", "unit", "course", "release", "gradescope", "nbgrader_course",
                         "lti", "export", "similarity"):
         assert not shipped(f"autograder.{instructors}.anything"), instructors
     assert NOT_SHIPPED == ("grading/suites",)

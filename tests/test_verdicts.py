@@ -9,7 +9,7 @@ import torch
 import pytest
 
 from autograder.check import intake
-from autograder.grading.outcomes import CountOutcome, StepOutcome
+from autograder.outputs.outcomes import CountOutcome, StepOutcome
 from autograder.commands import check as command
 from autograder.grading import judge as judges
 from autograder.grading.runner import _said_as_limit, output_limit

@@ -5,7 +5,7 @@ from autograder.grading.suites.plugin import GradingPlugin, tolerances_for
 from autograder.grading.suites.suite_runner import run_suites
 from autograder.grading.dependencies import StandinPolicy
 from autograder.grading.runner import asked_standins
-from autograder.grading.verdict import PASSED
+from autograder.outputs.verdict import PASSED
 
 
 def record_public_cases(course, reference, suites) -> dict:

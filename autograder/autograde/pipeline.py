@@ -264,8 +264,8 @@ def grade(grader, submissions: tuple[Path, ...], out: Path, n_jobs: int, force: 
 
 
 def _on_dask(grader, grader_hash: str, todo, out: Path, on_done, cluster: dict, policy, zygote) -> None:
-    from autograder.cluster import executor  # noqa: PLC0415 - imported on first use: torch is slow to load
-    from autograder.cluster.warm_grader import GraderMismatch  # noqa: PLC0415 - optional: the cluster extra
+    from autograder.autograde.cluster import executor  # noqa: PLC0415 - imported on first use: torch is slow to load
+    from autograder.autograde.cluster.warm_grader import GraderMismatch  # noqa: PLC0415 - optional: the cluster extra
 
     try:
         executor.run(grader, grader_hash, todo, out, on_done, scheduler=cluster["scheduler"],

@@ -11,7 +11,7 @@ import re
 from dataclasses import replace
 from pathlib import Path
 
-from autograder.grading.outcomes import StepOutcome
+from autograder.outputs.outcomes import StepOutcome
 
 MARKER = re.compile(r"^# --- (?P<notebook>.+\.ipynb), code cell (?P<number>\d+) ---$")
 IPYTHON = "# (IPython) "

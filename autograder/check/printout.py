@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 from autograder.console import style
-from autograder.grading.outcomes import StepOutcome
-from autograder.grading.verdict import BLOCKED, FAILED, NOT_ATTEMPTED, PASSED
+from autograder.outputs.outcomes import StepOutcome
+from autograder.outputs.verdict import BLOCKED, FAILED, NOT_ATTEMPTED, PASSED
 from autograder.pages import terminal_grid
 
 MARK = {PASSED: ("passed", "green"), FAILED: ("FAILED", "red"), NOT_ATTEMPTED: ("not attempted", "yellow"),

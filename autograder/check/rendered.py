@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from html import escape
 
-from autograder.grading.verdict import PASSED
+from autograder.outputs.verdict import PASSED
 from autograder.pages import cards, feedback_page
 
 from . import printout

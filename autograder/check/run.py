@@ -10,8 +10,8 @@ from autograder.grading.cases import Tolerances
 from autograder.grading.runner import SubmissionRunner
 from autograder.feedback.gradients import said_once
 from autograder.feedback.tolerance import Tolerance
-from autograder.grading.outcomes import CountOutcome, StepOutcome, failure_text, hints_of
-from autograder.grading.verdict import FAILED, PASSED
+from autograder.outputs.outcomes import CountOutcome, StepOutcome, failure_text, hints_of
+from autograder.outputs.verdict import FAILED, PASSED
 from autograder.sandbox.zygote import Zygote
 from autograder.grading import evidence
 

@@ -18,7 +18,7 @@ import torch
 from . import evidence, judge as judges
 from autograder.feedback.tolerance import Tolerance
 from autograder.feedback.gradients import said_once
-from .verdict import FAILED, StepFailure, Verdict
+from autograder.outputs.verdict import FAILED, StepFailure, Verdict
 
 
 #: parameters with more values than this in all are compared on a sample of every SAMPLE_STRIDE-th value

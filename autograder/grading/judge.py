@@ -22,7 +22,7 @@ from autograder.feedback.gradients import NO_SUCH_PARAMETER, after_output, gradi
 from autograder.feedback.parameters import parameter_problems
 
 from autograder.feedback.tolerance import Tolerance
-from .verdict import FAILED, NOT_ATTEMPTED, PASSED, Verdict
+from autograder.outputs.verdict import FAILED, NOT_ATTEMPTED, PASSED, Verdict
 
 __all__ = ["JUDGES", "compare_values", "describe_error", "error_verdict", "judge", "judge_dropout", "judge_equal", "judge_module_dropout",
            "judge_parameters", "judge_raises", "mutated"]

@@ -13,7 +13,7 @@ import pytest
 from autograder.grading.suites.plugin import GradingPlugin, item_key, tolerances_for
 from autograder.grading.suites.suite_runner import run_suites
 from autograder.grading.cases import Check
-from autograder.grading.verdict import PASSED
+from autograder.outputs.verdict import PASSED
 from autograder.worker import runtime
 
 

@@ -1,12 +1,12 @@
-"""One card per step, with its counts: the step's outcome (``autograder/grading/outcomes.py``), built from a
+"""One card per step, with its counts: the step's outcome (``autograder/outputs/outcomes.py``), built from a
 results.json and its counts' outcomes or from ``grade check``'s, so that a page says the same words whichever
 command wrote it."""
 from __future__ import annotations
 
 from dataclasses import replace
 
-from autograder.grading.outcomes import CountOutcome, StepOutcome
-from autograder.grading.verdict import BLOCKED, FAILED, NOT_ATTEMPTED, PASSED
+from autograder.outputs.outcomes import CountOutcome, StepOutcome
+from autograder.outputs.verdict import BLOCKED, FAILED, NOT_ATTEMPTED, PASSED
 
 from . import misconceptions
 

@@ -22,7 +22,7 @@ CLI_COMMANDS = ("_run", "_colored", "_version", "main", "check")  # the helpers 
 START_PACKAGES = ("autograder.check", "autograder.worker")
 DATA_FILES = ("check/public_cases.json", "check/public_cases.safetensors")
 #: folders of ``autograder/`` whose modules may ship, and the instructor-only folders inside them
-SHIPPED = ("check", "feedback", "grading", "intake", "pages", "sandbox", "worker")
+SHIPPED = ("check", "feedback", "grading", "intake", "outputs", "pages", "sandbox", "worker")
 NOT_SHIPPED = ("grading/suites",)
 #: modules outside those folders that ship: the package itself, grade check's command and the notebook's %grade check
 SHIPPED_MODULES = ("autograder", "autograder.commands", "autograder.commands.check", "autograder.console",

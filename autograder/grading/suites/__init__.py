@@ -6,5 +6,5 @@ submission; ``plugin`` hands each hidden test its ``check`` and records each cou
 ``submission_page`` turn the outcomes into results.json and the feedback page; ``problems`` records what a
 person should look at. ``authoring`` is what the hidden suites themselves import (``@step``, seeded inputs).
 Borrowed by ``grade autograde`` (``autograder/autograde/``), ``grade assign``, the nbgrader course and the
-Dask workers (``autograder/cluster/``).
+Dask workers (``autograder/autograde/cluster/``).
 """

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from autograder.course import Course
-from autograder.grading.outcomes import CountOutcome
+from autograder.outputs.outcomes import CountOutcome
 from autograder.intake.stage import Staged
 from autograder.outputs.results import parse
 
@@ -69,7 +69,7 @@ def grade_submission(grader, staged: Staged, extra: dict) -> GradedSubmission:
     """Grade one staged submission with ``grader`` (``session.Grader``), or reject it when staging found nothing
     to grade; ``extra``: its identity (submission, submitted_at, hashes: ``autograde/batch.py: prepare``).
 
-    Writes nothing. Shared by the local jobs and the Dask workers (``autograder/cluster/``), so both grade alike.
+    Writes nothing. Shared by the local jobs and the Dask workers (``autograder/autograde/cluster/``), so both grade alike.
     """
     course = grader.course
     if staged.problem:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from autograder.course import Course
-from autograder.grading.outcomes import CountOutcome
+from autograder.outputs.outcomes import CountOutcome
 from autograder.pages import misconceptions
 
 from .plugin import FAILED, NOT_ATTEMPTED, PASSED

@@ -8,9 +8,9 @@ import pytest
 from autograder.course import Course
 from autograder.grading.suites import reference_quotes
 from autograder.grading.cases import Check, Tolerances
-from autograder.grading.outcomes import CountOutcome, hints_of
+from autograder.outputs.outcomes import CountOutcome, hints_of
 from autograder.feedback.tolerance import Tolerance
-from autograder.grading.verdict import FAILED, NOT_ATTEMPTED, PASSED, StepFailure
+from autograder.outputs.verdict import FAILED, NOT_ATTEMPTED, PASSED, StepFailure
 
 
 def tolerances_for(course: Course, step: str) -> Tolerances:

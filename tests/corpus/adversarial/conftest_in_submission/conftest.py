@@ -7,7 +7,7 @@ except OSError:
     pass
 try:  # in the grader's own process, make every verdict a pass
     import autograder.grading.judge as _judge
-    from autograder.grading.verdict import PASSED as _PASSED, Verdict as _Verdict
+    from autograder.outputs.verdict import PASSED as _PASSED, Verdict as _Verdict
     for _name in list(_judge.JUDGES):
         _judge.JUDGES[_name] = lambda *a, **k: _Verdict(_PASSED, [])
     _judge.judge = lambda *a, **k: _Verdict(_PASSED, [])
