@@ -5,7 +5,7 @@
 - ``misconceptions``: the ids diagnosed (``feedback/catalogue.py``) as ``misconception:<id>`` tags, the class
   counts and their labels; never read back from the words.
 - ``heatmaps``: expected / yours / difference pictures (matplotlib's Agg, imported only when one is drawn).
-- ``cards``: one card per step, a ``grading/outcomes.StepOutcome``, from a results.json and its outcomes or from
+- ``cards``: one card per step, a ``outputs/outcomes.StepOutcome``, from a results.json and its outcomes or from
   ``grade check``'s: the same words.
 - ``feedback_page``: the self-contained HTML page (and the fragment Gradescope shows).
 - ``gradescope_html``: that fragment in results.json (``output_format: "html"``), and its pictures back out.
