@@ -63,15 +63,3 @@ def test_a_malformed_frame_is_the_sender_s_zero_only(graded, name):
 def test_the_next_submission_keeps_full_marks(graded):
     _, results = graded
     assert results["zz_after_them_all"]["score"] == 81
-
-
-def test_a_trace_function_cannot_rewrite_an_answer_on_its_way_out(graded):
-    """trace_rebind_answer sets a trace function on the worker's serve() frame to rewrite each answer (its inputs
-    as sent, its outputs parameters with a graph) after the call returned: 80/81 before workers refused tracing
-    (worker/no_tracing.py), where its control, the same three bugs without the tracer, scores 75/81."""
-    _, results = graded
-    attack, control = results["trace_rebind_answer"], results["trace_rebind_answer_control"]
-    assert control["score"] < 81  # the control: its bugs cost points
-    assert attack["score"] <= control["score"]
-    said = " ".join(t["output"] for t in attack["tests"])
-    assert "trace or profile functions" in said  # the refusal is named, as a limit of grading

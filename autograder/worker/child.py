@@ -20,7 +20,7 @@ import sys
 
 from pathlib import Path
 
-from . import hygiene, integrity, limits, no_tracing, runtime, confine, reference_server, submission, wire
+from . import hygiene, integrity, limits, runtime, confine, reference_server, submission, wire
 from .errors import error, failed
 
 
@@ -57,7 +57,6 @@ def serve(channel: socket.socket, folder: str, spawn: dict, shared: tuple[str, .
     for name in [n for n in sys.modules if n[:1] == "a" and n.startswith(("attention_worker", "autograder"))]:
         del sys.modules[name]
     baseline_ids = check(watched)
-    no_tracing.refuse_tracing()  # before the submission is imported: nothing can rewrite this frame's locals
     modules, errors = submission.load(folder, spawn["modules"])
     ws = runtime.prepare(folder, modules)
     baseline = hygiene.fingerprint(modules, shared)

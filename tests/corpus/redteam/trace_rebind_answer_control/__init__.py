@@ -1,1 +1,0 @@
-"""Adversarial submission (autograder test corpus): a correct submission plus one trick."""
