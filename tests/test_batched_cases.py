@@ -69,17 +69,22 @@ def test_plans_are_runs_of_one_count_and_a_request_built_afresh_ends_one():
     assert planned[id(c)] == ([c], 0) and planned[id(d)] == ([d], 0) and id(fresh) not in planned
 
 
-@pytest.mark.skipif(not hasattr(os, "fork"), reason="forked hosts only")
-def test_each_case_of_a_batch_gets_its_own_answer_in_one_write(tmp_path):
-    cases = [_request(rows) for rows in (1, 2, 3)]
+def _one_count(tmp_path, cases: list[dict]) -> tuple[list[int], list[dict]]:
+    """Run one count's ``cases`` in turn on a fresh worker: how many calls each write carried, and the answers."""
     with LocalZygote() as zygote:
         runner = _runner(tmp_path, zygote, [cases])
         try:
             runner._begin(STEP)
             sent = _sent(runner)
-            answers = [runner.run(STEP, case) for case in cases]
+            return sent, [runner.run(STEP, case) for case in cases]
         finally:
             runner.close()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="forked hosts only")
+def test_each_case_of_a_batch_gets_its_own_answer_in_one_write(tmp_path):
+    cases = [_request(rows) for rows in (1, 2, 3)]
+    sent, answers = _one_count(tmp_path, cases)
     assert sent == [3]
     for case, answer in zip(cases, answers):
         assert answer["ok"] is True and torch.equal(answer["output"], case["args"][0] @ case["args"][1])
@@ -88,14 +93,7 @@ def test_each_case_of_a_batch_gets_its_own_answer_in_one_write(tmp_path):
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="forked hosts only")
 def test_an_error_ends_the_batch_and_the_count_s_next_cases_are_sent_again(tmp_path):
     cases = [_request(rows) for rows in (1, 4, 2, 3)]
-    with LocalZygote() as zygote:
-        runner = _runner(tmp_path, zygote, [cases])
-        try:
-            runner._begin(STEP)
-            sent = _sent(runner)
-            answers = [runner.run(STEP, case) for case in cases]
-        finally:
-            runner.close()
+    sent, answers = _one_count(tmp_path, cases)
     assert sent == [4, 2]  # the worker dropped the two after the error: they came again, in one batch
     assert [a["ok"] for a in answers] == [True, False, True, True]
     assert answers[1]["error"]["type"] == "ValueError"
