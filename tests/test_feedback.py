@@ -76,6 +76,32 @@ def test_values_differ_where_and_by_how_much_in_the_open():
     ]
 
 
+def test_the_largest_difference_is_named_by_its_index_in_every_dimension():
+    expected = torch.zeros(2, 3, 4)
+    got = expected.clone()
+    got[0, 0, 1] = 0.5
+    got[1, 2, 3] = 2.0  # the largest, at the last entry: every dimension's index counts
+    assert compare_values(got, expected, TOL, False, "output")[0] == (
+        "output: values differ at 2 of 24 entries; first at [0, 0, 1], largest at [1, 2, 3]")
+
+
+def test_saying_where_values_differ_loads_no_symbolic_maths():
+    """``grade check`` of a failing case paid half a second for sympy (``torch.unravel_index`` imports it);
+    control: ``torch.unravel_index`` itself does load it, so the check can see it."""
+    import subprocess  # noqa: PLC0415 - this test's own
+    import sys  # noqa: PLC0415 - this test's own
+
+    said = ("import sys, torch\n"
+            "from autograder.feedback.compare import describe_difference\n"
+            "from autograder.feedback.tolerance import Tolerance\n"
+            "describe_difference(torch.ones(2, 3), torch.zeros(2, 3), Tolerance(1e-4, 1e-5), True)\n"
+            "print('sympy' in sys.modules)\n")
+    control = "import sys, torch\ntorch.unravel_index(torch.tensor(4), (2, 3))\nprint('sympy' in sys.modules)\n"
+    seen = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+            for code in (said, control)]
+    assert seen == ["False", "True"]
+
+
 def test_hidden_cases_show_where_but_no_value():
     got, expected = torch.zeros(3, 2), torch.ones(3, 2)
     lines = compare_values(got, expected, TOL, False, "output")

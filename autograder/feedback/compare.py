@@ -10,6 +10,16 @@ from .redact import redact_dims, redact_text
 from .tolerance import Tolerance, same
 
 
+def _unravel(flat: int, shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The index of entry ``flat`` of a row-major tensor of ``shape`` (``torch.unravel_index`` imports sympy:
+    half a second of ``grade check`` for one failing case)."""
+    index = []
+    for size in reversed(shape):
+        flat, at = divmod(flat, size)
+        index.append(at)
+    return tuple(reversed(index))
+
+
 def describe_difference(got: torch.Tensor, expected: torch.Tensor, tol: Tolerance, show_values: bool) -> list[str]:
     """Lines saying where ``got`` differs from ``expected`` (same shape assumed)."""
     close = tol.close(got, expected)
@@ -20,7 +30,7 @@ def describe_difference(got: torch.Tensor, expected: torch.Tensor, tol: Toleranc
             lines.append(f"expected {expected.item():.6g}, got {got.item():.6g}")
         return lines
     diff = (got.detach().double() - expected.detach().double()).abs().nan_to_num(nan=float("inf"))
-    worst = tuple(int(i) for i in torch.unravel_index(diff.argmax(), diff.shape))
+    worst = _unravel(int(diff.argmax()), tuple(diff.shape))
     first = tuple(int(i) for i in bad[0].tolist())
     lines[0] += f"; first at {fmt_index(first)}, largest at {fmt_index(worst)}"
     if show_values:
