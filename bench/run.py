@@ -3,17 +3,17 @@
 Usage: python bench/run.py [--n 96] [--repeat 3] [--jobs N] [--failing 0.333]
        python bench/run.py --make-class DIR [--n 96] [--failing 0.333]   # only write the class, for paired timing
 
-Generates N submissions (default 96, a class; copies of the corpus's correct, buggy and stub
-samples), grades them with `grade autograde --jobs N` (default: the number of cores) with full
-isolation, and times, in the same run: a bare `python -c "import torch"` (the floor a
-process-per-submission design pays), `grade check` on the full unit, and their ratios. Each repeat
-times the three back to back; figures are medians of --repeat runs, ratios the median of each
-repeat's own ratio (the machine's speed drifts between repeats). Prints a Markdown block to paste into
+Generates N submissions (default 96, a class; copies of the corpus's correct, buggy and stub samples), grades
+them with `grade autograde --jobs N` (default: the number of cores) with full isolation, and times, in the
+same run: a bare `python -c "import torch"` (the floor a process-per-submission design pays), `grade check` on
+the full unit and on one step (`--step`), each cold (`GRADE_CHECK_SERVER=0`: the check loads torch itself) and
+warm (answered by the server the first check left: ``autograder/check/warm_server.py``), and their ratios.
+Each repeat times them back to back; figures are medians of --repeat runs, ratios the median of each repeat's
+own ratio (the machine's speed drifts between repeats). Prints a Markdown block to paste into
 bench/RESULTS.md, with the isolation level the grader reported.
 
 ``--failing F``: a class where a fraction F of the students hand in a bug that fails public cases (so their
-feedback pages get pictures) and the rest a correct solution; ``--failing 0`` is the same class all correct.
-"""
+feedback pages get pictures) and the rest a correct solution; ``--failing 0`` is the same class all correct."""
 from __future__ import annotations
 
 import argparse
@@ -47,9 +47,10 @@ def make_class(subs: Path, n: int, failing: float | None) -> None:
         shutil.copytree(CORPUS / source, subs / f"student{i:03d}")
 
 
-def timed(cmd: list[str], cwd: Path = ROOT) -> float:
+def timed(cmd: list[str], cwd: Path = ROOT, env: dict | None = None) -> float:
     start = time.perf_counter()
-    subprocess.run(cmd, cwd=cwd, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run(cmd, cwd=cwd, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                   env={**os.environ, **(env or {})})
     return time.perf_counter() - start
 
 
@@ -68,15 +69,25 @@ def main() -> None:
     subs = work / "submissions"
     make_class(subs, args.n, args.failing)
     grade = [sys.executable, "-m", "autograder.cli"]
-    torch_import, batch, check = [], [], []
+    server_dir = Path(tempfile.mkdtemp(prefix="gcs-bench-", dir="/tmp" if os.name == "posix" else None))
+    cold_env = {"GRADE_CHECK_SERVER": "0"}
+    warm_env = {"GRADE_CHECK_SERVER": "1", "GRADE_CHECK_SERVER_DIR": str(server_dir)}
+    full = [*grade, "check", str(CORPUS / "correct_einsum")]
+    step = [*full, "--step", "simple_attention"]
+    timed(full, env=warm_env)  # the first check: in-process, and it leaves the server the warm rows use
+    torch_import, batch = [], []
+    checks: dict[str, list[float]] = {"cold": [], "cold step": [], "warm": [], "warm step": []}
     for _ in range(args.repeat):
         torch_import.append(timed([sys.executable, "-c", "import torch"]))
         out = work / f"out{len(batch)}"
         batch.append(timed([*grade, "autograde", str(subs), "--out", str(out), "--jobs", str(args.jobs)]) / args.n)
-        check.append(timed([*grade, "check", str(CORPUS / "correct_einsum")]))
-    t, b, c = (statistics.median(x) for x in (torch_import, batch, check))
+        checks["cold"].append(timed(full, env=cold_env))
+        checks["cold step"].append(timed(step, env=cold_env))
+        checks["warm"].append(timed(full, env=warm_env))
+        checks["warm step"].append(timed(step, env=warm_env))
+    shutil.rmtree(server_dir, ignore_errors=True)  # the server sees its socket gone, and ends
+    t, b = (statistics.median(x) for x in (torch_import, batch))
     rb = statistics.median(x / y for x, y in zip(batch, torch_import))
-    rc = statistics.median(x / y for x, y in zip(check, torch_import))
     isolation = subprocess.run([*grade, "autograde", str(subs / "student000"), "--out", str(work / "iso"), "--jobs", "1"],
                                cwd=ROOT, capture_output=True, text=True).stdout.strip().splitlines()[-1]
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}")
@@ -88,7 +99,12 @@ def main() -> None:
     print(f"| bare `python -c 'import torch'` | {t:.2f} | 1.00 |")
     print(f"| `grade autograde --jobs {args.jobs}`, per submission (batch of {args.n}, start-up included) "
           f"| {b:.2f} | {rb:.2f} |")
-    print(f"| `grade check` on the full unit | {c:.2f} | {rc:.2f} |")
+    for name, what in (("cold", "`grade check` on the full unit, cold (`GRADE_CHECK_SERVER=0`)"),
+                       ("cold step", "`grade check --step simple_attention`, cold"),
+                       ("warm", "`grade check` on the full unit, warm (the server the first check left)"),
+                       ("warm step", "`grade check --step simple_attention`, warm")):
+        ratio = statistics.median(x / y for x, y in zip(checks[name], torch_import))
+        print(f"| {what} | {statistics.median(checks[name]):.2f} | {ratio:.2f} |")
     shutil.rmtree(work, ignore_errors=True)
 
 

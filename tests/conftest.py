@@ -11,6 +11,10 @@ import pytest
 
 from tests.browser import Browser, find_or_install
 
+# ``grade check`` leaves a warm server behind (autograder/check/warm_server.py); each test's checks run in-process
+# unless it asks for one (tests/test_check_server.py)
+os.environ.setdefault("GRADE_CHECK_SERVER", "0")
+
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "tests" / "corpus" / "submissions"
 MANIFEST = json.loads((ROOT / "tests" / "corpus" / "manifest.json").read_text())

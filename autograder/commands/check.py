@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 from autograder import console
+from autograder.check import warm_server
 from autograder.check.cells import name_cells
 from autograder.check.steps import known_steps
 from autograder.usage import UsageError
@@ -23,7 +24,18 @@ def main(path: Path | None = None, steps: tuple[str, ...] = (), as_json: bool = 
     ``path`` None: ./exercises, or the current folder when it holds the exercise files itself.
     ``html_file``: also write the feedback page (the page grade autograde writes), and say where;
     ``True``: to ``feedback.html`` here, or beside the checked folder when run inside it (``page_path``).
-    ``watch``: check again after each save, from this warm process, until Ctrl-C (``check/watch.py``)."""
+    ``watch``: check again after each save, from this warm process, until Ctrl-C (``check/watch.py``).
+
+    A check answered by the warm server (``check/warm_server.py``) loads no torch here; one checked here leaves
+    that server behind for the next."""
+    warm = not watch and warm_server.enabled()
+    if warm:
+        code = warm_server.run_served({"path": None if path is None else str(path), "steps": list(steps),
+                                  "as_json": as_json, "color": color,
+                                  "html_file": html_file if html_file is None or isinstance(html_file, bool)
+                                  else str(html_file)})
+        if code is not None:
+            return code
     from autograder.check import public_cases  # noqa: PLC0415 - imported on first use: torch is slow to load
 
     try:
@@ -33,7 +45,10 @@ def main(path: Path | None = None, steps: tuple[str, ...] = (), as_json: bool = 
     modules = data["modules"]
     path = _default_folder(modules) if path is None else Path(path)
     if not watch:
-        return check_once(path, tuple(steps), data, as_json, color, html_file)
+        code = check_once(path, tuple(steps), data, as_json, color, html_file)
+        if warm:
+            warm_server.start()
+        return code
     return _watch(path, tuple(steps), data, as_json, color, html_file)
 
 

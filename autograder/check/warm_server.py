@@ -1,0 +1,364 @@
+"""A warm ``grade check``: the first check leaves a server behind; the next ones are answered by it.
+
+Both halves of the protocol are here, side by side (as CPython's ``multiprocessing/forkserver.py`` keeps its
+own): the client, which a ``grade check`` process runs before it imports torch, and the server, which a
+``grade check`` process becomes (forked, detached) after it has checked once in-process and so holds torch,
+the checking code and the public cases, warm. Like Mercurial's ``chg``, the client hands its own standard
+input, output and error to the server (``SCM_RIGHTS``), with its folder, environment and options; the
+server forks a child for each check, which takes those descriptors as its own and runs the same
+``grade check`` as the command line (``commands/check.py: main``, in-process), so what is printed, where and
+in which colours, the page written and the exit status are the same; the child's exit status comes back
+to the client. Each check is a fresh fork of the warm server: nothing a check did (its workers, a
+submission's code, which only ever runs in a worker forked from the child) is in the server.
+
+The server listens on a Unix socket named after everything that could change an answer (the interpreter,
+the kit's files and their times, the public cases, ``AUTOGRADER_*`` settings): reinstalling the kit or
+editing it makes a new name, and the old server, unused, ends after ``GRADE_CHECK_SERVER_IDLE`` seconds
+(default 600) like any idle one. It lives in a folder of the user's own, mode 0700 (``$XDG_RUNTIME_DIR``,
+else the temporary folder); on Linux it also answers only its own user (``SO_PEERCRED``).
+
+``GRADE_CHECK_SERVER=0`` turns it off (each check then loads torch itself, as on Windows, which has no
+``fork``). Ctrl-C in the client ends the check's whole process group, as it would end an in-process check.
+"""
+from __future__ import annotations
+
+import contextlib
+import errno
+import hashlib
+import json
+import os
+import signal
+import socket
+import stat
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ENV = "GRADE_CHECK_SERVER"
+IDLE_ENV = "GRADE_CHECK_SERVER_IDLE"
+DIR_ENV = "GRADE_CHECK_SERVER_DIR"
+IDLE_SECONDS = 600.0
+MAX_REQUEST = 4 << 20
+PACKAGE = Path(__file__).resolve().parent.parent
+
+
+def enabled() -> bool:
+    """Whether checks may use (and leave) a warm server here: a system with ``fork`` and descriptor passing,
+    and not turned off."""
+    if os.environ.get(ENV, "1").strip().lower() in ("0", "off", "no", "false"):
+        return False
+    return hasattr(os, "fork") and hasattr(socket, "AF_UNIX") and hasattr(socket, "send_fds")
+
+
+def _folder() -> Path | None:
+    """The user's own folder for the socket (made 0700), or None when it is not safely ours."""
+    chosen = os.environ.get(DIR_ENV)
+    if chosen:
+        folder = Path(chosen)
+    elif os.environ.get("XDG_RUNTIME_DIR"):
+        folder = Path(os.environ["XDG_RUNTIME_DIR"]) / "attention-grade"
+    else:
+        folder = Path(tempfile.gettempdir()) / f"attention-grade-{os.getuid()}"
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        info = os.lstat(folder)
+    except OSError:
+        return None
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
+        return None
+    return folder
+
+
+def key() -> str:
+    """A name for everything that could change a check's answer, but the student's own files."""
+    digest = hashlib.sha256()
+    for part in (sys.executable, sys.version, str(PACKAGE), str(os.getuid())):
+        digest.update(part.encode() + b"\0")
+    for name, value in sorted(os.environ.items()):
+        if name.startswith("AUTOGRADER_"):
+            digest.update(f"{name}={value}\0".encode())
+    for path in sorted(PACKAGE.rglob("*")):
+        if path.suffix in (".py", ".json", ".safetensors") and "__pycache__" not in path.parts:
+            with contextlib.suppress(OSError):
+                info = path.stat()
+                digest.update(f"{path.relative_to(PACKAGE)}\0{info.st_mtime_ns}\0{info.st_size}\0".encode())
+    return digest.hexdigest()[:20]
+
+
+def socket_path() -> Path | None:
+    folder = _folder()
+    if folder is None:
+        return None
+    path = folder / f"{key()}.sock"
+    return path if len(os.fsencode(path)) < 104 else None  # a Unix socket's name is short (104 bytes on macOS)
+
+
+# -- the client -----------------------------------------------------------------------------------
+def _lines(sock: socket.socket):
+    """The JSON lines the server's child writes back, one at a time."""
+    buffer = b""
+    while True:
+        while b"\n" in buffer:
+            line, buffer = buffer.split(b"\n", 1)
+            yield json.loads(line)
+        chunk = sock.recv(65536)
+        if not chunk:
+            return
+        buffer += chunk
+
+
+def run_served(options: dict) -> int | None:
+    """The exit status of this check, done by the warm server; None where there is none (check here, then)."""
+    path = socket_path()
+    if path is None or not path.exists():
+        return None
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.connect(str(path))
+    except OSError:
+        sock.close()
+        return None  # a server that ended: its socket is replaced by the next one
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    request = json.dumps({"options": options, "cwd": os.getcwd(), "env": dict(os.environ),
+                          "encoding": [getattr(sys.stdout, "encoding", None), getattr(sys.stderr, "encoding", None)],
+                          "umask": _umask()}).encode()
+    child = None
+    with sock:
+        try:
+            socket.send_fds(sock, [len(request).to_bytes(8, "big") + request], [0, 1, 2])
+            answers = _lines(sock)
+            for answer in answers:
+                if "pid" in answer:
+                    child = int(answer["pid"])
+                elif "exit" in answer:
+                    return int(answer["exit"])
+        except KeyboardInterrupt:  # Ctrl-C: end the check, its hosts and workers, as in-process
+            if child is not None:
+                with contextlib.suppress(OSError):
+                    os.killpg(child, signal.SIGKILL)
+            raise
+        except (OSError, ValueError):
+            pass
+    if child is None:
+        return None  # nothing was started: check here
+    print("error: the warm grade check server ended this check without an answer; run it again "
+          f"({ENV}=0 checks without it)", file=sys.stderr, flush=True)
+    return 1
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+# -- the server -----------------------------------------------------------------------------------
+def _listen(path: Path) -> socket.socket | None:
+    """A socket bound to ``path``; None if another live server has it."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    for _ in range(2):
+        try:
+            sock.bind(str(path))
+            os.chmod(path, 0o600)
+            sock.listen(8)
+            return sock
+        except OSError as exc:
+            if exc.errno != errno.EADDRINUSE:
+                break
+            probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                probe.connect(str(path))
+                break  # served already (started beside this one)
+            except OSError:
+                with contextlib.suppress(OSError):
+                    path.unlink()  # left by a server that was killed
+            finally:
+                probe.close()
+    sock.close()
+    return None
+
+
+def start() -> None:
+    """Leave a warm server behind this process (which has just checked in-process): forked and detached, so the
+    caller's ``grade check`` ends now, and its pipes are not held open."""
+    path = socket_path()
+    if path is None:
+        return
+    listener = _listen(path)
+    if listener is None:
+        return
+    pid = os.fork()
+    if pid:
+        listener.close()
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)
+        return
+    try:  # pragma: no cover - the server's own process
+        os.setsid()
+        if os.fork():
+            os._exit(0)
+        _detach(listener.fileno())
+        _serve(listener, path)
+    except BaseException:  # noqa: BLE001 - a server that cannot serve is simply not there
+        pass
+    finally:
+        os._exit(0)
+
+
+def _detach(keep: int) -> None:
+    """Standard streams to /dev/null; the caller's pipes, terminals and sockets closed (regular files stay:
+    a library may hold one)."""
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    os.close(null)
+    for fd in range(3, 1024):
+        if fd == keep:
+            continue
+        try:
+            mode = os.fstat(fd).st_mode
+        except OSError:
+            continue
+        if stat.S_ISFIFO(mode) or stat.S_ISCHR(mode) or stat.S_ISSOCK(mode):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+
+
+def _idle_seconds() -> float:
+    try:
+        return max(0.1, float(os.environ.get(IDLE_ENV, IDLE_SECONDS)))
+    except ValueError:
+        return IDLE_SECONDS
+
+
+def _serve(listener: socket.socket, path: Path) -> None:
+    idle = _idle_seconds()
+    ours = os.stat(path).st_ino
+    last = time.monotonic()
+    listener.settimeout(min(idle, 2.0))
+    while True:
+        _reap()
+        try:
+            conn, _ = listener.accept()
+        except socket.timeout:
+            try:
+                replaced = os.stat(path).st_ino != ours
+            except OSError:
+                replaced = True
+            if replaced or time.monotonic() - last >= idle:
+                with contextlib.suppress(OSError):
+                    if not replaced:
+                        path.unlink()
+                return
+            continue
+        last = time.monotonic()
+        with conn:
+            conn.settimeout(10.0)
+            try:
+                request, fds = _receive(conn)
+            except (OSError, ValueError):
+                continue
+            if request is None:
+                for fd in fds:
+                    os.close(fd)
+                continue
+            pid = os.fork()
+            if pid == 0:
+                listener.close()
+                _child(conn, request, fds)  # never returns
+            for fd in fds:
+                os.close(fd)
+
+
+def _peer_is_us(conn: socket.socket) -> bool:
+    if not hasattr(socket, "SO_PEERCRED"):
+        return True  # the folder (0700) keeps others out
+    creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
+    return int.from_bytes(creds[4:8], sys.byteorder) == os.getuid()
+
+
+def _receive(conn: socket.socket) -> tuple[dict | None, list[int]]:
+    data, fds, _flags, _addr = socket.recv_fds(conn, 65536, 3)
+    if len(fds) != 3 or len(data) < 8 or not _peer_is_us(conn):
+        return None, fds
+    size = int.from_bytes(data[:8], "big")
+    if size > MAX_REQUEST:
+        return None, fds
+    body = data[8:]
+    while len(body) < size:
+        chunk = conn.recv(min(65536, size - len(body)))
+        if not chunk:
+            return None, fds
+        body += chunk
+    request = json.loads(body)
+    return (request if type(request) is dict else None), fds
+
+
+def _reap() -> None:
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def _child(conn: socket.socket, request: dict, fds: list[int]) -> None:  # pragma: no cover - a check's own process
+    """One check, in the caller's streams, folder and environment; its exit status back to the caller."""
+    code = 1
+    try:
+        os.setpgid(0, 0)  # the caller ends this group on Ctrl-C
+        for signum in (signal.SIGINT, signal.SIGHUP):
+            signal.signal(signum, signal.SIG_DFL if signum == signal.SIGHUP else signal.default_int_handler)
+        for target, fd in zip((0, 1, 2), fds):
+            os.dup2(fd, target)
+            os.close(fd)
+        os.chdir(request["cwd"])
+        os.umask(int(request.get("umask", 0o022)))
+        os.environ.clear()
+        os.environ.update({str(k): str(v) for k, v in dict(request["env"]).items()})
+        os.environ[ENV] = "0"  # this check runs here: it neither asks a server nor leaves one
+        encodings = list(request.get("encoding") or [None, None])
+        for stream, encoding in zip((sys.stdout, sys.stderr), encodings):
+            with contextlib.suppress(Exception):
+                stream.reconfigure(encoding=encoding or stream.encoding, line_buffering=os.isatty(stream.fileno()))
+        conn.settimeout(None)
+        conn.sendall(json.dumps({"pid": os.getpid()}).encode() + b"\n")
+        code = _check(request["options"])
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except BaseException:  # noqa: BLE001 - as an uncaught error of grade check: its traceback, status 1
+        import traceback  # noqa: PLC0415 - only on a failure
+
+        traceback.print_exc()
+        code = 1
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        with contextlib.suppress(OSError):
+            conn.sendall(json.dumps({"exit": code}).encode() + b"\n")
+        os._exit(0)
+
+
+def _check(options: dict) -> int:
+    """``grade check`` with these options, run as the command line runs it (``cli._run``: the same words for a
+    usage error, the same exit status)."""
+    from autograder.cli import _run  # noqa: PLC0415 - warm here (the student bundle's cli.py keeps it)
+    from autograder.commands import check as verb  # noqa: PLC0415 - warm here
+
+    html_file = options.get("html_file")
+    try:
+        _run(verb.main, path=None if options.get("path") is None else Path(options["path"]),
+             steps=tuple(options.get("steps") or ()), as_json=bool(options.get("as_json")),
+             color=bool(options.get("color")), watch=False,
+             html_file=html_file if html_file is None or isinstance(html_file, bool) else Path(html_file))
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    return 0

@@ -1,0 +1,160 @@
+"""``grade check``'s warm server (``autograder/check/warm_server.py``): the second check loads no torch, and says the
+same words with the same exit status as a check done in-process; Ctrl-C ends the served check and all it
+started; an idle server ends; a folder others could write in is never used.
+
+The suite turns the server off for every other test (``tests/conftest.py``); these turn it on, each in a short
+folder of its own, and remove that folder's socket when done (the server then ends within seconds).
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from autograder.check import warm_server
+
+from .conftest import CORPUS, ROOT
+
+#: runs ``grade check ARGS`` as the console script does, then says on its last stderr line whether torch was loaded
+WRAPPER = ("import sys\n"
+           "from autograder.cli import main\n"
+           "try:\n"
+           "    main(sys.argv[1:], prog_name='grade')\n"
+           "except SystemExit as exc:\n"
+           "    code = exc.code\n"
+           "sys.stderr.write('\\ntorch loaded: %s\\n' % ('torch' in sys.modules))\n"
+           "sys.exit(code)\n")
+
+
+@pytest.fixture
+def warm(monkeypatch):
+    folder = Path(tempfile.mkdtemp(prefix="gcs-", dir="/tmp"))  # a socket's name must be short
+    env = {**os.environ, warm_server.ENV: "1", warm_server.DIR_ENV: str(folder), warm_server.IDLE_ENV: "300"}
+    yield folder, env
+    shutil.rmtree(folder, ignore_errors=True)  # its server sees its socket gone, and ends
+    _wait_for(lambda: not _processes(folder), 60)
+
+
+def _grade(env: dict, *args: str, cwd: Path = ROOT, timeout: float = 600) -> tuple[int, str, str, bool]:
+    """(exit status, stdout, stderr without the wrapper's line, whether torch was loaded)."""
+    done = subprocess.run([sys.executable, "-c", WRAPPER, *args], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=timeout)  # a server holding the caller's pipes would make this wait: it must not
+    err, _, said = done.stderr.rpartition("\ntorch loaded: ")
+    return done.returncode, done.stdout, err, said.strip() == "True"
+
+
+def _processes(folder: Path) -> list[int]:
+    """The processes started with this test's server folder in their environment: the server, its checks and
+    their hosts and workers (a fork keeps the environment it was started with)."""
+    marker = f"{warm_server.DIR_ENV}={folder}".encode()
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and int(entry) != os.getpid():
+            try:
+                if marker in Path(f"/proc/{entry}/environ").read_bytes().split(b"\0"):
+                    found.append(int(entry))
+            except OSError:
+                continue
+    return found
+
+
+def _wait_for(condition, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.2)
+    return condition()
+
+
+# -- unit ----------------------------------------------------------------------------------------------
+@pytest.mark.unit
+def test_a_folder_others_may_write_in_is_never_used_and_settings_name_another_server(monkeypatch, tmp_path):
+    own = Path(tempfile.mkdtemp(prefix="gcs-", dir="/tmp"))
+    try:
+        monkeypatch.setenv(warm_server.DIR_ENV, str(own))
+        assert warm_server.socket_path() is not None  # control: a folder of ours, 0700
+        os.chmod(own, 0o777)
+        assert warm_server.socket_path() is None
+        os.chmod(own, 0o700)
+        first = warm_server.socket_path()
+        monkeypatch.setenv("AUTOGRADER_ISOLATION", "rlimits")  # a setting that could change an answer
+        assert warm_server.socket_path() != first
+        monkeypatch.setenv(warm_server.ENV, "0")
+        assert not warm_server.enabled()
+    finally:
+        shutil.rmtree(own, ignore_errors=True)
+
+
+# -- end to end ----------------------------------------------------------------------------------------
+@pytest.mark.slow
+def test_a_served_check_says_what_an_in_process_check_says_without_loading_torch(warm, tmp_path):
+    folder, env = warm
+    first = _grade(env, "check", str(CORPUS / "correct_einsum"))
+    assert first[0] == 0 and first[3], first  # checked here (torch loaded), and a server left behind
+    assert list(folder.glob("*.sock"))
+    cold = {**env, warm_server.ENV: "0"}
+    page_dir = tmp_path / "pages"
+    page_dir.mkdir()
+    cases = [  # (arguments, working folder)
+        (["check", str(CORPUS / "bug_no_scaling")], ROOT),
+        (["check", str(CORPUS / "correct_einsum"), "--step", "simple_attention"], ROOT),
+        (["check", "bug_softmax_dim0", "--json"], CORPUS),  # a path relative to the caller's folder
+        (["check", str(CORPUS / "syntax_error")], ROOT),
+        (["check", str(tmp_path / "nowhere")], ROOT),  # the user's mistake: exit 2, the same words
+        (["check", str(CORPUS / "bug_context_transposed"), "--html", "page.html"], page_dir),
+    ]
+    for args, cwd in cases:
+        served = _grade(env, *args, cwd=cwd)
+        page = (page_dir / "page.html").read_text() if (page_dir / "page.html").exists() else None
+        here = _grade(cold, *args, cwd=cwd)
+        assert served[3] is False, (args, served)  # answered by the server: no torch in this process
+        assert here[3] is True, (args, here)  # control: checked in-process
+        assert served[:3] == here[:3], args
+        if "--html" in args:
+            assert page is not None and page == (page_dir / "page.html").read_text()
+
+
+@pytest.mark.slow
+def test_ctrl_c_ends_a_served_check_and_everything_it_started(warm, tmp_path):
+    folder, env = warm
+    assert _grade(env, "check", str(CORPUS / "correct_einsum"), "--step", "simple_attention")[0] == 0
+    assert _wait_for(lambda: len(_processes(folder)) == 1, 60)  # the server alone
+    spinning = tmp_path / "spinning"  # every step's worker spins in the import: minutes of checking, unless ended
+    shutil.copytree(CORPUS / "stubs", spinning)
+    module = spinning / "simple_attention.py"
+    module.write_text("while True:\n    pass\n" + module.read_text())
+    client = subprocess.Popen([sys.executable, "-c", WRAPPER, "check", str(spinning)],
+                              cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        # the served check, its host and the worker spinning in the student's loop
+        assert _wait_for(lambda: len(_processes(folder)) >= 3, 120), _processes(folder)
+        client.send_signal(signal.SIGINT)
+        out, err = client.communicate(timeout=60)
+    finally:
+        client.kill()
+    assert client.returncode != 0 and "Aborted!" in err, (client.returncode, err)
+    assert _wait_for(lambda: len(_processes(folder)) == 1, 60), _processes(folder)  # the server goes on, alone
+
+
+@pytest.mark.slow
+def test_an_idle_server_ends_on_its_own(warm):
+    folder, env = warm  # this one's server waits 300 s for a check
+    quick = Path(tempfile.mkdtemp(prefix="gcs-", dir="/tmp"))
+    try:
+        step = ["check", str(CORPUS / "correct_einsum"), "--step", "simple_attention"]
+        assert _grade(env, *step)[0] == 0
+        assert _grade({**env, warm_server.DIR_ENV: str(quick), warm_server.IDLE_ENV: "2"}, *step)[0] == 0
+        assert _wait_for(lambda: not _processes(quick) and not list(quick.glob("*.sock")), 90)
+        # control: the server told to wait longer is still there, and still answers
+        assert _processes(folder) and list(folder.glob("*.sock"))
+        assert _grade(env, *step)[3] is False
+    finally:
+        shutil.rmtree(quick, ignore_errors=True)
