@@ -237,15 +237,29 @@ def _idle_seconds() -> float:
 
 
 def _serve(listener: socket.socket, path: Path) -> None:
+    """Fork a child per check; when a child ends, its exit status goes back to its caller (the child itself holds
+    no channel to the caller: its workers, forked from it, could otherwise write on it)."""
+    import select  # noqa: PLC0415 - the server's own
+
     idle = _idle_seconds()
     ours = os.stat(path).st_ino
     last = time.monotonic()
-    listener.settimeout(min(idle, 2.0))
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_r, False)
+    os.set_blocking(wake_w, False)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
+    callers: dict[int, socket.socket] = {}  # a running check's pid -> its caller's connection
     while True:
-        _reap()
-        try:
-            conn, _ = listener.accept()
-        except socket.timeout:
+        ready = select.select([listener, wake_r], [], [], min(idle, 2.0))[0]
+        if wake_r in ready:
+            with contextlib.suppress(OSError):
+                os.read(wake_r, 4096)
+        _answer_ended(callers)
+        if listener not in ready:
+            if callers:
+                last = time.monotonic()
+                continue
             try:
                 replaced = os.stat(path).st_ino != ours
             except OSError:
@@ -257,22 +271,55 @@ def _serve(listener: socket.socket, path: Path) -> None:
                 return
             continue
         last = time.monotonic()
-        with conn:
-            conn.settimeout(10.0)
-            try:
-                request, fds = _receive(conn)
-            except (OSError, ValueError):
-                continue
-            if request is None:
-                for fd in fds:
-                    os.close(fd)
-                continue
-            pid = os.fork()
-            if pid == 0:
-                listener.close()
-                _child(conn, request, fds)  # never returns
+        try:
+            conn, _ = listener.accept()
+        except OSError:
+            continue
+        conn.settimeout(10.0)
+        try:
+            request, fds = _receive(conn)
+        except (OSError, ValueError):
+            conn.close()
+            continue
+        if request is None:
             for fd in fds:
                 os.close(fd)
+            conn.close()
+            continue
+        pid = os.fork()
+        if pid == 0:
+            signal.set_wakeup_fd(-1)
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            for fd in (wake_r, wake_w):
+                os.close(fd)
+            listener.close()
+            for other in (*callers.values(), conn):
+                other.close()
+            _child(request, fds)  # never returns
+        for fd in fds:
+            os.close(fd)
+        try:
+            conn.sendall(json.dumps({"pid": pid}).encode() + b"\n")
+            callers[pid] = conn
+        except OSError:
+            conn.close()  # the caller is gone: its check goes on to its end, unheard
+
+
+def _answer_ended(callers: dict[int, socket.socket]) -> None:
+    """Reap every ended child; tell each one's caller its exit status."""
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        conn = callers.pop(pid, None)
+        if conn is not None:
+            code = os.waitstatus_to_exitcode(status)
+            with contextlib.suppress(OSError):
+                conn.sendall(json.dumps({"exit": code if code >= 0 else 1}).encode() + b"\n")
+            conn.close()
 
 
 def _peer_is_us(conn: socket.socket) -> bool:
@@ -299,23 +346,13 @@ def _receive(conn: socket.socket) -> tuple[dict | None, list[int]]:
     return (request if type(request) is dict else None), fds
 
 
-def _reap() -> None:
-    while True:
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
-
-
-def _child(conn: socket.socket, request: dict, fds: list[int]) -> None:  # pragma: no cover - a check's own process
-    """One check, in the caller's streams, folder and environment; its exit status back to the caller."""
+def _child(request: dict, fds: list[int]) -> None:  # pragma: no cover - a check's own process
+    """One check, in the caller's streams, folder and environment; its exit status is this process's."""
     code = 1
     try:
         os.setpgid(0, 0)  # the caller ends this group on Ctrl-C
-        for signum in (signal.SIGINT, signal.SIGHUP):
-            signal.signal(signum, signal.SIG_DFL if signum == signal.SIGHUP else signal.default_int_handler)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)
         for target, fd in zip((0, 1, 2), fds):
             os.dup2(fd, target)
             os.close(fd)
@@ -328,8 +365,6 @@ def _child(conn: socket.socket, request: dict, fds: list[int]) -> None:  # pragm
         for stream, encoding in zip((sys.stdout, sys.stderr), encodings):
             with contextlib.suppress(Exception):
                 stream.reconfigure(encoding=encoding or stream.encoding, line_buffering=os.isatty(stream.fileno()))
-        conn.settimeout(None)
-        conn.sendall(json.dumps({"pid": os.getpid()}).encode() + b"\n")
         code = _check(request["options"])
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
@@ -342,9 +377,7 @@ def _child(conn: socket.socket, request: dict, fds: list[int]) -> None:  # pragm
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(Exception):
                 stream.flush()
-        with contextlib.suppress(OSError):
-            conn.sendall(json.dumps({"exit": code}).encode() + b"\n")
-        os._exit(0)
+        os._exit(code & 0xFF)
 
 
 def _check(options: dict) -> int:
