@@ -129,7 +129,7 @@ def test_a_served_check_says_what_an_in_process_check_says_without_loading_torch
 
 
 @pytest.mark.slow
-def test_ctrl_c_ends_a_served_check_and_everything_it_started(warm, tmp_path):
+def test_ctrl_c_or_a_killed_caller_ends_a_served_check_and_everything_it_started(warm, tmp_path):
     folder, env = warm
     assert _grade(env, "check", str(CORPUS / "correct_einsum"), "--step", "simple_attention")[0] == 0
     assert _wait_for(lambda: len(_processes(folder)) == 1, 60)  # the server alone
@@ -137,17 +137,19 @@ def test_ctrl_c_ends_a_served_check_and_everything_it_started(warm, tmp_path):
     shutil.copytree(CORPUS / "stubs", spinning)
     module = spinning / "simple_attention.py"
     module.write_text("while True:\n    pass\n" + module.read_text())
-    client = subprocess.Popen([sys.executable, "-c", WRAPPER, "check", str(spinning)],
-                              cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        # the served check, its host and the worker spinning in the student's loop
-        assert _wait_for(lambda: len(_processes(folder)) >= 3, 120), _processes(folder)
-        client.send_signal(signal.SIGINT)
-        out, err = client.communicate(timeout=60)
-    finally:
-        client.kill()
-    assert client.returncode != 0 and "Aborted!" in err, (client.returncode, err)
-    assert _wait_for(lambda: len(_processes(folder)) == 1, 60), _processes(folder)  # the server goes on, alone
+    for how in ("Ctrl-C", "kill -9"):
+        client = subprocess.Popen([sys.executable, "-c", WRAPPER, "check", str(spinning)],
+                                  cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            # besides the server: the served check, its host and the worker spinning in the student's loop
+            assert _wait_for(lambda: len(set(_processes(folder)) - {client.pid}) >= 4, 120), _processes(folder)
+            client.send_signal(signal.SIGINT if how == "Ctrl-C" else signal.SIGKILL)
+            out, err = client.communicate(timeout=120)  # the check held this caller's pipes: ended, it holds none
+        finally:
+            client.kill()
+        if how == "Ctrl-C":
+            assert client.returncode != 0 and "Aborted!" in err, (client.returncode, err)
+        assert _wait_for(lambda: len(_processes(folder)) == 1, 60), (how, _processes(folder))  # the server alone
 
 
 @pytest.mark.slow

@@ -135,7 +135,8 @@ def run_served(options: dict) -> int | None:
                     child = int(answer["pid"])
                 elif "exit" in answer:
                     return int(answer["exit"])
-        except KeyboardInterrupt:  # Ctrl-C: end the check, its hosts and workers, as in-process
+        except KeyboardInterrupt:  # Ctrl-C: end the check, its hosts and workers, as in-process (before its pid
+            # is heard, the server ends it when this socket closes)
             if child is not None:
                 with contextlib.suppress(OSError):
                     os.killpg(child, signal.SIGKILL)
@@ -250,12 +251,16 @@ def _serve(listener: socket.socket, path: Path) -> None:
     signal.signal(signal.SIGCHLD, lambda *_: None)
     signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
     callers: dict[int, socket.socket] = {}  # a running check's pid -> its caller's connection
+    heard: dict[socket.socket, int] = {}  # the callers still there, watched: one that goes, ends its check
     while True:
-        ready = select.select([listener, wake_r], [], [], min(idle, 2.0))[0]
+        ready = select.select([listener, wake_r, *heard], [], [], min(idle, 2.0))[0]
         if wake_r in ready:
             with contextlib.suppress(OSError):
                 os.read(wake_r, 4096)
+        for conn in [c for c in ready if c in heard]:
+            _end_if_gone(conn, heard)
         _answer_ended(callers)
+        heard = {c: pid for c, pid in heard.items() if pid in callers}
         if listener not in ready:
             if callers:
                 last = time.monotonic()
@@ -300,9 +305,28 @@ def _serve(listener: socket.socket, path: Path) -> None:
             os.close(fd)
         try:
             conn.sendall(json.dumps({"pid": pid}).encode() + b"\n")
-            callers[pid] = conn
         except OSError:
-            conn.close()  # the caller is gone: its check goes on to its end, unheard
+            pass  # the caller is gone already: seen at once as gone, below
+        conn.setblocking(False)
+        callers[pid] = conn
+        heard[conn] = pid
+
+
+def _end_if_gone(conn: socket.socket, heard: dict[socket.socket, int]) -> None:
+    """A caller says nothing after its request: readable means it is gone (Ctrl-C before it heard the check's
+    pid, killed, its terminal closed). Its check, which writes to that caller's terminal, is ended with it."""
+    try:
+        data = conn.recv(4096)
+    except BlockingIOError:
+        return
+    except OSError:
+        data = b""
+    if data:
+        return  # not ours to read: ignored
+    pid = heard.pop(conn)
+    for kill in (os.killpg, os.kill):  # its group; the check itself, should it not have made its group yet
+        with contextlib.suppress(OSError):
+            kill(pid, signal.SIGKILL)
 
 
 def _answer_ended(callers: dict[int, socket.socket]) -> None:
@@ -318,6 +342,8 @@ def _answer_ended(callers: dict[int, socket.socket]) -> None:
         if conn is not None:
             code = os.waitstatus_to_exitcode(status)
             with contextlib.suppress(OSError):
+                conn.setblocking(True)
+                conn.settimeout(5.0)
                 conn.sendall(json.dumps({"exit": code if code >= 0 else 1}).encode() + b"\n")
             conn.close()
 
