@@ -7,6 +7,7 @@ folder of its own, and remove that folder's socket when done (the server then en
 """
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import signal
@@ -166,3 +167,37 @@ def test_an_idle_server_ends_on_its_own(warm):
         assert _grade(env, *step)[3] is False
     finally:
         shutil.rmtree(quick, ignore_errors=True)
+
+
+@pytest.mark.slow
+def test_a_served_check_writes_with_the_callers_encoding_and_errors_handler(warm, tmp_path):
+    """``PYTHONIOENCODING=ascii``: a note naming a non-ASCII folder is written as the caller's stderr writes it
+    (``backslashreplace``), not a traceback (found by a red team: the errors handler was reset to strict)."""
+    folder, env = warm
+    assert _grade(env, "check", str(CORPUS / "correct_einsum"), "--step", "simple_attention")[0] == 0
+    odd = tmp_path / "\u00fcbung"
+    shutil.copytree(CORPUS / "correct_einsum", odd)
+    args = ("check", str(odd / "simple_attention.py"))
+    served = _grade({**env, "PYTHONIOENCODING": "ascii"}, *args)
+    here = _grade({**env, "PYTHONIOENCODING": "ascii", warm_server.ENV: "0"}, *args)
+    assert served[3] is False and here[3] is True  # control: the second is in-process
+    assert served[:3] == here[:3] and "\\xfc" in here[2]
+
+
+@pytest.mark.slow
+def test_the_server_keeps_nothing_its_first_caller_inherited(warm, tmp_path):
+    """``flock LOCK grade check``: once grade check has ended, the lock is free (found by a red team: the server,
+    forked from that first check, held flock's descriptor for its idle time)."""
+    folder, env = warm
+    lock = tmp_path / "lock"
+    fd = os.open(lock, os.O_CREAT | os.O_RDWR)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    done = subprocess.run([sys.executable, "-c", WRAPPER, "check", str(CORPUS / "correct_einsum"), "--step",
+                           "simple_attention"], cwd=ROOT, env=env, pass_fds=[fd], capture_output=True, timeout=600)
+    os.close(fd)
+    assert done.returncode == 0 and list(folder.glob("*.sock"))  # control: a server was left
+    other = os.open(lock, os.O_RDWR)
+    try:
+        fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)  # BlockingIOError if the server held it
+    finally:
+        os.close(other)

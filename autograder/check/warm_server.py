@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import hashlib
+import importlib.util
 import json
 import os
 import signal
@@ -34,6 +35,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from autograder.worker.syscalls import die_with_parent
 
 ENV = "GRADE_CHECK_SERVER"
 IDLE_ENV = "GRADE_CHECK_SERVER_IDLE"
@@ -78,6 +81,10 @@ def key() -> str:
     for name, value in sorted(os.environ.items()):
         if name.startswith("AUTOGRADER_"):
             digest.update(f"{name}={value}\0".encode())
+    for name in ("torch", "numpy", "click"):  # a reinstalled library: found, not imported
+        with contextlib.suppress(ImportError, ValueError, OSError, TypeError):
+            info = os.stat(importlib.util.find_spec(name).origin)
+            digest.update(f"{name}\0{info.st_mtime_ns}\0{info.st_size}\0".encode())
     for path in sorted(PACKAGE.rglob("*")):
         if path.suffix in (".py", ".json", ".safetensors") and "__pycache__" not in path.parts:
             with contextlib.suppress(OSError):
@@ -123,7 +130,8 @@ def run_served(options: dict) -> int | None:
         with contextlib.suppress(Exception):
             stream.flush()
     request = json.dumps({"options": options, "cwd": os.getcwd(), "env": dict(os.environ),
-                          "encoding": [getattr(sys.stdout, "encoding", None), getattr(sys.stderr, "encoding", None)],
+                          "encoding": [[getattr(stream, "encoding", None), getattr(stream, "errors", None)]
+                                       for stream in (sys.stdout, sys.stderr)],
                           "umask": _umask()}).encode()
     child = None
     with sock:
@@ -210,8 +218,9 @@ def start() -> None:
 
 
 def _detach(keep: int) -> None:
-    """Standard streams to /dev/null; the caller's pipes, terminals and sockets closed (regular files stay:
-    a library may hold one)."""
+    """Standard streams to /dev/null; every descriptor the first caller inherited closed (a pipe, a terminal, a
+    lock held by ``flock LOCK grade check``: those are inheritable, what Python opens itself is not), and its
+    pipes, terminals and sockets whatever their flags; out of the caller's folder."""
     null = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(null, fd)
@@ -223,9 +232,10 @@ def _detach(keep: int) -> None:
             mode = os.fstat(fd).st_mode
         except OSError:
             continue
-        if stat.S_ISFIFO(mode) or stat.S_ISCHR(mode) or stat.S_ISSOCK(mode):
+        if os.get_inheritable(fd) or stat.S_ISFIFO(mode) or stat.S_ISCHR(mode) or stat.S_ISSOCK(mode):
             with contextlib.suppress(OSError):
                 os.close(fd)
+    os.chdir("/")  # each check goes to its caller's folder; the server holds none
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
 
@@ -291,6 +301,7 @@ def _serve(listener: socket.socket, path: Path) -> None:
                 os.close(fd)
             conn.close()
             continue
+        me = os.getpid()
         pid = os.fork()
         if pid == 0:
             signal.set_wakeup_fd(-1)
@@ -300,7 +311,7 @@ def _serve(listener: socket.socket, path: Path) -> None:
             listener.close()
             for other in (*callers.values(), conn):
                 other.close()
-            _child(request, fds)  # never returns
+            _child(request, fds, me)  # never returns
         for fd in fds:
             os.close(fd)
         try:
@@ -372,10 +383,11 @@ def _receive(conn: socket.socket) -> tuple[dict | None, list[int]]:
     return (request if type(request) is dict else None), fds
 
 
-def _child(request: dict, fds: list[int]) -> None:  # pragma: no cover - a check's own process
+def _child(request: dict, fds: list[int], server: int) -> None:  # pragma: no cover - a check's own process
     """One check, in the caller's streams, folder and environment; its exit status is this process's."""
     code = 1
     try:
+        die_with_parent(server)  # a server killed mid-check takes its checks with it
         os.setpgid(0, 0)  # the caller ends this group on Ctrl-C
         signal.signal(signal.SIGINT, signal.default_int_handler)
         signal.signal(signal.SIGHUP, signal.SIG_DFL)
@@ -387,10 +399,10 @@ def _child(request: dict, fds: list[int]) -> None:  # pragma: no cover - a check
         os.environ.clear()
         os.environ.update({str(k): str(v) for k, v in dict(request["env"]).items()})
         os.environ[ENV] = "0"  # this check runs here: it neither asks a server nor leaves one
-        encodings = list(request.get("encoding") or [None, None])
-        for stream, encoding in zip((sys.stdout, sys.stderr), encodings):
-            with contextlib.suppress(Exception):
-                stream.reconfigure(encoding=encoding or stream.encoding, line_buffering=os.isatty(stream.fileno()))
+        for stream, (encoding, errors) in zip((sys.stdout, sys.stderr), request.get("encoding") or [[None, None]] * 2):
+            with contextlib.suppress(Exception):  # as the caller's own streams: encoding, errors handler, buffering
+                stream.reconfigure(encoding=encoding or stream.encoding, errors=errors or stream.errors,
+                                   line_buffering=os.isatty(stream.fileno()))
         code = _check(request["options"])
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
