@@ -37,6 +37,7 @@ import time
 from pathlib import Path
 
 from autograder.worker.syscalls import die_with_parent
+from autograder.worker.waits import ended_children
 
 ENV = "GRADE_CHECK_SERVER"
 IDLE_ENV = "GRADE_CHECK_SERVER_IDLE"
@@ -342,13 +343,7 @@ def _end_if_gone(conn: socket.socket, heard: dict[socket.socket, int]) -> None:
 
 def _answer_ended(callers: dict[int, socket.socket]) -> None:
     """Reap every ended child; tell each one's caller its exit status."""
-    while True:
-        try:
-            pid, status = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
+    for pid, status in ended_children():
         conn = callers.pop(pid, None)
         if conn is not None:
             code = os.waitstatus_to_exitcode(status)

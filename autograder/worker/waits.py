@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 import select
 import time
+from collections.abc import Iterator
 
 from .protocol import GONE, RUNNING, ended
 
@@ -26,6 +27,18 @@ def reap(pid: int, timeout: float) -> dict:
     except ChildProcessError:
         return GONE
     return ended(status) if done else RUNNING
+
+
+def ended_children() -> Iterator[tuple[int, int]]:
+    """(pid, wait status) of each child that has ended, reaped now, without waiting for any that runs."""
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        yield pid, status
 
 
 def _poll(pid: int, timeout: float) -> dict:

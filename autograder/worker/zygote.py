@@ -148,13 +148,7 @@ class Zygote:
 
     def reap_finished(self) -> None:
         """Collect every child that has ended, so none lingers as a zombie; remember how it ended."""
-        while True:
-            try:
-                pid, status = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                return
-            if pid == 0:
-                return
+        for pid, status in waits.ended_children():
             self.finished[pid] = protocol.ended(status)
             self.ended_hosts.add(pid)
             if len(self.finished) > 4096:
