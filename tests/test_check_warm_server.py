@@ -66,6 +66,12 @@ def _processes(folder: Path) -> list[int]:
     return found
 
 
+def _interruptible() -> None:
+    """Ctrl-C as a terminal gives it: a suite run in the background (``make test &``) ignores SIGINT, and a
+    Python started so ignores it too."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _wait_for(condition, seconds: float) -> bool:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
@@ -139,8 +145,8 @@ def test_ctrl_c_or_a_killed_caller_ends_a_served_check_and_everything_it_started
     module = spinning / "simple_attention.py"
     module.write_text("while True:\n    pass\n" + module.read_text())
     for how in ("Ctrl-C", "kill -9"):
-        client = subprocess.Popen([sys.executable, "-c", WRAPPER, "check", str(spinning)],
-                                  cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        client = subprocess.Popen([sys.executable, "-c", WRAPPER, "check", str(spinning)], cwd=ROOT, env=env,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_interruptible)
         try:
             # besides the server: the served check, its host and the worker spinning in the student's loop
             assert _wait_for(lambda: len(set(_processes(folder)) - {client.pid}) >= 4, 120), _processes(folder)
