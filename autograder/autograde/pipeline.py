@@ -137,7 +137,9 @@ def _to_nbgrader(course_dir: Path, sources, out: Path) -> None:
 
     try:
         from autograder.nbgrader_course import nbgrader_gradebook  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
-        import nbgrader.api  # noqa: F401, PLC0415 - optional: nbgrader is no dependency of the kit
+        from autograder.nbgrader_course.nbgrader_api import import_nbgrader_api  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
+
+        import_nbgrader_api()
     except ImportError:
         console.warn(f"nbgrader is not installed here: the results are in {out}/, but nbgrader's gradebook was not "
                      "updated (pip install nbgrader)")
