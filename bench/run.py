@@ -6,8 +6,9 @@ Usage: python bench/run.py [--n 96] [--repeat 3] [--jobs N] [--failing 0.333]
 Generates N submissions (default 96, a class; copies of the corpus's correct, buggy and stub samples), grades
 them with `grade autograde --jobs N` (default: the number of cores) with full isolation, and times, in the
 same run: a bare `python -c "import torch"` (the floor a process-per-submission design pays), `grade check` on
-the full unit and on one step (`--step`), each cold (`GRADE_CHECK_SERVER=0`: the check loads torch itself) and
-warm (answered by the server the first check left: ``autograder/check/warm_server.py``), and their ratios.
+the full unit and on one step (`--step`), each as a session's first check (no server yet: it loads torch itself,
+then leaves the server), cold (`GRADE_CHECK_SERVER=0`: no server, ever) and warm (answered by the server the
+first check left: ``autograder/check/warm_server.py``), and their ratios.
 Each repeat times them back to back; figures are medians of --repeat runs, ratios the median of each repeat's
 own ratio (the machine's speed drifts between repeats). Prints a Markdown block to paste into
 bench/RESULTS.md, with the isolation level the grader reported.
@@ -48,9 +49,12 @@ def make_class(subs: Path, n: int, failing: float | None) -> None:
 
 
 def timed(cmd: list[str], cwd: Path = ROOT, env: dict | None = None) -> float:
+    """Wall seconds of ``cmd``, run as a user runs it: with bytecode caching on (an environment that turns it
+    off, PYTHONDONTWRITEBYTECODE, makes every start compile the kit's modules again; the first, untimed runs
+    write the caches)."""
     start = time.perf_counter()
     subprocess.run(cmd, cwd=cwd, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                   env={**os.environ, **(env or {})})
+                   env={**{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}, **(env or {})})
     return time.perf_counter() - start
 
 
@@ -76,11 +80,22 @@ def main() -> None:
     step = [*full, "--step", "simple_attention"]
     timed(full, env=warm_env)  # the first check: in-process, and it leaves the server the warm rows use
     torch_import, batch = [], []
-    checks: dict[str, list[float]] = {"cold": [], "cold step": [], "warm": [], "warm step": []}
+    checks: dict[str, list[float]] = {"first": [], "first step": [], "cold": [], "cold step": [], "warm": [],
+                                      "warm step": []}
+
+    def first(cmd: list[str]) -> float:  # a session's first check (no server yet): it leaves one, ended here
+        fresh = Path(tempfile.mkdtemp(prefix="gcs-first-", dir="/tmp" if os.name == "posix" else None))
+        try:
+            return timed(cmd, env={"GRADE_CHECK_SERVER": "1", "GRADE_CHECK_SERVER_DIR": str(fresh)})
+        finally:
+            shutil.rmtree(fresh, ignore_errors=True)
+
     for _ in range(args.repeat):
         torch_import.append(timed([sys.executable, "-c", "import torch"]))
         out = work / f"out{len(batch)}"
         batch.append(timed([*grade, "autograde", str(subs), "--out", str(out), "--jobs", str(args.jobs)]) / args.n)
+        checks["first"].append(first(full))
+        checks["first step"].append(first(step))
         checks["cold"].append(timed(full, env=cold_env))
         checks["cold step"].append(timed(step, env=cold_env))
         checks["warm"].append(timed(full, env=warm_env))
@@ -99,7 +114,9 @@ def main() -> None:
     print(f"| bare `python -c 'import torch'` | {t:.2f} | 1.00 |")
     print(f"| `grade autograde --jobs {args.jobs}`, per submission (batch of {args.n}, start-up included) "
           f"| {b:.2f} | {rb:.2f} |")
-    for name, what in (("cold", "`grade check` on the full unit, cold (`GRADE_CHECK_SERVER=0`)"),
+    for name, what in (("first", "`grade check` on the full unit, a session's first (it leaves the server)"),
+                       ("first step", "`grade check --step simple_attention`, a session's first"),
+                       ("cold", "`grade check` on the full unit, cold (`GRADE_CHECK_SERVER=0`)"),
                        ("cold step", "`grade check --step simple_attention`, cold"),
                        ("warm", "`grade check` on the full unit, warm (the server the first check left)"),
                        ("warm step", "`grade check --step simple_attention`, warm")):
