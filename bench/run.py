@@ -103,9 +103,9 @@ def main() -> None:
     shutil.rmtree(server_dir, ignore_errors=True)  # the server sees its socket gone, and ends
     t, b = (statistics.median(x) for x in (torch_import, batch))
     rb = statistics.median(x / y for x, y in zip(batch, torch_import))
-    isolation = subprocess.run([*grade, "autograde", str(subs / "student000"), "--out", str(work / "iso"), "--jobs", "1"],
-                               cwd=ROOT, capture_output=True, text=True).stdout.strip().splitlines()
-    isolation = next((line for line in isolation if line.startswith("isolation:")), "isolation: (not reported)")
+    said = subprocess.run([*grade, "autograde", str(subs / "student000"), "--out", str(work / "iso"), "--jobs", "1"],
+                          cwd=ROOT, capture_output=True, text=True).stdout.splitlines()
+    isolation = next((line for line in said if line.startswith("isolation:")), "isolation: (not reported)")
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}")
     mix = "the corpus mix" if args.failing is None else f"{args.failing:.0%} failing public cases, the rest correct"
     print(f"submissions: {args.n} ({mix}); jobs: {args.jobs}; runs: {args.repeat} (medians; ratios paired run by run)")

@@ -1,4 +1,4 @@
-"""``nbgrader.api``, imported without the second of Lark grammars no notebook schema uses.
+"""``nbgrader.api``, imported without the 1.2 s of Lark grammars that no notebook schema uses.
 
 ``import nbgrader.api`` imports jsonschema (through nbformat), whose format checkers import ``rfc3987_syntax``
 when it is installed (``jsonschema[format-nongpl]``, which Jupyter's packages require): that module compiles
