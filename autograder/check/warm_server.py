@@ -263,6 +263,7 @@ def _serve(listener: socket.socket, path: Path) -> None:
     signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
     callers: dict[int, socket.socket] = {}  # a running check's pid -> its caller's connection
     heard: dict[socket.socket, int] = {}  # the callers still there, watched: one that goes, ends its check
+    server = os.getpid()  # what each check dies with
     while True:
         ready = select.select([listener, wake_r, *heard], [], [], min(idle, 2.0))[0]
         if wake_r in ready:
@@ -302,7 +303,6 @@ def _serve(listener: socket.socket, path: Path) -> None:
                 os.close(fd)
             conn.close()
             continue
-        me = os.getpid()
         pid = os.fork()
         if pid == 0:
             signal.set_wakeup_fd(-1)
@@ -312,7 +312,7 @@ def _serve(listener: socket.socket, path: Path) -> None:
             listener.close()
             for other in (*callers.values(), conn):
                 other.close()
-            _child(request, fds, me)  # never returns
+            _child(request, fds, server)  # never returns
         for fd in fds:
             os.close(fd)
         try:
