@@ -112,3 +112,18 @@ def test_stand_ins_are_the_earlier_steps_never_the_step_itself():
     # a cycle (B's reference reaches A, A's reaches B): neither beside the other
     cycle = StandinPolicy({"m.A": {"B"}, "m.B": {"A"}}, ["m.A", "m.B"])
     assert cycle.needs("m.B") == set() and cycle.needs("m.A") == set()
+
+
+def test_a_zygote_or_host_whose_trusted_side_is_gone_ends_quietly():
+    """Ctrl-C kills a batch job while its host is answering: the answer is dropped and the next read says the
+    side is gone (a fresh clone's `make test` showed a BrokenPipeError traceback to the user); control: the bare
+    send raises."""
+    from autograder.worker import protocol  # noqa: PLC0415 - this test alone
+
+    ours, theirs = socket.socketpair()
+    theirs.close()
+    with pytest.raises(BrokenPipeError):
+        ours.sendall(b"{}\n")
+    protocol.reply(ours, {"pid": 1})
+    assert protocol.receive(ours, 4) == (None, [])
+    ours.close()
