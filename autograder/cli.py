@@ -9,11 +9,13 @@ import click
 from autograder.worker.isolation import NAMES as ISOLATION_LEVELS
 
 
-def _run(verb, **options) -> None:
-    """Run a verb's ``main``; a mistake of the user's is said as ``error: ...`` with exit status 2."""
+def _run(verb, quick_exit: bool = False, **options) -> None:
+    """Run a verb's ``main``; a mistake of the user's is said as ``error: ...`` with exit status 2. With
+    ``quick_exit``, the command line's own process ends as soon as the verb's output is out (quick_exit.py)."""
     import atexit  # noqa: PLC0415 - grade release copies this function, not the file's imports
     import gc  # noqa: PLC0415 - grade release copies this function, not the file's imports
 
+    from autograder import quick_exit as ending  # noqa: PLC0415 - grade release copies this function, not the file's imports
     from autograder.usage import UsageError  # noqa: PLC0415 - grade release copies this function, not the file's imports
 
     # at exit, the interpreter's last collections would walk every object torch made: 0.25 s of a `grade check`,
@@ -24,7 +26,17 @@ def _run(verb, **options) -> None:
     except UsageError as exc:
         click.echo(click.style("error: ", fg="red") + str(exc), err=True)
         sys.exit(2)
+    if quick_exit and ending.allowed(click.get_current_context().find_root().obj):
+        ending.end(code or 0)
     sys.exit(code or 0)
+
+
+def command_line() -> None:
+    """The ``grade`` console script (and ``python -m autograder.cli``): ``main``, marked as the command line's own
+    process, which a command may end as soon as its output is out (quick_exit.py)."""
+    from autograder.quick_exit import COMMAND_LINE  # noqa: PLC0415 - grade release copies this function, not the file's imports
+
+    main(obj=COMMAND_LINE)
 
 
 def _colored() -> bool:
@@ -80,7 +92,8 @@ def check(path: Path | None, as_json: bool, steps: tuple[str, ...], html_file: s
     from autograder.commands import check as verb  # noqa: PLC0415 - the verb's module on first use: start-up loads none
 
     page = None if html_file is None else True if html_file == "" else Path(html_file)
-    _run(verb.main, path=path, steps=steps, as_json=as_json, color=_colored(), html_file=page, watch=watch)
+    _run(verb.main, quick_exit=True, path=path, steps=steps, as_json=as_json, color=_colored(), html_file=page,
+         watch=watch)
 
 
 @main.command()
@@ -310,4 +323,4 @@ def lti_push(**options) -> None:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    main()
+    command_line()

@@ -18,7 +18,7 @@ from pathlib import Path
 
 PACKAGE = "autograder"
 PACKAGE_DIR = Path(__file__).resolve().parent.parent
-CLI_COMMANDS = ("_run", "_colored", "_version", "main", "check")  # the helpers and the one command the student CLI keeps
+CLI_COMMANDS = ("_run", "command_line", "_colored", "_version", "main", "check")  # the helpers and the one command the student CLI keeps
 START_PACKAGES = ("autograder.check", "autograder.worker")
 DATA_FILES = ("check/public_cases.json", "check/public_cases.safetensors")
 #: folders of ``autograder/`` whose modules may ship, and the instructor-only folders inside them
@@ -26,7 +26,7 @@ SHIPPED = ("check", "feedback", "grading", "intake", "outputs", "pages", "sandbo
 NOT_SHIPPED = ("grading/suites",)
 #: modules outside those folders that ship: the package itself, grade check's command and the notebook's %grade check
 SHIPPED_MODULES = ("autograder", "autograder.commands", "autograder.commands.check", "autograder.console",
-                   "autograder.ipython_extension", "autograder.usage")
+                   "autograder.ipython_extension", "autograder.quick_exit", "autograder.usage")
 
 
 def shipped(name: str) -> bool:

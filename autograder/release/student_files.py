@@ -30,7 +30,7 @@ dependencies = [
 ]
 
 [project.scripts]
-grade = "autograder.cli:main"
+grade = "autograder.cli:command_line"
 
 [tool.setuptools]
 packages = [{package_list}]
