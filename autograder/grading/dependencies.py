@@ -27,6 +27,8 @@ class StandinPolicy:
         self.order = list(order if order is not None else reference_uses)
         #: steps no proxy can stand in for (grading/suites/proxied_functions.py): never held
         self.held_back: set[str] = set()
+        #: (step, asked, held_back) -> what ``needs`` answers: asked before every case a submission runs
+        self._needs: dict[tuple[str, frozenset, frozenset], frozenset[str]] = {}
         self._index = {s: i for i, s in enumerate(self.order)}
         by_name: dict[str, list[str]] = {}
         for step in reference_uses:
@@ -60,11 +62,16 @@ class StandinPolicy:
         before = self.earlier(step)
         return other in before and self.closure.get(other, set()) <= before
 
-    def needs(self, step: str, asked: set[str] = frozenset()) -> set[str]:
+    def needs(self, step: str, asked: set[str] = frozenset()) -> frozenset[str]:
         """What ``step``'s worker may hold: every earlier step of the unit that is safe beside it (``asked``,
         the stand-ins its own cases build, such as Exercise 3.1's two classes, are among them or refused), but
-        those no proxy can stand in for (``held_back``)."""
-        return {o for o in self.earlier(step) | set(asked) if self._safe(step, o) and o not in self.held_back}
+        those no proxy can stand in for (``held_back``). Worked out once for each step and ``asked``."""
+        key = (step, frozenset(asked), frozenset(self.held_back))
+        found = self._needs.get(key)
+        if found is None:
+            found = self._needs[key] = frozenset(o for o in self.earlier(step) | set(asked)
+                                                 if self._safe(step, o) and o not in self.held_back)
+        return found
 
     def builds_on(self, step: str, asked: set[str] = frozenset()) -> set[str]:
         """The steps ``step`` builds on in the reference: what its reference reaches and its cases build
