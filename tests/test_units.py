@@ -127,3 +127,37 @@ def test_a_zygote_or_host_whose_trusted_side_is_gone_ends_quietly():
     protocol.reply(ours, {"pid": 1})
     assert protocol.receive(ours, 4) == (None, [])
     ours.close()
+
+
+def test_the_integrity_check_sees_a_swap_by_identity_never_by_equality():
+    """The worker's check of its own machinery (worker/integrity.py): unchanged modules pass (control); a function
+    rebound, its code or defaults swapped, a name added, or an object that says it equals anything, all fail."""
+    import types
+
+    from autograder.worker import integrity
+
+    module = types.ModuleType("machinery")
+    exec("def send(sock, message, _flag=None):\n    return message\nLIMIT = 3\n", module.__dict__)
+    watched = (module,)
+    functions = integrity.functions(watched)
+    machinery = integrity.snapshot(watched, functions)
+    assert integrity.snapshot(watched, functions, machinery) is True  # control: nothing changed
+
+    class EqualToAnything:
+        def __eq__(self, other):
+            return True
+
+    original = module.send
+    for swap in (lambda: setattr(module, "send", lambda sock, message: None),
+                 lambda: setattr(module, "send", EqualToAnything()),
+                 lambda: setattr(module, "LIMIT", 10 ** 9),
+                 lambda: setattr(module, "EXTRA", 1),
+                 lambda: setattr(original, "__defaults__", (True,)),
+                 lambda: setattr(original, "__code__", (lambda sock, message, _flag=None: None).__code__)):
+        saved_code, saved_defaults, saved = original.__code__, original.__defaults__, dict(module.__dict__)
+        swap()
+        assert integrity.snapshot(watched, functions, machinery) is False
+        original.__code__, original.__defaults__ = saved_code, saved_defaults
+        module.__dict__.clear()
+        module.__dict__.update(saved)
+        assert integrity.snapshot(watched, functions, machinery) is True  # restored: the very objects again

@@ -51,12 +51,13 @@ def serve(channel: socket.socket, folder: str, spawn: dict, shared: tuple[str, .
         return recv(channel)
 
     watched = integrity.watched(__package__)
+    functions = integrity.functions(watched)
     check = integrity.snapshot
     check_code, check_defaults = check.__code__, check.__defaults__
     # The grader's own modules stay loaded but are not findable by name from student code.
     for name in [n for n in sys.modules if n[:1] == "a" and n.startswith(("attention_worker", "autograder"))]:
         del sys.modules[name]
-    baseline_ids = check(watched)
+    machinery = check(watched, functions)
     modules, errors = submission.load(folder, spawn["modules"])
     ws = runtime.prepare(folder, modules)
     baseline = hygiene.fingerprint(modules, shared)
@@ -100,7 +101,8 @@ def serve(channel: socket.socket, folder: str, spawn: dict, shared: tuple[str, .
         answer = run(request, ws)
         if answer.get("ok") is not True:
             batch, at = (), 0  # the count fails here (or expects this error): the trusted side sends what it needs next
-        if check.__code__ is not check_code or check.__defaults__ is not check_defaults or check(watched) != baseline_ids:
+        if check.__code__ is not check_code or check.__defaults__ is not check_defaults \
+                or not check(watched, functions, machinery):
             send(channel, failed(error("Tampering", "your code changed the grader's own functions while it ran: "
                                                     "this step scores zero"), "the step", tampered=True))
             return  # retired: the next step gets a fresh worker

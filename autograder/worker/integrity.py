@@ -3,15 +3,18 @@
 ``hygiene.py`` asks between steps whether a worker may serve another one; this asks after every request,
 before its answer is sent, whether the code that builds and sends answers is still the code the worker
 started with: the worker's own modules, the standard modules on the answer's way out (json, struct,
-socket), and each of their functions' code, defaults and closures. It compares identities only (a tuple of
-ints), with builtins bound at definition, so it runs no code the student could have replaced. A change
-turns the answer into an error: that count scores zero, and the worker is retired.
+socket), and each of their functions' code, defaults and closures. It compares identities only (``is``,
+never ``==``, which would call a replaced object's own ``__eq__``), with C-level callables bound at
+definition, so it runs no code the student could have replaced. A change turns the answer into an error:
+that count scores zero, and the worker is retired.
 """
 from __future__ import annotations
 
+import itertools
 import json
 import json.decoder
 import json.encoder
+import operator
 import socket
 import struct
 import sys
@@ -31,20 +34,29 @@ def watched(prefix: str) -> tuple:
     return ours + _STDLIB
 
 
-def snapshot(namespaces: tuple, _id=id, _vars=vars, _type=type, _function=types.FunctionType,
-             _tuple=tuple, _map=map) -> tuple:
-    """Identities of everything ``namespaces`` bind, and of each function's code, defaults and closure cells."""
-    out: list = []
-    for namespace in namespaces:
-        names = _vars(namespace)
-        out += _map(_id, names)
-        out += _map(_id, names.values())
-        for value in names.values():
-            if _type(value) is _function:
-                out += (_id(value.__code__), _id(value.__defaults__), _id(value.__kwdefaults__))
-                for cell in value.__closure__ or ():
-                    try:
-                        out.append(_id(cell.cell_contents))
-                    except ValueError:  # an empty cell
-                        out.append(0)
-    return _tuple(out)
+def functions(namespaces: tuple) -> tuple:
+    """The functions ``namespaces`` bind, found before student code runs. Only their attributes need watching
+    later: a function added, removed or swapped changes its namespace's values, which are watched too."""
+    return tuple(value for namespace in namespaces for value in vars(namespace).values()
+                 if type(value) is types.FunctionType)
+
+
+def snapshot(namespaces: tuple, functions: tuple, baseline: tuple | None = None, *, _vars=vars, _tuple=tuple,
+             _map=map, _chain=itertools.chain.from_iterable, _values=operator.methodcaller("values"),
+             _attributes=operator.attrgetter("__code__", "__defaults__", "__kwdefaults__", "__closure__"),
+             _empty=object(), _len=len, _all=all, _is=operator.is_):
+    """Everything ``namespaces`` bind, and each of ``functions``' code, defaults and closure cells' contents, as
+    one tuple of the objects themselves; with ``baseline`` (such a tuple, taken earlier), whether the objects are
+    the very same now. One function, which the worker checks is its own before it trusts the answer. Each step is
+    a C-level call: no Python frame, no new object, per value."""
+    attributes = _tuple(_map(_attributes, functions))
+    out = [*_chain(_map(_values, _map(_vars, namespaces))), *_chain(attributes)]
+    for *_, closure in attributes:
+        for cell in closure or ():
+            try:
+                out.append(cell.cell_contents)
+            except ValueError:  # an empty cell
+                out.append(_empty)
+    if baseline is None:
+        return _tuple(out)
+    return _len(out) == _len(baseline) and _all(_map(_is, out, baseline))
