@@ -161,3 +161,21 @@ def test_the_integrity_check_sees_a_swap_by_identity_never_by_equality():
         module.__dict__.clear()
         module.__dict__.update(saved)
         assert integrity.snapshot(watched, functions, machinery) is True  # restored: the very objects again
+
+
+def test_a_fingerprint_after_stand_ins_are_substituted_is_the_one_just_taken_with_the_modules_again():
+    """Hygiene's baseline after a step's stand-ins are substituted (worker/child.py) is the fingerprint taken just
+    before, with the student's modules' globals taken again: the same as a whole new one. Control: without them
+    taken again, the substitution shows as a change of the student's modules."""
+    import types
+
+    from autograder.worker import hygiene, standins
+
+    module = types.ModuleType("causal_attention")
+    exec("class CausalAttention:\n    pass\nalias = CausalAttention\n", module.__dict__)
+    modules = {"causal_attention": module}
+    before = hygiene.fingerprint(modules)
+    objects = standins.build({"causal_attention.CausalAttention": "class"}, lambda message: {})
+    assert standins.substitute(modules, objects) == ["causal_attention.CausalAttention", "causal_attention.alias"]
+    assert hygiene.changes(hygiene.with_modules(before, modules), hygiene.fingerprint(modules)) == []
+    assert hygiene.changes(before, hygiene.fingerprint(modules)) == ["your modules' globals"]  # control

@@ -86,11 +86,13 @@ def serve(channel: socket.socket, folder: str, spawn: dict, shared: tuple[str, .
             return
         if request.get("op") in ("step", "standins"):
             # A worker that served a step serves another only if it is still as it was after import.
-            changed = hygiene.changes(baseline, hygiene.fingerprint(modules, shared)) if request.get("if_clean") else []
+            now = hygiene.fingerprint(modules, shared) if request.get("if_clean") else None
+            changed = hygiene.changes(baseline, now) if now is not None else []
             cpu_seconds = request.get("cpu_seconds")
             if not changed and "standins" in request:  # the stand-ins this step may hold (grading/dependencies.py), built and substituted
                 ws.add_standins(request.pop("standins"), call)
-                baseline = hygiene.fingerprint(modules, shared)
+                # what substituting them changed: the student's modules' globals (the rest is as just found)
+                baseline = hygiene.with_modules(now, modules) if now is not None else hygiene.fingerprint(modules, shared)
             if not changed and request["op"] == "step":  # a step begins: the same random state for every step
                 hygiene.fresh_random_state()
             request.clear()

@@ -90,6 +90,12 @@ def fingerprint(student_modules: dict, shared: tuple[str, ...] = ()) -> dict:
     }
 
 
+def with_modules(found: dict, student_modules: dict) -> dict:
+    """``found`` (a fingerprint) with the student's modules' globals taken again: after stand-ins are substituted in
+    them, which changes nothing else a fingerprint holds."""
+    return {**found, "your modules' globals": tuple(_ids(m) for m in student_modules.values())}
+
+
 def changes(before: dict, after: dict) -> list[str]:
     found = [key for key in before if key != "modules" and before[key] != after.get(key)]
     (names, ids), (now_names, now_ids) = before["modules"], after["modules"]
