@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import os
 import socket
+import types
 
 import pytest
 
 from autograder.grading.dependencies import StandinPolicy
 from autograder.outputs import results
-from autograder.worker import protocol, waits
+from autograder.worker import hygiene, integrity, protocol, standins, waits
 
 pytestmark = pytest.mark.unit
 
@@ -132,12 +133,11 @@ def test_a_zygote_or_host_whose_trusted_side_is_gone_ends_quietly():
 def test_the_integrity_check_sees_a_swap_by_identity_never_by_equality():
     """The worker's check of its own machinery (worker/integrity.py): unchanged modules pass (control); a function
     rebound, its code or defaults swapped, a name added, or an object that says it equals anything, all fail."""
-    import types
-
-    from autograder.worker import integrity
+    def send(sock, message, _flag=None):
+        return message
 
     module = types.ModuleType("machinery")
-    exec("def send(sock, message, _flag=None):\n    return message\nLIMIT = 3\n", module.__dict__)
+    module.send, module.LIMIT = send, 3
     watched = (module,)
     functions = integrity.functions(watched)
     machinery = integrity.snapshot(watched, functions)
@@ -167,12 +167,11 @@ def test_a_fingerprint_after_stand_ins_are_substituted_is_the_one_just_taken_wit
     """Hygiene's baseline after a step's stand-ins are substituted (worker/child.py) is the fingerprint taken just
     before, with the student's modules' globals taken again: the same as a whole new one. Control: without them
     taken again, the substitution shows as a change of the student's modules."""
-    import types
-
-    from autograder.worker import hygiene, standins
+    class CausalAttention:
+        pass
 
     module = types.ModuleType("causal_attention")
-    exec("class CausalAttention:\n    pass\nalias = CausalAttention\n", module.__dict__)
+    module.CausalAttention = module.alias = CausalAttention
     modules = {"causal_attention": module}
     before = hygiene.fingerprint(modules)
     objects = standins.build({"causal_attention.CausalAttention": "class"}, lambda message: {})
