@@ -136,3 +136,39 @@ def test_a_worker_s_slow_start_is_not_counted_against_the_step(student_copy, tmp
     assert step["status"] == "passed" and step["points"] == step["max_points"], said  # what each count said
     control = _one_step(home, _slow_shim(tmp_path, "simple_attention"))
     assert control["status"] != "passed" and "time limit" in json.dumps(control), control
+
+
+#: a spawned worker that ends before it connects, as one did on a loaded machine (this test file's own runs, under a
+#: full suite): the first one of the run only (a marker file), or every one
+DIES_AT_START = """
+import os
+if "AUTOGRADER_WORKER_TOKEN" in os.environ:
+    _marker = {marker!r}
+    if _marker is None or not os.path.exists(_marker):
+        if _marker is not None:
+            open(_marker, "w").close()
+        os._exit(3)
+"""
+
+
+def _dying_shim(tmp_path: Path, marker: Path | None) -> Path:
+    shim = tmp_path / ("dies-once" if marker else "dies-always")
+    shim.mkdir()
+    (shim / "sitecustomize.py").write_text(HIDE_POSIX + DIES_AT_START.replace("{marker!r}", repr(marker and str(marker))))
+    return shim
+
+
+@pytest.mark.slow
+def test_a_worker_that_ends_before_it_connects_is_started_again(student_copy, tmp_path):
+    """Without fork, a worker that ends before it has connected (none of the student's code has run in it) is started
+    once more: the step loses nothing to the grader's start-up (it lost a count, after a 120 s wait, before). The
+    control: a worker that never starts is said as the grader's own failure, with how it ended."""
+    home, _ = student_copy
+    marker = tmp_path / "first-worker-ended"
+    step = _one_step(home, _dying_shim(tmp_path, marker))
+    said = [(c["count"], c["status"], c["feedback"][:3]) for c in step["counts"]]
+    assert marker.exists() and step["status"] == "passed" and step["points"] == step["max_points"], said
+    control = _one_step(home, _dying_shim(tmp_path, None))
+    assert control["status"] != "passed"
+    assert "the worker process did not start (it ended with exit code 3 before connecting; tried 2 times)" in \
+        json.dumps(control), control

@@ -15,6 +15,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from autograder.worker import protocol
@@ -24,10 +25,22 @@ from .host import Worker, WorkerError
 TOKEN_BYTES = 32  # hex characters of the token a spawned worker sends first
 #: how long a spawned worker may take to start (Python, then ``import torch``: seconds on a busy machine) and connect
 START_SECONDS = 120
+#: a worker that did not start (it ended, or never connected) is started once more: none of the student's code has
+#: run in it yet (it connects before it imports the submission), so the step loses nothing to the grader's start-up
+START_TRIES = 2
+#: how often the wait for the connection looks whether the worker has ended meanwhile
+POLL_SECONDS = 0.25
+
+
+class NotStarted(Exception):
+    """A spawned worker that ended, or never connected, before it proved it was ours."""
 
 
 class SpawnedSandbox:
     """One submission's workers, each a fresh ``python -m autograder.worker.spawned`` process."""
+
+    #: the worker's command, before its arguments
+    command = (sys.executable, "-m", "autograder.worker.spawned")
 
     def __init__(self, request: dict):
         self.folder = request["folder"]
@@ -37,21 +50,43 @@ class SpawnedSandbox:
         self.dead = False
 
     def spawn(self, spawn: dict, output: Path, budget: float, total: float | None = None, callbacks=None) -> Worker:
+        why = ""
+        for _ in range(START_TRIES):
+            self.end()
+            try:
+                return Worker(self._start(spawn, output), self, budget, callbacks=callbacks)
+            except NotStarted as exc:
+                why = str(exc)
         self.end()
+        raise WorkerError(f"the worker process did not start ({why}; tried {START_TRIES} times)")
+
+    def _start(self, spawn: dict, output: Path) -> socket.socket:
+        """Start a worker and take its connection, once it has sent the one-time token it was given."""
         self.scratch.mkdir(parents=True, exist_ok=True)
         token = secrets.token_hex(TOKEN_BYTES // 2)
         with socket.create_server(("127.0.0.1", 0)) as listener, open(output, "wb") as out:
-            listener.settimeout(START_SECONDS)
+            listener.settimeout(POLL_SECONDS)
             env = {**os.environ, "AUTOGRADER_WORKER_TOKEN": token, "OMP_NUM_THREADS": "1"}
             package_root = str(Path(__file__).resolve().parents[2])
             env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "autograder.worker.spawned", str(listener.getsockname()[1]), self.folder,
-                 json.dumps(spawn["modules"]), json.dumps(self.limits)],
+                [*self.command, str(listener.getsockname()[1]), self.folder, json.dumps(spawn["modules"]),
+                 json.dumps(self.limits)],
                 stdin=subprocess.DEVNULL, stdout=out, stderr=out, cwd=self.scratch, env=env)
-            try:
-                while True:
+            deadline = time.monotonic() + START_SECONDS
+            while True:
+                try:
                     conn, _ = listener.accept()
+                except socket.timeout:
+                    code = self.process.poll()
+                    if code is not None:
+                        raise NotStarted(f"it ended with exit code {code} before connecting") from None
+                    if time.monotonic() >= deadline:
+                        raise NotStarted(f"it did not connect within {START_SECONDS} s") from None
+                    continue
+                except OSError as exc:
+                    raise NotStarted(f"waiting for it failed: {exc.strerror or exc}") from None
+                try:
                     conn.settimeout(10)
                     sent = b""
                     while len(sent) < TOKEN_BYTES:
@@ -59,13 +94,11 @@ class SpawnedSandbox:
                         if not chunk:
                             break
                         sent += chunk
-                    if hmac.compare_digest(sent, token.encode("ascii")):
-                        break
-                    conn.close()  # not our worker
-            except (OSError, socket.timeout):
-                self.end()
-                raise WorkerError("the worker process did not start") from None
-        return Worker(conn, self, budget, callbacks=callbacks)
+                except OSError:
+                    sent = b""
+                if hmac.compare_digest(sent, token.encode("ascii")):
+                    return conn
+                conn.close()  # not our worker
 
     def end(self, wait: float = 0.0) -> dict:
         """End the current worker (after ``wait`` s of grace); say how it ended (``protocol.ended``)."""
