@@ -132,7 +132,9 @@ def test_a_zygote_or_host_whose_trusted_side_is_gone_ends_quietly():
 
 def test_the_integrity_check_sees_a_swap_by_identity_never_by_equality():
     """The worker's check of its own machinery (worker/integrity.py): unchanged modules pass (control); a function
-    rebound, its code or defaults swapped, a name added, or an object that says it equals anything, all fail."""
+    rebound, its code or defaults swapped, a name added, two names swapped, or an object that says it equals
+    anything, all fail; the check's own helpers are positional defaults (a tuple the worker checks by identity), never
+    keyword-only ones (a dict that can change in place)."""
     def send(sock, message, _flag=None):
         return message
 
@@ -147,8 +149,14 @@ def test_the_integrity_check_sees_a_swap_by_identity_never_by_equality():
         def __eq__(self, other):
             return True
 
+    def swap_names():  # the same values in the same order, under each other's names
+        send, limit = module.send, module.LIMIT
+        del module.send, module.LIMIT
+        module.send, module.LIMIT = limit, send
+
     original = module.send
-    for swap in (lambda: setattr(module, "send", lambda sock, message: None),
+    for swap in (swap_names,
+                 lambda: setattr(module, "send", lambda sock, message: None),
                  lambda: setattr(module, "send", EqualToAnything()),
                  lambda: setattr(module, "LIMIT", 10 ** 9),
                  lambda: setattr(module, "EXTRA", 1),
@@ -161,6 +169,7 @@ def test_the_integrity_check_sees_a_swap_by_identity_never_by_equality():
         module.__dict__.clear()
         module.__dict__.update(saved)
         assert integrity.snapshot(watched, functions, machinery) is True  # restored: the very objects again
+    assert integrity.snapshot.__kwdefaults__ is None
 
 
 def test_a_fingerprint_after_stand_ins_are_substituted_is_the_one_just_taken_with_the_modules_again():

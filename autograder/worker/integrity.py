@@ -41,16 +41,19 @@ def functions(namespaces: tuple) -> tuple:
                  if type(value) is types.FunctionType)
 
 
-def snapshot(namespaces: tuple, functions: tuple, baseline: tuple | None = None, *, _vars=vars, _tuple=tuple,
-             _map=map, _chain=itertools.chain.from_iterable, _values=operator.methodcaller("values"),
+def snapshot(namespaces: tuple, functions: tuple, baseline: tuple | None = None, _vars=vars, _tuple=tuple, _map=map,
+             _chain=itertools.chain.from_iterable, _keys=operator.methodcaller("keys"),
+             _values=operator.methodcaller("values"),
              _attributes=operator.attrgetter("__code__", "__defaults__", "__kwdefaults__", "__closure__"),
              _empty=object(), _len=len, _all=all, _is=operator.is_):
-    """Everything ``namespaces`` bind, and each of ``functions``' code, defaults and closure cells' contents, as
-    one tuple of the objects themselves; with ``baseline`` (such a tuple, taken earlier), whether the objects are
-    the very same now. One function, which the worker checks is its own before it trusts the answer. Each step is
+    """Everything ``namespaces`` bind (each name and what it binds), and each of ``functions``' code, defaults and
+    closure cells' contents, as one tuple of the objects themselves; with ``baseline`` (such a tuple, taken
+    earlier), whether the objects are the very same now. One function, whose code and defaults (positional only:
+    a tuple, which cannot change in place) the worker checks are its own before it trusts the answer. Each step is
     a C-level call: no Python frame, no new object, per value."""
+    spaces = _tuple(_map(_vars, namespaces))
     attributes = _tuple(_map(_attributes, functions))
-    out = [*_chain(_map(_values, _map(_vars, namespaces))), *_chain(attributes)]
+    out = [*_chain(_map(_keys, spaces)), *_chain(_map(_values, spaces)), *_chain(attributes)]
     for *_, closure in attributes:
         for cell in closure or ():
             try:
