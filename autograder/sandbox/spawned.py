@@ -39,9 +39,6 @@ class NotStarted(Exception):
 class SpawnedSandbox:
     """One submission's workers, each a fresh ``python -m autograder.worker.spawned`` process."""
 
-    #: the worker's command, before its arguments
-    command = (sys.executable, "-m", "autograder.worker.spawned")
-
     def __init__(self, request: dict):
         self.folder = request["folder"]
         self.scratch = Path(request["scratch"])
@@ -70,8 +67,8 @@ class SpawnedSandbox:
             package_root = str(Path(__file__).resolve().parents[2])
             env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
             self.process = subprocess.Popen(
-                [*self.command, str(listener.getsockname()[1]), self.folder, json.dumps(spawn["modules"]),
-                 json.dumps(self.limits)],
+                [sys.executable, "-m", "autograder.worker.spawned", str(listener.getsockname()[1]), self.folder,
+                 json.dumps(spawn["modules"]), json.dumps(self.limits)],
                 stdin=subprocess.DEVNULL, stdout=out, stderr=out, cwd=self.scratch, env=env)
             deadline = time.monotonic() + START_SECONDS
             while True:
