@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -95,3 +96,67 @@ def test_the_kit_imports_nbgrader_without_the_iri_grammars():
     assert "importable after: True" in ran
     control = _python("import sys\nimport nbgrader.api\nprint('grammars loaded:', 'rfc3987_syntax' in sys.modules)\n")
     assert "grammars loaded: True" in control
+
+
+# Each full pass of the collector, written down by every process of the command that runs this (the batch's jobs are
+# forked from it): "walked torch" when torch was (being) loaded and nothing was frozen yet, so the pass walked all of it.
+FULL_PASSES = ("import gc, os, sys\n"
+               "def note(phase, info):\n"
+               "    if phase == 'start' and info['generation'] == 2:\n"
+               "        walked = 'torch' in sys.modules and gc.get_freeze_count() == 0\n"
+               "        with open(os.path.join({log!r}, str(os.getpid())), 'a') as f:\n"
+               "            f.write('walked torch\\n' if walked else 'walked what was new\\n')\n"
+               "gc.callbacks.append(note)\n"
+               "{patch}\n"
+               "sys.argv = ['grade', *{argv!r}]\n"
+               "from autograder import cli\n"
+               "cli.main()\n")
+NO_PAUSE = "import contextlib, autograder.long_lived as long_lived\nlong_lived.loading = contextlib.nullcontext"
+
+
+def _full_passes(tmp_path: Path, name: str, argv: list[str], patch: str = "") -> list[str]:
+    log = tmp_path / name
+    log.mkdir()
+    code = FULL_PASSES.format(log=str(log), patch=patch, argv=argv)
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "GRADE_CHECK_SERVER": "0"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    return [line for f in sorted(log.iterdir()) for line in f.read_text().splitlines()]
+
+
+def test_loading_torch_and_the_course_sets_off_no_full_collection(tmp_path):
+    """A check and a batch load torch, the course and the public cases with the collector paused, then freeze them
+    (`autograder/long_lived.py`): no full pass of the collector walks torch's 200,000 objects (15-60 ms each) on
+    the way to the first submission, nor in a batch job while it grades. Control: the same commands loading with
+    the collector running make such passes."""
+    check = ["check", "samples/submissions/alice", "--step", "simple_attention"]
+    batch = ["autograde", "samples/submissions", "--out", str(tmp_path / "results"), "--jobs", "2"]
+    assert "walked torch" not in _full_passes(tmp_path, "check", check)
+    assert "walked torch" not in _full_passes(tmp_path, "batch", batch)
+    assert "walked torch" in _full_passes(tmp_path, "check-control", check, NO_PAUSE)
+    assert "walked torch" in _full_passes(tmp_path, "batch-control", [*batch[:3], str(tmp_path / "again"), *batch[4:]],
+                                          NO_PAUSE)
+
+
+def test_student_code_runs_with_the_collector_on(tmp_path):
+    """The zygote loads torch with the collector paused (`sandbox/zygote.py`'s boot); the workers forked from it, where
+    student code runs, have it on, as in the student's own Python. Control: the same code asking for it off fails."""
+    subs = tmp_path / "subs"
+    for name, wanted in (("on", "gc.isenabled()"), ("off", "not gc.isenabled()")):
+        shutil.copytree(ROOT / "samples" / "submissions" / "alice", subs / name)
+        module = subs / name / "simple_attention.py"
+        text = module.read_text()
+        module.write_text(text.replace("import torch\n", "import gc\nimport torch\n", 1).replace(
+            "def attention_scores(inputs, query):\n",
+            f"def attention_scores(inputs, query):\n    assert {wanted}, 'the collector is not as asked'\n", 1))
+    out = tmp_path / "results"
+    done = subprocess.run([sys.executable, "-m", "autograder.cli", "autograde", str(subs), "--out", str(out),
+                           "--jobs", "1"], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+
+    def scores_passed(name: str) -> bool:
+        tests = json.loads((out / name / "results.json").read_text())["tests"]
+        return all(t["score"] == t["max_score"] for t in tests if t["name"].startswith("simple_attention.attention_scores"))
+
+    assert scores_passed("on")
+    assert not scores_passed("off")

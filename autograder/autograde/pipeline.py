@@ -170,13 +170,17 @@ def _roster(path: Path):
 
 
 def _load(course_file: Path):
-    from autograder.grading.suites.session import Grader  # noqa: PLC0415 - imports torch
+    """The grader: torch, the course and the reference, loaded for the process's whole life (``long_lived.py``)."""
+    from autograder import long_lived  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
     from autograder.course import CourseError  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
 
-    try:
-        return Grader(course_file)
-    except CourseError as exc:
-        raise UsageError(str(exc)) from None
+    with long_lived.loading():
+        from autograder.grading.suites.session import Grader  # noqa: PLC0415 - imports torch
+
+        try:
+            return Grader(course_file)
+        except CourseError as exc:
+            raise UsageError(str(exc)) from None
 
 
 def grade(grader, submissions: tuple[Path, ...], out: Path, n_jobs: int, force: bool, zygote,

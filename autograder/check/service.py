@@ -39,11 +39,14 @@ class Checker:
     """The public cases and one warm zygote, kept for every request."""
 
     def __init__(self) -> None:
-        from autograder.check import public_cases  # noqa: PLC0415 - imported on first use: torch is slow to load
-        from autograder.sandbox.local_zygote import LocalZygote  # noqa: PLC0415 - imports torch
+        from autograder import long_lived  # noqa: PLC0415 - imported on first use: the kernel's service starts lean
 
-        self.data = public_cases.load()
-        self.zygote = LocalZygote()
+        with long_lived.loading():
+            from autograder.check import public_cases  # noqa: PLC0415 - imported on first use: torch is slow to load
+            from autograder.sandbox.local_zygote import LocalZygote  # noqa: PLC0415 - imports torch
+
+            self.data = public_cases.load()
+            self.zygote = LocalZygote()
 
     def check(self, path: Path, steps: list[str], said: str, html_file: str | None, as_run: bool = False,
               notebook: str | None = None) -> dict:

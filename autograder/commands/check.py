@@ -36,10 +36,13 @@ def main(path: Path | None = None, steps: tuple[str, ...] = (), as_json: bool = 
                                   else str(html_file)})
         if code is not None:
             return code
-    from autograder.check import public_cases  # noqa: PLC0415 - imported on first use: torch is slow to load
+    from autograder import long_lived  # noqa: PLC0415 - imported on first use: a served check needs none of it
 
     try:
-        data = public_cases.load()
+        with long_lived.loading():
+            from autograder.check import public_cases  # noqa: PLC0415 - imported on first use: torch is slow to load
+
+            data = public_cases.load()
     except FileNotFoundError as exc:
         raise UsageError(str(exc)) from None
     modules = data["modules"]

@@ -29,6 +29,8 @@ if TYPE_CHECKING:
 WORKER_PACKAGE = Path(__file__).resolve().parent.parent / "worker"
 
 _BOOT = """
+import gc
+gc.disable()  # until all it loads (torch) is frozen: zygote.main
 import sys, importlib.util
 control_fd, parent, uid_base, most, package_dir, *site_dirs = sys.argv[1:]
 sys.path.extend(site_dirs)

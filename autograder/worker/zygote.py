@@ -60,8 +60,10 @@ def main(control_fd: int, uid_base: int = 0, site_dirs: list[str] | None = None,
     control = socket.socket(fileno=control_fd)
     plan = confine.plan_for_zygote(uid_base, site_dirs or [], most=Level(most), scan=scan)
     # Everything loaded so far lives as long as we do: keep the collector from walking (and so
-    # copying, page by page) all of it in every forked child.
+    # copying, page by page) all of it in every forked child. It was paused while torch loaded (_BOOT in
+    # sandbox/zygote.py): each of its full passes then walked all of torch again.
     gc.freeze()
+    gc.enable()
     zygote = Zygote(plan)
     zygote.serve(control)
     zygote.wait_for_clones()

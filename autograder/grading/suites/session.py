@@ -1,6 +1,7 @@
 """A grading session: course, reference and zygote loaded once, then one submission after another."""
 from __future__ import annotations
 
+import gc
 import time
 from pathlib import Path
 
@@ -145,6 +146,9 @@ class Grader:
         self.late_steps |= set(self.asked)
         # a function step whose answer is not a function of its tensors (init_qkv's parameters) gets no proxy
         self.policy.held_back = proxied_functions.held_back(self.cache, self.standin_kinds)
+        # the reference answers live as long as the grader too (long_lived.py): a batch job's collector passes walk
+        # only what that job makes, and write nothing to the pages it shares with this process
+        gc.freeze()
 
     def _run_tests(self, plugin: GradingPlugin) -> None:
         if self.tests is not None:
