@@ -72,7 +72,10 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="grade-bench-"))
     subs = work / "submissions"
     make_class(subs, args.n, args.failing)
-    grade = [sys.executable, "-m", "autograder.cli"]
+    # `grade` as a user types it: the console script installed beside this interpreter (`python -m autograder.cli`
+    # measured 0.05 s slower on a cold `grade check --step`, paired, with the same exit)
+    script = Path(sys.executable).with_name("grade.exe" if os.name == "nt" else "grade")
+    grade = [str(script)] if script.is_file() else [sys.executable, "-m", "autograder.cli"]
     server_dir = Path(tempfile.mkdtemp(prefix="gcs-bench-", dir="/tmp" if os.name == "posix" else None))
     cold_env = {"GRADE_CHECK_SERVER": "0"}
     warm_env = {"GRADE_CHECK_SERVER": "1", "GRADE_CHECK_SERVER_DIR": str(server_dir)}
