@@ -100,6 +100,25 @@ def test_a_folder_others_may_write_in_is_never_used_and_settings_name_another_se
         shutil.rmtree(own, ignore_errors=True)
 
 
+@pytest.mark.unit
+def test_an_edited_kit_file_names_another_server_and_its_bytecode_does_not(monkeypatch, tmp_path):
+    """A kit whose code or public cases changed is served by a server of its own (the key names every .py, .json
+    and .safetensors file, at any depth, by its size and time); control: a new __pycache__ file changes nothing."""
+    kit = tmp_path / "autograder"
+    (kit / "check" / "__pycache__").mkdir(parents=True)
+    (kit / "cli.py").write_text("x = 1\n")
+    (kit / "check" / "public_cases.json").write_text("{}\n")
+    monkeypatch.setattr(warm_server, "PACKAGE", kit)
+    first = warm_server.key()
+    (kit / "check" / "__pycache__" / "run.cpython-311.pyc").write_bytes(b"compiled")
+    assert warm_server.key() == first
+    (kit / "check" / "public_cases.json").write_text('{"cases": []}\n')
+    second = warm_server.key()
+    assert second != first
+    os.utime(kit / "cli.py", ns=(1, 1))
+    assert warm_server.key() != second
+
+
 # -- end to end ----------------------------------------------------------------------------------------
 @pytest.mark.slow
 def test_a_served_check_says_what_an_in_process_check_says_without_loading_torch(warm, tmp_path):

