@@ -94,6 +94,30 @@ def test_the_row_sum_strip_shows_rows_that_do_not_sum_to_one():
     assert with_strip.shape[1] > without.shape[1]
 
 
+def test_the_same_wrong_answer_is_drawn_once_per_process(monkeypatch):
+    """Two students with the same misconception hand in the same numbers for the same public case: the picture is
+    drawn once and given again, byte for byte. Control: one value, or the dtype, differing draws anew."""
+    drawn = []
+
+    def counted(evidence, strip_cells=None):
+        drawn.append(evidence)
+        return real(evidence, strip_cells)
+
+    real = heatmaps._draw
+    monkeypatch.setattr(heatmaps, "_draw", counted)
+    monkeypatch.setattr(heatmaps, "_drawn", {})
+    expected, yours = causal_weights(7).unsqueeze(0).double(), mask_after_softmax(7).unsqueeze(0).double()
+    first = heatmaps.draw({"expected": expected, "yours": yours})
+    again = heatmaps.draw({"expected": expected.clone(), "yours": yours.clone()})
+    assert again == first and len(drawn) == 1
+    assert first == real({"expected": expected, "yours": yours})  # what drawing it anew gives
+    other = yours.clone()
+    other[0, 3, 1] += 1e-12
+    heatmaps.draw({"expected": expected, "yours": other})
+    heatmaps.draw({"expected": expected, "yours": yours.float()})
+    assert len(drawn) == 3
+
+
 def test_the_page_shows_pictures_and_mismatches_for_public_cases_and_no_values_for_hidden_ones():
     exp, mine = causal_weights(), mask_after_softmax()
     secret = torch.full((4, 4), 0.123456789)
