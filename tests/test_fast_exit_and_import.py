@@ -82,20 +82,30 @@ def test_a_command_exits_with_its_objects_frozen():
 @pytest.mark.skipif(importlib.util.find_spec("nbgrader") is None or importlib.util.find_spec("rfc3987_syntax") is None,
                     reason="needs nbgrader, and jsonschema's non-GPL format checkers (the test extra has both)")
 def test_the_kit_imports_nbgrader_without_the_iri_grammars():
-    """`grade autograde --nbgrader` imports nbgrader's API without compiling rfc3987_syntax's grammars, and
-    leaves the module importable afterwards; control: nbgrader's own import compiles them."""
+    """`grade autograde --nbgrader` imports nbgrader's API without compiling rfc3987_syntax's grammars, nor loading
+    nbgrader's Jupyter server extensions, and leaves both importable afterwards: the package is whole again as soon
+    as a name of its own is asked for. Control: nbgrader's own import loads both."""
     ran = _python("import sys\n"
                   "from autograder.nbgrader_course.nbgrader_api import import_nbgrader_api\n"
                   "api = import_nbgrader_api()\n"
                   "print('gradebook:', hasattr(api, 'Gradebook'))\n"
                   "print('grammars loaded:', 'rfc3987_syntax' in sys.modules)\n"
+                  "print('extensions loaded:', 'nbgrader.server_extensions.formgrader' in sys.modules)\n"
+                  "from nbgrader.utils import parse_utc\n"
+                  "print('still not:', 'nbgrader.server_extensions.formgrader' in sys.modules)\n"
+                  "import importlib.metadata, nbgrader\n"
+                  "print('whole after:', nbgrader.__version__ == importlib.metadata.version('nbgrader'),\n"
+                  "      nbgrader._jupyter_server_extension_points() == [{'module': 'nbgrader'}], nbgrader.api is api)\n"
                   "import rfc3987_syntax\n"
                   "print('importable after:', rfc3987_syntax.is_valid_syntax('iri', 'https://example.org/'))\n")
     assert "gradebook: True" in ran
     assert "grammars loaded: False" in ran
+    assert "extensions loaded: False" in ran and "still not: False" in ran
+    assert "whole after: True True True" in ran
     assert "importable after: True" in ran
-    control = _python("import sys\nimport nbgrader.api\nprint('grammars loaded:', 'rfc3987_syntax' in sys.modules)\n")
-    assert "grammars loaded: True" in control
+    control = _python("import sys\nimport nbgrader.api\nprint('grammars loaded:', 'rfc3987_syntax' in sys.modules)\n"
+                      "print('extensions loaded:', 'nbgrader.server_extensions.formgrader' in sys.modules)\n")
+    assert "grammars loaded: True" in control and "extensions loaded: True" in control
 
 
 # Each full pass of the collector, written down by every process of the command that runs this (the batch's jobs are

@@ -1,4 +1,5 @@
-"""``nbgrader.api``, imported without the 1.2 s of Lark grammars that no notebook schema uses.
+"""``nbgrader.api``, imported without the 1.2 s of Lark grammars that no notebook schema uses, nor the 0.4 s of
+nbgrader's Jupyter server extensions.
 
 ``import nbgrader.api`` imports jsonschema (through nbformat), whose format checkers import ``rfc3987_syntax``
 when it is installed (``jsonschema[format-nongpl]``, which Jupyter's packages require): that module compiles
@@ -7,10 +8,18 @@ about 35 Earley parsers as it loads, 1.2 s of this machine's 2.4 s for ``import 
 ``iri-reference`` formats, which neither nbformat's schema nor nbgrader's use. So the kit imports nbgrader with
 that module marked as absent, as ``import`` sees a package that is not installed; jsonschema then leaves those two
 formats unchecked, in this process only. nbgrader's own commands are not touched.
+
+``nbgrader/__init__.py`` itself loads its Jupyter server extensions (their handlers import jupyter_server,
+nbconvert and nbgrader's exchange: 0.4-0.5 s), which the gradebook does not use. So the package is made from its
+spec without running that file, and ``nbgrader.api`` is imported into it; the first name asked of the package that
+only that file defines (``nbgrader.__version__``, its extension hooks) runs it then, in the same module, so every
+later use of ``nbgrader`` in the process finds the package whole.
 """
 from __future__ import annotations
 
 import contextlib
+import importlib.machinery
+import importlib.util
 import sys
 
 #: the module jsonschema's format checkers import if it is there (``jsonschema/_format.py``)
@@ -20,8 +29,30 @@ SLOW = "rfc3987_syntax"
 def import_nbgrader_api():
     """``nbgrader.api`` (ImportError when nbgrader is not installed), imported fast."""
     with _absent(SLOW):
+        _package_first("nbgrader")
         import nbgrader.api  # noqa: PLC0415 - optional: nbgrader is no dependency of the kit
     return nbgrader.api
+
+
+def _package_first(name: str) -> None:
+    """Put package ``name`` in ``sys.modules`` without running its ``__init__.py``, which runs when a name only
+    it defines is first asked for (PEP 562's module ``__getattr__``). Nothing happens if it is imported already."""
+    if name in sys.modules:
+        return
+    spec = importlib.util.find_spec(name)
+    if spec is None or spec.submodule_search_locations is None:
+        raise ImportError(f"No module named {name!r}", name=name)
+    package = importlib.util.module_from_spec(spec)
+
+    def complete(attribute: str):
+        if importlib.machinery.PathFinder.find_spec(f"{name}.{attribute}", package.__path__) is not None:
+            raise AttributeError(attribute)  # a submodule not imported yet (``from . import utils``): the import does
+        del package.__getattr__  # the file's own names from now on
+        spec.loader.exec_module(package)
+        return getattr(package, attribute)
+
+    package.__getattr__ = complete
+    sys.modules[name] = package
 
 
 @contextlib.contextmanager
