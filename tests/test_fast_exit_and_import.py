@@ -1,6 +1,7 @@
 """Costs a user waits for outside any grading: the interpreter's last garbage collections at exit (every object
-torch made, walked once more), the teardown of a `grade check` that has printed its results, and the Lark grammars
-jsonschema compiles when nbgrader is imported."""
+torch made, walked once more), the teardown of a `grade check` that has printed its results, the collector's full
+passes while torch and the course load, the Lark grammars jsonschema compiles and the server extensions nbgrader loads
+when nbgrader is imported, and the nbgrader write-back's two halves, one after the other."""
 from __future__ import annotations
 
 import importlib.util
@@ -9,9 +10,12 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
+
+from autograder.autograde.pipeline import _beside
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -86,7 +90,8 @@ def test_the_kit_imports_nbgrader_without_the_iri_grammars():
     nbgrader's Jupyter server extensions, and leaves both importable afterwards: the package is whole again as soon
     as a name of its own is asked for. Control: nbgrader's own import loads both."""
     ran = _python("import sys\n"
-                  "from autograder.nbgrader_course.nbgrader_api import import_nbgrader_api\n"
+                  "from autograder.nbgrader_course.nbgrader_api import import_nbformat, import_nbgrader_api\n"
+                  "import_nbformat()  # first, as the write-back does before it forks\n"
                   "api = import_nbgrader_api()\n"
                   "print('gradebook:', hasattr(api, 'Gradebook'))\n"
                   "print('grammars loaded:', 'rfc3987_syntax' in sys.modules)\n"
@@ -170,3 +175,58 @@ def test_student_code_runs_with_the_collector_on(tmp_path):
 
     assert scores_passed("on")
     assert not scores_passed("off")
+
+
+def test_the_nbgrader_write_back_writes_its_two_halves_side_by_side(tmp_path, capfd):
+    """`grade autograde --nbgrader` writes the feedback notebooks in a forked child while it fills the gradebook
+    (`pipeline._beside`): both run, in two processes at once; a child that fails fails the write-back, with its
+    own error said. Control: the same failure in the block itself is raised as it is."""
+    started = tmp_path / "child started"
+
+    def work():
+        started.write_text(str(os.getpid()))
+        (tmp_path / "child").write_text("done")
+
+    with _beside(work, "writing the feedback notebooks"):
+        here = os.getpid()
+        seen_meanwhile = _wait_for(started, 60)
+    assert seen_meanwhile and int(started.read_text()) != here and (tmp_path / "child").read_text() == "done"
+
+    def broken():
+        raise OSError("disk full")
+
+    with pytest.raises(RuntimeError, match="writing the feedback notebooks failed"):
+        with _beside(broken, "writing the feedback notebooks"):
+            pass
+    assert "OSError: disk full" in capfd.readouterr().err
+    with pytest.raises(ValueError, match="gradebook"):  # control: the block's own error comes first, as it is
+        with _beside(broken, "writing the feedback notebooks"):
+            raise ValueError("gradebook locked")
+
+
+def _wait_for(path: Path, seconds: float) -> bool:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if path.exists():
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def test_without_nbgrader_the_results_stay_and_the_gradebook_is_said_not_updated(tmp_path):
+    """Where nbgrader cannot be imported, `grade autograde --nbgrader` says the gradebook was not updated and writes no
+    feedback notebooks, instead of failing the run after grading. Control: the same call with nbgrader there goes on
+    past that check (and fails on this empty list of students)."""
+    code = ("import sys\n{absent}\nfrom pathlib import Path\nfrom autograder.autograde import pipeline\n"
+            "try:\n    pipeline._to_nbgrader(Path({course!r}), [], Path({out!r}))\n"
+            "except Exception as exc:\n    print('raised', type(exc).__name__)\n")
+    absent = subprocess.run([sys.executable, "-c", code.format(absent="sys.modules['nbgrader'] = None",
+                                                               course=str(tmp_path), out=str(tmp_path / "out"))],
+                            cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert "nbgrader is not installed here" in absent.stderr and "raised" not in absent.stdout
+    assert not (tmp_path / "autograded").exists()
+    if importlib.util.find_spec("nbgrader") is not None:
+        there = subprocess.run([sys.executable, "-c", code.format(absent="", course=str(tmp_path),
+                                                                  out=str(tmp_path / "out"))],
+                               cwd=ROOT, capture_output=True, text=True, timeout=120)
+        assert "nbgrader is not installed here" not in there.stderr and "raised" in there.stdout

@@ -26,6 +26,13 @@ import sys
 SLOW = "rfc3987_syntax"
 
 
+def import_nbformat():
+    """``nbformat`` (through jsonschema), imported without the grammars: what the feedback notebooks need."""
+    with _absent(SLOW):
+        import nbformat  # noqa: PLC0415 - optional: nbformat comes with nbgrader, no dependency of the kit
+    return nbformat
+
+
 def import_nbgrader_api():
     """``nbgrader.api`` (ImportError when nbgrader is not installed), imported fast."""
     with _absent(SLOW):
