@@ -1,7 +1,7 @@
 """Costs a user waits for outside any grading: the interpreter's last garbage collections at exit (every object
 torch made, walked once more), the teardown of a `grade check` that has printed its results, the collector's full
 passes while torch and the course load, the Lark grammars jsonschema compiles and the server extensions nbgrader loads
-when nbgrader is imported, and the nbgrader write-back's two halves, one after the other."""
+when nbgrader is imported."""
 from __future__ import annotations
 
 import importlib.util
@@ -10,12 +10,9 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
-
-from autograder.autograde.pipeline import _beside
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -90,8 +87,7 @@ def test_the_kit_imports_nbgrader_without_the_iri_grammars():
     nbgrader's Jupyter server extensions, and leaves both importable afterwards: the package is whole again as soon
     as a name of its own is asked for. Control: nbgrader's own import loads both."""
     ran = _python("import sys\n"
-                  "from autograder.nbgrader_course.nbgrader_api import import_nbformat, import_nbgrader_api\n"
-                  "import_nbformat()  # first, as the write-back does before it forks\n"
+                  "from autograder.nbgrader_course.nbgrader_api import import_nbgrader_api\n"
                   "api = import_nbgrader_api()\n"
                   "print('gradebook:', hasattr(api, 'Gradebook'))\n"
                   "print('grammars loaded:', 'rfc3987_syntax' in sys.modules)\n"
@@ -100,13 +96,14 @@ def test_the_kit_imports_nbgrader_without_the_iri_grammars():
                   "print('still not:', 'nbgrader.server_extensions.formgrader' in sys.modules)\n"
                   "import importlib.metadata, nbgrader\n"
                   "print('whole after:', nbgrader.__version__ == importlib.metadata.version('nbgrader'),\n"
+                  "      hasattr(nbgrader.server_extensions.formgrader, 'load_jupyter_server_extension'),\n"
                   "      nbgrader._jupyter_server_extension_points() == [{'module': 'nbgrader'}], nbgrader.api is api)\n"
                   "import rfc3987_syntax\n"
                   "print('importable after:', rfc3987_syntax.is_valid_syntax('iri', 'https://example.org/'))\n")
     assert "gradebook: True" in ran
     assert "grammars loaded: False" in ran
     assert "extensions loaded: False" in ran and "still not: False" in ran
-    assert "whole after: True True True" in ran
+    assert "whole after: True True True True" in ran
     assert "importable after: True" in ran
     control = _python("import sys\nimport nbgrader.api\nprint('grammars loaded:', 'rfc3987_syntax' in sys.modules)\n"
                       "print('extensions loaded:', 'nbgrader.server_extensions.formgrader' in sys.modules)\n")
@@ -175,42 +172,6 @@ def test_student_code_runs_with_the_collector_on(tmp_path):
 
     assert scores_passed("on")
     assert not scores_passed("off")
-
-
-def test_the_nbgrader_write_back_writes_its_two_halves_side_by_side(tmp_path, capfd):
-    """`grade autograde --nbgrader` writes the feedback notebooks in a forked child while it fills the gradebook
-    (`pipeline._beside`): both run, in two processes at once; a child that fails fails the write-back, with its
-    own error said. Control: the same failure in the block itself is raised as it is."""
-    started = tmp_path / "child started"
-
-    def work():
-        started.write_text(str(os.getpid()))
-        (tmp_path / "child").write_text("done")
-
-    with _beside(work, "writing the feedback notebooks"):
-        here = os.getpid()
-        seen_meanwhile = _wait_for(started, 60)
-    assert seen_meanwhile and int(started.read_text()) != here and (tmp_path / "child").read_text() == "done"
-
-    def broken():
-        raise OSError("disk full")
-
-    with pytest.raises(RuntimeError, match="writing the feedback notebooks failed"):
-        with _beside(broken, "writing the feedback notebooks"):
-            pass
-    assert "OSError: disk full" in capfd.readouterr().err
-    with pytest.raises(ValueError, match="gradebook"):  # control: the block's own error comes first, as it is
-        with _beside(broken, "writing the feedback notebooks"):
-            raise ValueError("gradebook locked")
-
-
-def _wait_for(path: Path, seconds: float) -> bool:
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        if path.exists():
-            return True
-        time.sleep(0.02)
-    return False
 
 
 def test_without_nbgrader_the_results_stay_and_the_gradebook_is_said_not_updated(tmp_path):

@@ -129,20 +129,15 @@ def interrupts():
 
 
 def _to_nbgrader(course_dir: Path, sources, out: Path) -> None:
-    """Each student's points into nbgrader's gradebook, their feedback into autograded/ notebooks.
-
-    The two halves are independent, and each takes about 0.5 s for 32 students: the notebooks are written by a
-    child forked for them (``_beside``) while this process imports nbgrader's API and fills the gradebook."""
-    import importlib.util  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
-
+    """Each student's points into nbgrader's gradebook, their feedback into autograded/ notebooks."""
     from autograder.outputs.results import ResultsError, read  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
-    from autograder.nbgrader_course import nbgrader_gradebook  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
 
     try:
-        installed = importlib.util.find_spec("nbgrader") is not None
-    except (ImportError, ValueError):  # marked as absent (``sys.modules["nbgrader"] = None``)
-        installed = False
-    if not installed:
+        from autograder.nbgrader_course import nbgrader_gradebook  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
+        from autograder.nbgrader_course.nbgrader_api import import_nbgrader_api  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
+
+        import_nbgrader_api()
+    except ImportError:
         console.warn(f"nbgrader is not installed here: the results are in {out}/, but nbgrader's gradebook was not "
                      "updated (pip install nbgrader)")
         return
@@ -153,59 +148,15 @@ def _to_nbgrader(course_dir: Path, sources, out: Path) -> None:
         except ResultsError:
             continue
     assignment = sources[0].path.name
-
-    def notebooks() -> None:
-        for source in sources:
-            if source.name in results:
-                nbgrader_gradebook.feedback_notebooks(course_dir, assignment, source.name, source.path,
-                                                      results[source.name])
-
-    from autograder.nbgrader_course.nbgrader_api import import_nbformat, import_nbgrader_api  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
-
-    import_nbformat()  # both halves use it: imported once, before the fork
-
-    with _beside(notebooks, "writing the feedback notebooks"):
-        import_nbgrader_api()
-        try:
-            cells = nbgrader_gradebook.write(course_dir, assignment, results)
-        except nbgrader_gradebook.GradebookError as exc:
-            raise UsageError(str(exc)) from None
+    try:
+        cells = nbgrader_gradebook.write(course_dir, assignment, results)
+    except nbgrader_gradebook.GradebookError as exc:
+        raise UsageError(str(exc)) from None
+    for source in sources:
+        if source.name in results:
+            nbgrader_gradebook.feedback_notebooks(course_dir, assignment, source.name, source.path, results[source.name])
     console.say(f"nbgrader: {cells} grades of {len(results)} student(s) written to the gradebook of {course_dir}; "
                 f"feedback notebooks in {course_dir}/autograded/ (nbgrader generate_feedback {assignment})")
-
-
-@contextlib.contextmanager
-def _beside(work, what: str):
-    """Run ``work`` in a forked child while the block runs here (on another core); where there is no fork, first.
-    The block's own error comes first; then a child that failed (it printed why) fails the whole."""
-    if not hasattr(os, "fork"):
-        work()
-        yield
-        return
-    sys.stdout.flush()
-    sys.stderr.flush()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child
-        code = 1
-        try:
-            work()
-            code = 0
-        except KeyboardInterrupt:
-            code = INTERRUPTED  # the batch says so
-        except BaseException:  # noqa: BLE001 - said here, and the parent fails
-            import traceback  # noqa: PLC0415 - the child's own, on failure only
-
-            traceback.print_exc()
-        finally:
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os._exit(code)
-    try:
-        yield
-    finally:
-        _, status = os.waitpid(pid, 0)
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise RuntimeError(f"{what} failed (the error is above)")
 
 
 def _roster(path: Path):
