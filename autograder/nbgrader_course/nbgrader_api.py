@@ -26,24 +26,24 @@ import sys
 SLOW = "rfc3987_syntax"
 
 
-def import_nbformat():
-    """``nbformat`` (through jsonschema), imported without the grammars: what the feedback notebooks need."""
-    with _absent(SLOW):
-        import nbformat  # noqa: PLC0415 - optional: nbformat comes with nbgrader, no dependency of the kit
-    return nbformat
-
-
 def import_nbgrader_api():
     """``nbgrader.api`` (ImportError when nbgrader is not installed), imported fast."""
+    importing = [True]
     with _absent(SLOW):
-        _package_first("nbgrader")
-        import nbgrader.api  # noqa: PLC0415 - optional: nbgrader is no dependency of the kit
+        _package_first("nbgrader", importing)
+        try:
+            import nbgrader.api  # noqa: PLC0415 - optional: nbgrader is no dependency of the kit
+            import nbgrader.utils  # noqa: PLC0415 - the gradebook's writer uses it too
+        finally:
+            importing.clear()
     return nbgrader.api
 
 
-def _package_first(name: str) -> None:
-    """Put package ``name`` in ``sys.modules`` without running its ``__init__.py``, which runs when a name only
-    it defines is first asked for (PEP 562's module ``__getattr__``). Nothing happens if it is imported already."""
+def _package_first(name: str, importing: list) -> None:
+    """Put package ``name`` in ``sys.modules`` without running its ``__init__.py``, which runs when a name the
+    package lacks is first asked for (PEP 562's module ``__getattr__``). While ``importing`` is true, a submodule's
+    name is left to the import under way (``from . import utils`` asks the package for it first). Nothing happens if
+    the package is imported already."""
     if name in sys.modules:
         return
     spec = importlib.util.find_spec(name)
@@ -52,10 +52,14 @@ def _package_first(name: str) -> None:
     package = importlib.util.module_from_spec(spec)
 
     def complete(attribute: str):
-        if importlib.machinery.PathFinder.find_spec(f"{name}.{attribute}", package.__path__) is not None:
-            raise AttributeError(attribute)  # a submodule not imported yet (``from . import utils``): the import does
+        if importing and importlib.machinery.PathFinder.find_spec(f"{name}.{attribute}", package.__path__):
+            raise AttributeError(attribute)
         del package.__getattr__  # the file's own names from now on
-        spec.loader.exec_module(package)
+        try:
+            spec.loader.exec_module(package)
+        except BaseException:
+            package.__getattr__ = complete  # tried again on the next name asked for
+            raise
         return getattr(package, attribute)
 
     package.__getattr__ = complete
