@@ -147,7 +147,9 @@ class Grader:
         # a function step whose answer is not a function of its tensors (init_qkv's parameters) gets no proxy
         self.policy.held_back = proxied_functions.held_back(self.cache, self.standin_kinds)
         # the reference answers live as long as the grader too (long_lived.py): a batch job's collector passes walk
-        # only what that job makes, and write nothing to the pages it shares with this process
+        # only what that job makes, and write nothing to the pages it shares with this process. What the reference
+        # grading left as garbage is collected first (a pass over what is not frozen yet: milliseconds), not kept.
+        gc.collect()
         gc.freeze()
 
     def _run_tests(self, plugin: GradingPlugin) -> None:
