@@ -18,6 +18,7 @@ feedback pages get pictures) and the rest a correct solution; ``--failing 0`` is
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import platform
 import shutil
@@ -72,10 +73,13 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="grade-bench-"))
     subs = work / "submissions"
     make_class(subs, args.n, args.failing)
-    # `grade` as a user types it: the console script installed beside this interpreter (`python -m autograder.cli`
-    # measured 0.05 s slower on a cold `grade check --step`, paired, with the same exit)
+    # `grade` as a user types it: the console script installed beside this interpreter, if it runs this checkout's kit
+    # (one installed from another checkout would time that one's). `python -m autograder.cli` measured 0.05 s slower
+    # on a cold `grade check --step`, paired, with the same exit.
     script = Path(sys.executable).with_name("grade.exe" if os.name == "nt" else "grade")
-    grade = [str(script)] if script.is_file() else [sys.executable, "-m", "autograder.cli"]
+    spec = importlib.util.find_spec("autograder")
+    ours = spec is not None and spec.origin is not None and Path(spec.origin).resolve().parent.parent == ROOT
+    grade = [str(script)] if script.is_file() and ours else [sys.executable, "-m", "autograder.cli"]
     server_dir = Path(tempfile.mkdtemp(prefix="gcs-bench-", dir="/tmp" if os.name == "posix" else None))
     cold_env = {"GRADE_CHECK_SERVER": "0"}
     warm_env = {"GRADE_CHECK_SERVER": "1", "GRADE_CHECK_SERVER_DIR": str(server_dir)}
