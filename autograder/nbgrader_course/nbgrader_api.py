@@ -11,9 +11,9 @@ formats unchecked, in this process only. nbgrader's own commands are not touched
 
 ``nbgrader/__init__.py`` itself loads its Jupyter server extensions (their handlers import jupyter_server,
 nbconvert and nbgrader's exchange: 0.4-0.5 s), which the gradebook does not use. So the package is made from its
-spec without running that file, and ``nbgrader.api`` is imported into it; the first name asked of the package that
-only that file defines (``nbgrader.__version__``, its extension hooks) runs it then, in the same module, so every
-later use of ``nbgrader`` in the process finds the package whole.
+spec without running that file, and ``nbgrader.api`` is imported into it; once it is, the first name asked of the
+package that it lacks (``nbgrader.__version__``, its extension hooks, ``nbgrader.server_extensions``) runs that file
+then, in the same module, so every later use of ``nbgrader`` in the process finds the package whole.
 """
 from __future__ import annotations
 
