@@ -56,7 +56,9 @@ def test_marker_errors_name_the_line():
 
 def differences(recorded, shipped, where="cases") -> list[str]:
     """Where two recordings of the public cases differ beyond the course tolerance (float32: rtol 1e-4, atol
-    1e-5; float64: 1e-7, 1e-9): another CPU's rounding is not a drift, a changed solution is."""
+    1e-5; float64: 1e-5, 1e-6): another CPU's rounding is not a drift, a changed solution is. A float64 case can
+    carry float32's rounding: the book's float64 cases are its float32 scores cast (`book.to(F64)`), which an Intel
+    Xeon with AVX-512 rounds 2.4e-7 away from the CPU that recorded them, beyond float64's own tolerance (1e-7)."""
     import torch  # noqa: PLC0415 - imported on first use: torch is slow to load
 
     if isinstance(recorded, torch.Tensor) or isinstance(shipped, torch.Tensor):
@@ -65,7 +67,7 @@ def differences(recorded, shipped, where="cases") -> list[str]:
         if recorded.shape != shipped.shape or recorded.dtype != shipped.dtype:
             return [f"{where}: {tuple(recorded.shape)} {recorded.dtype} vs {tuple(shipped.shape)} {shipped.dtype}"]
         if recorded.is_floating_point():
-            rtol, atol = (1e-7, 1e-9) if recorded.dtype == torch.float64 else (1e-4, 1e-5)
+            rtol, atol = (1e-5, 1e-6) if recorded.dtype == torch.float64 else (1e-4, 1e-5)
             same = torch.allclose(recorded, shipped, rtol=rtol, atol=atol, equal_nan=True)
         else:
             same = torch.equal(recorded, shipped)
@@ -93,6 +95,10 @@ def test_the_drift_check_ignores_rounding_and_catches_a_changed_value():
     assert differences(a, rounding) == []
     assert differences(a, changed) == ["cases.cases[0].expected: values differ beyond the tolerance"]
     assert differences(a, {"cases": [{"expected": torch.tensor([0.4419, 0.6515]), "n": 3}]})
+    scores = {"args": [torch.tensor([1.8523844480514526, 0.4032], dtype=torch.float64)]}  # float32's rounding, cast
+    cast_elsewhere = {"args": [scores["args"][0] + torch.tensor([2.384185791015625e-07, 0.0], dtype=torch.float64)]}
+    assert differences(scores, cast_elsewhere) == []
+    assert differences(scores, {"args": [scores["args"][0] * 1.001]}) == ["cases.args[0]: values differ beyond the tolerance"]
 
 
 @pytest.mark.slow
