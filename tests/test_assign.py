@@ -101,6 +101,30 @@ def test_the_drift_check_ignores_rounding_and_catches_a_changed_value():
     assert differences(scores, {"args": [scores["args"][0] * 1.001]}) == ["cases.args[0]: values differ beyond the tolerance"]
 
 
+@pytest.mark.unit
+def test_recording_the_same_cases_again_on_another_cpu_changes_no_file(tmp_path):
+    """`grade assign` keeps the public cases it finds when the new recording is the same but for another CPU's
+    rounding: the instructor's repository shows no change. Control: a changed value writes them anew."""
+    import torch  # noqa: PLC0415 - imported on first use: torch is slow to load
+
+    from autograder.check import public_cases  # noqa: PLC0415 - imported on first use: torch is slow to load
+
+    data = {"cases": [{"expected": {"output": torch.tensor([0.4419, 0.6515])}, "args": [torch.tensor(
+        [1.8523844480514526], dtype=torch.float64)], "n": 2, "tol": 0.5}]}
+    public_cases.save(data, tmp_path)
+    written = (tmp_path / public_cases.TENSOR_FILE).read_bytes()
+    rounded = {"cases": [{"expected": {"output": torch.tensor([0.4419 + 9.5e-7, 0.6515])}, "args": [torch.tensor(
+        [1.8523844480514526 + 2.4e-7], dtype=torch.float64)], "n": 2, "tol": 0.5}]}
+    public_cases.save(rounded, tmp_path)
+    assert (tmp_path / public_cases.TENSOR_FILE).read_bytes() == written
+    changed = {"cases": [{**rounded["cases"][0], "expected": {"output": torch.tensor([0.4419 * 1.001, 0.6515])}}]}
+    public_cases.save(changed, tmp_path)
+    assert (tmp_path / public_cases.TENSOR_FILE).read_bytes() != written
+    assert public_cases.load(tmp_path)["cases"][0]["expected"]["output"][0] == torch.tensor(0.4419 * 1.001)
+    public_cases.save({"cases": [{**changed["cases"][0], "n": 3}]}, tmp_path)  # not a tensor: exactly, or anew
+    assert public_cases.load(tmp_path)["cases"][0]["n"] == 3
+
+
 @pytest.mark.slow
 @pytest.mark.numerics
 def test_public_cases_are_what_the_reference_records(tmp_path):
