@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -25,6 +26,15 @@ def run_grade(*args: str, cwd: Path = ROOT, env: dict | None = None, timeout: fl
     full_env = {**os.environ, **(env or {})}
     return subprocess.run([sys.executable, "-m", "autograder.cli", *args], cwd=cwd, env=full_env,
                           capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(autouse=True)
+def dev_null_stays_a_device():
+    """A test (or the kit) that renames a file over /dev/null breaks every later ``>/dev/null`` on the machine,
+    mmdebstrap's among them, far from the cause; this names the test that did it (autograder/outputs/atomic_file.py)."""
+    yield
+    if os.name == "posix":
+        assert stat.S_ISCHR(os.stat(os.devnull).st_mode), "this test replaced /dev/null with a regular file"
 
 
 @pytest.fixture(scope="session")

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import tempfile
 from datetime import datetime
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+
+from . import atomic_file
 
 
 class ResultsError(ValueError):
@@ -167,16 +167,4 @@ def write_atomic(path: Path, data: dict | BaseModel) -> None:
     """Write JSON so that a reader (or a resumed batch) never sees a half-written file."""
     if isinstance(data, BaseModel):
         data = data.model_dump(mode="json", exclude_none=True)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, indent=2, sort_keys=False)
-            fh.write("\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o644)  # mkstemp makes it private; results are for the course staff to read
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_file.write_text(path, json.dumps(data, indent=2, sort_keys=False) + "\n", durable=True)

@@ -20,6 +20,7 @@ import io
 from html import escape
 from pathlib import Path
 
+from ..outputs import atomic_file
 from . import class_list
 from .feedback_page import STYLE, data_uri
 
@@ -133,8 +134,4 @@ def page(summary: dict) -> str:
 
 
 def write(path: Path, summary: dict) -> Path:
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(page(summary), encoding="utf-8")
-    tmp.replace(path)
-    return path
+    return atomic_file.write_text(path, page(summary))

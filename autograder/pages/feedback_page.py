@@ -11,6 +11,7 @@ import base64
 from html import escape
 from pathlib import Path
 
+from ..outputs import atomic_file
 from . import heatmaps, mismatches
 from .cards import PASSED, CountOutcome, StepOutcome, points_words
 from .heatmaps import rows_are_weights
@@ -213,9 +214,4 @@ def page(cards: list[StepOutcome], pictures: dict, heading: str, lines: list[str
 
 
 def write(path: Path, cards: list[StepOutcome], pictures: dict, heading: str, lines: list[str] = ()) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(page(cards, pictures, heading, lines), encoding="utf-8")
-    tmp.replace(path)
-    return path
+    return atomic_file.write_text(path, page(cards, pictures, heading, lines))

@@ -14,6 +14,8 @@ import time
 import zipfile
 from pathlib import Path
 
+from ..outputs import atomic_file
+
 ZIP_EPOCH = 315532800  # 1980-01-01 00:00:00 UTC
 SKIP_NAMES = {"__pycache__", ".DS_Store", ".pytest_cache"}
 SKIP_SUFFIXES = (".pyc", ".pyo")
@@ -74,7 +76,7 @@ def write_zip(dest: Path, entries: list[tuple[str, Path | bytes]], epoch: int | 
                 info.compress_type = zipfile.ZIP_DEFLATED
                 archive.writestr(info, data, compress_type=zipfile.ZIP_DEFLATED, compresslevel=9)
         os.chmod(tmp, 0o644)
-        os.replace(tmp, dest)
+        atomic_file.commit(tmp, dest)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

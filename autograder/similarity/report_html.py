@@ -5,6 +5,7 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
+from ..outputs import atomic_file
 from .rank import Comparison, Pair
 from .extract import StepCode, Submission
 from .fingerprint import K, slices
@@ -141,6 +142,4 @@ def render(comparison: Comparison, subs: list[Submission], course, used: list[st
 
 def write(path: Path, comparison: Comparison, subs: list[Submission], course, used: list[str], problems: list[str],
           **kwargs) -> None:
-    tmp = path.with_suffix(".html.tmp")
-    tmp.write_text(render(comparison, subs, course, used, problems, **kwargs), encoding="utf-8")
-    tmp.replace(path)
+    atomic_file.write_text(path, render(comparison, subs, course, used, problems, **kwargs))

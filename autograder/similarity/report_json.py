@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ..outputs import atomic_file
 from .rank import Comparison, Pair
 
 
@@ -18,7 +19,5 @@ def pair_json(pair: Pair) -> dict:
 
 def write(path: Path, comparison: Comparison) -> list[dict]:
     pairs = [pair_json(p) for p in comparison.pairs]
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(pairs, indent=1) + "\n", encoding="utf-8")
-    tmp.replace(path)
+    atomic_file.write_text(path, json.dumps(pairs, indent=1) + "\n")
     return pairs
