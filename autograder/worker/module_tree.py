@@ -155,6 +155,28 @@ def replay(module: nn.Module, plan: list) -> None:
         parent.register_module(leaf, built)
 
 
+def drawn(module: nn.Module, plan: list) -> list[torch.Tensor]:
+    """Copies of what ``replay`` drew into ``module``: the plan's layers' parameters, in order."""
+    return [p.detach().clone() for name, _, _ in plan
+            for p in module.get_submodule(name)._parameters.values() if p is not None]
+
+
+def place(module: nn.Module, plan: list, values: list[torch.Tensor]) -> None:
+    """The plan's layers as ``replay`` builds them, holding copies of ``values`` (``drawn``) instead of drawing:
+    the random state is left as it is (its caller sets it to where the draws ended)."""
+    values = iter(values)
+    for name, (in_features, out_features), kwargs in plan:
+        parent_name, _, leaf = name.rpartition(".")
+        parent = module.get_submodule(parent_name) if parent_name else module
+        built = nn.Linear.__new__(nn.Linear)  # what nn.Linear.__init__ makes, but for the draws (and no meta device)
+        nn.Module.__init__(built)
+        built.in_features, built.out_features = in_features, out_features
+        built.weight = nn.Parameter(next(values).clone())
+        built.register_parameter("bias", nn.Parameter(next(values).clone()) if kwargs["bias"] else None)
+        built.train(parent.get_submodule(leaf).training)
+        parent.register_module(leaf, built)
+
+
 def same_values(a: nn.Module, b: nn.Module) -> bool:
     """Exactly the same parameters (names, dtypes and bits)."""
     pa, pb = dict(a.named_parameters()), dict(b.named_parameters())
@@ -184,10 +206,16 @@ def expand(value):
     if isinstance(value, torch.Tensor):
         return value.clone()
     if isinstance(value, dict) and (value.get("mask"), value.get("diagonal")) in _MASKS:
-        dtype = {"float32": torch.float32, "float64": torch.float64, "bool": torch.bool, "uint8": torch.uint8}
-        ones = torch.ones(*[int(n) for n in value["shape"][:2]], dtype=dtype[value["dtype"]])
-        return _MASKS[(value["mask"], value["diagonal"])](ones, diagonal=value["diagonal"])
+        key = (value["mask"], value["diagonal"], tuple(int(n) for n in value["shape"][:2]), value["dtype"])
+        if key not in _made:  # made once per process (GPT-2's is 4 MB), each module given a copy of its own
+            dtype = {"float32": torch.float32, "float64": torch.float64, "bool": torch.bool, "uint8": torch.uint8}
+            ones = torch.ones(*key[2], dtype=dtype[key[3]])
+            _made[key] = _MASKS[(value["mask"], value["diagonal"])](ones, diagonal=value["diagonal"])
+        return _made[key].clone()
     return value
+
+
+_made: dict[tuple, torch.Tensor] = {}
 
 
 def map_buffers(tree: dict, change: Callable) -> dict:

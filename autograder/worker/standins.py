@@ -149,11 +149,35 @@ def construct_handle(step: str, init: str, rng: torch.Tensor) -> str:
     return digest.hexdigest()
 
 
-def proxy_class(step: str, call: Call, classes: dict[str, type], built: dict) -> type:
+#: at most this many bytes of parameters kept per worker for modules built again (``_draw``)
+DRAWN_BYTES = 64 << 20
+
+
+def _draw(module: nn.Module, plan: list, handle: str, drawn: dict) -> None:
+    """Draw ``module``'s layers as ``plan`` says, from this process's random state.
+
+    ``drawn``: handle -> (the random state after the draws, the values drawn). The same step, arguments and
+    random state draw the same values (a test's every case builds GPT-2's 2.4M parameters from one seed): those
+    are copied, and the random state set to where the draws ended, as drawing them again would leave it."""
+    kept = drawn.get(handle)
+    if kept is not None:
+        module_tree.place(module, plan, kept[1])
+        torch.set_rng_state(kept[0])
+        return
+    module_tree.replay(module, plan)
+    values = module_tree.drawn(module, plan)
+    size = sum(v.nbytes for v in values)
+    if drawn.setdefault("$bytes", 0) + size <= DRAWN_BYTES:
+        drawn["$bytes"] += size
+        drawn[handle] = (torch.get_rng_state(), values)
+
+
+def proxy_class(step: str, call: Call, classes: dict[str, type], built: dict, drawn: dict | None = None) -> type:
     """An ``nn.Module`` class named as the step's, whose instances are built and run by the reference.
 
     ``built``: (step, arguments) -> the reference worker's answer, for modules whose parameters are drawn
-    here (the same arguments again need no round trip)."""
+    here (the same arguments again need no round trip); ``drawn``: what those draws gave (``_draw``)."""
+    drawn = {} if drawn is None else drawn
     module_name, name = step.split(".", 1)
 
     def step_of(cls: type) -> str | None:
@@ -172,7 +196,7 @@ def proxy_class(step: str, call: Call, classes: dict[str, type], built: dict) ->
         # its buffers fresh (two modules built from one cached answer share no tensor), a mask made from its description
         module_tree.rebuild(module_tree.map_buffers(answer["tree"], module_tree.expand), classes.__getitem__, into=self)
         if answer.get("replay") is not None:  # the parameters drawn here, as the reference drew them
-            module_tree.replay(self, answer["replay"])
+            _draw(self, answer["replay"], handle, drawn)
         # The reference worker keeps what it built (the same arguments and random state, the same module, for
         # every submission alike): a call names it and sends only the tensors changed since (all of them, if it
         # is no longer kept there).
@@ -212,8 +236,9 @@ def build(kinds: dict[str, str], call: Call) -> dict[str, object]:
     classes: dict[str, type] = {}
     objects: dict[str, object] = {}
     built: dict = {}
+    drawn: dict = {}
     for step, kind in kinds.items():
-        objects[step] = (proxy_class(step, call, classes, built) if kind == "class"
+        objects[step] = (proxy_class(step, call, classes, built, drawn) if kind == "class"
                          else proxy_function(step, call))
     return objects
 
