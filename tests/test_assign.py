@@ -2,11 +2,11 @@
 from __future__ import annotations
 
 import ast
-import math
 
 import pytest
 
 from autograder.assign.strip import MarkerError, strip_solutions, strip_tree
+from autograder.check import public_cases
 
 from .conftest import ROOT
 
@@ -54,35 +54,19 @@ def test_marker_errors_name_the_line():
         strip_solutions("def f():\n    ### END SOLUTION\n", "m", "f.py")
 
 
-def differences(recorded, shipped, where="cases") -> list[str]:
-    """Where two recordings of the public cases differ beyond the course tolerance (float32: rtol 1e-4, atol
-    1e-5; float64: 1e-5, 1e-6): another CPU's rounding is not a drift, a changed solution is. A float64 case can
-    carry float32's rounding: the book's float64 cases are its float32 scores cast (`book.to(F64)`), which an Intel
-    Xeon with AVX-512 rounds 2.4e-7 away from the CPU that recorded them, beyond float64's own tolerance (1e-7)."""
+def course_tolerance(dtype) -> dict:
+    """The course tolerance (float32: rtol 1e-4, atol 1e-5; float64: 1e-5, 1e-6), under which another CPU's rounding
+    is not a drift and a changed solution is. A float64 case can carry float32's rounding: the book's float64
+    cases are its float32 scores cast (`book.to(F64)`), which an Intel Xeon with AVX-512 rounds 2.4e-7 away from
+    the CPU that recorded them, beyond float64's own tolerance (1e-7)."""
     import torch  # noqa: PLC0415 - imported on first use: torch is slow to load
 
-    if isinstance(recorded, torch.Tensor) or isinstance(shipped, torch.Tensor):
-        if not (isinstance(recorded, torch.Tensor) and isinstance(shipped, torch.Tensor)):
-            return [f"{where}: a tensor on one side only"]
-        if recorded.shape != shipped.shape or recorded.dtype != shipped.dtype:
-            return [f"{where}: {tuple(recorded.shape)} {recorded.dtype} vs {tuple(shipped.shape)} {shipped.dtype}"]
-        if recorded.is_floating_point():
-            rtol, atol = (1e-5, 1e-6) if recorded.dtype == torch.float64 else (1e-4, 1e-5)
-            same = torch.allclose(recorded, shipped, rtol=rtol, atol=atol, equal_nan=True)
-        else:
-            same = torch.equal(recorded, shipped)
-        return [] if same else [f"{where}: values differ beyond the tolerance"]
-    if isinstance(recorded, dict) and isinstance(shipped, dict):
-        if recorded.keys() != shipped.keys():
-            return [f"{where}: keys {sorted(recorded.keys() ^ shipped.keys())} on one side only"]
-        return [d for k in recorded for d in differences(recorded[k], shipped[k], f"{where}.{k}")]
-    if isinstance(recorded, (list, tuple)) and isinstance(shipped, (list, tuple)):
-        if len(recorded) != len(shipped):
-            return [f"{where}: {len(recorded)} vs {len(shipped)} items"]
-        return [d for i, (a, b) in enumerate(zip(recorded, shipped)) for d in differences(a, b, f"{where}[{i}]")]
-    if isinstance(recorded, float) and isinstance(shipped, float):
-        return [] if math.isclose(recorded, shipped, rel_tol=1e-4, abs_tol=1e-5) else [f"{where}: {recorded} vs {shipped}"]
-    return [] if recorded == shipped else [f"{where}: {recorded!r} vs {shipped!r}"]
+    return {"rtol": 1e-5, "atol": 1e-6} if dtype == torch.float64 else {"rtol": 1e-4, "atol": 1e-5}
+
+
+def differences(recorded, shipped) -> list[str]:
+    """Where two recordings of the public cases differ beyond the course tolerance."""
+    return public_cases.differences(recorded, shipped, course_tolerance)
 
 
 @pytest.mark.unit
@@ -107,7 +91,6 @@ def test_recording_the_same_cases_again_on_another_cpu_changes_no_file(tmp_path)
     rounding: the instructor's repository shows no change. Control: a changed value writes them anew."""
     import torch  # noqa: PLC0415 - imported on first use: torch is slow to load
 
-    from autograder.check import public_cases  # noqa: PLC0415 - imported on first use: torch is slow to load
 
     data = {"cases": [{"expected": {"output": torch.tensor([0.4419, 0.6515])}, "args": [torch.tensor(
         [1.8523844480514526], dtype=torch.float64)], "n": 2, "tol": 0.5}]}
@@ -131,7 +114,6 @@ def test_public_cases_are_what_the_reference_records(tmp_path):
     """The committed public cases (shipped for grade check) are what `grade assign` records on this machine,
     within the course tolerance: CPUs round differently (an AMD EPYC moves 465 of 888 tensors by <= 9.5e-7)."""
     from autograder.assign.build import assign  # noqa: PLC0415 - imported on first use: torch is slow to load
-    from autograder.check import public_cases  # noqa: PLC0415 - imported on first use: torch is slow to load
 
     summary = assign(ROOT / "course.yml", exercises=tmp_path / "exercises", cases_dir=tmp_path)
     assert summary["public_cases"] > 100
@@ -145,7 +127,6 @@ def test_no_public_case_depends_on_a_seeded_dropout_mask():
     Dropout's public cases are judged by their properties (zeros or x/(1-p), the keep rate); modules run with
     dropout publicly in eval mode, at p=0, or judged by its properties against their eval-mode answer (each head's
     output all zeros or that answer / (1 - p)); the seeded masks are hidden (same machine as the reference)."""
-    from autograder.check import public_cases  # noqa: PLC0415 - imported on first use: torch is slow to load
 
     data = public_cases.load()
     for case in data["cases"]:

@@ -49,22 +49,35 @@ def load(folder: Path = HERE) -> dict:
 def same(kept, recorded) -> bool:
     """Whether two recordings of the public cases are the same cases: the same structure, names and exact values
     everywhere but in floating-point tensors and numbers, which may differ by ``ROUNDING``."""
+    return not differences(kept, recorded, lambda dtype: ROUNDING)
+
+
+def differences(kept, recorded, tolerance, where: str = "cases") -> list[str]:
+    """Where two recordings of the public cases differ: in structure, names, or values, floating-point ones beyond
+    ``tolerance(dtype)`` (``{"rtol": ..., "atol": ...}``; dtype ``None`` for a Python float)."""
     import math  # noqa: PLC0415 - save's own
 
     import torch  # noqa: PLC0415 - loaded with the cases anyway
 
     if isinstance(kept, torch.Tensor) or isinstance(recorded, torch.Tensor):
-        if not (isinstance(kept, torch.Tensor) and isinstance(recorded, torch.Tensor)) \
-                or kept.shape != recorded.shape or kept.dtype != recorded.dtype:
-            return False
+        if not (isinstance(kept, torch.Tensor) and isinstance(recorded, torch.Tensor)):
+            return [f"{where}: a tensor on one side only"]
+        if kept.shape != recorded.shape or kept.dtype != recorded.dtype:
+            return [f"{where}: {tuple(kept.shape)} {kept.dtype} vs {tuple(recorded.shape)} {recorded.dtype}"]
         if kept.is_floating_point():
-            return torch.allclose(kept, recorded, equal_nan=True, **ROUNDING)
-        return torch.equal(kept, recorded)
+            alike = torch.allclose(kept, recorded, equal_nan=True, **tolerance(kept.dtype))
+        else:
+            alike = torch.equal(kept, recorded)
+        return [] if alike else [f"{where}: values differ beyond the tolerance"]
     if isinstance(kept, dict) and isinstance(recorded, dict):
-        return kept.keys() == recorded.keys() and all(same(kept[k], recorded[k]) for k in kept)
+        if kept.keys() != recorded.keys():
+            return [f"{where}: keys {sorted(kept.keys() ^ recorded.keys())} on one side only"]
+        return [d for k in kept for d in differences(kept[k], recorded[k], tolerance, f"{where}.{k}")]
     if isinstance(kept, (list, tuple)) and isinstance(recorded, (list, tuple)):
-        return type(kept) is type(recorded) and len(kept) == len(recorded) and all(map(same, kept, recorded))
+        if type(kept) is not type(recorded) or len(kept) != len(recorded):
+            return [f"{where}: {type(kept).__name__} of {len(kept)} vs {type(recorded).__name__} of {len(recorded)}"]
+        return [d for i, (a, b) in enumerate(zip(kept, recorded)) for d in differences(a, b, tolerance, f"{where}[{i}]")]
     if type(kept) is float and type(recorded) is float:
-        return math.isclose(kept, recorded, rel_tol=ROUNDING["rtol"], abs_tol=ROUNDING["atol"]) or \
-            (math.isnan(kept) and math.isnan(recorded))
-    return type(kept) is type(recorded) and kept == recorded
+        close = math.isclose(kept, recorded, rel_tol=tolerance(None)["rtol"], abs_tol=tolerance(None)["atol"])
+        return [] if close or (math.isnan(kept) and math.isnan(recorded)) else [f"{where}: {kept} vs {recorded}"]
+    return [] if type(kept) is type(recorded) and kept == recorded else [f"{where}: {kept!r} vs {recorded!r}"]
