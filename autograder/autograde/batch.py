@@ -126,9 +126,9 @@ def grade_job(job: Job, out: Path, grader) -> GradedSubmission:
     return graded
 
 
-def run(grader, jobs: list[Job], out: Path, zygote, n_jobs: int, on_done) -> None:
+def run(grader, jobs: list[Job], out: Path, zygote, n_jobs: int, on_done, forked=None) -> None:
     """Grade ``jobs`` in ``n_jobs`` processes, each with a clone of ``zygote``; call ``on_done`` with each
-    ``GradedSubmission``.
+    ``GradedSubmission``, and ``forked`` (if given) once every job is started: this process forks nothing after.
 
     A job is handed to a process only when that process is free, so nothing is queued that an interrupt
     would have to wait for: on ``KeyboardInterrupt`` (Ctrl-C) every job process is killed at once (their
@@ -155,6 +155,8 @@ def run(grader, jobs: list[Job], out: Path, zygote, n_jobs: int, on_done) -> Non
             theirs.close()
             processes.append(process)
             channels[ours] = process
+        if forked is not None:
+            forked()
         pending = iter(range(len(jobs)))
         busy: dict = {}  # channel -> the index of the job it grades
 

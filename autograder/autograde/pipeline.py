@@ -67,13 +67,24 @@ def _main(submissions, out, course_file, n_jobs, force, times_file, nbgrader_cou
     # it imports torch while we import ours and load the course (a LocalCluster's workers get clones of it;
     # workers on other machines start their own)
     zygote = Zygote() if cluster is None or not cluster["scheduler"] else None
+    nbgrader_api: list = []  # nbgrader's API, imported while the jobs grade (``nbgrader_api.ImportedMeanwhile``)
+
+    def import_nbgrader_api() -> None:
+        from autograder.nbgrader_course.nbgrader_api import ImportedMeanwhile  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
+
+        nbgrader_api.append(ImportedMeanwhile())
     try:
         grader = _load(course_file)
         logged = grade(grader, tuple(submissions), out, n_jobs or os.cpu_count() or 1, force, zygote,
-                       trust_submissions, submitted, found, require, cluster, roster)
+                       trust_submissions, submitted, found, require, cluster, roster,
+                       forked=import_nbgrader_api if found and found[0] else None)
         if found and found[0]:
+            for meanwhile in nbgrader_api:
+                meanwhile.wait()
             _to_nbgrader(nbgrader_course, found[0], out)
     finally:
+        for meanwhile in nbgrader_api:  # no thread left half-way through an import as the process ends
+            meanwhile.wait()
         if zygote is not None:
             zygote.close()
     if logged:  # a bug of the grader's must not pass for a student's failure, nor for a clean run
@@ -185,8 +196,10 @@ def _load(course_file: Path):
 
 def grade(grader, submissions: tuple[Path, ...], out: Path, n_jobs: int, force: bool, zygote,
           trust_submissions: bool = False, submitted: dict[str, str] | None = None, found=None,
-          require: Level | None = None, cluster: dict | None = None, roster=None) -> dict[str, str]:
-    """Stage, skip what is graded, grade the rest; write the class summary. The submissions the grader failed on."""
+          require: Level | None = None, cluster: dict | None = None, roster=None, forked=None) -> dict[str, str]:
+    """Stage, skip what is graded, grade the rest; write the class summary. The submissions the grader failed on.
+
+    ``forked``: called once the local jobs are started (``batch.run``); not on Dask."""
     from tqdm import tqdm  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
 
     from autograder.autograde import batch, content_hashes, grader_log, summary  # noqa: PLC0415 - imported on first use: torch is slow to load
@@ -234,7 +247,7 @@ def grade(grader, submissions: tuple[Path, ...], out: Path, n_jobs: int, force: 
 
             try:
                 if cluster is None:
-                    batch.run(grader, todo, out, zygote, n_jobs, on_done)
+                    batch.run(grader, todo, out, zygote, n_jobs, on_done, forked)
                 else:
                     _on_dask(grader, grader_hash, todo, out, on_done, cluster, policy, zygote)
             except KeyboardInterrupt:  # Ctrl-C: every job process is gone; what finished has its results.json
