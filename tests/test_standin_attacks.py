@@ -9,6 +9,10 @@
   memory is not the student's to spend).
 * ``reference_worker_memory_fill``: filling the shared reference worker's memory leaves nothing for the
   next submission: a correct submission graded after all of them in the same job keeps full marks.
+* ``trace_forges_facts``: a trace function set at import rewrites the worker's answers after the student's call
+  returned (no input modified in place, says the forged answer): the worker refuses ``sys.settrace``
+  (``worker/no_tracing.py``), so the module that tries scores zero, and no more than its control
+  (``trace_forges_facts_control``, the same bug, no tracer); the student is told why.
 """
 from __future__ import annotations
 
@@ -63,3 +67,13 @@ def test_a_malformed_frame_is_the_sender_s_zero_only(graded, name):
 def test_the_next_submission_keeps_full_marks(graded):
     _, results = graded
     assert results["zz_after_them_all"]["score"] == 81
+
+
+def test_a_trace_function_forges_nothing_and_is_named(graded):
+    _, results = graded
+    attack, control = results["trace_forges_facts"], results["trace_forges_facts_control"]
+    assert attack["score"] < control["score"]
+    said = [t["output"] for t in attack["tests"] if t["name"].startswith("simple_attention.normalize_sum")]
+    assert said and all("sys.settrace is not allowed while your code is graded" in s for s in said)
+    # the control's own bug is judged as it was: its input modified in place
+    assert any("modified its input in place" in t["output"] for t in control["tests"])

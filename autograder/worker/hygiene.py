@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import builtins
 import math
+import operator
 import os
 import random
 import signal
@@ -31,14 +32,30 @@ _SIGNALS = [getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGALRM", "SIGUSR
 _uid = getattr(os, "getuid", lambda: -1)  # no uids on Windows
 
 
-def _ids(namespace) -> tuple[tuple, tuple[int, ...]]:
-    """A namespace's names and the identities of what they bind: any name added, removed or rebound changes it."""
+class Same(tuple):
+    """Objects held, and compared by identity: equal to another ``Same`` of the very same objects, in order.
+
+    Never ``id()``, which raises an audit event (PEP 578) for the worker's hook to be called for (``no_tracing.py``:
+    thousands a fingerprint), nor ``==`` on the objects, which would run a replaced object's own ``__eq__``."""
+    __slots__ = ()
+
+    def __eq__(self, other) -> bool:
+        return type(other) is Same and len(self) == len(other) and all(map(operator.is_, self, other))
+
+    def __ne__(self, other) -> bool:
+        return not self.__eq__(other)
+
+    __hash__ = None
+
+
+def _ids(namespace) -> tuple[tuple, Same]:
+    """A namespace's names and what they bind: any name added, removed or rebound changes it."""
     names = vars(namespace)
-    return tuple(names), tuple(map(id, names.values()))
+    return tuple(names), Same(names.values())
 
 
-def _modules() -> tuple[tuple, tuple]:
-    return tuple(sys.modules), tuple(map(id, sys.modules.values()))
+def _modules() -> tuple[tuple, Same]:
+    return tuple(sys.modules), Same(sys.modules.values())
 
 
 def _others() -> tuple[int, ...]:
@@ -57,7 +74,7 @@ def _others() -> tuple[int, ...]:
 
 def _torch_state() -> tuple:
     module = sys.modules["torch.nn.modules.module"]
-    hooks = tuple(id(getattr(module, name)) if getattr(module, name) is None or not hasattr(getattr(module, name), "__len__")
+    hooks = tuple(Same((getattr(module, name),)) if getattr(module, name) is None or not hasattr(getattr(module, name), "__len__")
                   else len(getattr(module, name)) for name in dir(module) if name.startswith("_global_"))
     return (torch.get_default_dtype(), torch.is_grad_enabled(), torch.is_inference_mode_enabled(),
             torch.are_deterministic_algorithms_enabled(), torch.is_anomaly_enabled(), torch.get_num_threads(),
@@ -85,8 +102,8 @@ def fingerprint(student_modules: dict, shared: tuple[str, ...] = ()) -> dict:
         "patched names": tuple(_ids(ns) for ns in _WATCHED),
         "modules": _modules(),
         "your modules' globals": tuple(_ids(m) for m in student_modules.values()),
-        "hooks": (id(sys.gettrace()), id(sys.getprofile()), sys.getrecursionlimit(), len(warnings.filters),
-                  tuple(id(signal.getsignal(s)) for s in _SIGNALS), os.getcwd()),
+        "hooks": (Same((sys.gettrace(), sys.getprofile())), sys.getrecursionlimit(), len(warnings.filters),
+                  Same(signal.getsignal(s) for s in _SIGNALS), os.getcwd()),
     }
 
 
@@ -100,7 +117,7 @@ def changes(before: dict, after: dict) -> list[str]:
     found = [key for key in before if key != "modules" and before[key] != after.get(key)]
     (names, ids), (now_names, now_ids) = before["modules"], after["modules"]
     n = len(names)  # modules imported since come after: fine; a module replaced or removed is not
-    if now_names[:n] != names or now_ids[:n] != ids:
+    if now_names[:n] != names or Same(now_ids[:n]) != ids:
         found.append("modules")
     return found
 

@@ -7,9 +7,15 @@ socket), and each of their functions' code, defaults and closures. It compares i
 never ``==``, which would call a replaced object's own ``__eq__``), with C-level callables bound at
 definition, so it runs no code the student could have replaced. A change turns the answer into an error:
 that count scores zero, and the worker is retired.
+
+A function's parts are read as the collector sees them (``gc.get_referents``: its code, defaults, closure,
+globals, names and ``__dict__``), all functions in one call: reading ``__code__`` or ``__defaults__`` raises an
+audit event each (PEP 578), which the worker's audit hook (``no_tracing.py``) would be called for, 2,000 times
+a check.
 """
 from __future__ import annotations
 
+import gc
 import itertools
 import json
 import json.decoder
@@ -35,31 +41,29 @@ def watched(prefix: str) -> tuple:
 
 
 def functions(namespaces: tuple) -> tuple:
-    """The functions ``namespaces`` bind, found before student code runs. Only their attributes need watching
-    later: a function added, removed or swapped changes its namespace's values, which are watched too."""
-    return tuple(value for namespace in namespaces for value in vars(namespace).values()
-                 if type(value) is types.FunctionType)
+    """The functions ``namespaces`` bind, found before student code runs, then the cells of their closures. Only
+    their attributes need watching later: a function added, removed or swapped changes its namespace's values,
+    which are watched too. Each function's ``__dict__`` and ``__annotations__``, which Python makes on first use,
+    are made now: a later first read must not look like a change."""
+    found = tuple(value for namespace in namespaces for value in vars(namespace).values()
+                  if type(value) is types.FunctionType)
+    for function in found:
+        function.__dict__, function.__annotations__  # noqa: B018 - made now (see above)
+    return found + tuple(cell for function in found for cell in function.__closure__ or ())
 
 
 def snapshot(namespaces: tuple, functions: tuple, baseline: tuple | None = None, _vars=vars, _tuple=tuple, _map=map,
              _chain=itertools.chain.from_iterable, _keys=operator.methodcaller("keys"),
-             _values=operator.methodcaller("values"),
-             _attributes=operator.attrgetter("__code__", "__defaults__", "__kwdefaults__", "__closure__"),
-             _empty=object(), _len=len, _all=all, _is=operator.is_):
-    """Everything ``namespaces`` bind (each name and what it binds), and each of ``functions``' code, defaults and
-    closure cells' contents, as one tuple of the objects themselves; with ``baseline`` (such a tuple, taken
-    earlier), whether the objects are the very same now. One function, whose code and defaults (positional only:
-    a tuple, which cannot change in place) the worker checks are its own before it trusts the answer. Each step is
-    a C-level call: no Python frame, no new object, per value."""
+             _values=operator.methodcaller("values"), _referents=gc.get_referents, _len=len, _all=all,
+             _is=operator.is_):
+    """Everything ``namespaces`` bind (each name and what it binds), and what each of ``functions`` (functions and
+    closure cells, from ``functions()``) refers to (code, defaults, closure, a cell's contents), as one tuple of the
+    objects themselves; with ``baseline`` (such a tuple, taken earlier), whether the objects are the very same now
+    (an emptied or filled cell changes the count). One function, whose code and defaults (positional only: a tuple,
+    which cannot change in place) the worker checks are its own before it trusts the answer. Each step is a C-level
+    call: no Python frame, no new object, per value."""
     spaces = _tuple(_map(_vars, namespaces))
-    attributes = _tuple(_map(_attributes, functions))
-    out = [*_chain(_map(_keys, spaces)), *_chain(_map(_values, spaces)), *_chain(attributes)]
-    for *_, closure in attributes:
-        for cell in closure or ():
-            try:
-                out.append(cell.cell_contents)
-            except ValueError:  # an empty cell
-                out.append(_empty)
+    out = [*_chain(_map(_keys, spaces)), *_chain(_map(_values, spaces)), *_referents(*functions)]
     if baseline is None:
         return _tuple(out)
     return _len(out) == _len(baseline) and _all(_map(_is, out, baseline))

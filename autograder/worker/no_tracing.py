@@ -1,0 +1,32 @@
+"""No trace or profile function in a worker that runs student code.
+
+A trace function (``sys.settrace``, ``threading.settrace``) or a profile function (``sys.setprofile``) set by
+student code is then called in every frame the worker runs, the worker's own included: after the student's call
+has returned, it could change the answer the worker is about to send (the facts judged on the trusted side:
+which inputs were modified in place, whether the output has a gradient graph). The red team's
+``trace_forges_facts`` scored a point more than its control that way.
+
+So an audit hook (PEP 578), installed before the submission is imported, refuses them; Python has no way to
+remove an audit hook. It also refuses any new ``__code__`` for a function, its own included. It uses nothing but
+its arguments and constants: there is nothing of its own for student code to rebind, and an exception of any
+kind (even one made by a replaced ``RuntimeError``) stops the event. It is called for every audited event, so
+the worker's own checks raise none per object (``integrity.py``, ``hygiene.py``).
+"""
+from __future__ import annotations
+
+import sys
+
+
+def refuse_tracing(event: str, args: tuple) -> None:
+    """The audit hook (``install``)."""
+    if event in ("sys.settrace", "sys.setprofile", "sys._settraceallthreads", "sys._setprofileallthreads",
+                 "sys.monitoring.register_callback"):
+        raise RuntimeError(f"{event} is not allowed while your code is graded: a trace or profile function "
+                           "could change what the grader is told (remove it, and any debugger call)")
+    if event == "object.__setattr__" and len(args) > 1 and args[1] == "__code__":
+        raise RuntimeError("a function's __code__ cannot be replaced while your code is graded")
+
+
+def install() -> None:
+    """Refuse tracing in this process from now on (a worker's, before the submission is imported)."""
+    sys.addaudithook(refuse_tracing)
