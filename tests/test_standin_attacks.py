@@ -12,7 +12,10 @@
 * ``trace_forges_facts``: a trace function set at import rewrites the worker's answers after the student's call
   returned (no input modified in place, says the forged answer): the worker refuses ``sys.settrace``
   (``worker/no_tracing.py``), so the module that tries scores zero, and no more than its control
-  (``trace_forges_facts_control``, the same bug, no tracer); the student is told why.
+  (``forges_facts_control``, the same bug, no tracer); the student is told why.
+* ``gc_callback_forges_facts``, ``finalizer_forges_facts``: the same forgery from a ``gc`` callback or a ``__del__``,
+  which run while the worker builds its answer: the answer is sealed with the collector off (``runtime.run``), so
+  they score what the control scores, and the in-place modification is named.
 """
 from __future__ import annotations
 
@@ -71,9 +74,18 @@ def test_the_next_submission_keeps_full_marks(graded):
 
 def test_a_trace_function_forges_nothing_and_is_named(graded):
     _, results = graded
-    attack, control = results["trace_forges_facts"], results["trace_forges_facts_control"]
+    attack, control = results["trace_forges_facts"], results["forges_facts_control"]
     assert attack["score"] < control["score"]
     said = [t["output"] for t in attack["tests"] if t["name"].startswith("simple_attention.normalize_sum")]
     assert said and all("sys.settrace is not allowed while your code is graded" in s for s in said)
     # the control's own bug is judged as it was: its input modified in place
     assert any("modified its input in place" in t["output"] for t in control["tests"])
+
+
+@pytest.mark.parametrize("name", ["gc_callback_forges_facts", "finalizer_forges_facts"])
+def test_a_finalizer_forges_nothing(graded, name):
+    _, results = graded
+    attack, control = results[name], results["forges_facts_control"]
+    assert attack["score"] <= control["score"]
+    said = {t["name"]: t["output"] for t in attack["tests"]}
+    assert "modified its input in place" in said["simple_attention.normalize_sum values: Normalize scores by their sum"]

@@ -43,7 +43,7 @@ def serve(channel: socket.socket, folder: str, spawn: dict, shared: tuple[str, .
             pass  # no location is said, never a wrong one
     folder = Path(folder)
     run, send, recv, WireError, limit_hit = runtime.run, wire.send, wire.recv, wire.WireError, limits.hit
-    recv_frame, unpack = wire.recv_frame, wire.unpack
+    recv_frame, unpack, pack, write = wire.recv_frame, wire.unpack, wire.pack, channel.sendall
 
     # A stand-in's call, answered by the reference worker through the trusted side (which checks it), or as then if
     # this worker asked it before
@@ -100,18 +100,15 @@ def serve(channel: socket.socket, folder: str, spawn: dict, shared: tuple[str, .
                 confine.renew_cpu(float(cpu_seconds))
             send(channel, {"changed": changed})
             continue
-        answer = run(request, ws)
-        if answer.get("ok") is not True:
+        ok, sealed = run(request, ws, pack)  # the answer's bytes, made before any finalizer of the student's could run
+        if not ok:
             batch, at = (), 0  # the count fails here (or expects this error): the trusted side sends what it needs next
         if check.__code__ is not check_code or check.__defaults__ is not check_defaults \
                 or not check(watched, functions, machinery):
             send(channel, failed(error("Tampering", "your code changed the grader's own functions while it ran: "
                                                     "this step scores zero"), "the step", tampered=True))
             return  # retired: the next step gets a fresh worker
-        try:
-            send(channel, answer)
-        except TypeError as exc:  # something un-sendable slipped through
-            send(channel, failed(error("TypeError", str(exc)), "returning the result"))
+        write(sealed)
         for stream in (sys.stdout, sys.stderr):  # after the answer is out: what it printed, for grade check
             try:
                 stream.flush()

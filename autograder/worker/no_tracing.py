@@ -7,10 +7,14 @@ which inputs were modified in place, whether the output has a gradient graph). T
 ``trace_forges_facts`` scored a point more than its control that way.
 
 So an audit hook (PEP 578), installed before the submission is imported, refuses them; Python has no way to
-remove an audit hook. It also refuses any new ``__code__`` for a function, its own included. It uses nothing but
-its arguments and constants: there is nothing of its own for student code to rebind, and an exception of any
-kind (even one made by a replaced ``RuntimeError``) stops the event. It is called for every audited event, so
-the worker's own checks raise none per object (``integrity.py``, ``hygiene.py``).
+remove an audit hook. It also refuses any new ``__code__`` for a function, its own included. It decides with
+nothing but its arguments and constants (no builtin: ``len`` rebound let the red team past an earlier version),
+and an exception of any kind (even one made by a replaced ``RuntimeError``) stops the event. It is called for
+every audited event, so the worker's own checks raise none per object (``integrity.py``, ``hygiene.py``).
+
+What it does not stop: student code that runs after the student's call returned without a tracer. A finalizer
+or a ``gc`` callback cannot: ``runtime.run`` seals the answer with the collector off. A thread still running can
+(a known limit, docs/isolation.md).
 """
 from __future__ import annotations
 
@@ -23,7 +27,7 @@ def refuse_tracing(event: str, args: tuple) -> None:
                  "sys.monitoring.register_callback"):
         raise RuntimeError(f"{event} is not allowed while your code is graded: a trace or profile function "
                            "could change what the grader is told (remove it, and any debugger call)")
-    if event == "object.__setattr__" and len(args) > 1 and args[1] == "__code__":
+    if event == "object.__setattr__" and args[1:2] == ("__code__",):  # a slice, not len(): builtins can be rebound
         raise RuntimeError("a function's __code__ cannot be replaced while your code is graded")
 
 

@@ -6,13 +6,14 @@ graph, which inputs were modified in place); all judging happens on the trusted 
 """
 from __future__ import annotations
 
+import gc
 import types
 from pathlib import Path
 
 import torch
 
 from . import standins as standins_mod
-from .errors import failed
+from .errors import error, failed
 from .submission import describe_exception
 
 
@@ -24,7 +25,7 @@ from .submission import describe_exception
 _C_TENSOR = torch._C.TensorBase
 _BOUND = (type, torch.nn.Parameter, _C_TENSOR.__dict__["requires_grad"].__get__,
           _C_TENSOR.__dict__["grad_fn"].__get__, _C_TENSOR.__dict__["grad"].__get__, _C_TENSOR.detach,
-          _C_TENSOR.clone, isinstance, _C_TENSOR, tuple, list, str, bool, int)
+          _C_TENSOR.clone, isinstance, _C_TENSOR, tuple, list, str, bool, int, gc.disable, gc.enable, gc.isenabled)
 _detach = torch.Tensor.detach
 _clone = torch.Tensor.clone
 
@@ -117,16 +118,40 @@ def _plain(value, depth: int = 0):
     return {"$unsupported": type(value).__name__ if isinstance(type(value).__name__, str) else "object"}
 
 
-def run(request: dict, ws: Workspace) -> dict:
+def run(request: dict, ws: Workspace, seal=None):
     """Run one request; never raises (errors are part of the answer).
 
     Everything used after student code starts running is a local bound here, at entry, to a C-level
     callable (``_BOUND``); the answer is assembled only once the last student code (backward hooks
     included) has run, so nothing the student's code does to module globals or to objects reachable from
     this frame changes a fact.
+
+    With ``seal`` (``wire.pack``), the answer is returned as ``(ok, its bytes)``, sealed here with the
+    collector off, while this frame still holds every object of the student's: no finalizer (``__del__``,
+    ``gc.callbacks``, a weakref's callback) runs between the last student code and the bytes, which nothing
+    can change afterwards. The red team's ``gc_callback_forges_facts`` swapped ``args_after`` that way.
     """
     (type_, Parameter, requires_grad, grad_fn, grad, detach, clone, isinstance_, TensorBase,
-     tuple_, list_, str_, bool_, int_) = _BOUND
+     tuple_, list_, str_, bool_, int_, gc_off, gc_on, gc_was_on) = _BOUND
+    collecting = gc_was_on()
+    try:
+        answer = _run(request, ws, (type_, Parameter, requires_grad, grad_fn, grad, detach, clone, isinstance_,
+                                    TensorBase, tuple_, list_, str_, bool_, int_, gc_off))
+        if seal is None:
+            return answer
+        try:
+            return answer.get("ok") is True, seal(answer)
+        except BaseException as exc:  # noqa: BLE001 - something un-sendable slipped through
+            return False, seal(failed(error(type(exc).__name__, str(exc)), "returning the result"))
+    finally:
+        if collecting:
+            gc_on()
+
+
+def _run(request: dict, ws: Workspace, bound: tuple) -> dict:
+    """``run``'s request; the collector is off (``gc_off``) once the last student code has run."""
+    (type_, Parameter, requires_grad, grad_fn, grad, detach, clone, isinstance_, TensorBase,
+     tuple_, list_, str_, bool_, int_, gc_off) = bound
 
     plain, describe, materialize, report_failure = _plain, describe_exception, _materialize, failed
     phase = "setup"
@@ -211,7 +236,9 @@ def run(request: dict, ws: Workspace) -> dict:
                 # without torch's import of its symbolic-shapes machinery on an explicit gradient (~1 s).
                 (output * upstream.to(output.dtype)).sum().backward()
                 backward = "done"
-        # No student code runs from here on: the facts, from C-level callables bound at entry.
+        # No student code runs from here on (nor a finalizer: the collector is off until the answer is sealed):
+        # the facts, from C-level callables bound at entry.
+        gc_off()
         outputs = output if type_(output) is tuple_ or type_(output) is list_ else None
         facts = []
         for value in (outputs if outputs is not None else (output,)):

@@ -3,7 +3,7 @@
 A trace function installed at import (``sys.settrace``) sees every frame the worker runs after it: it keeps a
 copy of normalize_sum's arguments as the call begins, and when the worker's ``run`` returns its answer, it puts
 those copies in place of the arguments sent back, so the trusted side finds no input modified in place. The
-values are the student's own (right); only the facts are forged. Its control (``trace_forges_facts_control``)
+values are the student's own (right); only the facts are forged. Its control (``forges_facts_control``)
 is the same bug without the tracer: a sound grader gives this no more.
 """
 import sys
