@@ -148,11 +148,7 @@ def replay_plan(module: nn.Module) -> list | None:
 def replay(module: nn.Module, plan: list) -> None:
     """Build the plan's layers in order (each drawing from this process's random state) into ``module``."""
     for name, args, kwargs in plan:
-        parent_name, _, leaf = name.rpartition(".")
-        parent = module.get_submodule(parent_name) if parent_name else module
-        built = nn.Linear(*args, **{**kwargs, "dtype": getattr(torch, kwargs["dtype"])})
-        built.train(parent.get_submodule(leaf).training)
-        parent.register_module(leaf, built)
+        _put(module, name, nn.Linear(*args, **{**kwargs, "dtype": getattr(torch, kwargs["dtype"])}))
 
 
 def drawn(module: nn.Module, plan: list) -> list[torch.Tensor]:
@@ -166,15 +162,20 @@ def place(module: nn.Module, plan: list, values: list[torch.Tensor]) -> None:
     the random state is left as it is (its caller sets it to where the draws ended)."""
     values = iter(values)
     for name, (in_features, out_features), kwargs in plan:
-        parent_name, _, leaf = name.rpartition(".")
-        parent = module.get_submodule(parent_name) if parent_name else module
         built = nn.Linear.__new__(nn.Linear)  # what nn.Linear.__init__ makes, but for the draws (and no meta device)
         nn.Module.__init__(built)
         built.in_features, built.out_features = in_features, out_features
         built.weight = nn.Parameter(next(values).clone())
         built.register_parameter("bias", nn.Parameter(next(values).clone()) if kwargs["bias"] else None)
-        built.train(parent.get_submodule(leaf).training)
-        parent.register_module(leaf, built)
+        _put(module, name, built)
+
+
+def _put(module: nn.Module, name: str, layer: nn.Module) -> None:
+    """``layer`` in ``module`` at the dotted ``name``, in the training mode of the layer it takes the place of."""
+    parent_name, _, leaf = name.rpartition(".")
+    parent = module.get_submodule(parent_name) if parent_name else module
+    layer.train(parent.get_submodule(leaf).training)
+    parent.register_module(leaf, layer)
 
 
 def same_values(a: nn.Module, b: nn.Module) -> bool:

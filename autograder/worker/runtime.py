@@ -142,7 +142,7 @@ def run(request: dict, ws: Workspace, seal=None):
         try:
             return answer.get("ok") is True, seal(answer)
         except BaseException as exc:  # noqa: BLE001 - something un-sendable slipped through
-            return False, seal(failed(error(type(exc).__name__, str(exc)), "returning the result"))
+            return False, seal(failed(error(type_(exc).__name__, str_(exc)), "returning the result"))
     finally:
         if collecting:
             gc_on()

@@ -166,9 +166,8 @@ def _draw(module: nn.Module, plan: list, handle: str, drawn: dict) -> None:
         return
     module_tree.replay(module, plan)
     values = module_tree.drawn(module, plan)
-    size = sum(v.nbytes for v in values)
-    if drawn.setdefault("$bytes", 0) + size <= DRAWN_BYTES:
-        drawn["$bytes"] += size
+    kept_bytes = sum(v.nbytes for _, kept_values in drawn.values() for v in kept_values)
+    if kept_bytes + sum(v.nbytes for v in values) <= DRAWN_BYTES:
         drawn[handle] = (torch.get_rng_state(), values)
 
 
