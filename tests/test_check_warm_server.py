@@ -119,6 +119,53 @@ def test_an_edited_kit_file_names_another_server_and_its_bytecode_does_not(monke
     assert warm_server.key() != second
 
 
+@pytest.mark.unit
+def test_a_folder_root_made_under_sudo_leaves_the_users_own_folder_usable(monkeypatch):
+    """``sudo grade check`` that keeps ``XDG_RUNTIME_DIR`` makes root's folder there: the user's checks still find a
+    folder of their own (the name says the uid). Control: a folder of the user's name that root owns is not used."""
+    if os.getuid() != 0:
+        pytest.skip("needs root to make a folder owned by another uid")
+    runtime = Path(tempfile.mkdtemp(prefix="xdg-", dir="/tmp"))  # a socket's name must be short
+    monkeypatch.setattr(warm_server, "key", lambda: "k")
+    monkeypatch.delenv(warm_server.DIR_ENV, raising=False)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+    try:
+        as_root = warm_server.socket_path()  # the sudo run: root, in the user's runtime folder
+        assert as_root is not None and as_root.parent.stat().st_uid == 0
+        theirs = runtime / "attention-grade-4321"
+        theirs.mkdir(mode=0o700)
+        os.chown(theirs, 4321, 4321)
+        monkeypatch.setattr(os, "getuid", lambda: 4321)
+        path = warm_server.socket_path()
+        assert path is not None and path.parent == theirs and as_root.parent != theirs
+        os.chown(theirs, 0, 0)  # control: the same name, root's
+        assert warm_server.socket_path() is None
+    finally:
+        shutil.rmtree(runtime, ignore_errors=True)
+
+
+def _key(*prefix: str, limit=None) -> str:
+    code = "from autograder.check import warm_server; print(warm_server.key())"
+    preexec = (lambda: __import__("resource").setrlimit(*limit)) if limit else None
+    return subprocess.run([*prefix, sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True,
+                          preexec_fn=preexec).stdout.strip()
+
+
+@pytest.mark.unit
+def test_a_caller_with_another_niceness_or_limit_names_another_server():
+    """A check is a fork of the server and inherits what the server may use: a caller whose niceness, resource
+    limits or CPUs differ from the first caller's is served by a server of its own. Control: two plain callers
+    name the same server."""
+    import resource  # noqa: PLC0415 - POSIX
+
+    plain = _key()
+    assert _key() == plain
+    assert _key("nice", "-n", "7") != plain
+    assert _key(limit=(resource.RLIMIT_AS, (8 << 30, resource.RLIM_INFINITY))) != plain
+    if shutil.which("taskset") and len(os.sched_getaffinity(0)) > 1:
+        assert _key("taskset", "-c", str(min(os.sched_getaffinity(0)))) != plain
+
+
 # -- end to end ----------------------------------------------------------------------------------------
 @pytest.mark.slow
 def test_a_served_check_says_what_an_in_process_check_says_without_loading_torch(warm, tmp_path):
@@ -226,3 +273,20 @@ def test_the_server_keeps_nothing_its_first_caller_inherited(warm, tmp_path):
         fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)  # BlockingIOError if the server held it
     finally:
         os.close(other)
+
+
+@pytest.mark.slow
+def test_a_check_is_not_run_at_the_niceness_of_the_check_that_left_the_server(warm, tmp_path):
+    """``nice -n 7 grade check`` first: the server it leaves runs at niceness 7, and a plain check after it is not
+    handed to that server (it checks in-process and leaves its own, which the next plain check uses)."""
+    folder, env = warm
+    args = ("check", str(CORPUS / "correct_einsum"), "--step", "simple_attention")
+    niced = subprocess.run(["nice", "-n", "7", sys.executable, "-c", WRAPPER, *args], cwd=ROOT, env=env,
+                           capture_output=True, text=True, timeout=600)
+    assert niced.returncode == 0 and len(list(folder.glob("*.sock"))) == 1
+    assert _grade(env, *args)[::3] == (0, True)  # not served: torch loaded here
+    assert len(list(folder.glob("*.sock"))) == 2
+    assert _grade(env, *args)[::3] == (0, False)  # control: a plain caller is served by the plain server
+    niced_again = subprocess.run(["nice", "-n", "7", sys.executable, "-c", WRAPPER, *args], cwd=ROOT, env=env,
+                                 capture_output=True, text=True, timeout=600)
+    assert niced_again.returncode == 0 and niced_again.stderr.rstrip().endswith("torch loaded: False")

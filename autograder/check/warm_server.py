@@ -12,7 +12,8 @@ to the client. Each check is a fresh fork of the warm server: nothing a check di
 submission's code, which only ever runs in a worker forked from the child) is in the server.
 
 The server listens on a Unix socket named after everything that could change an answer (the interpreter,
-the kit's files and their times, the public cases, ``AUTOGRADER_*`` settings): reinstalling the kit or
+the kit's files and their times, the public cases, ``AUTOGRADER_*`` settings, the niceness and resource limits a
+check would inherit): reinstalling the kit or
 editing it makes a new name, and the old server, unused, ends after ``GRADE_CHECK_SERVER_IDLE`` seconds
 (default 600) like any idle one. It lives in a folder of the user's own, mode 0700 (``$XDG_RUNTIME_DIR``,
 else the temporary folder); on Linux it also answers only its own user (``SO_PEERCRED``).
@@ -60,10 +61,10 @@ def _folder() -> Path | None:
     chosen = os.environ.get(DIR_ENV)
     if chosen:
         folder = Path(chosen)
-    elif os.environ.get("XDG_RUNTIME_DIR"):
-        folder = Path(os.environ["XDG_RUNTIME_DIR"]) / "attention-grade"
-    else:
-        folder = Path(tempfile.gettempdir()) / f"attention-grade-{os.getuid()}"
+    else:  # named for the uid even in the user's own runtime folder: a ``sudo grade check`` that keeps
+        # ``XDG_RUNTIME_DIR`` makes root's folder beside it, never the user's own (theirs could not be used again)
+        base = os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir()
+        folder = Path(base) / f"attention-grade-{os.getuid()}"
     try:
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         info = os.lstat(folder)
@@ -75,9 +76,10 @@ def _folder() -> Path | None:
 
 
 def key() -> str:
-    """A name for everything that could change a check's answer, but the student's own files."""
+    """A name for everything that could change a check's answer, but the student's own files: among them what
+    this process may use (``limited()``), which a check forked from the server has as the server has it."""
     digest = hashlib.sha256()
-    for part in (sys.executable, sys.version, str(PACKAGE), str(os.getuid())):
+    for part in (sys.executable, sys.version, str(PACKAGE), str(os.getuid()), limited()):
         digest.update(part.encode() + b"\0")
     for name, value in sorted(os.environ.items()):
         if name.startswith("AUTOGRADER_"):
@@ -96,6 +98,27 @@ def key() -> str:
                     info = os.stat(path)
                     digest.update(f"{path[top:]}\0{info.st_mtime_ns}\0{info.st_size}\0".encode())
     return digest.hexdigest()[:20]
+
+
+def limited() -> str:
+    """What this process may use, as a check's process inherits it: its niceness, resource limits, CPUs and control
+    group. A server keeps its first caller's (a check runs as a fork of it), so a caller with others is answered by
+    a server of its own: ``nice grade check`` once, or a check under ``ulimit -v``, sets nothing for the next."""
+    parts = []
+    with contextlib.suppress(AttributeError, OSError):
+        parts.append(f"nice {os.getpriority(os.PRIO_PROCESS, 0)}")
+    with contextlib.suppress(ImportError):
+        import resource  # noqa: PLC0415 - not on Windows
+
+        for name in sorted(n for n in dir(resource) if n.startswith("RLIMIT_")):
+            with contextlib.suppress(OSError, ValueError):
+                parts.append(f"{name} {resource.getrlimit(getattr(resource, name))}")
+    with contextlib.suppress(AttributeError, OSError):
+        parts.append(f"cpus {sorted(os.sched_getaffinity(0))}")
+    with contextlib.suppress(OSError):
+        with open("/proc/self/cgroup", "rb") as fh:
+            parts.append(f"cgroup {fh.read()!r}")
+    return "\n".join(parts)
 
 
 def socket_path() -> Path | None:
