@@ -101,9 +101,11 @@ def key() -> str:
 
 
 def limited() -> str:
-    """What this process may use, as a check's process inherits it: its niceness, resource limits, CPUs and control
-    group. A server keeps its first caller's (a check runs as a fork of it), so a caller with others is answered by
-    a server of its own: ``nice grade check`` once, or a check under ``ulimit -v``, sets nothing for the next."""
+    """What this process may use, as a check's process inherits it: its niceness, resource limits and CPUs. A server
+    keeps its first caller's (a check runs as a fork of it), so a caller with others is answered by a server of its
+    own: ``nice grade check`` once, or a check under ``ulimit -v``, sets nothing for the next. Not the control group:
+    a desktop's terminal puts each tab in a group of its own, which would start a server (and keep its memory) per
+    tab."""
     parts = []
     with contextlib.suppress(AttributeError, OSError):
         parts.append(f"nice {os.getpriority(os.PRIO_PROCESS, 0)}")
@@ -115,9 +117,6 @@ def limited() -> str:
                 parts.append(f"{name} {resource.getrlimit(getattr(resource, name))}")
     with contextlib.suppress(AttributeError, OSError):
         parts.append(f"cpus {sorted(os.sched_getaffinity(0))}")
-    with contextlib.suppress(OSError):
-        with open("/proc/self/cgroup", "rb") as fh:
-            parts.append(f"cgroup {fh.read()!r}")
     return "\n".join(parts)
 
 
