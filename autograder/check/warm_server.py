@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import hashlib
 import importlib.util
 import json
@@ -100,6 +101,7 @@ def key() -> str:
     return digest.hexdigest()[:20]
 
 
+@functools.cache  # as this process started: a library that raised a soft limit as it loaded names no other server
 def limited() -> str:
     """What this process may use, as a check's process inherits it: its niceness, resource limits and CPUs. A server
     keeps its first caller's (a check runs as a fork of it), so a caller with others is answered by a server of its
