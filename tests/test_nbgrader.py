@@ -684,6 +684,65 @@ def test_the_write_back_needs_the_courses_notebooks(tmp_path, monkeypatch):
         nbgrader_gradebook.write(tmp_path, ASSIGNMENT, {"someone": {"tests": []}})
 
 
+def test_notebooks_built_while_the_class_is_graded_reach_autograded_only_with_the_grades(source, tmp_path, monkeypatch):
+    """``grade autograde --nbgrader`` builds each student's autograded/ notebooks as soon as they are graded
+    (feedback_meanwhile.py), beside autograded/, and moves them in after the gradebook commit: a gradebook that refuses
+    the grades (no such assignment: never generated) leaves autograded/ as it was, and nothing built is left behind.
+    The control: with the assignment in the gradebook, they arrive, byte for byte the notebooks the write-back builds."""
+    pytest.importorskip("nbgrader")
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")  # alembic
+    from nbgrader.api import Gradebook  # noqa: PLC0415 - optional: nbgrader is no dependency of the kit
+
+    from autograder.autograde import pipeline  # noqa: PLC0415 - the write-back, as grade autograde calls it
+    from autograder.intake.discover import Source  # noqa: PLC0415 - the write-back, as grade autograde calls it
+    from autograder.nbgrader_course.feedback_meanwhile import FeedbackMeanwhile  # noqa: PLC0415 - as above
+    from autograder.outputs.results import read  # noqa: PLC0415 - the write-back, as grade autograde calls it
+    from autograder.usage import UsageError  # noqa: PLC0415 - the write-back, as grade autograde calls it
+
+    course = tmp_path / "course"
+    (course / "source").mkdir(parents=True)
+    shutil.copytree(source, course / "source" / ASSIGNMENT)
+    submitted = course / "submitted" / "ada" / ASSIGNMENT
+    submitted.mkdir(parents=True)
+    module = BUG_STEP.split(".")[0]
+    nbformat.write(student_copy(source, module), str(submitted / f"{module}.ipynb"))
+    result = {**kit_result({BUG_STEP}), "score": 70.0}
+    (tmp_path / "out" / "ada").mkdir(parents=True)
+    (tmp_path / "out" / "ada" / "results.json").write_text(json.dumps(result))
+    sources, url = [Source("ada", submitted)], f"sqlite:///{course / 'gradebook.db'}"
+    with Gradebook(url):
+        pass  # a gradebook without the assignment
+
+    def leftovers() -> list[str]:
+        return [p.name for p in course.iterdir() if p.name.startswith(".grade-")]
+
+    refused = FeedbackMeanwhile(course, sources, tmp_path / "out")
+    refused.add("ada")
+    assert list(refused.built) == ["ada"] and leftovers() and not (course / "autograded").exists()
+    with pytest.raises(UsageError, match="no assignment"):
+        pipeline._to_nbgrader(course, sources, tmp_path / "out", refused)
+    refused.close()
+    assert not (course / "autograded").exists() and leftovers() == []
+
+    with Gradebook(url) as gb:  # the control: the assignment, with a test cell for each of the kit's counts
+        gb.add_assignment(ASSIGNMENT)
+        for name in COURSE.modules:
+            gb.add_notebook(name, ASSIGNMENT)
+        for test in result["tests"]:
+            name, cell = nbgrader_gradebook.test_cell(test["name"])
+            gb.add_grade_cell(cell, name, ASSIGNMENT, max_score=test["max_score"], cell_type="code")
+    taken = FeedbackMeanwhile(course, sources, tmp_path / "out")
+    taken.add("ada")
+    pipeline._to_nbgrader(course, sources, tmp_path / "out", taken)
+    taken.close()
+    moved = course / "autograded" / "ada" / ASSIGNMENT
+    as_read = read(tmp_path / "out" / "ada" / "results.json").as_json()  # what the write-back reads
+    built_now = nbgrader_gradebook.feedback_notebooks(course, ASSIGNMENT, "ada", submitted, as_read, into=tmp_path / "now")
+    assert sorted(p.name for p in moved.iterdir()) == sorted(f"{m}.ipynb" for m in COURSE.modules)
+    assert {p.name: p.read_bytes() for p in moved.iterdir()} == {p.name: p.read_bytes() for p in built_now.iterdir()}
+    assert "forgot the 1/sqrt(d_k) scaling" in (moved / f"{module}.ipynb").read_text() and leftovers() == []
+
+
 #: the three warnings SQLAlchemy 2 gives while nbgrader's own ``Gradebook.add_submission`` runs (nbgrader 0.9.6)
 NBGRADER_SA_WARNING = (r"Object of type <(SubmittedAssignment|SubmittedNotebook)> not in session, "
                        r"add operation along '(Student|Assignment|Notebook)\.submissions' will not proceed")

@@ -73,18 +73,25 @@ def _main(submissions, out, course_file, n_jobs, force, times_file, nbgrader_cou
         from autograder.nbgrader_course.nbgrader_api import ImportedMeanwhile  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
 
         nbgrader_api.append(ImportedMeanwhile())
+    notebooks = None  # an nbgrader course's feedback notebooks, built as each student is graded
+    if found and found[0]:
+        from autograder.nbgrader_course.feedback_meanwhile import FeedbackMeanwhile  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
+
+        notebooks = FeedbackMeanwhile(nbgrader_course, found[0], out)
     try:
         grader = _load(course_file)
         logged = grade(grader, tuple(submissions), out, n_jobs or os.cpu_count() or 1, force, zygote,
                        trust_submissions, submitted, found, require, cluster, roster,
-                       forked=import_nbgrader_api if found and found[0] else None)
-        if found and found[0]:
+                       forked=import_nbgrader_api if notebooks else None, graded_one=notebooks.add if notebooks else None)
+        if notebooks:
             for meanwhile in nbgrader_api:
                 meanwhile.wait()
-            _to_nbgrader(nbgrader_course, found[0], out)
+            _to_nbgrader(nbgrader_course, found[0], out, notebooks)
     finally:
         for meanwhile in nbgrader_api:  # no thread left half-way through an import as the process ends
             meanwhile.wait()
+        if notebooks:
+            notebooks.close()
         if zygote is not None:
             zygote.close()
     if logged:  # a bug of the grader's must not pass for a student's failure, nor for a clean run
@@ -139,8 +146,9 @@ def interrupts():
             signal.signal(signal.SIGINT, before)
 
 
-def _to_nbgrader(course_dir: Path, sources, out: Path) -> None:
-    """Each student's points into nbgrader's gradebook, their feedback into autograded/ notebooks."""
+def _to_nbgrader(course_dir: Path, sources, out: Path, notebooks=None) -> None:
+    """Each student's points into nbgrader's gradebook, then their feedback into autograded/ notebooks (those
+    ``notebooks``, a ``FeedbackMeanwhile``, built while the class was graded, moved in; the others built now)."""
     from autograder.outputs.results import ResultsError, read  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
 
     try:
@@ -164,7 +172,11 @@ def _to_nbgrader(course_dir: Path, sources, out: Path) -> None:
     except nbgrader_gradebook.GradebookError as exc:
         raise UsageError(str(exc)) from None
     for source in sources:
-        if source.name in results:
+        if source.name not in results:
+            continue
+        if notebooks is not None:
+            notebooks.take(source.name, results[source.name])
+        else:
             nbgrader_gradebook.feedback_notebooks(course_dir, assignment, source.name, source.path, results[source.name])
     console.say(f"nbgrader: {cells} grades of {len(results)} student(s) written to the gradebook of {course_dir}; "
                 f"feedback notebooks in {course_dir}/autograded/ (nbgrader generate_feedback {assignment})")
@@ -196,10 +208,12 @@ def _load(course_file: Path):
 
 def grade(grader, submissions: tuple[Path, ...], out: Path, n_jobs: int, force: bool, zygote,
           trust_submissions: bool = False, submitted: dict[str, str] | None = None, found=None,
-          require: Level | None = None, cluster: dict | None = None, roster=None, forked=None) -> dict[str, str]:
+          require: Level | None = None, cluster: dict | None = None, roster=None, forked=None,
+          graded_one=None) -> dict[str, str]:
     """Stage, skip what is graded, grade the rest; write the class summary. The submissions the grader failed on.
 
-    ``forked``: called once the local jobs are started (``batch.run``); not on Dask."""
+    ``forked``: called once the local jobs are started (``batch.run``); not on Dask. ``graded_one``: called with
+    each submission's name once its results.json is written (while the others are graded)."""
     from tqdm import tqdm  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
 
     from autograder.autograde import batch, content_hashes, grader_log, summary  # noqa: PLC0415 - imported on first use: torch is slow to load
@@ -244,6 +258,8 @@ def grade(grader, submissions: tuple[Path, ...], out: Path, n_jobs: int, force: 
                 bar.update(1)
                 note = f"  ({graded.problem})" if graded.problem else ""
                 tqdm.write(f"{graded.name}: {graded.score:g}/{top:g}{note}")
+                if graded_one is not None:
+                    graded_one(graded.name)
 
             try:
                 if cluster is None:

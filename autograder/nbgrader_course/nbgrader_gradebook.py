@@ -117,9 +117,11 @@ def _grades(gb, submission) -> dict:
     return {(notebook, cell): grade for grade, cell, notebook in rows}
 
 
-def feedback_notebooks(course_dir: Path, assignment: str, student: str, submitted: Path, result: dict) -> Path:
+def feedback_notebooks(course_dir: Path, assignment: str, student: str, submitted: Path, result: dict,
+                       into: Path | None = None) -> Path:
     """``autograded/<student>/<assignment>/``: the course's own notebooks with the student's answers, each test
-    cell showing the kit's verdict and nothing else of the submitted notebooks (``autograded.py``)."""
+    cell showing the kit's verdict and nothing else of the submitted notebooks (``autograded.py``). ``into``: a
+    folder other than the course's ``autograded/`` (``feedback_meanwhile.py`` builds there first)."""
     from . import autograded  # noqa: PLC0415 - nbformat, an optional dependency
 
     pictures = embedded_pictures(result)  # the feedback page's pictures of failing public cases, by test name
@@ -127,7 +129,7 @@ def feedback_notebooks(course_dir: Path, assignment: str, student: str, submitte
     for test in result.get("tests", []):
         notebook, grade_id = test_cell(test["name"])
         verdicts.setdefault(notebook, {})[grade_id] = autograded.verdict_outputs(test, pictures.get(test["name"]))
-    dest = Path(course_dir) / "autograded" / student / assignment
+    dest = Path(into or Path(course_dir) / "autograded") / student / assignment
     if dest.exists():
         shutil.rmtree(dest)
     dest.mkdir(parents=True)

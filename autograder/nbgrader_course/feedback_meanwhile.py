@@ -1,0 +1,77 @@
+"""Each student's ``autograded/`` notebooks, built while the rest of the class is graded, and put in place only once
+nbgrader's gradebook has taken the class's grades.
+
+``grade autograde --nbgrader`` writes the feedback notebooks (``nbgrader_gradebook.feedback_notebooks``) after the
+gradebook commit. Built then, a 32-student class's 128 notebooks are a second of one core's work at the end of the
+run, with the other core idle; meanwhile, the batch process only waits on its jobs. So each student's notebooks are
+built here as their results.json comes in, into a folder of the course's own (``.grade-autograded-*``, beside
+``autograded/``, on the same filesystem); the write-back moves each into ``autograded/<student>/<assignment>/``
+after the commit (a rename). A gradebook that refuses the grades leaves ``autograded/`` as it was, as before; so
+does an interrupted run, and a run where nbgrader cannot be imported. Students skipped as graded by an earlier run,
+and any whose notebooks could not be built here, are built at the write-back, as before.
+"""
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import tempfile
+from pathlib import Path
+
+from autograder.intake.discover import Source
+
+
+class FeedbackMeanwhile:
+    """The feedback notebooks of an nbgrader course's students, built as each is graded (``add``), moved into
+    ``autograded/`` by the write-back (``take``), the rest removed (``close``)."""
+
+    def __init__(self, course_dir: Path, sources: list[Source], out: Path):
+        self.course_dir = Path(course_dir)
+        self.sources = {source.name: source for source in sources}
+        self.assignment = sources[0].path.name if sources else ""
+        self.out = out
+        self.staging: Path | None = None
+        self.built: dict[str, dict] = {}  # student -> the results.json its notebooks were built from
+        # without nbgrader, the write-back writes no notebooks (it says the gradebook was not updated): none built
+        self.usable = bool(sources) and importlib.util.find_spec("nbgrader") is not None
+
+    def add(self, name: str) -> None:
+        """Build ``name``'s notebooks from its results.json, just written by its job. Never raises: a student whose
+        notebooks could not be built here is built at the write-back, which says why if it fails there too."""
+        source = self.sources.get(name)
+        if not self.usable or source is None:
+            return
+        try:
+            from autograder.outputs.results import read  # noqa: PLC0415 - on first use: the zygote starts before the pipeline loads
+
+            from .nbgrader_gradebook import feedback_notebooks  # noqa: PLC0415 - nbformat, an optional dependency
+
+            if self.staging is None:
+                self.staging = Path(tempfile.mkdtemp(prefix=".grade-autograded-", dir=self.course_dir))
+            result = read(self.out / name / "results.json").as_json()
+            feedback_notebooks(self.course_dir, self.assignment, name, source.path, result, into=self.staging)
+        except Exception:  # noqa: BLE001 - built again at the write-back, whose errors are said
+            return
+        self.built[name] = result
+
+    def take(self, name: str, result: dict) -> None:
+        """``autograded/<name>/<assignment>/``: the notebooks built meanwhile from this very ``result``, moved in;
+        else built now."""
+        from .nbgrader_gradebook import feedback_notebooks  # noqa: PLC0415 - nbformat, an optional dependency
+
+        source = self.sources[name]
+        built = self.staging / name / self.assignment if self.staging is not None and name in self.built else None
+        if built is None or not built.is_dir() or self.built[name] != result:
+            feedback_notebooks(self.course_dir, self.assignment, name, source.path, result)
+            return
+        dest = self.course_dir / "autograded" / name / self.assignment
+        if dest.exists():
+            shutil.rmtree(dest)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        built.rename(dest)
+
+    def close(self) -> None:
+        """Remove what was built and not taken (an interrupted run, a gradebook that refused the grades)."""
+        if self.staging is not None:
+            shutil.rmtree(self.staging, ignore_errors=True)
+            self.staging = None
+        self.built.clear()
