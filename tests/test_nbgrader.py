@@ -687,8 +687,9 @@ def test_the_write_back_needs_the_courses_notebooks(tmp_path, monkeypatch):
 def test_notebooks_built_while_the_class_is_graded_reach_autograded_only_with_the_grades(source, tmp_path, monkeypatch):
     """``grade autograde --nbgrader`` builds each student's autograded/ notebooks as soon as they are graded
     (feedback_meanwhile.py), beside autograded/, and moves them in after the gradebook commit: a gradebook that refuses
-    the grades (no such assignment: never generated) leaves autograded/ as it was, and nothing built is left behind.
-    The control: with the assignment in the gradebook, they arrive, byte for byte the notebooks the write-back builds."""
+    the grades (no such assignment: never generated) leaves autograded/ as it was, and nothing built is left behind;
+    what a run killed meanwhile left is swept by the next. The control: with the assignment in the gradebook, they
+    arrive, byte for byte the notebooks the write-back builds."""
     pytest.importorskip("nbgrader")
     monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")  # alembic
     from nbgrader.api import Gradebook  # noqa: PLC0415 - optional: nbgrader is no dependency of the kit
@@ -716,8 +717,15 @@ def test_notebooks_built_while_the_class_is_graded_reach_autograded_only_with_th
     def leftovers() -> list[str]:
         return [p.name for p in course.iterdir() if p.name.startswith(".grade-")]
 
+    (course / ".grade-autograded").mkdir()
+    killed = subprocess.run([sys.executable, "-c", "import sys; from autograder.worker import tempdirs; "
+                             "print(tempdirs.make('meanwhile-', base=sys.argv[1]))", str(course / ".grade-autograded")],
+                            cwd=ROOT, capture_output=True, text=True, timeout=60, check=True)
+    stale = Path(killed.stdout.strip())  # what a run killed while the class was graded leaves
+    assert stale.is_dir()
     refused = FeedbackMeanwhile(course, sources, tmp_path / "out")
     refused.add("ada")
+    assert not stale.exists()  # swept by the next run
     assert list(refused.built) == ["ada"] and leftovers() and not (course / "autograded").exists()
     with pytest.raises(UsageError, match="no assignment"):
         pipeline._to_nbgrader(course, sources, tmp_path / "out", refused)

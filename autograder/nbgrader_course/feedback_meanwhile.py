@@ -4,20 +4,25 @@ nbgrader's gradebook has taken the class's grades.
 ``grade autograde --nbgrader`` writes the feedback notebooks (``nbgrader_gradebook.feedback_notebooks``) after the
 gradebook commit. Built then, a 32-student class's 128 notebooks are a second of one core's work at the end of the
 run, with the other core idle; meanwhile, the batch process only waits on its jobs. So each student's notebooks are
-built here as their results.json comes in, into a folder of the course's own (``.grade-autograded-*``, beside
-``autograded/``, on the same filesystem); the write-back moves each into ``autograded/<student>/<assignment>/``
-after the commit (a rename). A gradebook that refuses the grades leaves ``autograded/`` as it was, as before; so
-does an interrupted run, and a run where nbgrader cannot be imported. Students skipped as graded by an earlier run,
-and any whose notebooks could not be built here, are built at the write-back, as before.
+built here as their results.json comes in, into a folder of the course's own (``.grade-autograded/`` beside
+``autograded/``, on the same filesystem: a folder of this run's there, ``tempdirs``' kind, which the next run
+sweeps away if this one is killed); the write-back moves each into ``autograded/<student>/<assignment>/`` after the
+commit (a rename). A gradebook that refuses the grades leaves ``autograded/`` as it was, as before; so does an
+interrupted run, and a run where nbgrader cannot be imported. Students skipped as graded by an earlier run, and any
+whose notebooks could not be built here, are built at the write-back, as before.
 """
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import shutil
-import tempfile
 from pathlib import Path
 
 from autograder.intake.discover import Source
+from autograder.worker import tempdirs
+
+#: where a run builds its students' notebooks, in the course folder: one folder of each run's inside (``tempdirs``)
+STAGING = ".grade-autograded"
 
 
 class FeedbackMeanwhile:
@@ -46,7 +51,8 @@ class FeedbackMeanwhile:
             from .nbgrader_gradebook import feedback_notebooks  # noqa: PLC0415 - nbformat, an optional dependency
 
             if self.staging is None:
-                self.staging = Path(tempfile.mkdtemp(prefix=".grade-autograded-", dir=self.course_dir))
+                (self.course_dir / STAGING).mkdir(exist_ok=True)
+                self.staging = tempdirs.make("meanwhile-", base=str(self.course_dir / STAGING))
             result = read(self.out / name / "results.json").as_json()
             feedback_notebooks(self.course_dir, self.assignment, name, source.path, result, into=self.staging)
         except Exception:  # noqa: BLE001 - built again at the write-back, whose errors are said
@@ -74,4 +80,6 @@ class FeedbackMeanwhile:
         if self.staging is not None:
             shutil.rmtree(self.staging, ignore_errors=True)
             self.staging = None
+            with contextlib.suppress(OSError):  # another run's may still be there
+                (self.course_dir / STAGING).rmdir()
         self.built.clear()
