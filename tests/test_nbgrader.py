@@ -717,12 +717,16 @@ def test_notebooks_built_while_the_class_is_graded_reach_autograded_only_with_th
     def leftovers() -> list[str]:
         return [p.name for p in course.iterdir() if p.name.startswith(".grade-")]
 
-    (course / ".grade-autograded").mkdir()
-    killed = subprocess.run([sys.executable, "-c", "import sys; from autograder.worker import tempdirs; "
-                             "print(tempdirs.make('meanwhile-', base=sys.argv[1]))", str(course / ".grade-autograded")],
-                            cwd=ROOT, capture_output=True, text=True, timeout=60, check=True)
-    stale = Path(killed.stdout.strip())  # what a run killed while the class was graded leaves
-    assert stale.is_dir()
+    def killed_run() -> Path:
+        """What a run killed while the class was graded leaves: a folder of its own, its lock let go of."""
+        (course / ".grade-autograded").mkdir(exist_ok=True)
+        made = subprocess.run([sys.executable, "-c", "import sys; from autograder.worker import tempdirs; "
+                               "print(tempdirs.make('meanwhile-', base=sys.argv[1]))", str(course / ".grade-autograded")],
+                              cwd=ROOT, capture_output=True, text=True, timeout=60, check=True)
+        assert Path(made.stdout.strip()).is_dir()
+        return Path(made.stdout.strip())
+
+    stale = killed_run()
     refused = FeedbackMeanwhile(course, sources, tmp_path / "out")
     refused.add("ada")
     assert not stale.exists()  # swept by the next run
@@ -731,6 +735,9 @@ def test_notebooks_built_while_the_class_is_graded_reach_autograded_only_with_th
         pipeline._to_nbgrader(course, sources, tmp_path / "out", refused)
     refused.close()
     assert not (course / "autograded").exists() and leftovers() == []
+    stale = killed_run()
+    FeedbackMeanwhile(course, sources, tmp_path / "out").close()  # a run that builds nothing (all resumed) sweeps too
+    assert not stale.exists() and leftovers() == []
 
     with Gradebook(url) as gb:  # the control: the assignment, with a test cell for each of the kit's counts
         gb.add_assignment(ASSIGNMENT)
@@ -741,6 +748,7 @@ def test_notebooks_built_while_the_class_is_graded_reach_autograded_only_with_th
             gb.add_grade_cell(cell, name, ASSIGNMENT, max_score=test["max_score"], cell_type="code")
     taken = FeedbackMeanwhile(course, sources, tmp_path / "out")
     taken.add("ada")
+    staged = (taken.staging / "ada" / ASSIGNMENT / f"{module}.ipynb").stat().st_ino
     pipeline._to_nbgrader(course, sources, tmp_path / "out", taken)
     taken.close()
     moved = course / "autograded" / "ada" / ASSIGNMENT
@@ -749,6 +757,7 @@ def test_notebooks_built_while_the_class_is_graded_reach_autograded_only_with_th
     assert sorted(p.name for p in moved.iterdir()) == sorted(f"{m}.ipynb" for m in COURSE.modules)
     assert {p.name: p.read_bytes() for p in moved.iterdir()} == {p.name: p.read_bytes() for p in built_now.iterdir()}
     assert "forgot the 1/sqrt(d_k) scaling" in (moved / f"{module}.ipynb").read_text() and leftovers() == []
+    assert (moved / f"{module}.ipynb").stat().st_ino == staged  # moved in, not built again at the write-back
 
 
 #: the three warnings SQLAlchemy 2 gives while nbgrader's own ``Gradebook.add_submission`` runs (nbgrader 0.9.6)

@@ -74,7 +74,7 @@ def _main(submissions, out, course_file, n_jobs, force, times_file, nbgrader_cou
 
         nbgrader_api.append(ImportedMeanwhile())
     notebooks = None  # an nbgrader course's feedback notebooks, built as each student is graded
-    if found and found[0]:
+    if found and found[0]:  # (on Dask too, built at the write-back: no thread imports nbgrader's API meanwhile there)
         from autograder.nbgrader_course.feedback_meanwhile import FeedbackMeanwhile  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
 
         notebooks = FeedbackMeanwhile(nbgrader_course, found[0], out)
@@ -82,16 +82,17 @@ def _main(submissions, out, course_file, n_jobs, force, times_file, nbgrader_cou
         grader = _load(course_file)
         logged = grade(grader, tuple(submissions), out, n_jobs or os.cpu_count() or 1, force, zygote,
                        trust_submissions, submitted, found, require, cluster, roster,
-                       forked=import_nbgrader_api if notebooks else None, graded_one=notebooks.add if notebooks else None)
+                       forked=import_nbgrader_api if notebooks else None,
+                       graded_one=notebooks.add if notebooks and cluster is None else None)
         if notebooks:
             for meanwhile in nbgrader_api:
                 meanwhile.wait()
             _to_nbgrader(nbgrader_course, found[0], out, notebooks)
     finally:
+        if notebooks:  # first: a Ctrl-C while the thread below is waited for leaves nothing built behind
+            notebooks.close()
         for meanwhile in nbgrader_api:  # no thread left half-way through an import as the process ends
             meanwhile.wait()
-        if notebooks:
-            notebooks.close()
         if zygote is not None:
             zygote.close()
     if logged:  # a bug of the grader's must not pass for a student's failure, nor for a clean run

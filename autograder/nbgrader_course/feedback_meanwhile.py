@@ -8,8 +8,9 @@ built here as their results.json comes in, into a folder of the course's own (``
 ``autograded/``, on the same filesystem: a folder of this run's there, ``tempdirs``' kind, which the next run
 sweeps away if this one is killed); the write-back moves each into ``autograded/<student>/<assignment>/`` after the
 commit (a rename). A gradebook that refuses the grades leaves ``autograded/`` as it was, as before; so does an
-interrupted run, and a run where nbgrader cannot be imported. Students skipped as graded by an earlier run, and any
-whose notebooks could not be built here, are built at the write-back, as before.
+interrupted run, and a run where nbgrader cannot be imported. Students skipped as graded by an earlier run, any
+whose notebooks could not be built here, a course folder where no folder of ours can be made or renamed from, and
+a run on Dask (whose client imports no nbgrader meanwhile) are built at the write-back, as before.
 """
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ class FeedbackMeanwhile:
         self.staging: Path | None = None
         self.built: dict[str, dict] = {}  # student -> the results.json its notebooks were built from
         # without nbgrader, the write-back writes no notebooks (it says the gradebook was not updated): none built
-        self.usable = bool(sources) and importlib.util.find_spec("nbgrader") is not None
+        self.usable = bool(sources) and _installed("nbgrader")
 
     def add(self, name: str) -> None:
         """Build ``name``'s notebooks from its results.json, just written by its job. Never raises: a student whose
@@ -51,8 +52,12 @@ class FeedbackMeanwhile:
             from .nbgrader_gradebook import feedback_notebooks  # noqa: PLC0415 - nbformat, an optional dependency
 
             if self.staging is None:
-                (self.course_dir / STAGING).mkdir(exist_ok=True)
-                self.staging = tempdirs.make("meanwhile-", base=str(self.course_dir / STAGING))
+                try:
+                    (self.course_dir / STAGING).mkdir(exist_ok=True)
+                    self.staging = tempdirs.make("meanwhile-", base=str(self.course_dir / STAGING))
+                except OSError:  # no folder of ours can be made there: all are built at the write-back
+                    self.usable = False
+                    return
             result = read(self.out / name / "results.json").as_json()
             feedback_notebooks(self.course_dir, self.assignment, name, source.path, result, into=self.staging)
         except Exception:  # noqa: BLE001 - built again at the write-back, whose errors are said
@@ -72,14 +77,30 @@ class FeedbackMeanwhile:
         dest = self.course_dir / "autograded" / name / self.assignment
         if dest.exists():
             shutil.rmtree(dest)
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        built.rename(dest)
+        try:
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            built.rename(dest)
+        except OSError:  # autograded/ on another filesystem (a link, a mount): built there, as without this class
+            feedback_notebooks(self.course_dir, self.assignment, name, source.path, result)
 
     def close(self) -> None:
-        """Remove what was built and not taken (an interrupted run, a gradebook that refused the grades)."""
+        """Remove what was built and not taken (an interrupted run, a gradebook that refused the grades), and what
+        a run killed meanwhile left (swept whether or not this run built anything)."""
         if self.staging is not None:
-            shutil.rmtree(self.staging, ignore_errors=True)
+            tempdirs.remove(self.staging)
             self.staging = None
-            with contextlib.suppress(OSError):  # another run's may still be there
-                (self.course_dir / STAGING).rmdir()
         self.built.clear()
+        parent = self.course_dir / STAGING
+        if parent.is_dir():
+            with contextlib.suppress(OSError):  # a filesystem without locks: left for a run that can tell
+                tempdirs.sweep("meanwhile-", str(parent))
+            with contextlib.suppress(OSError):  # another run's may still be there
+                parent.rmdir()
+
+
+def _installed(name: str) -> bool:
+    """Whether ``name`` can be imported here, without importing it."""
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):  # a module set to None in sys.modules, a broken parent package
+        return False

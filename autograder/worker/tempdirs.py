@@ -99,15 +99,31 @@ def make(prefix: str, base: str | None = None, mode: int | None = None) -> Path:
     """A fresh folder ``<prefix><our pid>-XXXX``, locked by us, after sweeping the litter of dead runs."""
     sweep(prefix, base)
     hidden = Path(tempfile.mkdtemp(prefix=f".{prefix}{os.getpid()}-", dir=base))
-    fd = os.open(hidden / LOCK, os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
-    if locks.fcntl is not None:
-        locks.fcntl.flock(fd, locks.fcntl.LOCK_EX)
+    fd = -1
+    try:
+        fd = os.open(hidden / LOCK, os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
+        if locks.fcntl is not None:
+            locks.fcntl.flock(fd, locks.fcntl.LOCK_EX)
+    except OSError:  # a filesystem without locks (NFS without its lock daemon): nothing of ours is left there
+        if fd >= 0:
+            os.close(fd)
+        shutil.rmtree(hidden, ignore_errors=True)
+        raise
     path = hidden.with_name(hidden.name[1:])
     os.rename(hidden, path)
     _held[str(path)] = fd
     if mode is not None:
         os.chmod(path, mode)
     return path
+
+
+def remove(path: str | os.PathLike) -> None:
+    """Remove a folder of ours and all it holds, its lock let go of first (on NFS, a file still open when it is
+    removed leaves a ``.nfs*`` file in its place, and the folder with it)."""
+    fd = _held.pop(str(path), None)
+    if fd is not None:
+        os.close(fd)
+    shutil.rmtree(path, ignore_errors=True)
 
 
 def remove_empty(path: str | os.PathLike) -> None:
