@@ -85,8 +85,8 @@ def _torch_state() -> tuple:
 def _files(shared: tuple[str, ...]) -> tuple:
     """What is in the scratch folder (and, in a sandbox, its /tmp; else what we own in the machine's shared
     folders): a step may leave nothing behind."""
-    places = [os.getcwd()] + (["/tmp"] if os.getppid() == 1 else [])
     try:
+        places = [os.getcwd()] + (["/tmp"] if os.getppid() == 1 else [])
         return tuple(tuple(sorted(os.listdir(p))) for p in places) + tuple(leftovers.owned_files(_uid(), shared))
     except OSError:
         return ("?",)

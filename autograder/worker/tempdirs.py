@@ -100,18 +100,21 @@ def make(prefix: str, base: str | None = None, mode: int | None = None) -> Path:
     sweep(prefix, base)
     hidden = Path(tempfile.mkdtemp(prefix=f".{prefix}{os.getpid()}-", dir=base))
     fd = -1
-    try:
-        fd = os.open(hidden / LOCK, os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
-        if locks.fcntl is not None:
+    # Where nothing can be locked (no fcntl: Windows), no lock file: one nobody holds tells every other run that the
+    # folder's owner is gone, and it would be swept from under us; without one, its pid says (``_gone``).
+    if locks.fcntl is not None:
+        try:
+            fd = os.open(hidden / LOCK, os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
             locks.fcntl.flock(fd, locks.fcntl.LOCK_EX)
-    except OSError:  # a filesystem without locks (NFS without its lock daemon): nothing of ours is left there
-        if fd >= 0:
-            os.close(fd)
-        shutil.rmtree(hidden, ignore_errors=True)
-        raise
+        except OSError:  # a filesystem without locks (NFS without its lock daemon): nothing of ours is left there
+            if fd >= 0:
+                os.close(fd)
+            shutil.rmtree(hidden, ignore_errors=True)
+            raise
     path = hidden.with_name(hidden.name[1:])
     os.rename(hidden, path)
-    _held[str(path)] = fd
+    if fd >= 0:
+        _held[str(path)] = fd
     if mode is not None:
         os.chmod(path, mode)
     return path
