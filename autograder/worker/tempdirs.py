@@ -2,7 +2,8 @@
 
 Each folder is named ``<prefix><pid>-<random>`` and holds a lock file (``.owner.lock``) that the process
 that made it keeps locked for as long as it lives (its forked children hold it too). The folder appears
-under that name only once locked (made under a hidden name, then renamed). A run killed with ``kill -9``
+under that name only once locked (made under a hidden name, then renamed); where nothing can be locked (no
+``fcntl``), it holds no lock file, and its pid is all there is to go by. A run killed with ``kill -9``
 cannot remove its folders; so every run first sweeps away the folders of its prefix whose lock nobody
 holds. A pid is no proof of life: another grader in another PID namespace (two containers sharing
 ``/tmp``) would read a live run's pid as gone, and pids are reused. Folders of older graders, without a
@@ -96,7 +97,8 @@ def close_inherited() -> None:
 
 
 def make(prefix: str, base: str | None = None, mode: int | None = None) -> Path:
-    """A fresh folder ``<prefix><our pid>-XXXX``, locked by us, after sweeping the litter of dead runs."""
+    """A fresh folder ``<prefix><our pid>-XXXX``, locked by us where locks exist, after sweeping the litter of dead
+    runs."""
     sweep(prefix, base)
     hidden = Path(tempfile.mkdtemp(prefix=f".{prefix}{os.getpid()}-", dir=base))
     fd = -1
