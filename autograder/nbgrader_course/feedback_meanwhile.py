@@ -69,19 +69,18 @@ class FeedbackMeanwhile:
         else built now."""
         from .nbgrader_gradebook import feedback_notebooks  # noqa: PLC0415 - nbformat, an optional dependency
 
-        source = self.sources[name]
         built = self.staging / name / self.assignment if self.staging is not None and name in self.built else None
-        if built is None or not built.is_dir() or self.built[name] != result:
-            feedback_notebooks(self.course_dir, self.assignment, name, source.path, result)
-            return
-        dest = self.course_dir / "autograded" / name / self.assignment
-        if dest.exists():
-            shutil.rmtree(dest)
-        try:
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            built.rename(dest)
-        except OSError:  # autograded/ on another filesystem (a link, a mount): built there, as without this class
-            feedback_notebooks(self.course_dir, self.assignment, name, source.path, result)
+        if built is not None and built.is_dir() and self.built[name] == result:
+            dest = self.course_dir / "autograded" / name / self.assignment
+            if dest.exists():
+                shutil.rmtree(dest)
+            try:
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                built.rename(dest)
+                return
+            except OSError:  # autograded/ on another filesystem (a link, a mount): built there, as without this class
+                pass
+        feedback_notebooks(self.course_dir, self.assignment, name, self.sources[name].path, result)
 
     def close(self) -> None:
         """Remove what was built and not taken (an interrupted run, a gradebook that refused the grades), and what
