@@ -145,7 +145,7 @@ def autograde(**options) -> None:
     from autograder.commands import autograde as verb  # noqa: PLC0415 - the verb's module on first use: start-up loads none
 
     options["course_file"] = _course(options["course_file"], options["nbgrader_course"])
-    _run(verb.main, **options)
+    _run(verb.main, quick_exit=True, **options)
 
 
 @main.command()

@@ -10,9 +10,12 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
+
+from autograder import quick_exit
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -61,6 +64,67 @@ def test_grade_check_ends_without_the_teardown_once_its_output_is_out():
     failing = _check("samples/submissions/dave", "command_line")  # dave's steps are the untouched stubs: status 1
     assert failing.returncode == _check("samples/submissions/dave", "main").returncode == 1, failing.stderr[-2000:]
     assert not _torn_down(failing) and _results(failing)["score"] < _results(failing)["max_score"]
+
+
+# A batch run as the command line runs it, or as a caller runs it, with a daemon thread of a library's still running
+# (as tqdm's monitor can be), which its exit hook names.
+AUTOGRADE = ("import atexit, sys, threading\n"
+             "threading.Thread(target=threading.Event().wait, name='a library daemon', daemon=True).start()\n"
+             "atexit.register(lambda: print('EXIT HOOKS RAN; daemons:', sorted(t.name for t in threading.enumerate() "
+             "if t.daemon), flush=True))\n"
+             "sys.argv = ['grade', 'autograde', 'samples/submissions', '--out', {out!r}, '--jobs', '1']\n"
+             "from autograder import cli\n"
+             "cli.{entry}()\n")
+
+
+def _autograde(out: Path, entry: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONVERBOSE": "1"}
+    return subprocess.run([sys.executable, "-c", AUTOGRADE.format(out=str(out), entry=entry)], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=600)
+
+
+def _graded(out: Path) -> dict:
+    """Each submission's points and feedback, as results.json has them (not the times)."""
+    return {path.parent.name: [(t["name"], t["score"], t["output"]) for t in json.loads(path.read_text())["tests"]]
+            for path in sorted(out.glob("*/results.json"))}
+
+
+def test_grade_autograde_ends_without_the_teardown_once_the_batch_is_written(tmp_path):
+    """The command line's `grade autograde` ends once its summary is out, with a daemon thread (which the interpreter's
+    teardown would not wait for either) still running: the exit hooks run, every results.json and the class summary
+    are written, the status is the batch's; control: the same batch through `main` is torn down."""
+    quick = _autograde(tmp_path / "quick", "command_line")
+    assert quick.returncode == 0, quick.stderr[-2000:]
+    assert "EXIT HOOKS RAN; daemons: ['a library daemon']" in quick.stdout and not _torn_down(quick)
+    control = _autograde(tmp_path / "control", "main")
+    assert control.returncode == 0, control.stderr[-2000:]
+    assert "EXIT HOOKS RAN" in control.stdout and _torn_down(control)
+    graded = _graded(tmp_path / "quick")
+    assert len(graded) == len([p for p in (ROOT / "samples" / "submissions").iterdir() if p.is_dir()]) >= 4
+    assert graded == _graded(tmp_path / "control")
+    summary = (tmp_path / "quick" / "summary.md").read_text()
+    assert all(f"[feedback.html]({name}/feedback.html)" in summary for name in graded)
+
+
+def test_a_thread_the_teardown_would_wait_for_keeps_the_process_from_ending_at_once():
+    """A daemon thread does not keep the command line's process from ending at once; any other thread does (the
+    interpreter would wait for it); a process that did not start through the command line never ends at once."""
+    release = threading.Event()
+    daemon = threading.Thread(target=release.wait, daemon=True)
+    daemon.start()
+    try:
+        assert quick_exit.allowed(quick_exit.COMMAND_LINE)
+        assert not quick_exit.allowed(None)
+        worker = threading.Thread(target=release.wait)
+        worker.start()
+        try:
+            assert not quick_exit.allowed(quick_exit.COMMAND_LINE)
+        finally:
+            release.set()
+            worker.join()
+    finally:
+        release.set()
+        daemon.join()
 
 
 # An atexit hook registered before the command runs is called after the command's own hooks (last in, first out):
