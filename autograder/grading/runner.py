@@ -12,6 +12,7 @@ from autograder.sandbox.per_request import PerRequest
 from autograder.sandbox.reference_server import ReferenceWorker, StandinCalls
 from autograder.sandbox.zygote import Zygote
 from autograder.worker import tempdirs
+from autograder.worker.wire import STARTED
 from autograder.worker.errors import error, failed
 
 from .dependencies import StandinPolicy
@@ -46,6 +47,11 @@ def _control(worker, message: dict | None) -> dict:
     answer.setdefault("changed", [])
     answer.setdefault("import_errors", {})
     return answer
+
+
+class GraderFault(RuntimeError):
+    """The grader's own sandbox failed, before any of the student's code ran: the instructor's to fix
+    (grader_errors.log), never the student's to read as their fault."""
 
 
 def limit_error(exc: WorkerError) -> dict:
@@ -205,10 +211,23 @@ class SubmissionRunner:
                                            callbacks=calls)
         self._holds = set(needed)
         self._step = step
+        self._started()
         hello = _control(self._worker, None)
         self.import_errors = {**hello["import_errors"], **self.module_errors}
         _control(self._worker, {"op": "step", **({"standins": self._code(needed)} if needed else {})})
         self._mark_output()
+
+    def _started(self) -> None:
+        """Read the fresh worker's first word, said before any student code ran there (``child.serve``): a worker
+        that ends or stalls before it failed in the grader's own start, which is no fault of the student's."""
+        try:
+            first = self._worker.request()
+        except WorkerError as exc:
+            self._worker.kill()
+            raise GraderFault(f"the grader's worker failed before the submission was imported: {exc.reason}") from None
+        if first != STARTED:  # nothing of the student's has run yet: the grader's own protocol is broken
+            self._worker.kill()
+            raise GraderFault(f"the grader's worker said {str(first)[:200]!r} before the submission was imported")
 
     def _mark_output(self) -> None:
         try:

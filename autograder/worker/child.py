@@ -1,5 +1,8 @@
 """One worker: import the submission, serve the trusted side's requests for one step or more.
 
+It first says ``{"started": True}`` (before any student code runs), then, once the submission is imported, which
+of its modules failed to (``{"import_errors": ...}``).
+
 Requests: ``{"op": "step"}`` starts a step (fresh random state); ``{"op": "standins", "standins": {...}}``
 builds and substitutes stand-ins (for the steps graded last), and so does ``{"op": "step", "standins": {...}}``
 before the step starts (one round trip instead of two); with ``"if_clean": true`` either does so
@@ -58,6 +61,9 @@ def serve(channel: socket.socket, folder: str, spawn: dict, shared: tuple[str, .
     for name in [n for n in sys.modules if n[:1] == "a" and n.startswith(("attention_worker", "autograder"))]:
         del sys.modules[name]
     machinery = check(watched, functions)
+    # The first frame, written before any student code runs here: a worker that ends before it failed in the
+    # grader's own start (its confinement, the checks above), never in the student's code (runner.py reads it).
+    send(channel, wire.STARTED)
     modules, errors = submission.load(folder, spawn["modules"])
     ws = runtime.prepare(folder, modules)
     baseline = hygiene.fingerprint(modules, shared)

@@ -47,6 +47,10 @@ def _st_load(blob: bytes) -> dict[str, torch.Tensor]:
                      else torch.empty(info["shape"], dtype=dtype))
     return out
 
+#: A worker's first frame, sent once it is confined and before it imports the submission (``child.serve``): a
+#: worker that ends before it failed in the grader's own start (``grading/runner.py``).
+STARTED = {"started": True}
+
 #: The largest frame either side accepts; a bigger one is a protocol error (a worker flooding memory).
 MAX_FRAME = 256 * 1024 * 1024
 #: The largest JSON header: the tensors travel in the blob, so a header is names, shapes and small numbers.
