@@ -80,7 +80,8 @@ def _host_timer_ends_a_stalled_sandbox(tmp_path, wall_seconds, patience=30.0):
             request["wall_seconds"] = wall_seconds
         sandbox = zygote.open(request)
         worker = sandbox.spawn({"modules": ["simple_attention"]}, tmp_path / "out", 1000.0)
-        worker.request(None)  # the worker's hello: it is up
+        assert worker.request(None) == {"started": True}  # the worker's first word: confined
+        worker.request(None)  # its hello: the submission imported, it is up
         worker.sock.settimeout(patience)
         start = time.monotonic()
         try:
