@@ -10,12 +10,9 @@ import os
 import shutil
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
-
-from autograder import quick_exit
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -106,25 +103,23 @@ def test_grade_autograde_ends_without_the_teardown_once_the_batch_is_written(tmp
     assert all(f"[feedback.html]({name}/feedback.html)" in summary for name in graded)
 
 
+THREADS = ("import threading\n"
+           "from autograder import quick_exit\n"
+           "release = threading.Event()\n"
+           "threading.Thread(target=release.wait, daemon=True).start()\n"
+           "print('daemon:', quick_exit.allowed(quick_exit.COMMAND_LINE), quick_exit.allowed(None))\n"
+           "worker = threading.Thread(target=release.wait)\n"
+           "worker.start()\n"
+           "print('and another:', quick_exit.allowed(quick_exit.COMMAND_LINE))\n"
+           "release.set()\n")
+
+
 def test_a_thread_the_teardown_would_wait_for_keeps_the_process_from_ending_at_once():
     """A daemon thread does not keep the command line's process from ending at once; any other thread does (the
-    interpreter would wait for it); a process that did not start through the command line never ends at once."""
-    release = threading.Event()
-    daemon = threading.Thread(target=release.wait, daemon=True)
-    daemon.start()
-    try:
-        assert quick_exit.allowed(quick_exit.COMMAND_LINE)
-        assert not quick_exit.allowed(None)
-        worker = threading.Thread(target=release.wait)
-        worker.start()
-        try:
-            assert not quick_exit.allowed(quick_exit.COMMAND_LINE)
-        finally:
-            release.set()
-            worker.join()
-    finally:
-        release.set()
-        daemon.join()
+    interpreter would wait for it); a process that did not start through the command line never ends at once.
+    (In a process of its own: the test run's own threads are not the point.)"""
+    ran = _python(THREADS)
+    assert "daemon: True False" in ran and "and another: False" in ran
 
 
 # An atexit hook registered before the command runs is called after the command's own hooks (last in, first out):
