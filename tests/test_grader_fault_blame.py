@@ -15,6 +15,7 @@ import pytest
 import torch
 
 from autograder.grading.runner import GraderFault, SubmissionRunner
+from autograder.sandbox.host import WorkerError
 from autograder.sandbox.local_zygote import LocalZygote
 
 CORRECT = """import torch
@@ -67,3 +68,31 @@ def test_control_a_submission_that_ends_its_worker_on_import_is_still_its_own_fa
         finally:
             runner.close()
     assert answer["ok"] is False and "your code ended the worker process" in answer["error"]["message"]
+
+
+class _Unstarted:
+    """A worker that never says its first word: it raises ``error`` when read."""
+
+    def __init__(self, error: WorkerError):
+        self.error, self.killed = error, False
+
+    def request(self):
+        raise self.error
+
+    def kill(self):
+        self.killed = True
+
+
+@pytest.mark.unit
+def test_a_worker_out_of_time_before_its_first_word_is_said_as_the_time_limit():
+    """The submission's total time can run out between two steps: that is the time limit, said as before (and the
+    step retired), not a fault of the grader's; a worker that dies there is the grader's."""
+    runner = object.__new__(SubmissionRunner)
+    runner._worker = _Unstarted(WorkerError("the time limit of 0.01 s for this step was hit", limit="time"))
+    with pytest.raises(WorkerError) as raised:
+        runner._started()
+    assert raised.type is WorkerError and raised.value.limit == "time"
+    runner._worker = _Unstarted(WorkerError("the worker process died (signal SIGABRT)"))
+    with pytest.raises(GraderFault, match="before the submission was imported: the worker process died"):
+        runner._started()
+    assert runner._worker.killed

@@ -219,10 +219,14 @@ class SubmissionRunner:
 
     def _started(self) -> None:
         """Read the fresh worker's first word, said before any student code ran there (``child.serve``): a worker
-        that ends or stalls before it failed in the grader's own start, which is no fault of the student's."""
+        that ends before it failed in the grader's own start, which is no fault of the student's. Out of time
+        before it (the submission's total time used up by earlier steps, or a machine too busy) is said as the
+        time limit, as any other."""
         try:
             first = self._worker.request()
         except WorkerError as exc:
+            if exc.limit == "time":
+                raise
             self._worker.kill()
             raise GraderFault(f"the grader's worker failed before the submission was imported: {exc.reason}") from None
         if first != STARTED:  # nothing of the student's has run yet: the grader's own protocol is broken
