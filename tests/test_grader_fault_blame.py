@@ -29,10 +29,10 @@ REQUEST = {"target": "simple_attention.attention_scores", "kind": "function",
            "args": [torch.ones(3, 2), torch.ones(2)]}
 
 
-def _run(tmp_path, limits: dict):
+def _run(tmp_path, limits: dict, source: str = CORRECT):
     folder = tmp_path / "sub"
     folder.mkdir(exist_ok=True)
-    (folder / "simple_attention.py").write_text(CORRECT)
+    (folder / "simple_attention.py").write_text(source)
     with LocalZygote() as zygote:
         runner = SubmissionRunner(zygote, folder, ["simple_attention"], {}, {"simple_attention.attention_scores": 10.0},
                                   limits)
@@ -58,15 +58,7 @@ def test_control_the_same_submission_with_limits_the_worker_can_set_is_graded(tm
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="forked hosts only")
 def test_control_a_submission_that_ends_its_worker_on_import_is_still_its_own_fault(tmp_path):
     """Student code that ends the process as it is imported: after the first word, so the student's to read."""
-    folder = tmp_path / "sub"
-    folder.mkdir()
-    (folder / "simple_attention.py").write_text("import os\nos._exit(0)\n" + CORRECT)
-    with LocalZygote() as zygote:
-        runner = SubmissionRunner(zygote, folder, ["simple_attention"], {}, {"simple_attention.attention_scores": 10.0})
-        try:
-            answer = runner.run("simple_attention.attention_scores", REQUEST)
-        finally:
-            runner.close()
+    answer = _run(tmp_path, {}, "import os\nos._exit(0)\n" + CORRECT)
     assert answer["ok"] is False and "your code ended the worker process" in answer["error"]["message"]
 
 
