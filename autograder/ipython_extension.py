@@ -36,16 +36,25 @@ class Answer:
         return self.answer["text"]
 
 
+# The service runs in a process group of its own. The front end's interrupt (the stop button) signals the
+# kernel's whole group, and ipykernel's shutdown signals every child in that group and waits until none is
+# left: in the kernel's group the warm service died at each interrupt, and a dead one the kernel had not yet
+# reaped kept the shutdown waiting until the kernel was killed, its exit hooks (and the folder's removal) unrun.
+OWN_GROUP = ({"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP} if os.name == "nt"
+             else {"start_new_session": True})
+
+
 class Service:
-    """The warm checking process of this kernel, and its temporary folder."""
+    """The warm checking process of this kernel, and its temporary folder: removed by the kernel's exit hook,
+    or by the service itself once its input ends (the kernel has gone, however it went)."""
 
     def __init__(self) -> None:
         self.folder = Path(tempfile.mkdtemp(prefix="grade-magic-"))
         env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
         self.log = open(self.folder / "service.log", "wb")  # noqa: SIM115 - kept open for the process's life
-        self.process = subprocess.Popen([sys.executable, "-m", "autograder.check.service"],
+        self.process = subprocess.Popen([sys.executable, "-m", "autograder.check.service", "--remove", str(self.folder)],
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
-                                        cwd=self.folder, env=env, text=True, encoding="utf-8")
+                                        cwd=self.folder, env=env, text=True, encoding="utf-8", **OWN_GROUP)
         self.replies = self.process.stdout
         first = self.replies.readline()
         if not first:

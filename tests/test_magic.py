@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import re
+import signal
+import time
 
 import pytest
 
@@ -19,15 +21,23 @@ pytestmark = pytest.mark.slow
 SAMPLES = ROOT / "samples" / "submissions"
 
 
+def with_extension(path):
+    """The notebook at ``path`` with ``%load_ext autograder`` as its first cell, for a Python 3 kernel."""
+    import nbformat  # noqa: PLC0415 - imported on first use: nbformat is slow to load
+
+    nb = nbformat.read(path, as_version=4)
+    nb.cells.insert(0, nbformat.v4.new_code_cell("%load_ext autograder"))
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    return nb
+
+
 def run_notebook(path, *last_cells: str, allow_errors: bool = False):
     """Run ``path`` in a fresh kernel with the extension loaded first and ``last_cells`` at the end; the notebook."""
     import nbformat  # noqa: PLC0415 - imported on first use: nbformat is slow to load
     from nbclient import NotebookClient  # noqa: PLC0415 - optional: Jupyter's, from the test extra
 
-    nb = nbformat.read(path, as_version=4)
-    nb.cells.insert(0, nbformat.v4.new_code_cell("%load_ext autograder"))
+    nb = with_extension(path)
     nb.cells += [nbformat.v4.new_code_cell(c) for c in last_cells]
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     NotebookClient(nb, timeout=600, kernel_name="python3", allow_errors=allow_errors,
                    resources={"metadata": {"path": str(path.parent)}}).execute()
     return nb
@@ -88,3 +98,66 @@ def test_a_syntax_error_is_named_with_its_cell_and_the_rest_still_checks(tmp_pat
     assert "simple_attention.py does not import" in text
     assert f"in the cell you ran as In [{index + 2}]: def softmax_naive(x:" in text  # +1: load_ext, +1: 1-based
     assert re.search(r"trainable_attention\.SelfAttention_v2\s+passed", text)
+
+
+def _kernel_with(path, temp):
+    """A client for ``path`` with the extension loaded first, its kernel's temporary files in ``temp``."""
+    import nbformat  # noqa: PLC0415 - imported on first use: nbformat is slow to load
+    from nbclient import NotebookClient  # noqa: PLC0415 - optional: Jupyter's, from the test extra
+
+    nb = with_extension(path)
+    client = NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}})
+
+    def run(source: str) -> str:
+        nb.cells.append(nbformat.v4.new_code_cell(source))
+        return shown(client.execute_cell(nb.cells[-1], len(nb.cells) - 1))[0]
+
+    return client, nb, run
+
+
+def _services(temp) -> list[int]:
+    """The checking processes whose folder is in ``temp`` (a cell cannot ask: its code would be checked too)."""
+    import psutil  # noqa: PLC0415 - ipykernel's own dependency
+
+    return [p.pid for p in psutil.process_iter(["cmdline"]) if any(str(temp) in a for a in p.info["cmdline"] or [])]
+
+
+def test_the_stop_button_keeps_the_warm_check_and_a_shutdown_leaves_no_folder(tmp_path, monkeypatch):
+    from jupyter_core.utils import run_sync  # noqa: PLC0415 - optional: Jupyter's, from the test extra
+
+    # JupyterLab's stop button and nbclient's shutdown both go through jupyter_client: the interrupt signals the
+    # kernel's process group, and the kernel, asked to shut down, first ends every child left in that group
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(temp))
+    client, nb, run = _kernel_with(one_notebook(SAMPLES / "alice", tmp_path, name="alice.ipynb"), temp)
+    with client.setup_kernel():
+        for index, cell in enumerate(nb.cells):
+            client.execute_cell(cell, index)
+        assert "public checks passed" in run("%grade check")
+        before = _services(temp)
+        assert [p.name[:len("grade-magic-")] for p in temp.iterdir()] == ["grade-magic-"]  # control: it is there
+        run_sync(client.km.interrupt_kernel)()
+        assert "public checks passed" in run("%grade check")
+        assert _services(temp) == before and len(before) == 1  # the same warm process answered: the interrupt did not end it
+    assert list(temp.iterdir()) == []  # the kernel's exit hook ran, and removed the folder
+
+
+def test_a_killed_kernel_leaves_no_folder(tmp_path, monkeypatch):
+    from jupyter_core.utils import run_sync  # noqa: PLC0415 - optional: Jupyter's, from the test extra
+
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(temp))
+    client, nb, run = _kernel_with(one_notebook(SAMPLES / "alice", tmp_path, name="alice.ipynb"), temp)
+    with client.setup_kernel():
+        for index, cell in enumerate(nb.cells):
+            client.execute_cell(cell, index)
+        assert "public checks passed" in run("%grade check")
+        assert len(list(temp.iterdir())) == 1  # control: the folder is there while the kernel lives
+        # as the out-of-memory killer or a crash would: no exit hook runs in the kernel, the service sees its input end
+        run_sync(client.km.signal_kernel)(signal.SIGKILL)
+    deadline = time.monotonic() + 120
+    while list(temp.iterdir()) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert list(temp.iterdir()) == []

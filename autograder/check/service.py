@@ -2,7 +2,9 @@
 
 ``python -m autograder.check.service`` imports torch and the checking code once, then reads one request per
 line on its standard input, ``{"path", "steps", "said", "html", ...}``, and answers each with one JSON line on
-its standard output: ``{"text", "html", "passed", "page", "seconds"}`` or ``{"error"}``. Everything else that
+its standard output: ``{"text", "html", "passed", "page", "seconds"}`` or ``{"error"}``. Started with
+``--remove FOLDER`` (the kernel's temporary folder), it removes that folder once its input ends: the kernel
+that started it has gone, whether it shut down or was killed. Everything else that
 would go to standard output (a worker's, a library's) goes to standard error instead: the answers' channel is a
 copy of the original descriptor kept for them (no ``pass_fds``: this works on Windows too). Each check goes
 through ``grade check``'s own intake and worker (``check/intake.py``, ``LocalZygote``): a worker forked from
@@ -14,6 +16,7 @@ import ast
 import json
 import os
 import re
+import shutil
 import sys
 import time
 from dataclasses import replace
@@ -84,7 +87,17 @@ class Checker:
         self.zygote.close()
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    remove = Path(argv[1]) if argv[:1] == ["--remove"] and len(argv) == 2 else None
+    try:
+        return serve()
+    finally:
+        if remove is not None:
+            shutil.rmtree(remove, ignore_errors=True)  # Windows: its own log is still open there; the kernel removes it
+
+
+def serve() -> int:
     sys.stdout.flush()
     reply = os.fdopen(os.dup(1), "w", encoding="utf-8")  # the answers' channel; not inherited by spawned workers
     os.dup2(2, 1)  # whatever else writes on standard output (a forked worker too) goes to standard error
