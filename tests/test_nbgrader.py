@@ -869,6 +869,10 @@ def test_the_write_back_creates_nbgraders_rows_in_one_commit(source, tmp_path, m
     assert rows["graded"] == rows["control"]  # the kit's points on a new submission and on nbgrader's own alike
     assert {(nb, cell): (auto, score) for nb, cell, _, auto, _, _, _, _, score in rows["graded"][1] if auto is not None} \
         == {("simple_attention", "test_x_2"): (1.5, 1.5), ("causal_attention", "test_x_1"): (0.0, 0.0)}
+    # a cell the kit scored needs no manual grade, as after nbgrader's own autograde; the others (the control) still do
+    assert {(nb, cell): needs for nb, cell, _, auto, _, _, needs, _, _ in rows["graded"][1]} == {
+        (nb, cell): (nb, cell) not in {("simple_attention", "test_x_2"), ("causal_attention", "test_x_1")}
+        for nb, cell, *_ in rows["graded"][1]}
 
 
 def test_the_write_back_writes_the_whole_class_or_nothing(source, tmp_path, monkeypatch):
@@ -1162,6 +1166,22 @@ def test_the_course_grades_alike_on_dask(sandboxed, course_dir, tmp_path):
         assert got["score"] == sandboxed[student]["score"], student
         assert got["extra_data"]["submitted_at"] == sandboxed[student]["extra_data"]["submitted_at"], student
     assert f"grades of {len(STUDENTS) + 1} student(s) written to the gradebook" in result.stdout  # and the planter
+
+
+@pytest.mark.slow
+def test_the_formgrader_lists_no_submission_as_waiting_for_manual_grading(gradebook, sandboxed, course_dir):
+    """After nbgrader's own autograde no submission of this course needs a manual grade (every grade cell is a test
+    cell, scored); after the kit's write-back, none does either: not the students nbgrader graded first, nor the
+    planter, whose rows the kit made (control: a new submission's rows need one until a score is written)."""
+    from nbgrader.api import Gradebook  # noqa: PLC0415 - optional: nbgrader is no dependency of the kit
+
+    with Gradebook(f"sqlite:///{course_dir / 'gradebook.db'}") as gb:
+        waiting = {s: gb.find_submission(ASSIGNMENT, s).needs_manual_grade for s in (*STUDENTS, PLANTER)}
+        cells = {(s, nb.name, g.name): g.needs_manual_grade for s in (*STUDENTS, PLANTER)
+                 for nb in gb.find_submission(ASSIGNMENT, s).notebooks for g in nb.grades}
+    assert waiting == dict.fromkeys((*STUDENTS, PLANTER), False)
+    assert not any(cells.values()) and len(cells) == len(STUDENTS + (PLANTER,)) * sum(
+        len(step.counts) for step in COURSE.steps.values())
 
 
 @pytest.mark.slow

@@ -75,6 +75,9 @@ def write(course_dir: Path, assignment: str, results: dict[str, dict], db_url: s
                                          "generate_assignment --force")
                 grade.auto_score = float(test["score"])
                 grade.manual_score = None  # the kit's grade, not an earlier hand-entered one
+                # as nbgrader's autograde leaves a cell it scored with no manual score (SaveAutoGrades._add_score):
+                # else the formgrader lists every submission as waiting for manual grading
+                grade.needs_manual_grade = False
                 written += 1
         gb.db.commit()
     return written
