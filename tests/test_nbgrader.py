@@ -891,6 +891,35 @@ def test_the_write_back_writes_the_whole_class_or_nothing(source, tmp_path, monk
     assert set(gradebook_rows(url)) == {"a", "b"}
 
 
+def test_the_write_back_writes_each_row_after_the_rows_it_names(source, tmp_path, monkeypatch):
+    """On a gradebook that enforces foreign keys (nbgrader's PostgreSQL and MySQL gradebooks do; SQLite here, asked
+    to), a class of new and known students is written: each row goes in after the student, submission and notebook it
+    names, whichever student comes first."""
+    pytest.importorskip("nbgrader")
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")  # alembic
+    from nbgrader.api import Gradebook  # noqa: PLC0415 - optional: nbgrader is no dependency of the kit
+    from sqlalchemy import event, text  # noqa: PLC0415 - optional: nbgrader's dependency
+    from sqlalchemy.engine import Engine  # noqa: PLC0415 - optional: nbgrader's dependency
+
+    def enforce(connection, _record) -> None:
+        connection.execute("PRAGMA foreign_keys=ON")
+
+    url = small_gradebook(source, tmp_path)
+    with Gradebook(url) as gb:
+        gb.add_student("a-known")  # first in order: known, with no submission yet
+    tests = [{"name": "simple_attention.x 1: t", "score": 1.0}]
+    event.listen(Engine, "connect", enforce)
+    try:
+        written = nbgrader_gradebook.write(tmp_path, ASSIGNMENT, {"a-known": {"tests": tests}, "b-new": {"tests": tests}},
+                                           db_url=url)
+        with Gradebook(url) as gb:
+            enforced = gb.db.execute(text("PRAGMA foreign_keys")).scalar()
+    finally:
+        event.remove(Engine, "connect", enforce)
+    assert enforced == 1 and written == 2
+    assert set(gradebook_rows(url)) == {"a-known", "b-new"}
+
+
 # -- nbgrader itself ------------------------------------------------------------------------------
 def jupyter_env(tmp: Path) -> dict:
     """An environment where nbgrader runs the venv's Python as its "python3" kernel, and reads no
