@@ -178,6 +178,20 @@ def gradebook_points(course: Path) -> dict[str, dict[str, float]]:
     return points
 
 
+def waiting_for_a_person(course: Path) -> dict[str, bool]:
+    """student -> whether nbgrader's formgrader lists their submission as waiting for manual grading."""
+    from nbgrader.api import Gradebook  # noqa: PLC0415 - an optional extra: only where scores are compared
+
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        return {sub.student.id: bool(sub.needs_manual_grade) for sub in gb.assignment_submissions(ASSIGNMENT)}
+
+
+def compare_waiting(nbgrader: dict[str, bool], kit: dict[str, bool], who: dict[str, str]) -> list[str]:
+    """The students one gradebook lists as waiting for manual grading and the other does not."""
+    return [f"{student} ({source}): waits for manual grading: nbgrader {nbgrader.get(student)}, kit {kit.get(student)}"
+            for student, source in who.items() if nbgrader.get(student) != kit.get(student)]
+
+
 def kit_totals(out: Path) -> dict[str, float]:
     return {p.parent.name: float(json.loads(p.read_text())["score"]) for p in out.glob("*/results.json")}
 
@@ -227,6 +241,7 @@ def side_by_side(work: Path, n: int, repeat: int, jobs: int | None, timeout: flo
                 raise RuntimeError(f"{name} run {r} exited {m.returncode}: see {work / f'{name}{r}.log'}")
         totals = kit_totals(b / "kit-results")
         differ += [d for d in compare(gradebook_points(a), gradebook_points(b), totals, who) if d not in differ]
+        differ += [d for d in compare_waiting(waiting_for_a_person(a), waiting_for_a_person(b), who) if d not in differ]
         runs.append({"nbgrader": nb, "kit": kit})
         if not keep:
             shutil.rmtree(a, ignore_errors=True)
@@ -273,7 +288,8 @@ def report(result: dict, n: int, jobs: int | None) -> str:
     else:
         scores = sorted(set(result["totals"].values()))
         lines.append(f"scores: the two agree on all {n} students, test cell by test cell (totals "
-                     f"{', '.join(f'{s:g}' for s in scores)} of {top:g} max per student seen)")
+                     f"{', '.join(f'{s:g}' for s in scores)} of {top:g} max per student seen), and on which of them "
+                     "wait for manual grading")
     return "\n".join(lines)
 
 

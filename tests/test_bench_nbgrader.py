@@ -145,6 +145,14 @@ def test_disagreement_is_named_by_student_and_cell():
     assert bench.compare(nb, same, {"s1": 1.0}, {"s1": "bug"})  # results.json against the kit's own gradebook
 
 
+@pytest.mark.unit
+def test_a_submission_waiting_for_manual_grading_in_one_gradebook_only_is_named():
+    who = {"s1": "bug", "s2": "correct"}
+    assert bench.compare_waiting({"s1": False, "s2": False}, {"s1": False, "s2": False}, who) == []
+    assert bench.compare_waiting({"s1": False, "s2": False}, {"s1": True, "s2": False}, who) == [
+        "s1 (bug): waits for manual grading: nbgrader False, kit True"]
+
+
 RATIO = re.compile(r"^ratio nbgrader / kit, wall, paired: \*\*(\d+(?:\.\d+)?)x\*\*", re.M)
 AGREE = re.compile(r"^scores: the two agree on all (\d+) students, test cell by test cell", re.M)
 
@@ -166,6 +174,7 @@ def test_the_script_prints_the_ratio_and_the_agreement(tmp_path):
     a, b = work / "nbgrader0", work / "kit0"
     nbg, kit = bench.gradebook_points(a), bench.gradebook_points(b)
     assert nbg == kit and len(kit) == 2
+    assert bench.waiting_for_a_person(a) == bench.waiting_for_a_person(b) == {"student000": False, "student001": False}
     cell = next(iter(kit["student000"]))
     kit["student000"][cell] -= 1
     differ = bench.compare(nbg, kit, bench.kit_totals(b / "kit-results"), bench.students(2))
