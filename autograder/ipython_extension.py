@@ -15,6 +15,7 @@ import json
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -65,12 +66,24 @@ class Service:
         return (self.folder / "service.log").read_text(errors="replace")[-2000:]
 
     def ask(self, request: dict) -> dict:
-        self.process.stdin.write(json.dumps(request) + "\n")
-        self.process.stdin.flush()
-        line = self.replies.readline()
+        try:
+            self.process.stdin.write(json.dumps(request) + "\n")
+            self.process.stdin.flush()
+            line = self.replies.readline()
+        except KeyboardInterrupt:  # the stop button during a check: that check ends, and its answer, never read, with it
+            self.stop()            # (else the next check would read it as its own); the next check starts a fresh process
+            raise
         if not line:
             raise RuntimeError("the checking process stopped: " + self._log_tail())
         return json.loads(line)
+
+    def stop(self) -> None:
+        """End the process now, as Ctrl-C would (it stops its workers as it ends), then close."""
+        try:
+            self.process.send_signal(signal.CTRL_BREAK_EVENT if os.name == "nt" else signal.SIGINT)
+        except OSError:  # it has ended already
+            pass
+        self.close()
 
     def close(self) -> None:
         try:

@@ -6,6 +6,7 @@ them, and compares its verdict with ``grade check`` on the saved notebook.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import signal
@@ -160,4 +161,38 @@ def test_a_killed_kernel_leaves_no_folder(tmp_path, monkeypatch):
     deadline = time.monotonic() + 120
     while list(temp.iterdir()) and time.monotonic() < deadline:
         time.sleep(0.2)
+    assert list(temp.iterdir()) == []
+
+
+def test_the_stop_button_during_a_check_ends_that_check_and_the_next_reads_its_own_answer(tmp_path, monkeypatch):
+    # a student whose softmax loops forever checks, presses stop, then checks another module: they read that module's
+    # answer, not the stopped check's (which would come once its time limit ends it)
+    from jupyter_core.utils import run_sync  # noqa: PLC0415 - optional: Jupyter's, from the test extra
+    import psutil  # noqa: PLC0415 - ipykernel's own dependency
+
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(temp))
+    client, nb, run = _kernel_with(one_notebook(SAMPLES / "alice", tmp_path, name="alice.ipynb"), temp)
+    with client.setup_kernel():
+        for index, cell in enumerate(nb.cells):
+            client.execute_cell(cell, index)
+        run("def softmax_naive(x):\n    while True:\n        pass")
+        asked = client.kc.execute("%grade check simple_attention")
+        deadline = time.monotonic() + 300
+        looping = False
+        while not looping and time.monotonic() < deadline:  # until the student's loop runs in a worker
+            time.sleep(0.2)
+            for pid in _services(temp):
+                with contextlib.suppress(psutil.Error):
+                    looping = looping or any(p.cpu_times().user > 1 for p in psutil.Process(pid).children(recursive=True))
+        assert looping
+        run_sync(client.km.interrupt_kernel)()
+        reply = run_sync(client.kc.get_shell_msg)(timeout=120)
+        while reply["parent_header"].get("msg_id") != asked:
+            reply = run_sync(client.kc.get_shell_msg)(timeout=120)
+        assert reply["content"]["status"] == "error" and reply["content"]["ename"] == "KeyboardInterrupt"
+        text = run("%grade check trainable_attention")
+        assert re.search(r"trainable_attention\.SelfAttention_v2\s+passed", text)
+        assert "simple_attention" not in text  # not the stopped check's answer
     assert list(temp.iterdir()) == []
