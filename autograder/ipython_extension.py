@@ -47,43 +47,60 @@ OWN_GROUP = ({"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP} if os.name =
 
 class Service:
     """The warm checking process of this kernel, and its temporary folder: removed by the kernel's exit hook,
-    or by the service itself once its input ends (the kernel has gone, however it went)."""
+    or by the service itself once its input ends (the kernel has gone, however it went).
+
+    Each request carries a number, and its answer the same: an answer to a check the stop button interrupted is
+    never read as a later check's. The stop button during a check passes the interrupt on (not on Windows, where
+    the check runs to its limits): the service stops that check, its workers with it, and stays warm."""
 
     def __init__(self) -> None:
         self.folder = Path(tempfile.mkdtemp(prefix="grade-magic-"))
+        self.asked = 0
         env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
         self.log = open(self.folder / "service.log", "wb")  # noqa: SIM115 - kept open for the process's life
         self.process = subprocess.Popen([sys.executable, "-m", "autograder.check.service", "--remove", str(self.folder)],
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
                                         cwd=self.folder, env=env, text=True, encoding="utf-8", **OWN_GROUP)
         self.replies = self.process.stdout
-        first = self.replies.readline()
-        if not first:
-            raise RuntimeError("the checking process did not start: " + self._log_tail())
+        try:
+            if not self.replies.readline():
+                raise RuntimeError("the checking process did not start: " + self._log_tail())
+        except BaseException:  # that, or the stop button while torch loads: no process of ours is left behind
+            self.process.kill()
+            self.close()
+            raise
 
     def _log_tail(self) -> str:
         self.log.flush()
-        return (self.folder / "service.log").read_text(errors="replace")[-2000:]
+        try:
+            return (self.folder / "service.log").read_text(errors="replace")[-2000:]
+        except OSError:
+            return "(its log is gone)"
 
     def ask(self, request: dict) -> dict:
+        self.asked += 1
         try:
-            self.process.stdin.write(json.dumps(request) + "\n")
+            self.process.stdin.write(json.dumps({**request, "id": self.asked}) + "\n")
             self.process.stdin.flush()
-            line = self.replies.readline()
-        except KeyboardInterrupt:  # the stop button during a check: that check ends, and its answer, never read, with it
-            self.stop()            # (else the next check would read it as its own); the next check starts a fresh process
+            while True:
+                line = self.replies.readline()
+                if not line:
+                    raise RuntimeError("the checking process stopped: " + self._log_tail())
+                answer = json.loads(line)
+                if answer.pop("id", None) == self.asked:
+                    return answer
+                # else the answer to a check the stop button interrupted: not this one's
+        except KeyboardInterrupt:
+            self.interrupt()
             raise
-        if not line:
-            raise RuntimeError("the checking process stopped: " + self._log_tail())
-        return json.loads(line)
 
-    def stop(self) -> None:
-        """End the process now, as Ctrl-C would (it stops its workers as it ends), then close."""
-        try:
-            self.process.send_signal(signal.CTRL_BREAK_EVENT if os.name == "nt" else signal.SIGINT)
-        except OSError:  # it has ended already
-            pass
-        self.close()
+    def interrupt(self) -> None:
+        """The stop button, passed on: the check under way ends (POSIX; on Windows it runs to its limits)."""
+        if os.name != "nt" and self.process.poll() is None:
+            try:
+                self.process.send_signal(signal.SIGINT)
+            except OSError:  # it ended just now
+                pass
 
     def close(self) -> None:
         try:
@@ -91,9 +108,9 @@ class Service:
             self.process.wait(timeout=10)
         except (OSError, subprocess.TimeoutExpired):
             self.process.kill()
-        self.log.close()
-
-        shutil.rmtree(self.folder, ignore_errors=True)
+        finally:
+            self.log.close()
+            shutil.rmtree(self.folder, ignore_errors=True)
 
 
 _service: Service | None = None

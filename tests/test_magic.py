@@ -120,7 +120,9 @@ def _services(temp) -> list[int]:
     """The checking processes whose folder is in ``temp`` (a cell cannot ask: its code would be checked too)."""
     import psutil  # noqa: PLC0415 - ipykernel's own dependency
 
-    return [p.pid for p in psutil.process_iter(["cmdline"]) if any(str(temp) in a for a in p.info["cmdline"] or [])]
+    found = {p.pid: p.info["ppid"] for p in psutil.process_iter(["cmdline", "ppid"])
+             if any(str(temp) in a for a in p.info["cmdline"] or [])}
+    return sorted(pid for pid, parent in found.items() if parent not in found)  # not the hosts it forks (same command line)
 
 
 def test_the_stop_button_keeps_the_warm_check_and_a_shutdown_leaves_no_folder(tmp_path, monkeypatch):
@@ -164,9 +166,9 @@ def test_a_killed_kernel_leaves_no_folder(tmp_path, monkeypatch):
     assert list(temp.iterdir()) == []
 
 
-def test_the_stop_button_during_a_check_ends_that_check_and_the_next_reads_its_own_answer(tmp_path, monkeypatch):
-    # a student whose softmax loops forever checks, presses stop, then checks another module: they read that module's
-    # answer, not the stopped check's (which would come once its time limit ends it)
+def test_the_stop_button_during_a_check_stops_it_and_the_next_check_reads_its_own_answer(tmp_path, monkeypatch):
+    # a student whose softmax loops forever checks, presses stop, then checks another module: the loop is stopped at
+    # once (not at its time limit), the same warm process answers, and the answer is that module's, not the stopped one's
     from jupyter_core.utils import run_sync  # noqa: PLC0415 - optional: Jupyter's, from the test extra
     import psutil  # noqa: PLC0415 - ipykernel's own dependency
 
@@ -180,19 +182,83 @@ def test_the_stop_button_during_a_check_ends_that_check_and_the_next_reads_its_o
         run("def softmax_naive(x):\n    while True:\n        pass")
         asked = client.kc.execute("%grade check simple_attention")
         deadline = time.monotonic() + 300
-        looping = False
+        looping: list = []
         while not looping and time.monotonic() < deadline:  # until the student's loop runs in a worker
             time.sleep(0.2)
-            for pid in _services(temp):
-                with contextlib.suppress(psutil.Error):
-                    looping = looping or any(p.cpu_times().user > 1 for p in psutil.Process(pid).children(recursive=True))
+            looping = [p for p in _descendants(temp) if _cpu(p) > 1]
         assert looping
+        services = _services(temp)
         run_sync(client.km.interrupt_kernel)()
         reply = run_sync(client.kc.get_shell_msg)(timeout=120)
         while reply["parent_header"].get("msg_id") != asked:
             reply = run_sync(client.kc.get_shell_msg)(timeout=120)
         assert reply["content"]["status"] == "error" and reply["content"]["ename"] == "KeyboardInterrupt"
+        psutil.wait_procs(looping, timeout=15)  # well inside the step's time limit (20 s), counted from before
+        assert not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in looping)
         text = run("%grade check trainable_attention")
         assert re.search(r"trainable_attention\.SelfAttention_v2\s+passed", text)
         assert "simple_attention" not in text  # not the stopped check's answer
+        assert _services(temp) == services  # the same warm process
+    assert list(temp.iterdir()) == []
+
+
+def _descendants(temp) -> list:
+    import psutil  # noqa: PLC0415 - ipykernel's own dependency
+
+    found = []
+    for pid in _services(temp):
+        with contextlib.suppress(psutil.Error):
+            found += psutil.Process(pid).children(recursive=True)
+    return found
+
+
+def _cpu(process) -> float:
+    import psutil  # noqa: PLC0415 - ipykernel's own dependency
+
+    try:
+        return process.cpu_times().user
+    except psutil.Error:
+        return 0.0
+
+
+def test_the_stop_button_while_the_check_starts_leaves_no_process_behind(tmp_path, monkeypatch):
+    # the first check loads torch (seconds): where a student presses stop. The next check starts one process, not a
+    # second beside one left running
+    from jupyter_core.utils import run_sync  # noqa: PLC0415 - optional: Jupyter's, from the test extra
+
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(temp))
+    client, nb, run = _kernel_with(one_notebook(SAMPLES / "alice", tmp_path, name="alice.ipynb"), temp)
+    with client.setup_kernel():
+        for index, cell in enumerate(nb.cells):
+            client.execute_cell(cell, index)
+        asked = client.kc.execute("%grade check")
+        deadline = time.monotonic() + 300
+        while not _services(temp) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert _services(temp)
+        run_sync(client.km.interrupt_kernel)()
+        reply = run_sync(client.kc.get_shell_msg)(timeout=120)
+        while reply["parent_header"].get("msg_id") != asked:
+            reply = run_sync(client.kc.get_shell_msg)(timeout=120)
+        assert reply["content"]["ename"] == "KeyboardInterrupt"
+        assert "public checks passed" in run("%grade check")
+        assert len(_services(temp)) == 1
+    assert list(temp.iterdir()) == []
+
+
+def test_a_checking_process_that_cannot_start_says_why_and_leaves_nothing(tmp_path, monkeypatch):
+    # a broken torch in the student's environment: the magic says what the process said, and removes its folder
+    from autograder import ipython_extension  # noqa: PLC0415 - the kernel's side, in this process
+
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "torch.py").write_text("raise ImportError('this torch is broken')\n")
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    monkeypatch.setenv("PYTHONPATH", str(broken))
+    monkeypatch.setattr(ipython_extension.tempfile, "tempdir", str(temp))
+    with pytest.raises(RuntimeError, match="(?s)the checking process did not start: .*this torch is broken"):
+        ipython_extension.Service()
     assert list(temp.iterdir()) == []

@@ -1201,7 +1201,8 @@ def test_the_course_grades_alike_on_dask(sandboxed, course_dir, tmp_path):
 def test_the_formgrader_lists_no_submission_as_waiting_for_manual_grading(gradebook, sandboxed, course_dir):
     """After nbgrader's own autograde no submission of this course needs a manual grade (every grade cell is a test
     cell, scored); after the kit's write-back, none does either: not the students nbgrader graded first, nor the
-    planter, whose rows the kit made (control: a new submission's rows need one until a score is written)."""
+    planter, whose rows the kit made (the control, that a new submission's unscored cells still need one, is in
+    test_the_write_back_creates_nbgraders_rows_in_one_commit)."""
     from nbgrader.api import Gradebook  # noqa: PLC0415 - optional: nbgrader is no dependency of the kit
 
     with Gradebook(f"sqlite:///{course_dir / 'gradebook.db'}") as gb:

@@ -2,9 +2,9 @@
 
 ``python -m autograder.check.service`` imports torch and the checking code once, then reads one request per
 line on its standard input, ``{"path", "steps", "said", "html", ...}``, and answers each with one JSON line on
-its standard output: ``{"text", "html", "passed", "page", "seconds"}`` or ``{"error"}``. Started with
-``--remove FOLDER`` (the kernel's temporary folder), it removes that folder once its input ends: the kernel
-that started it has gone, whether it shut down or was killed. Everything else that
+its standard output: ``{"text", "html", "passed", "page", "seconds"}`` or ``{"error"}``, with the request's
+``id``. Started with ``--remove FOLDER`` (the kernel's temporary folder), it removes that folder once its input
+ends: the kernel that started it has gone, whether it shut down or was killed. Everything else that
 would go to standard output (a worker's, a library's) goes to standard error instead: the answers' channel is a
 copy of the original descriptor kept for them (no ``pass_fds``: this works on Windows too). Each check goes
 through ``grade check``'s own intake and worker (``check/intake.py``, ``LocalZygote``): a worker forked from
@@ -90,14 +90,20 @@ class Checker:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     remove = Path(argv[1]) if argv[:1] == ["--remove"] and len(argv) == 2 else None
-    try:
-        return serve()
-    finally:
-        if remove is not None:
-            shutil.rmtree(remove, ignore_errors=True)  # Windows: its own log is still open there; the kernel removes it
+    serve()
+    # Its input has ended: the kernel has gone. (A service that fails leaves its folder: the kernel reads the log.)
+    if remove is not None:
+        sys.stderr.flush()
+        for fd in (1, 2):  # its log, open there (Windows removes no open file)
+            os.close(fd)
+        shutil.rmtree(remove, ignore_errors=True)
+    return 0
 
 
-def serve() -> int:
+def serve() -> None:
+    """Answer each request until the input ends or the kernel stops reading. Each answer carries its request's
+    ``id``. An interrupt (the kernel's stop button, passed on) stops the check under way, which closes its workers
+    as ``grade check`` does on Ctrl-C, and is answered ``{"error": "stopped"}``; an idle one is ignored."""
     sys.stdout.flush()
     reply = os.fdopen(os.dup(1), "w", encoding="utf-8")  # the answers' channel; not inherited by spawned workers
     os.dup2(2, 1)  # whatever else writes on standard output (a forked worker too) goes to standard error
@@ -109,19 +115,33 @@ def serve() -> int:
     reply.write(json.dumps({"ready": True}) + "\n")
     reply.flush()
     try:
-        for line in requests:
-            request = json.loads(line)
+        while True:
+            request = None
             try:
-                answer = checker.check(Path(request["path"]), request.get("steps", []), request["said"],
-                                       request.get("html"), request.get("cells_as_run", False),
-                                       request.get("notebook"))
-            except Exception as exc:  # noqa: BLE001 - a usage error or the intake's words, said in the notebook
-                answer = {"error": str(exc) or type(exc).__name__}
-            reply.write(json.dumps(answer) + "\n")
-            reply.flush()
+                line = requests.readline()
+                if not line:
+                    return
+                request = json.loads(line)
+                answer = _answer(checker, request)
+            except KeyboardInterrupt:
+                if request is None:
+                    continue  # between checks: nothing was under way
+                answer = {"error": "stopped"}
+            try:
+                reply.write(json.dumps({**answer, "id": request.get("id")}) + "\n")
+                reply.flush()
+            except OSError:  # the kernel has gone
+                return
     finally:
         checker.close()
-    return 0
+
+
+def _answer(checker: Checker, request: dict) -> dict:
+    try:
+        return checker.check(Path(request["path"]), request.get("steps", []), request["said"], request.get("html"),
+                             request.get("cells_as_run", False), request.get("notebook"))
+    except Exception as exc:  # noqa: BLE001 - a usage error or the intake's words, said in the notebook
+        return {"error": str(exc) or type(exc).__name__}
 
 
 if __name__ == "__main__":
