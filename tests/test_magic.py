@@ -101,11 +101,17 @@ def test_a_syntax_error_is_named_with_its_cell_and_the_rest_still_checks(tmp_pat
     assert re.search(r"trainable_attention\.SelfAttention_v2\s+passed", text)
 
 
-def _kernel_with(path, temp):
-    """A client for ``path`` with the extension loaded first, its kernel's temporary files in ``temp``."""
+@contextlib.contextmanager
+def alice_in_a_kernel(tmp_path, monkeypatch):
+    """alice's notebook run in a fresh kernel with the extension loaded, the kernel's temporary files in a folder of
+    their own: (the client, ``run(source)`` -> what a new cell showed, that folder). The kernel shuts down after."""
     import nbformat  # noqa: PLC0415 - imported on first use: nbformat is slow to load
     from nbclient import NotebookClient  # noqa: PLC0415 - optional: Jupyter's, from the test extra
 
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(temp))  # the kernel's environment, and so its tempfile's
+    path = one_notebook(SAMPLES / "alice", tmp_path, name="alice.ipynb")
     nb = with_extension(path)
     client = NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}})
 
@@ -113,7 +119,21 @@ def _kernel_with(path, temp):
         nb.cells.append(nbformat.v4.new_code_cell(source))
         return shown(client.execute_cell(nb.cells[-1], len(nb.cells) - 1))[0]
 
-    return client, nb, run
+    with client.setup_kernel():
+        for index, cell in enumerate(list(nb.cells)):
+            client.execute_cell(cell, index)
+        yield client, run, temp
+
+
+def interrupted(client, asked: str) -> dict:
+    """Press stop (jupyter_client's interrupt, as JupyterLab's button) while ``asked`` (a message id) runs; its reply."""
+    from jupyter_core.utils import run_sync  # noqa: PLC0415 - optional: Jupyter's, from the test extra
+
+    run_sync(client.km.interrupt_kernel)()
+    reply = run_sync(client.kc.get_shell_msg)(timeout=120)
+    while reply["parent_header"].get("msg_id") != asked:
+        reply = run_sync(client.kc.get_shell_msg)(timeout=120)
+    return reply["content"]
 
 
 def _services(temp) -> list[int]:
@@ -123,83 +143,6 @@ def _services(temp) -> list[int]:
     found = {p.pid: p.info["ppid"] for p in psutil.process_iter(["cmdline", "ppid"])
              if any(str(temp) in a for a in p.info["cmdline"] or [])}
     return sorted(pid for pid, parent in found.items() if parent not in found)  # not the hosts it forks (same command line)
-
-
-def test_the_stop_button_keeps_the_warm_check_and_a_shutdown_leaves_no_folder(tmp_path, monkeypatch):
-    from jupyter_core.utils import run_sync  # noqa: PLC0415 - optional: Jupyter's, from the test extra
-
-    # JupyterLab's stop button and nbclient's shutdown both go through jupyter_client: the interrupt signals the
-    # kernel's process group, and the kernel, asked to shut down, first ends every child left in that group
-    temp = tmp_path / "tmp"
-    temp.mkdir()
-    monkeypatch.setenv("TMPDIR", str(temp))
-    client, nb, run = _kernel_with(one_notebook(SAMPLES / "alice", tmp_path, name="alice.ipynb"), temp)
-    with client.setup_kernel():
-        for index, cell in enumerate(nb.cells):
-            client.execute_cell(cell, index)
-        assert "public checks passed" in run("%grade check")
-        before = _services(temp)
-        assert [p.name[:len("grade-magic-")] for p in temp.iterdir()] == ["grade-magic-"]  # control: it is there
-        run_sync(client.km.interrupt_kernel)()
-        assert "public checks passed" in run("%grade check")
-        assert _services(temp) == before and len(before) == 1  # the same warm process answered: the interrupt did not end it
-    assert list(temp.iterdir()) == []  # the kernel's exit hook ran, and removed the folder
-
-
-def test_a_killed_kernel_leaves_no_folder(tmp_path, monkeypatch):
-    from jupyter_core.utils import run_sync  # noqa: PLC0415 - optional: Jupyter's, from the test extra
-
-    temp = tmp_path / "tmp"
-    temp.mkdir()
-    monkeypatch.setenv("TMPDIR", str(temp))
-    client, nb, run = _kernel_with(one_notebook(SAMPLES / "alice", tmp_path, name="alice.ipynb"), temp)
-    with client.setup_kernel():
-        for index, cell in enumerate(nb.cells):
-            client.execute_cell(cell, index)
-        assert "public checks passed" in run("%grade check")
-        assert len(list(temp.iterdir())) == 1  # control: the folder is there while the kernel lives
-        # as the out-of-memory killer or a crash would: no exit hook runs in the kernel, the service sees its input end
-        run_sync(client.km.signal_kernel)(signal.SIGKILL)
-    deadline = time.monotonic() + 120
-    while list(temp.iterdir()) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert list(temp.iterdir()) == []
-
-
-def test_the_stop_button_during_a_check_stops_it_and_the_next_check_reads_its_own_answer(tmp_path, monkeypatch):
-    # a student whose softmax loops forever checks, presses stop, then checks another module: the loop is stopped at
-    # once (not at its time limit), the same warm process answers, and the answer is that module's, not the stopped one's
-    from jupyter_core.utils import run_sync  # noqa: PLC0415 - optional: Jupyter's, from the test extra
-    import psutil  # noqa: PLC0415 - ipykernel's own dependency
-
-    temp = tmp_path / "tmp"
-    temp.mkdir()
-    monkeypatch.setenv("TMPDIR", str(temp))
-    client, nb, run = _kernel_with(one_notebook(SAMPLES / "alice", tmp_path, name="alice.ipynb"), temp)
-    with client.setup_kernel():
-        for index, cell in enumerate(nb.cells):
-            client.execute_cell(cell, index)
-        run("def softmax_naive(x):\n    while True:\n        pass")
-        asked = client.kc.execute("%grade check simple_attention")
-        deadline = time.monotonic() + 300
-        looping: list = []
-        while not looping and time.monotonic() < deadline:  # until the student's loop runs in a worker
-            time.sleep(0.2)
-            looping = [p for p in _descendants(temp) if _cpu(p) > 1]
-        assert looping
-        services = _services(temp)
-        run_sync(client.km.interrupt_kernel)()
-        reply = run_sync(client.kc.get_shell_msg)(timeout=120)
-        while reply["parent_header"].get("msg_id") != asked:
-            reply = run_sync(client.kc.get_shell_msg)(timeout=120)
-        assert reply["content"]["status"] == "error" and reply["content"]["ename"] == "KeyboardInterrupt"
-        psutil.wait_procs(looping, timeout=15)  # well inside the step's time limit (20 s), counted from before
-        assert not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in looping)
-        text = run("%grade check trainable_attention")
-        assert re.search(r"trainable_attention\.SelfAttention_v2\s+passed", text)
-        assert "simple_attention" not in text  # not the stopped check's answer
-        assert _services(temp) == services  # the same warm process
-    assert list(temp.iterdir()) == []
 
 
 def _descendants(temp) -> list:
@@ -221,28 +164,68 @@ def _cpu(process) -> float:
         return 0.0
 
 
+def test_the_stop_button_keeps_the_warm_check_and_a_shutdown_leaves_no_folder(tmp_path, monkeypatch):
+    # JupyterLab's stop button and nbclient's shutdown both go through jupyter_client: the interrupt signals the
+    # kernel's process group, and the kernel, asked to shut down, first ends every child left in that group
+    with alice_in_a_kernel(tmp_path, monkeypatch) as (client, run, temp):
+        assert "public checks passed" in run("%grade check")
+        before = _services(temp)
+        assert [p.name[:len("grade-magic-")] for p in temp.iterdir()] == ["grade-magic-"]  # control: it is there
+        assert interrupted(client, client.kc.execute("pass"))["status"] in ("ok", "error")
+        assert "public checks passed" in run("%grade check")
+        assert _services(temp) == before and len(before) == 1  # the same warm process answered: the interrupt did not end it
+    assert list(temp.iterdir()) == []  # the kernel's exit hook ran, and removed the folder
+
+
+def test_a_killed_kernel_leaves_no_folder(tmp_path, monkeypatch):
+    from jupyter_core.utils import run_sync  # noqa: PLC0415 - optional: Jupyter's, from the test extra
+
+    with alice_in_a_kernel(tmp_path, monkeypatch) as (client, run, temp):
+        assert "public checks passed" in run("%grade check")
+        assert len(list(temp.iterdir())) == 1  # control: the folder is there while the kernel lives
+        # as the out-of-memory killer or a crash would: no exit hook runs in the kernel, the service sees its input end
+        run_sync(client.km.signal_kernel)(signal.SIGKILL)
+    deadline = time.monotonic() + 120
+    while list(temp.iterdir()) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert list(temp.iterdir()) == []
+
+
+def test_the_stop_button_during_a_check_stops_it_and_the_next_check_reads_its_own_answer(tmp_path, monkeypatch):
+    # a student whose softmax loops forever checks, presses stop, then checks another module: the loop is stopped at
+    # once (not at its time limit), the same warm process answers, and the answer is that module's, not the stopped one's
+    import psutil  # noqa: PLC0415 - ipykernel's own dependency
+
+    with alice_in_a_kernel(tmp_path, monkeypatch) as (client, run, temp):
+        run("def softmax_naive(x):\n    while True:\n        pass")
+        asked = client.kc.execute("%grade check simple_attention")
+        deadline = time.monotonic() + 300
+        looping: list = []
+        while not looping and time.monotonic() < deadline:  # until the student's loop runs in a worker
+            time.sleep(0.2)
+            looping = [p for p in _descendants(temp) if _cpu(p) > 1]
+        assert looping
+        services = _services(temp)
+        assert interrupted(client, asked)["ename"] == "KeyboardInterrupt"
+        psutil.wait_procs(looping, timeout=15)  # well inside the step's time limit (20 s), counted from before
+        assert not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in looping)
+        text = run("%grade check trainable_attention")
+        assert re.search(r"trainable_attention\.SelfAttention_v2\s+passed", text)
+        assert "simple_attention" not in text  # not the stopped check's answer
+        assert _services(temp) == services  # the same warm process
+    assert list(temp.iterdir()) == []
+
+
 def test_the_stop_button_while_the_check_starts_leaves_no_process_behind(tmp_path, monkeypatch):
     # the first check loads torch (seconds): where a student presses stop. The next check starts one process, not a
     # second beside one left running
-    from jupyter_core.utils import run_sync  # noqa: PLC0415 - optional: Jupyter's, from the test extra
-
-    temp = tmp_path / "tmp"
-    temp.mkdir()
-    monkeypatch.setenv("TMPDIR", str(temp))
-    client, nb, run = _kernel_with(one_notebook(SAMPLES / "alice", tmp_path, name="alice.ipynb"), temp)
-    with client.setup_kernel():
-        for index, cell in enumerate(nb.cells):
-            client.execute_cell(cell, index)
+    with alice_in_a_kernel(tmp_path, monkeypatch) as (client, run, temp):
         asked = client.kc.execute("%grade check")
         deadline = time.monotonic() + 300
         while not _services(temp) and time.monotonic() < deadline:
             time.sleep(0.02)
         assert _services(temp)
-        run_sync(client.km.interrupt_kernel)()
-        reply = run_sync(client.kc.get_shell_msg)(timeout=120)
-        while reply["parent_header"].get("msg_id") != asked:
-            reply = run_sync(client.kc.get_shell_msg)(timeout=120)
-        assert reply["content"]["ename"] == "KeyboardInterrupt"
+        assert interrupted(client, asked)["ename"] == "KeyboardInterrupt"
         assert "public checks passed" in run("%grade check")
         assert len(_services(temp)) == 1
     assert list(temp.iterdir()) == []
