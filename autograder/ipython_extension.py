@@ -80,8 +80,11 @@ class Service:
     def ask(self, request: dict) -> dict:
         self.asked += 1
         try:
-            self.process.stdin.write(json.dumps({**request, "id": self.asked}) + "\n")
-            self.process.stdin.flush()
+            try:
+                self.process.stdin.write(json.dumps({**request, "id": self.asked}) + "\n")
+                self.process.stdin.flush()
+            except OSError:  # it has ended
+                raise RuntimeError("the checking process stopped: " + self._log_tail()) from None
             while True:
                 line = self.replies.readline()
                 if not line:

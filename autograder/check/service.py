@@ -17,6 +17,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import sys
 import time
 from dataclasses import replace
@@ -112,21 +113,25 @@ def serve() -> None:
     with open(os.devnull, "rb") as nothing:
         os.dup2(nothing.fileno(), 0)
     checker = Checker()
+    checking = [False]
+
+    def interrupted(signum, frame) -> None:  # between checks (reading, answering) an interrupt has nothing to stop
+        if checking[0]:
+            raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, interrupted)
     reply.write(json.dumps({"ready": True}) + "\n")
     reply.flush()
     try:
-        while True:
-            request = None
+        for line in requests:
+            request = json.loads(line)
+            checking[0] = True
             try:
-                line = requests.readline()
-                if not line:
-                    return
-                request = json.loads(line)
                 answer = _answer(checker, request)
             except KeyboardInterrupt:
-                if request is None:
-                    continue  # between checks: nothing was under way
                 answer = {"error": "stopped"}
+            finally:
+                checking[0] = False
             try:
                 reply.write(json.dumps({**answer, "id": request.get("id")}) + "\n")
                 reply.flush()
