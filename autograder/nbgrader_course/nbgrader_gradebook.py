@@ -66,12 +66,14 @@ def write(course_dir: Path, assignment: str, results: dict[str, dict], db_url: s
             if student not in students:
                 rows.add(Student, id=student)  # as update_or_create_student adds one
             when = (result.get("extra_data") or {}).get("submitted_at")
-            known = grade_ids.get(student) if student in submitted else \
-                _new_submission(rows, found.id, notebooks, student, parse_utc(when) if when else None, scores)
-            if student in submitted and when:
-                rows.stamp(submitted[student], parse_utc(when))
+            if student in submitted:  # its grades are updated
+                known = grade_ids.get(student, {})
+                if when:
+                    rows.stamp(submitted[student], parse_utc(when))
+            else:  # its rows are made with the scores in them
+                known = _new_submission(rows, found.id, notebooks, student, parse_utc(when) if when else None, scores)
             for (notebook, grade_id), score in scores.items():
-                grade = (known or {}).get((notebook, grade_id))
+                grade = known.get((notebook, grade_id))
                 if grade is None:
                     raise GradebookError(f"the gradebook's {assignment}/{notebook} has no test cell {grade_id}: "
                                          "regenerate the course with grade nbgrader --force and nbgrader "
