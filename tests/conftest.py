@@ -1,11 +1,14 @@
 """Shared fixtures: the repo's paths, and a helper that runs the ``grade`` CLI as a user would."""
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import shutil
 import stat
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -15,6 +18,11 @@ from tests.browser import Browser, find_or_install
 # ``grade check`` leaves a warm server behind (autograder/check/warm_server.py); each test's checks run in-process
 # unless it asks for one (tests/test_check_server.py)
 os.environ.setdefault("GRADE_CHECK_SERVER", "0")
+# the reference answers a run keeps for the next (grading/suites/stored_answers.py): in a folder of this test session's
+# own, not the user's cache folder, so every run of the suite starts with none kept and computes them once
+if "GRADE_CACHE_DIR" not in os.environ:
+    os.environ["GRADE_CACHE_DIR"] = tempfile.mkdtemp(prefix="grade-test-cache-")
+    atexit.register(shutil.rmtree, os.environ["GRADE_CACHE_DIR"], True)
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "tests" / "corpus" / "submissions"

@@ -169,6 +169,9 @@ def test_the_script_prints_the_ratio_and_the_agreement(tmp_path):
     out = done.stdout
     assert "| `nbgrader autograde attention` |" in out and "| `grade autograde --nbgrader` |" in out, out
     assert RATIO.search(out) and float(RATIO.search(out).group(1)) > 0, out
+    # the kit read the reference answers `grade nbgrader` kept, in the run's own folder; and ran once with none kept
+    assert "| the same, nothing kept (`GRADE_REFERENCE_CACHE=0`) |" in out, out
+    assert len(list((work / "grade-cache" / "reference-answers").glob("*.pt"))) == 1
     assert AGREE.search(out) and AGREE.search(out).group(1) == "2", out
     # the control: the gradebooks of that run, one of the kit's cells changed
     a, b = work / "nbgrader0", work / "kit0"
@@ -181,6 +184,7 @@ def test_the_script_prints_the_ratio_and_the_agreement(tmp_path):
     assert differ and differ[0].startswith(f"student000 (correct_einsum): {cell}: nbgrader")
     result = {"who": bench.students(2), "differ": differ, "isolation": "", "totals": bench.kit_totals(b / "kit-results"),
               "runs": [{"nbgrader": bench.measure([sys.executable, "-c", "pass"]),
-                        "kit": bench.measure([sys.executable, "-c", "pass"])}]}
+                        "kit": bench.measure([sys.executable, "-c", "pass"]),
+                        "kitcold": bench.measure([sys.executable, "-c", "pass"])}]}
     text = bench.report(result, 2, None)
     assert "DISAGREE on 1 of 2 students" in text and not AGREE.search(text) and RATIO.search(text)

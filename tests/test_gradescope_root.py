@@ -285,6 +285,10 @@ def debian_root(tmp_path_factory, timings):
     (tmp / "setup.log").write_text(setup.stdout + setup.stderr)
     assert setup.returncode == 0, f"setup.sh failed (exit {setup.returncode}):\n{(setup.stdout + setup.stderr)[-6000:]}"
     assert re.search(r"^torch 2\.\d+\.\d+\S* - kit ", setup.stdout, re.M), setup.stdout[-3000:]
+    # its last step keeps the reference answers for every run (autograder/gradescope/reference_answers.py)
+    assert re.search(r"^reference answers: \d+ cases, kept in /autograder/cache$", setup.stdout, re.M), setup.stdout[-3000:]
+    KEPT_BY_SETUP[:] = [p.stat().st_ino for p in (path / "autograder" / "cache" / "reference-answers").glob("*.pt")]
+    assert len(KEPT_BY_SETUP) == 1
     installed = root.run("dpkg-query -W -f='${Package} ${Version} ${Status}\\n' python3.11 python3.11-venv; "
                          "/autograder/venv/bin/python -c 'import sys; print(sys.version)'", timeout=300).stdout
     assert installed.count("install ok installed") == 2 and "\n3.11." in "\n" + installed, installed
@@ -325,6 +329,8 @@ def _grade_in_root(root: DebianRoot, name: str, env: dict) -> tuple[subprocess.C
 # Gradescope's containers may refuse namespaces (Docker's default seccomp profile and capabilities): the
 # grader then falls back to uid+rlimits, which must grade the same.
 CASES = [("alice", None), ("bob", None), ("bob", "uid+rlimits")]
+#: the file of reference answers setup.sh kept (its inode): every run reads it
+KEPT_BY_SETUP: list[int] = []
 
 
 @in_a_root[0]
@@ -349,6 +355,8 @@ def test_run_autograder_in_the_root_grades_as_grade_autograde(debian_root, expec
     assert results["score"] == want["score"], (results["score"], want["score"], timings[f"isolation {case}"])
     assert results["extra_data"]["submitted_at"] == "2026-12-10T14:03:22.500000-08:00"
     timings[f"score {case}"] = f"{results['score']:g}/{sum(t['max_score'] for t in results['tests']):g}"
+    kept = [p.stat().st_ino for p in (debian_root.path / "autograder" / "cache" / "reference-answers").glob("*.pt")]
+    assert kept == KEPT_BY_SETUP, "the run computed again the reference answers setup.sh kept (a run that computes replaces the file)"
 
 
 # -- setup.sh's pip arguments, without a root or a network (stub python3.11 and pip) ------------------------

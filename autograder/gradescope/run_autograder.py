@@ -20,6 +20,8 @@ import time
 import traceback
 from pathlib import Path
 
+from . import reference_answers  # standard library only, as this module
+
 SKIP_DIRS = {"__MACOSX", "__pycache__"}
 DEFAULT_TIMEOUT = 540.0
 ASK = "Your submission was not graded: please tell your instructor."
@@ -63,7 +65,8 @@ def submitted_at(root: Path) -> str | None:
 def grade(source: Path, folder: Path, timeout: float, started: float) -> dict:
     with tempfile.TemporaryDirectory(prefix="gradescope-results-") as tmp:
         out = Path(tmp) / "results"
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(source), os.environ.get("PYTHONPATH")]))}
+        env = {"GRADE_CACHE_DIR": str(reference_answers.cache_folder(source.parent)),  # as setup.sh computed them
+               **os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(source), os.environ.get("PYTHONPATH")]))}
         cmd = [sys.executable, "-m", "autograder.cli", "autograde", str(folder), "--out", str(out),
                "--course", str(source / "course.yml")]
         created = submitted_at(source.parent)

@@ -41,6 +41,8 @@ grep -v '^--' "$SOURCE/requirements.txt" > "$VENV/requirements.txt"
 "${{PIP[@]}}" -r "$VENV/requirements.txt"
 "${{PIP[@]}}" --no-deps --no-build-isolation -e "$SOURCE"
 "$VENV/bin/python" -c "import torch, autograder; print('torch', torch.__version__, '- kit', autograder.__version__)"
+# The course's reference answers, computed once here: each run reads them instead of computing them again.
+"$VENV/bin/python" -m autograder.gradescope.reference_answers
 """
 
 RUN_AUTOGRADER = """#!/usr/bin/env bash

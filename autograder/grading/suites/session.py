@@ -7,6 +7,7 @@ from pathlib import Path
 
 import torch
 
+from autograder.autograde import content_hashes
 from autograder.course import CourseError, load_course
 from autograder.grading.suites import proxied_functions
 from autograder.grading.dependencies import StandinPolicy
@@ -15,7 +16,7 @@ from autograder.sandbox.reference_server import ReferenceWorker
 from autograder.grading.runner import SubmissionRunner, asked_standins, plans
 from autograder.sandbox.zygote import Zygote
 
-from . import direct, gradescope_results, problems
+from . import direct, gradescope_results, problems, stored_answers
 from .graded import SuiteRun
 from .plugin import GradingPlugin
 from .suite_runner import run_suites, validate_suites
@@ -120,12 +121,40 @@ class Grader:
         return self
 
     def warm_cache(self) -> None:
-        """Compute every case's reference answer now (the reference grading itself, in process).
+        """Every case's reference answer: the reference grading itself, in process, or as an earlier run with the
+        same grader on this machine kept it (``stored_answers.py``).
 
         Also learn which steps' requests build other steps' stand-ins: those steps are graded last.
         """
+        identity = content_hashes.grader(self.course_file, self.course)
+        kept = stored_answers.load(identity)
+        if kept is not None:
+            self.cache.update(kept[0])
+            asked = kept[1]
+        else:
+            asked = self._answer_every_case()
+            stored_answers.save(identity, self.cache, asked)
+        # a count's cases are known before any is run: a submission's worker gets them as one batch
+        counts = {id(case["request"]): (step, count) for (step, count, *_), (case, _) in self.cache.items()}
+        self.batches = plans([(counts.get(id(r)), r) for r in asked])
+        for (step, *_), (case, _expected) in self.cache.items():
+            builds = asked_standins(case["request"]) - {step}
+            if builds:
+                self.asked.setdefault(step, set()).update(builds)
+        self.late_steps |= set(self.asked)
+        # a function step whose answer is not a function of its tensors (init_qkv's parameters) gets no proxy
+        self.policy.held_back = proxied_functions.held_back(self.cache, self.standin_kinds)
+        # the reference answers live as long as the grader too (long_lived.py): a batch job's collector passes walk
+        # only what that job makes, and write nothing to the pages it shares with this process. What the reference
+        # grading left as garbage is collected first (a pass over what is not frozen yet: milliseconds), not kept.
+        gc.collect()
+        gc.freeze()
+
+    def _answer_every_case(self) -> list[dict]:
+        """Run the hidden suites with the reference as the student: every case's answer into ``self.cache``.
+        The requests, in the order the cases ask for them."""
         answers: dict[int, dict] = {}
-        asked: list[dict] = []  # every request, in the order the cases ask for them
+        asked: list[dict] = []
 
         def as_the_reference(step: str, request: dict) -> dict:
             """The reference's answer, as the case just cached it (computing it once, not twice)."""
@@ -136,21 +165,7 @@ class Grader:
             return hit if hit is not None else self.reference.run(request)  # a case built afresh each time
 
         self._run_tests(GradingPlugin(self.course, self.reference, as_the_reference, cache=self.cache))
-        # a count's cases are known before any is run: a submission's worker gets them as one batch
-        counts = {id(case["request"]): (step, count) for (step, count, *_), (case, _) in self.cache.items()}
-        self.batches = plans([(counts.get(id(r)), r) for r in asked])
-        for (step, *_), (case, _expected) in self.cache.items():
-            asked = asked_standins(case["request"]) - {step}
-            if asked:
-                self.asked.setdefault(step, set()).update(asked)
-        self.late_steps |= set(self.asked)
-        # a function step whose answer is not a function of its tensors (init_qkv's parameters) gets no proxy
-        self.policy.held_back = proxied_functions.held_back(self.cache, self.standin_kinds)
-        # the reference answers live as long as the grader too (long_lived.py): a batch job's collector passes walk
-        # only what that job makes, and write nothing to the pages it shares with this process. What the reference
-        # grading left as garbage is collected first (a pass over what is not frozen yet: milliseconds), not kept.
-        gc.collect()
-        gc.freeze()
+        return asked
 
     def _run_tests(self, plugin: GradingPlugin) -> None:
         if self.tests is not None:
