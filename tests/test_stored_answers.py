@@ -134,3 +134,17 @@ def test_a_folder_that_cannot_be_written_keeps_nothing_and_grades(kept, monkeypa
     counted = Counted(monkeypatch)
     assert _warm().cache
     assert counted.times == 1
+
+
+def test_two_computations_give_the_same_answers(kept, monkeypatch):
+    """What a file keeps must be what computing again would give: the suites draw only from seeds. A suite that drew
+    unseeded (fresh inputs each batch) would have them frozen by the file instead; this says so first."""
+    monkeypatch.setenv("GRADE_REFERENCE_CACHE", "0")
+    first, second = _warm(), _warm()
+    assert list(first.cache) == list(second.cache)
+    assert _same(list(first.cache.values()), list(second.cache.values()))
+    assert _plans(first) == _plans(second)
+    # the control: an unseeded draw in a case is seen
+    case, _ = next(iter(second.cache.values()))
+    case["request"]["unseeded"] = torch.rand(3)
+    assert not _same(list(first.cache.values()), list(second.cache.values()))
