@@ -9,6 +9,8 @@ same run: a bare `python -c "import torch"` (the floor a process-per-submission 
 the full unit and on one step (`--step`), each as a session's first check (no server yet: it loads torch itself,
 then leaves the server), cold (`GRADE_CHECK_SERVER=0`: no server, ever) and warm (answered by the server the
 first check left: ``autograder/check/warm_server.py``), and their ratios.
+The batches read the reference's answers that one untimed submission graded first kept (stored_answers.py), in a
+folder of the run's own, as an instructor's batches read what their first run, or `grade nbgrader`, kept.
 Each repeat times them back to back; figures are medians of --repeat runs, ratios the median of each repeat's
 own ratio (the machine's speed drifts between repeats). Prints a Markdown block to paste into
 bench/RESULTS.md, with the isolation level the grader reported.
@@ -86,6 +88,12 @@ def main() -> None:
     full = [*grade, "check", str(CORPUS / "correct_einsum")]
     step = [*full, "--step", "simple_attention"]
     timed(full, env=warm_env)  # the first check: in-process, and it leaves the server the warm rows use
+    # One submission first, untimed: it says the isolation level, and keeps the reference's answers (stored_answers.py) in
+    # a folder of this run's own, which every timed batch reads, as an instructor's batches read what their first kept
+    os.environ["GRADE_CACHE_DIR"] = str(work / "grade-cache")
+    said = subprocess.run([*grade, "autograde", str(subs / "student000"), "--out", str(work / "iso"), "--jobs", "1"],
+                          cwd=ROOT, capture_output=True, text=True).stdout.splitlines()
+    isolation = next((line for line in said if line.startswith("isolation:")), "isolation: (not reported)")
     torch_import, batch = [], []
     checks: dict[str, list[float]] = {"first": [], "first step": [], "cold": [], "cold step": [], "warm": [],
                                       "warm step": []}
@@ -110,9 +118,6 @@ def main() -> None:
     shutil.rmtree(server_dir, ignore_errors=True)  # the server sees its socket gone, and ends
     t, b = (statistics.median(x) for x in (torch_import, batch))
     rb = statistics.median(x / y for x, y in zip(batch, torch_import))
-    said = subprocess.run([*grade, "autograde", str(subs / "student000"), "--out", str(work / "iso"), "--jobs", "1"],
-                          cwd=ROOT, capture_output=True, text=True).stdout.splitlines()
-    isolation = next((line for line in said if line.startswith("isolation:")), "isolation: (not reported)")
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}")
     mix = "the corpus mix" if args.failing is None else f"{args.failing:.0%} failing public cases, the rest correct"
     print(f"submissions: {args.n} ({mix}); jobs: {args.jobs}; runs: {args.repeat} (medians; ratios paired run by run)")
