@@ -287,7 +287,7 @@ def debian_root(tmp_path_factory, timings):
     assert re.search(r"^torch 2\.\d+\.\d+\S* - kit ", setup.stdout, re.M), setup.stdout[-3000:]
     # its last step keeps the reference answers for every run (autograder/gradescope/reference_answers.py)
     assert re.search(r"^reference answers: \d+ cases, kept in /autograder/cache$", setup.stdout, re.M), setup.stdout[-3000:]
-    KEPT_BY_SETUP[:] = [p.stat().st_ino for p in (path / "autograder" / "cache" / "reference-answers").glob("*.pt")]
+    KEPT_BY_SETUP[:] = [p.stat().st_ino for p in (path / "autograder" / "cache").glob("reference-answers-0/*.pt")]
     assert len(KEPT_BY_SETUP) == 1
     installed = root.run("dpkg-query -W -f='${Package} ${Version} ${Status}\\n' python3.11 python3.11-venv; "
                          "/autograder/venv/bin/python -c 'import sys; print(sys.version)'", timeout=300).stdout
@@ -355,8 +355,9 @@ def test_run_autograder_in_the_root_grades_as_grade_autograde(debian_root, expec
     assert results["score"] == want["score"], (results["score"], want["score"], timings[f"isolation {case}"])
     assert results["extra_data"]["submitted_at"] == "2026-12-10T14:03:22.500000-08:00"
     timings[f"score {case}"] = f"{results['score']:g}/{sum(t['max_score'] for t in results['tests']):g}"
-    kept = [p.stat().st_ino for p in (debian_root.path / "autograder" / "cache" / "reference-answers").glob("*.pt")]
+    kept = [p.stat().st_ino for p in (debian_root.path / "autograder" / "cache").glob("reference-answers-0/*.pt")]
     assert kept == KEPT_BY_SETUP, "the run computed again the reference answers setup.sh kept (a run that computes replaces the file)"
+    assert not (debian_root.path / "root" / ".cache" / "attention-autograder").exists(), "the run kept its own, elsewhere"
 
 
 # -- setup.sh's pip arguments, without a root or a network (stub python3.11 and pip) ------------------------

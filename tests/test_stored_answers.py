@@ -2,17 +2,19 @@
 computed, never for another grader or machine, never from a file someone else could have written."""
 from __future__ import annotations
 
+import json
 import os
 import shutil
 
 import pytest
 import torch
 
+from autograder.grading.suites import stored_answers
 from autograder.grading.suites.session import Grader
 
-from .conftest import ROOT
+from .conftest import ROOT, run_grade
 
-pytestmark = pytest.mark.unit
+SAMPLES = ROOT / "samples" / "submissions"
 
 
 @pytest.fixture
@@ -20,7 +22,7 @@ def kept(tmp_path, monkeypatch):
     """A cache folder of this test's own: nothing kept yet."""
     monkeypatch.setenv("GRADE_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.delenv("GRADE_REFERENCE_CACHE", raising=False)
-    return tmp_path / "cache" / "reference-answers"
+    return stored_answers.folder()
 
 
 class Counted:
@@ -60,6 +62,7 @@ def _plans(grader: Grader) -> list:
     return sorted((order.get(rid), [order.get(id(r)) for r in run], at) for rid, (run, at) in grader.batches.items())
 
 
+@pytest.mark.unit
 def test_a_second_grader_reads_what_the_first_computed(kept, monkeypatch):
     counted = Counted(monkeypatch)
     first = _warm()
@@ -77,6 +80,7 @@ def test_a_second_grader_reads_what_the_first_computed(kept, monkeypatch):
     assert first.policy.held_back == second.policy.held_back
 
 
+@pytest.mark.unit
 def test_nothing_is_kept_when_switched_off(kept, monkeypatch):
     monkeypatch.setenv("GRADE_REFERENCE_CACHE", "0")
     counted = Counted(monkeypatch)
@@ -85,6 +89,7 @@ def test_nothing_is_kept_when_switched_off(kept, monkeypatch):
     assert counted.times == 2 and not kept.exists()
 
 
+@pytest.mark.unit
 def test_another_reference_is_computed_afresh(kept, monkeypatch, tmp_path):
     """A changed solution (or suite, course.yml, kit, torch, CPU) is another grader: its answers are its own."""
     counted = Counted(monkeypatch)
@@ -102,6 +107,7 @@ def test_another_reference_is_computed_afresh(kept, monkeypatch, tmp_path):
     assert counted.times == 3
 
 
+@pytest.mark.unit
 @pytest.mark.skipif(os.name != "posix", reason="file modes")
 def test_a_file_others_could_write_is_not_read(kept, monkeypatch):
     counted = Counted(monkeypatch)
@@ -111,11 +117,60 @@ def test_a_file_others_could_write_is_not_read(kept, monkeypatch):
     _warm()
     assert counted.times == 2, "a file anyone could have written was unpickled"
     assert path.stat().st_mode & 0o777 == 0o600  # replaced by the answers computed again
-    kept.chmod(0o777)
+
+
+@pytest.mark.unit
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="giving a file away needs root")
+def test_a_file_another_user_owns_is_not_read(kept, monkeypatch):
+    """As a worker's uid would own a file it planted: refused, however it is named."""
+    counted = Counted(monkeypatch)
     _warm()
-    assert counted.times == 3, "a file in a folder anyone could write was unpickled"
+    (path,) = kept.iterdir()
+    os.chown(path, 65534, 65534)
+    _warm()
+    assert counted.times == 2, "a file another user owns was unpickled"
 
 
+@pytest.mark.unit
+@pytest.mark.skipif(os.name != "posix", reason="O_NOFOLLOW")
+def test_a_link_in_the_files_place_is_not_followed(kept, monkeypatch, tmp_path):
+    """Even to a file of this user's: the path is not what was checked."""
+    counted = Counted(monkeypatch)
+    _warm()
+    (path,) = kept.iterdir()
+    elsewhere = tmp_path / "elsewhere.pt"
+    path.rename(elsewhere)
+    path.symlink_to(elsewhere)
+    _warm()
+    assert counted.times == 2, "a link was followed"
+
+
+@pytest.mark.unit
+def test_a_file_is_read_only_under_its_own_name(kept):
+    """The key is inside the file too: one renamed (another course's, another CPU's) is not this one's."""
+    cache, asked = {("step", "count", 0, "case"): ({"request": {}}, {"ok": True})}, []
+    made = stored_answers.save("one grader", cache, asked)
+    assert made is not None and stored_answers.load("one grader") is not None
+    made.rename(stored_answers.file_for("another grader"))
+    assert stored_answers.load("another grader") is None
+
+
+@pytest.mark.unit
+def test_what_does_not_pickle_keeps_nothing_and_leaves_nothing(kept):
+    assert stored_answers.save("a grader", {("s", "c", 0, "case"): ({"mistakes": {"x": lambda: 0}}, {})}, []) is None
+    assert not kept.exists() or not any(kept.iterdir())
+
+
+@pytest.mark.unit
+def test_a_folder_keeps_the_newest_files_only(kept):
+    for n in range(stored_answers.KEEP + 2):
+        assert stored_answers.save(f"grader {n}", {}, []) is not None
+        os.utime(stored_answers.file_for(f"grader {n}"), (n, n))  # each one older than the next
+    assert len(list(kept.glob("*.pt"))) == stored_answers.KEEP
+    assert stored_answers.load("grader 0") is None and stored_answers.load(f"grader {stored_answers.KEEP + 1}") is not None
+
+
+@pytest.mark.unit
 def test_a_cut_short_file_is_computed_again_and_replaced(kept, monkeypatch):
     counted = Counted(monkeypatch)
     _warm()
@@ -127,6 +182,7 @@ def test_a_cut_short_file_is_computed_again_and_replaced(kept, monkeypatch):
     assert counted.times == 2, "the replaced file was not read"
 
 
+@pytest.mark.unit
 def test_a_folder_that_cannot_be_written_keeps_nothing_and_grades(kept, monkeypatch, tmp_path):
     blocked = tmp_path / "a-file"
     blocked.write_text("not a folder")
@@ -136,6 +192,7 @@ def test_a_folder_that_cannot_be_written_keeps_nothing_and_grades(kept, monkeypa
     assert counted.times == 1
 
 
+@pytest.mark.unit
 def test_two_computations_give_the_same_answers(kept, monkeypatch):
     """What a file keeps must be what computing again would give: the suites draw only from seeds. A suite that drew
     unseeded (fresh inputs each batch) would have them frozen by the file instead; this says so first."""
@@ -144,7 +201,27 @@ def test_two_computations_give_the_same_answers(kept, monkeypatch):
     assert list(first.cache) == list(second.cache)
     assert _same(list(first.cache.values()), list(second.cache.values()))
     assert _plans(first) == _plans(second)
-    # the control: an unseeded draw in a case is seen
-    case, _ = next(iter(second.cache.values()))
-    case["request"]["unseeded"] = torch.rand(3)
+    # the control: one value drawn otherwise, in one answer, is seen
+    _, expected = next(v for v in second.cache.values() if isinstance(v[1].get("output"), torch.Tensor))
+    expected["output"].view(-1)[0] += 1e-6
     assert not _same(list(first.cache.values()), list(second.cache.values()))
+
+
+@pytest.mark.slow
+def test_grade_nbgrader_keeps_them_and_grade_autograde_reads_them(tmp_path):
+    """An instructor's path: `grade nbgrader` builds the course and keeps the answers; `grade autograde` reads that
+    file (a run that computes replaces it: a new inode) and grades as a run with nothing kept does."""
+    env = {"GRADE_CACHE_DIR": str(tmp_path / "cache")}
+    built = run_grade("nbgrader", "--course-dir", str(tmp_path / "course"), env=env)
+    assert built.returncode == 0, built.stdout + built.stderr
+    assert "cases: kept in " in built.stdout, built.stdout
+    (made,) = (tmp_path / "cache").glob("reference-answers*/*.pt")
+    inode = made.stat().st_ino
+    graded = {}
+    for name, extra in (("kept", {}), ("none kept", {"GRADE_REFERENCE_CACHE": "0"})):
+        done = run_grade("autograde", str(SAMPLES / "bob"), "--out", str(tmp_path / name), env={**env, **extra})
+        assert done.returncode == 0, done.stdout + done.stderr
+        graded[name] = [(t["name"], t["score"], t["status"], t.get("output"))
+                        for t in json.loads((tmp_path / name / "bob" / "results.json").read_text())["tests"]]
+    assert made.stat().st_ino == inode, "grade autograde computed the answers grade nbgrader kept"
+    assert graded["kept"] == graded["none kept"] and any(score == 0 for _, score, _, _ in graded["kept"])

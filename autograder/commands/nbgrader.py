@@ -45,13 +45,12 @@ def main(dest: Path, course_file: Path = Path("course.yml"), assignment: str | N
 def _keep_reference_answers(course_file: Path) -> tuple[int, Path] | None:
     """The reference's answer to every hidden case, computed now, as the course is built, and kept for every
     ``grade autograde`` of it (grading/suites/stored_answers.py), rather than at the start of its first batch.
-    How many cases, and where; None where nothing is kept (``GRADE_REFERENCE_CACHE=0``)."""
+    How many cases, and where; None where nothing is kept (``GRADE_REFERENCE_CACHE=0``, a folder not writable)."""
     from autograder.grading.suites import stored_answers  # noqa: PLC0415 - torch
     from autograder.grading.suites.session import Grader  # noqa: PLC0415 - torch
 
-    where = stored_answers.folder()
-    if where is None:
+    if stored_answers.folder() is None:
         return None
     with Grader(course_file) as grader:
         grader.warm_cache()
-        return len(grader.cache), where
+        return (len(grader.cache), grader.kept_answers.parent) if grader.kept_answers else None

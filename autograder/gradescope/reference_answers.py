@@ -24,7 +24,9 @@ def main() -> int:
 
     with Grader(root / "source" / "course.yml") as grader:
         grader.warm_cache()
-        print(f"reference answers: {len(grader.cache)} cases, kept in {os.environ['GRADE_CACHE_DIR']}")
+        where = grader.kept_answers
+        print(f"reference answers: {len(grader.cache)} cases, " +
+              (f"kept in {os.environ['GRADE_CACHE_DIR']}" if where else "not kept (each run computes them)"))
     return 0
 
 

@@ -61,6 +61,7 @@ class Grader:
         self.cache: dict = {}  # reference answers, shared by every submission of the batch
         self.asked: dict[str, set[str]] = {}  # per step: the stand-ins its requests build (Exercise 3.1)
         self.batches: dict = {}  # each count's requests, in the order its cases ask for them (runner.plans)
+        self.kept_answers: Path | None = None  # the file that keeps the reference answers for the next run, if any
 
     def limits(self) -> dict:
         lim = self.course.limits
@@ -131,9 +132,10 @@ class Grader:
         if kept is not None:
             self.cache.update(kept[0])
             asked = kept[1]
+            self.kept_answers = stored_answers.file_for(identity)
         else:
             asked = self._answer_every_case()
-            stored_answers.save(identity, self.cache, asked)
+            self.kept_answers = stored_answers.save(identity, self.cache, asked)
         # a count's cases are known before any is run: a submission's worker gets them as one batch
         counts = {id(case["request"]): (step, count) for (step, count, *_), (case, _) in self.cache.items()}
         self.batches = plans([(counts.get(id(r)), r) for r in asked])
