@@ -109,14 +109,61 @@ def test_another_reference_is_computed_afresh(kept, monkeypatch, tmp_path):
 
 @pytest.mark.unit
 @pytest.mark.skipif(os.name != "posix", reason="file modes")
-def test_a_file_others_could_write_is_not_read(kept, monkeypatch):
+@pytest.mark.parametrize("mode", [0o620, 0o602])
+def test_a_file_others_could_write_is_not_read(kept, monkeypatch, mode):
     counted = Counted(monkeypatch)
     _warm()
     (path,) = kept.iterdir()
-    path.chmod(0o666)
+    path.chmod(mode)
     _warm()
-    assert counted.times == 2, "a file anyone could have written was unpickled"
+    assert counted.times == 2, "a file others could have written was unpickled"
     assert path.stat().st_mode & 0o777 == 0o600  # replaced by the answers computed again
+
+
+@pytest.mark.unit
+@pytest.mark.skipif(os.name != "posix", reason="file modes, links, FIFOs")
+@pytest.mark.parametrize("change", ["folder others may enter", "folder is a link", "file has a second link",
+                                    "file is a FIFO"])
+def test_nothing_but_this_users_own_file_in_its_own_folder_is_read(kept, monkeypatch, tmp_path, change):
+    """The folder is checked as it is opened, and each step goes through it; a FIFO does not hang the run."""
+    counted = Counted(monkeypatch)
+    _warm()
+    (path,) = kept.iterdir()
+    if change == "folder others may enter":
+        kept.chmod(0o755)
+    elif change == "folder is a link":
+        kept.rename(tmp_path / "real")
+        kept.symlink_to(tmp_path / "real")
+    elif change == "file has a second link":
+        os.link(path, tmp_path / "second")
+    else:
+        path.unlink()
+        os.mkfifo(path, 0o600)
+    _warm()
+    assert counted.times == 2, f"read although the {change}"
+
+
+@pytest.mark.unit
+def test_a_cache_folder_that_cannot_be_named_keeps_nothing_and_grades(monkeypatch):
+    monkeypatch.setenv("GRADE_CACHE_DIR", "~no-such-user-here/cache")
+    monkeypatch.delenv("GRADE_REFERENCE_CACHE", raising=False)
+    assert stored_answers.folder() is None
+    assert _warm().cache
+
+
+@pytest.mark.unit
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="sudo: root with a user's HOME")
+def test_under_sudo_root_keeps_its_own_not_in_the_users_home(monkeypatch, tmp_path):
+    import pwd  # noqa: PLC0415 - POSIX only
+
+    home = tmp_path / "someone"
+    home.mkdir()
+    os.chown(home, 65534, 65534)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("GRADE_CACHE_DIR", raising=False)
+    monkeypatch.delenv("GRADE_REFERENCE_CACHE", raising=False)
+    where = stored_answers.folder()
+    assert where is not None and where.is_relative_to(pwd.getpwuid(0).pw_dir) and not where.is_relative_to(home)
 
 
 @pytest.mark.unit
@@ -224,4 +271,5 @@ def test_grade_nbgrader_keeps_them_and_grade_autograde_reads_them(tmp_path):
         graded[name] = [(t["name"], t["score"], t["status"], t.get("output"))
                         for t in json.loads((tmp_path / name / "bob" / "results.json").read_text())["tests"]]
     assert made.stat().st_ino == inode, "grade autograde computed the answers grade nbgrader kept"
+    assert list((tmp_path / "cache").glob("reference-answers*/*.pt")) == [made], "a run kept its own under another name"
     assert graded["kept"] == graded["none kept"] and any(score == 0 for _, score, _, _ in graded["kept"])

@@ -7,25 +7,27 @@ where it runs (torch's CPU kernels, the machine, Python): a file named for all o
 run reads it instead (0.06-0.08 s). A changed solution or suite, another torch or CPU is another file; an
 unreadable, foreign or misnamed one is computed again and replaced. The newest ``KEEP`` files are kept.
 
-Where: the user's cache folder (``platformdirs``), or ``GRADE_CACHE_DIR``, in a folder named for the user's uid
-(a run under sudo never takes the user's); ``GRADE_REFERENCE_CACHE=0`` keeps nothing. Never where student code
-can read it: the folder is made 0700 and each file 0600 (a worker runs as another uid, or in a mount namespace
-holding only an allow-list, which no home folder is on).
+Where: the user's cache folder (``platformdirs``; root's own under sudo, never the user's), or ``GRADE_CACHE_DIR``,
+in a folder named for the uid; ``GRADE_REFERENCE_CACHE=0`` keeps nothing. Never where student code can read it:
+the folder is made 0700 and each file 0600 (a worker runs as another uid, or in a mount namespace holding only an
+allow-list, which no home folder is on).
 
-Reading a file runs its pickle, so on POSIX a file is read only through a descriptor opened without following a
-link whose owner is this user and which nobody else can write: whatever path led to it, its bytes were written by
-this user (or root). Elsewhere (Windows: no owner to check) it is read with torch's ``weights_only`` unpickler,
-which builds tensors and plain containers only (0.08 s slower). The key is inside the file too: a file
+Reading a file runs its pickle, so on POSIX every step goes through the folder opened without following a link,
+and only if this user owns it and nobody else may enter it; a file in it is read only if it is a regular file
+with one link, owned by this user and writable by nobody else. Anything else keeps nothing, and the run computes
+the answers as before. Elsewhere (Windows: no owner to check) a file is read with torch's ``weights_only``
+unpickler, which builds tensors and plain containers only (0.08 s slower). The key is inside the file too: one
 renamed, or moved from another course, is not taken for this one's.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import platform
+import secrets
 import stat
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -33,22 +35,28 @@ from pathlib import Path
 FORMAT = 2
 #: how many files a folder keeps (the newest): one per course version, kit, torch or CPU it graded with
 KEEP = 16
+POSIX = os.name == "posix"
 
 
 def folder() -> Path | None:
     """Where the answers are kept, or None where nothing is kept."""
     if os.environ.get("GRADE_REFERENCE_CACHE", "1") == "0":
         return None
-    chosen = os.environ.get("GRADE_CACHE_DIR")
-    if chosen:
-        base = Path(chosen).expanduser()
-    else:
-        try:
+    try:
+        chosen = os.environ.get("GRADE_CACHE_DIR")
+        if chosen:
+            base = Path(chosen).expanduser()
+        elif POSIX and os.geteuid() == 0 and Path.home().stat().st_uid != 0:  # sudo: root's own, not the user's
+            import pwd  # noqa: PLC0415 - POSIX only
+
+            base = Path(pwd.getpwuid(0).pw_dir) / ".cache" / "attention-autograder"
+        else:
             import platformdirs  # noqa: PLC0415 - imported on first use
-        except ImportError:  # an environment installed before the kit needed it: nothing kept, graded as before
-            return None
-        base = Path(platformdirs.user_cache_dir("attention-autograder", appauthor=False))
-    return base / (f"reference-answers-{os.getuid()}" if hasattr(os, "getuid") else "reference-answers")
+
+            base = Path(platformdirs.user_cache_dir("attention-autograder", appauthor=False))
+    except Exception:  # noqa: BLE001 - no home (~nobody/x), platformdirs not installed: nothing kept, graded as before
+        return None
+    return base / (f"reference-answers-{os.geteuid()}" if POSIX else "reference-answers")
 
 
 def key(grader_hash: str) -> str:
@@ -66,16 +74,63 @@ def file_for(grader_hash: str) -> Path | None:
     return None if where is None else where / f"{key(grader_hash)}.pt"
 
 
-def _open_trusted(path: Path):
-    """``path`` opened for reading, if its pickle may run here (see the module's docstring); else None."""
-    if os.name != "posix":
-        return open(path, "rb")  # read with the weights_only unpickler; the caller closes it
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
-    info = os.fstat(fd)
-    if not stat.S_ISREG(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+#: flags that keep an open from following a link, blocking on a FIFO, or leaking into a child (those this OS has)
+_SAFE = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+
+
+class _Folder:
+    """The folder, every step inside it made through its descriptor (POSIX: the folder checked once, as opened) or
+    its path (elsewhere, where ``dir_fd`` is not available)."""
+
+    def __init__(self, path: Path, fd: int | None):
+        self.path, self.fd = path, fd
+
+    def _at(self, name: str) -> str:
+        return name if self.fd is not None else str(self.path / name)
+
+    def open(self, name: str, flags: int, mode: int = 0o600) -> int:
+        return os.open(self._at(name), flags | _SAFE, mode, dir_fd=self.fd)
+
+    def replace(self, source: str, target: str) -> None:
+        os.replace(self._at(source), self._at(target), src_dir_fd=self.fd, dst_dir_fd=self.fd)
+
+    def unlink(self, name: str) -> None:
+        os.unlink(self._at(name), dir_fd=self.fd)
+
+    def entries(self) -> list[tuple[float, str]]:
+        """(modification time, name) of each entry, links not followed."""
+        found = []
+        for name in os.listdir(self.fd if self.fd is not None else self.path):
+            with contextlib.suppress(OSError):
+                found.append((os.stat(self._at(name), dir_fd=self.fd, follow_symlinks=False).st_mtime, name))
+        return found
+
+
+@contextlib.contextmanager
+def _opened(where: Path, make: bool):
+    """The folder (made 0700 if ``make``), if it is this user's alone; raises OSError otherwise."""
+    if make:
+        where.parent.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(where, 0o700)
+    if not POSIX:
+        yield _Folder(where, None)
+        return
+    fd = os.open(where, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        info = os.fstat(fd)
+        if info.st_uid != os.geteuid() or info.st_mode & 0o077:
+            raise PermissionError(f"{where}: not this user's alone")
+        yield _Folder(where, fd)
+    finally:
         os.close(fd)
-        return None
-    return os.fdopen(fd, "rb")
+
+
+def _trusted(fd: int) -> bool:
+    """A regular file with one link, owned by this user, that nobody else can write (POSIX)."""
+    info = os.fstat(fd)
+    return (stat.S_ISREG(info.st_mode) and info.st_nlink == 1 and info.st_uid == os.geteuid()
+            and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH))
 
 
 def load(grader_hash: str) -> tuple[dict, list] | None:
@@ -86,17 +141,19 @@ def load(grader_hash: str) -> tuple[dict, list] | None:
     import torch  # noqa: PLC0415 - imported on first use
 
     try:
-        opened = _open_trusted(path)
-        if opened is None:
+        with _opened(path.parent, make=False) as where:
+            fd = where.open(path.name, os.O_RDONLY)
+            with os.fdopen(fd, "rb") as opened:
+                if POSIX and not _trusted(fd):
+                    return None
+                # one pickle: the requests asked are the cache's own objects (plans() goes by their ids); without an
+                # owner to check (Windows), only tensors and plain containers are built
+                kept = torch.load(opened, weights_only=not POSIX)
+        if type(kept) is not dict or kept.get("format") != FORMAT or kept.get("key") != path.stem:
             return None
-        with opened:
-            # one pickle: the requests asked are the cache's own objects (plans() goes by their ids)
-            kept = torch.load(opened, weights_only=os.name != "posix")
-    except Exception:  # noqa: BLE001 - none there, unreadable, cut short, another torch's: computed again
+        return kept["cache"], kept["asked"]
+    except Exception:  # noqa: BLE001 - none there, not ours alone, cut short, another torch's: computed again
         return None
-    if type(kept) is not dict or kept.get("format") != FORMAT or kept.get("key") != path.stem:
-        return None
-    return kept["cache"], kept["asked"]
 
 
 def save(grader_hash: str, cache: dict, asked: list) -> Path | None:
@@ -106,31 +163,27 @@ def save(grader_hash: str, cache: dict, asked: list) -> Path | None:
         return None
     import torch  # noqa: PLC0415 - imported on first use
 
-    where, name = path.parent, path.stem
+    temporary = f".answers-{secrets.token_hex(8)}.tmp"
     try:
-        where.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd, temporary = tempfile.mkstemp(dir=where, prefix=".answers-", suffix=".tmp")  # mode 0600
-    except OSError:
+        with _opened(path.parent, make=True) as where:
+            try:
+                with os.fdopen(where.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL), "wb") as out:
+                    torch.save({"format": FORMAT, "key": path.stem, "cache": cache, "asked": asked}, out)
+                where.replace(temporary, path.name)
+            finally:
+                with contextlib.suppress(OSError):
+                    where.unlink(temporary)
+            _prune(where)
+    except Exception:  # noqa: BLE001 - not ours alone, a full disk, something that does not pickle: nothing kept
         return None
-    try:
-        with os.fdopen(fd, "wb") as out:
-            torch.save({"format": FORMAT, "key": name, "cache": cache, "asked": asked}, out)
-        os.replace(temporary, path)
-    except Exception:  # noqa: BLE001 - a full disk, something that does not pickle: graded as before, nothing kept
-        return None
-    finally:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-    _prune(where)
     return path
 
 
-def _prune(where: Path) -> None:
+def _prune(where: _Folder) -> None:
     """Keep the newest ``KEEP`` files; remove what a killed save left (an hour old)."""
-    try:
-        kept = sorted(where.glob("*.pt"), key=lambda p: p.stat().st_mtime, reverse=True)
-        left = [p for p in where.glob(".answers-*.tmp") if time.time() - p.stat().st_mtime > 3600]
-        for path in kept[KEEP:] + left:
-            path.unlink(missing_ok=True)
-    except OSError:
-        pass
+    found = where.entries()
+    newest = sorted((entry for entry in found if entry[1].endswith(".pt")), reverse=True)
+    left = [entry for entry in found if entry[1].startswith(".answers-") and time.time() - entry[0] > 3600]
+    for _, name in newest[KEEP:] + left:
+        with contextlib.suppress(OSError):
+            where.unlink(name)
