@@ -41,7 +41,6 @@ def main(dest: Path, course_file: Path = Path("course.yml"), assignment: str | N
     return 0
 
 
-
 def _keep_reference_answers(course_file: Path) -> tuple[int, Path] | None:
     """The reference's answer to every hidden case, computed now, as the course is built, and kept for every
     ``grade autograde`` of it (grading/suites/stored_answers.py), rather than at the start of its first batch.

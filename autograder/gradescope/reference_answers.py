@@ -1,9 +1,10 @@
 """setup.sh's last step: the course's reference answers, computed once as Gradescope builds the image.
 
 Every run (one per submission, each in a fresh container from that image) then reads them from
-``$AUTOGRADER_ROOT/cache`` (grading/suites/stored_answers.py) instead of running the hidden suites on the
-reference again (0.3 s of each run). A run on a machine whose CPU kernels differ from the image builder's computes
-its own, as before. The folder is root's, mode 0700: the workers run as other uids, or see only an allow-list.
+``$AUTOGRADER_ROOT/cache/reference-answers-0/`` (grading/suites/stored_answers.py) instead of running the hidden
+suites on the reference again (0.3 s of each run). A run on a machine whose CPU kernels differ from the image
+builder's computes its own, as before. That folder is root's, mode 0700: the workers run as other uids, or see only
+an allow-list.
 """
 from __future__ import annotations
 
