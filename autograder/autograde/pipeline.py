@@ -217,7 +217,7 @@ def grade(grader, submissions: tuple[Path, ...], out: Path, n_jobs: int, force: 
     each submission's name once its results.json is written (while the others are graded)."""
     from tqdm import tqdm  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
 
-    from autograder.autograde import batch, content_hashes, grader_log, summary  # noqa: PLC0415 - imported on first use: torch is slow to load
+    from autograder.autograde import batch, grader_log, summary  # noqa: PLC0415 - imported on first use: torch is slow to load
     from autograder.autograde.run_policy import RunPolicy  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
     from autograder.pages import changes  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
     from autograder.intake.discover import discover  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
@@ -231,7 +231,7 @@ def grade(grader, submissions: tuple[Path, ...], out: Path, n_jobs: int, force: 
     staging = batch.staging_dir(out)
     top = course.max_points()
     start = time.monotonic()
-    grader_hash = content_hashes.grader(grader.course_file, course)
+    grader_hash = grader.identity
     try:
         todo, done = batch.prepare(sources, staging, course.modules, out, grader_hash, force, submitted,
                                    course.steps_by_module())

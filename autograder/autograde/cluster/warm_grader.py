@@ -24,7 +24,6 @@ from pathlib import Path
 
 from distributed.diagnostics.plugin import WorkerPlugin
 
-from autograder.autograde import content_hashes
 from autograder.sandbox.zygote import Zygote
 from autograder.worker import tempdirs
 from autograder.worker.syscalls import die_with_parent
@@ -91,7 +90,7 @@ class WarmGrader(WorkerPlugin):
 
             grader = Grader(Path(self.course_file))
             grader.adopt(zygote)
-            ours = content_hashes.grader(grader.course_file, grader.course)
+            ours = grader.identity
             if ours != self.grader_hash:
                 raise GraderMismatch(
                     f"worker {self.worker_address} would grade with grader {ours}, the client with {self.grader_hash}: "

@@ -1,6 +1,7 @@
 """A grading session: course, reference and zygote loaded once, then one submission after another."""
 from __future__ import annotations
 
+import functools
 import gc
 import time
 from pathlib import Path
@@ -62,6 +63,11 @@ class Grader:
         self.asked: dict[str, set[str]] = {}  # per step: the stand-ins its requests build (Exercise 3.1)
         self.batches: dict = {}  # each count's requests, in the order its cases ask for them (runner.plans)
         self.kept_answers: Path | None = None  # the file that keeps the reference answers for the next run, if any
+
+    @functools.cached_property
+    def identity(self) -> str:
+        """The grader hash (course.yml, the reference, the hidden suites, the grading code, torch's version), once."""
+        return content_hashes.grader(self.course_file, self.course)
 
     def limits(self) -> dict:
         lim = self.course.limits
@@ -127,15 +133,14 @@ class Grader:
 
         Also learn which steps' requests build other steps' stand-ins: those steps are graded last.
         """
-        identity = content_hashes.grader(self.course_file, self.course)
-        kept = stored_answers.load(identity)
+        kept = stored_answers.load(self.identity)
         if kept is not None:
             self.cache.update(kept[0])
             asked = kept[1]
-            self.kept_answers = stored_answers.file_for(identity)
+            self.kept_answers = stored_answers.file_for(self.identity)
         else:
             asked = self._answer_every_case()
-            self.kept_answers = stored_answers.save(identity, self.cache, asked)
+            self.kept_answers = stored_answers.save(self.identity, self.cache, asked)
         # a count's cases are known before any is run: a submission's worker gets them as one batch
         counts = {id(case["request"]): (step, count) for (step, count, *_), (case, _) in self.cache.items()}
         self.batches = plans([(counts.get(id(r)), r) for r in asked])
