@@ -126,9 +126,16 @@ def alice_in_a_kernel(tmp_path, monkeypatch):
 
 
 def interrupted(client, asked: str) -> dict:
-    """Press stop (jupyter_client's interrupt, as JupyterLab's button) while ``asked`` (a message id) runs; its reply."""
+    """Press stop (jupyter_client's interrupt, as JupyterLab's button) while ``asked`` (a message id) runs; its reply.
+
+    Only once the kernel has begun it (its ``execute_input`` is out): an interrupt that lands while the kernel is
+    still idle is caught by the kernel's own loop ("KeyboardInterrupt caught in kernel"), and the request it had
+    not begun can be left without a reply (a full run under load waited 120 s for one)."""
     from jupyter_core.utils import run_sync  # noqa: PLC0415 - optional: Jupyter's, from the test extra
 
+    begun = run_sync(client.kc.get_iopub_msg)(timeout=120)
+    while not (begun["msg_type"] == "execute_input" and begun["parent_header"].get("msg_id") == asked):
+        begun = run_sync(client.kc.get_iopub_msg)(timeout=120)
     run_sync(client.km.interrupt_kernel)()
     reply = run_sync(client.kc.get_shell_msg)(timeout=120)
     while reply["parent_header"].get("msg_id") != asked:
@@ -171,7 +178,9 @@ def test_the_stop_button_keeps_the_warm_check_and_a_shutdown_leaves_no_folder(tm
         assert "public checks passed" in run("%grade check")
         before = _services(temp)
         assert [p.name[:len("grade-magic-")] for p in temp.iterdir()] == ["grade-magic-"]  # control: it is there
-        assert interrupted(client, client.kc.execute("pass"))["status"] in ("ok", "error")
+        # a cell still running when stop is pressed (one that ends first leaves nothing to interrupt); a shell line,
+        # which the checks read as a comment, not as the student's code
+        assert interrupted(client, client.kc.execute("!sleep 120"))["status"] in ("ok", "error")
         assert "public checks passed" in run("%grade check")
         assert _services(temp) == before and len(before) == 1  # the same warm process answered: the interrupt did not end it
     assert list(temp.iterdir()) == []  # the kernel's exit hook ran, and removed the folder
