@@ -1,7 +1,7 @@
 """Loading what a grading process keeps for its whole life (torch, the course, the public cases), collector paused.
 
 With torch loaded, one full pass of Python's cyclic collector walks about 200,000 objects: 15-60 ms each time.
-Loading a command's own modules and data after torch (pydantic's schemas, matplotlib, the public cases) set off
+Loading a command's own modules and data after torch (pydantic's schemas, the public cases) set off
 two to four such passes, and a batch job set off more while grading. What is loaded here is never garbage: it is
 frozen once loaded (``gc.freeze``, as the zygote does before it forks: ``worker/zygote.py``), so later passes walk
 only what is new, and a process forked later does not copy the pages those passes would write to.

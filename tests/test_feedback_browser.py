@@ -103,7 +103,7 @@ def test_no_title_overflows_its_card_or_breaks_inside_a_word(browser, tmp_path, 
 
 def _strip_in_chromium(browser, tmp_path, name):
     """The row-sum strip's contrasts as Chromium draws the page: the picture screenshotted at its own size."""
-    from matplotlib.image import imread  # noqa: PLC0415 - imported on first use: matplotlib is slow to load
+    from PIL import Image  # noqa: PLC0415 - imported on first use
 
     ev = {"expected": weights().unsqueeze(0).double(), "yours": weights(after=True).unsqueeze(0).double()}
     cells: list = []
@@ -115,9 +115,7 @@ def _strip_in_chromium(browser, tmp_path, name):
     assert size[:2] == size[2:], size  # shown at its own size: the cells' pixels are where draw put them
     shot = view.page.locator("img").screenshot()
     png = io.BytesIO()
-    import matplotlib.image  # noqa: PLC0415 - imported on first use: matplotlib is slow to load
-
-    matplotlib.image.imsave(png, imread(io.BytesIO(shot), format="png")[..., :3], format="png")
+    Image.open(io.BytesIO(shot)).convert("RGB").save(png, format="png")
     return _strip_contrasts(png.getvalue(), cells)
 
 

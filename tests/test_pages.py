@@ -37,9 +37,11 @@ def case_of(expected: torch.Tensor, name: str = "book") -> dict:
 
 
 def image(png: bytes):
-    from matplotlib.image import imread  # noqa: PLC0415 - imported on first use: matplotlib is slow to load
+    """A PNG as an array of 0-1 floats (rows, columns, channels)."""
+    import numpy as np  # noqa: PLC0415 - imported on first use: numpy is slow to load
+    from PIL import Image  # noqa: PLC0415 - imported on first use
 
-    return imread(io.BytesIO(png), format="png")
+    return np.asarray(Image.open(io.BytesIO(png)).convert("RGB"), dtype=np.float64) / 255
 
 
 def test_a_failing_public_case_keeps_both_arrays_and_a_hidden_one_only_its_counts():
@@ -92,6 +94,42 @@ def test_the_row_sum_strip_shows_rows_that_do_not_sum_to_one():
     context = {"expected": torch.rand(1, 6, 2, dtype=torch.float64), "yours": torch.rand(1, 6, 2, dtype=torch.float64)}
     without = image(heatmaps.draw(context))  # context vectors: rows need not sum to 1, no strip
     assert with_strip.shape[1] > without.shape[1]
+
+
+def test_the_colour_tables_are_matplotlibs():
+    """The pictures keep matplotlib's colours without importing it: each table, and a value's lookup (below, inside,
+    above the scale, and no value at all), as matplotlib gives them."""
+    import matplotlib  # noqa: PLC0415 - the reference the tables were taken from; the kit itself never imports it
+    import numpy as np  # noqa: PLC0415 - imported on first use: numpy is slow to load
+
+    from autograder.pages.colormaps import GREY, Colormap  # noqa: PLC0415 - imported on first use
+
+    scaled = np.concatenate([np.linspace(-0.2, 1.2, 1001), [0.0, 1.0, 255 / 256, 1 / 256, np.nan]])
+    for name in ("viridis", "RdBu_r", "PuOr"):
+        theirs = matplotlib.colormaps[name].with_extremes(bad=np.array(GREY) / 255)(scaled)[:, :3] * 255
+        ours = Colormap(name).rgb(scaled)
+        assert np.abs(ours - theirs).max() <= 0.5, name
+    assert np.abs(Colormap("viridis").rgb(scaled).astype(int) - Colormap("PuOr").rgb(scaled)).max() > 100  # the control
+
+
+def test_the_strip_cells_are_where_the_picture_draws_them():
+    """What the contrast checks read: each written cell of the row-sum strip is at the pixels given, in the
+    colour given (its corners, away from the digits). Control: the boxes one cell to the left are not."""
+    ev = {"expected": causal_weights().unsqueeze(0).double(), "yours": mask_after_softmax().unsqueeze(0).double()}
+    cells: list = []
+    img = image(heatmaps.draw(ev, cells))
+    assert len(cells) == 12
+
+    def corners_match(shift):
+        for (x0, y0, x1, y1), background, _ in cells:
+            for x, y in ((x0 + 1 - shift, y0 + 1), (x1 - 2 - shift, y1 - 2)):
+                if (abs(img[y, x] - torch.tensor(background[:3]).numpy()) > 1 / 255 + 1e-9).any():
+                    return False
+        return True
+
+    assert corners_match(0)
+    width = cells[1][0][0] - cells[0][0][0]
+    assert not corners_match(width)
 
 
 def test_the_same_wrong_answer_is_drawn_once_per_process(monkeypatch):
@@ -197,3 +235,17 @@ def test_the_terminal_grid_is_coloured_or_plain_as_asked():
     coloured, plain = terminal_grid.render(ev, True), terminal_grid.render(ev, False)
     assert "\x1b[" in coloured and "\x1b[" not in plain
     assert f"{float(exp[1, 0]):.3f}" in plain and "*" in plain
+
+
+def test_a_colour_bar_is_marked_at_round_numbers_that_fit():
+    from autograder.pages.canvas import nice_ticks  # noqa: PLC0415 - imported on first use: Pillow's side of the pages
+
+    def words(low, high, room):
+        return [w for _, w in nice_ticks(low, high, lambda w: 6 * len(w), room)]
+
+    assert words(0.0, 1.0, 400) == ["0.0", "0.2", "0.4", "0.6", "0.8", "1.0"]
+    assert words(-0.15, 0.15, 150) == ["-0.1", "0.0", "0.1"]  # zero without a sign
+    assert words(-0.6, 0.2, 200) == ["-0.6", "-0.4", "-0.2", "0.0", "0.2"]
+    assert words(-0.6, 0.2, 120) == ["-0.50", "-0.25", "0.00"]  # fewer where the room is short
+    assert words(0.0, 20 * 1.18, 200) == ["0", "5", "10", "15", "20"]
+    assert words(0.0, 1.0, 10) == [] and words(1.0, 1.0, 400) == []  # no room, no span: no ticks

@@ -13,5 +13,5 @@ def write_page(results, folder: Path, dest: Path) -> Path:
     top = sum(r.max_points for r in results)
     lines = [f"Public checks of {folder}: {score:g} / {top:g}",
              "The hidden grading adds randomized cases and more counts; these are the course documents' own inputs."]
-    pictures = feedback_page.draw_pictures(step_cards)  # matplotlib only if a public case fails
+    pictures = feedback_page.draw_pictures(step_cards)  # Pillow only if a public case fails
     return feedback_page.write(dest, step_cards, pictures, "grade check: your feedback", lines).resolve()

@@ -33,7 +33,7 @@ def text(results, said: str) -> str:
 
 def html(results, said: str) -> str:
     failing = [c for c in cards.from_check(results) if c.status != PASSED]
-    pictures = feedback_page.draw_pictures(failing)  # matplotlib only when a public case fails
+    pictures = feedback_page.draw_pictures(failing)  # Pillow only when a public case fails
     details = printout.details(results)
     out = [f"<div class=\"attention-check\"><p>{escape(said)}</p>",
            f"<p><strong>{escape(verdict(results))}</strong></p>",

@@ -16,7 +16,6 @@ and screen readers.)
 """
 from __future__ import annotations
 
-import io
 from html import escape
 from pathlib import Path
 
@@ -32,32 +31,42 @@ td,th{text-align:left}td.num{text-align:right}td.rate{white-space:nowrap}td.who{
 
 
 def histogram(summary: dict) -> bytes:
-    """The score distribution as a PNG bar chart (matplotlib, Agg)."""
-    import matplotlib  # noqa: PLC0415 - imported on first use: matplotlib is slow to load
-
-    matplotlib.use("Agg", force=False)
-    from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: PLC0415 - imported on first use: matplotlib is slow to load
-    from matplotlib.figure import Figure  # noqa: PLC0415 - imported on first use: matplotlib is slow to load
+    """The score distribution as a PNG bar chart (``canvas.py``, Pillow)."""
+    from .canvas import Canvas, nice_ticks  # noqa: PLC0415 - imported on first use: Pillow, only when drawn
 
     buckets = summary["distribution"]
-    fig = Figure(figsize=(6.4, 2.6), dpi=90)
-    FigureCanvasAgg(fig)
-    ax = fig.add_axes((0.09, 0.2, 0.88, 0.72))
-    labels = [f"{b['from_percent']}–{b['to_percent']}" for b in buckets]
+    labels = [f"{b['from_percent']}\u2013{b['to_percent']}" for b in buckets]
     counts = [b["submissions"] for b in buckets]
-    ax.bar(range(len(counts)), counts, color="#3f6fb5")
-    ax.set_xticks(range(len(counts)), labels, fontsize=8)
-    ax.set_xlabel("score, % of the maximum", fontsize=9)
-    ax.set_ylabel("submissions", fontsize=9)
-    ax.tick_params(axis="y", labelsize=8)
-    ax.yaxis.get_major_locator().set_params(integer=True)
-    for i, n in enumerate(counts):
-        if n:
-            ax.text(i, n, str(n), ha="center", va="bottom", fontsize=8)
-    ax.set_ylim(0, max(counts + [1]) * 1.18)
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=90)
-    return buf.getvalue()
+    canvas = Canvas(6.4, 2.6, 90)
+    width, height = canvas.image.size
+    x0, x1 = round(0.09 * width), round(0.97 * width)
+    y0, y1 = round(0.08 * height), round(0.8 * height)  # the axes, from the top
+    n, top = max(len(counts), 1), max(counts + [1]) * 1.18
+    pad = 0.05 * (n - 0.2)  # matplotlib's margins around the bars' extent
+
+    def x_of(v):
+        return x0 + (v + 0.4 + pad) / (n - 0.2 + 2 * pad) * (x1 - x0)
+
+    def y_of(v):
+        return y1 - v / top * (y1 - y0)
+
+    tick = round(3.5 * 90 / 72)
+    for value, words in nice_ticks(0, top, lambda _: 12, y1 - y0, most=8):
+        if value != int(value):
+            continue
+        canvas.line([(x0 - tick, y_of(value)), (x0, y_of(value))], 1)
+        canvas.text((x0 - tick - 2, y_of(value)), str(int(value)), 8, anchor="rm")
+    for i, (count, words) in enumerate(zip(counts, labels)):
+        if count:
+            canvas.pen.rectangle((round(x_of(i - 0.4)), round(y_of(count)), round(x_of(i + 0.4)) - 1, y1),
+                                 fill="#3f6fb5")
+            canvas.text((x_of(i), y_of(count) - 1), str(count), 8, anchor="md")
+        canvas.line([(x_of(i), y1), (x_of(i), y1 + tick)], 1)
+        canvas.text((x_of(i), y1 + tick + 2), words, 8, anchor="ma")
+    canvas.frame((x0, y0, x1, y1 + 1))
+    canvas.text(((x0 + x1) / 2, height - 4), "score, % of the maximum", 9, anchor="md")
+    canvas.upright_text((round(0.03 * width), (y0 + y1) / 2), "submissions", 9)
+    return canvas.png()
 
 
 def _table(head: list[str], rows: list[list[str]], cls: str = "") -> str:

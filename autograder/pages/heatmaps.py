@@ -4,13 +4,12 @@ panels per head where the answer keeps its heads apart (attention weights [batch
 wrapper's output, its heads' context vectors side by side); the numbers of the strip in black or white,
 whichever reads better on their cell.
 
-matplotlib is imported here only, when a picture is drawn (``grade check`` on a passing unit never pays
-for it), with the Agg backend through ``Figure`` directly (no pyplot state, no display needed).
+Drawn with Pillow on a small canvas (``canvas.py``, colours from ``colormaps.py``), imported here only when a
+picture is drawn: ``grade check`` on a passing unit never pays for it.
 """
 from __future__ import annotations
 
 import hashlib
-import io
 
 #: pixels per inch of the PNGs: small files (results.json stays under 1 MB), still sharp enough to read
 DPI = 90
@@ -35,21 +34,15 @@ def masked(expected) -> bool:
                                                                        and (expected[..., ~upper] != 0).any())
 
 
-def _triangle(ax, n: int) -> None:
-    """Outline the allowed (lower) triangle of an n x n grid: the staircase above the diagonal."""
-    xs, ys = [-0.5], [-0.5]
+def _triangle(canvas, xs, ys) -> None:
+    """Outline the allowed (lower) triangle of a grid whose cells' edges are ``xs`` and ``ys``: the staircase
+    above the diagonal, and the grid's left and bottom sides."""
+    n = len(xs) - 1
+    points = [(xs[0], ys[0])]
     for i in range(n):
-        xs += [i + 0.5, i + 0.5]
-        ys += [i - 0.5, i + 0.5]
-    xs += [-0.5, -0.5]
-    ys += [n - 0.5, -0.5]
-    ax.plot(xs, ys, color="black", linewidth=1.6)
-
-
-def _plain(ax) -> None:
-    """No ticks (they cost most of a picture's time); the frame stays."""
-    ax.set_xticks([])
-    ax.set_yticks([])
+        points += [(xs[i + 1], ys[i]), (xs[i + 1], ys[i + 1])]
+    points += [(xs[0], ys[n]), (xs[0], ys[0])]
+    canvas.line(points, width=max(2, round(1.6 * canvas.dpi / 72)))
 
 
 def _finite(t):
@@ -115,13 +108,10 @@ def _shown(*tensors) -> bytes:
 
 
 def _draw(evidence: dict, strip_cells: list | None = None) -> bytes:
-    import matplotlib  # noqa: PLC0415 - imported on first use: matplotlib is slow to load
-
-    matplotlib.use("Agg", force=False)
     import numpy as np  # noqa: PLC0415 - imported on first use: numpy is slow to load
-    from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: PLC0415 - imported on first use: matplotlib is slow to load
-    from matplotlib.colors import Normalize, TwoSlopeNorm  # noqa: PLC0415 - imported on first use: matplotlib is slow to load
-    from matplotlib.figure import Figure  # noqa: PLC0415 - imported on first use: matplotlib is slow to load
+
+    from .canvas import Canvas  # noqa: PLC0415 - imported on first use: Pillow, only when a picture is drawn
+    from .colormaps import Colormap, centred, linear  # noqa: PLC0415 - imported with the canvas
 
     expected, yours = evidence["expected"], evidence["yours"]
     heads, rows, cols = expected.shape
@@ -145,59 +135,49 @@ def _draw(evidence: dict, strip_cells: list | None = None) -> bytes:
         sw = 0.0
     width = left + 3 * (pw + gap) + sw + 0.15
     height = top + heads * (title + ph + 0.2) + bottom
-    fig = Figure(figsize=(width, height), dpi=DPI)
-    FigureCanvasAgg(fig)
-    seq = matplotlib.colormaps["viridis"].with_extremes(bad="#bbbbbb")  # masked (-inf) entries: grey
-    two = matplotlib.colormaps["RdBu_r"].with_extremes(bad="#bbbbbb")
-    value_norm, diff_norm = Normalize(low, high), TwoSlopeNorm(0.0, -reach, reach)
+    canvas = Canvas(width, height, DPI)
+    seq, two = Colormap("viridis"), Colormap("RdBu_r")  # masked (-inf) entries: grey
+    value_norm, diff_norm = linear(low, high), centred(0.0, -reach, reach)
 
-    def axes(x, y, w, h):
-        return fig.add_axes((x / width, 1 - (y + h) / height, w / width, h / height))
+    def box(x, y, w, h):
+        return (canvas.px(x), canvas.px(y), canvas.px(x + w), canvas.px(y + h))
 
     for h in range(heads):
         y = top + h * (title + ph + 0.2) + title
         head = f"head {h + 1}: " if heads > 1 else ""
         panels = [(exp_np[h], f"{head}expected", seq, value_norm), (mine_np[h], f"{head}yours", seq, value_norm),
-                  (diff[h], f"{head}yours − expected", two, diff_norm)]
+                  (diff[h], f"{head}yours \u2212 expected", two, diff_norm)]
         for k, (data, name, cmap, norm) in enumerate(panels):
-            ax = axes(left + k * (pw + gap), y, pw, ph)
-            ax.imshow(data, cmap=cmap, norm=norm, interpolation="nearest", aspect="auto")
-            ax.set_title(name, fontsize=9, pad=3)
-            _plain(ax)
+            where = box(left + k * (pw + gap), y, pw, ph)
+            xs, ys = canvas.grid(where, cmap.rgb(norm(data)))
+            canvas.frame(where)
+            canvas.text(((where[0] + where[2]) / 2, where[1] - canvas.px(3 / 72)), name, 9, anchor="md")
             if k == 0 and rows <= 16:  # row numbers, as the table of mismatches counts them
                 for r in range(0, rows, 1 if rows <= 10 else 2):
-                    ax.text(-0.6, r, str(r), ha="right", va="center", fontsize=6.5)
+                    canvas.text((where[0] - canvas.px(0.1 * cell) - 1, (ys[r] + ys[r + 1]) / 2), str(r), 6.5, anchor="rm")
             if tri:
-                _triangle(ax, rows)
+                _triangle(canvas, xs, ys)
         if not strip:
             continue
-        ax = axes(left + 3 * (pw + gap), y, sw, ph)
+        where = box(left + 3 * (pw + gap), y, sw, ph)
         sums = np.stack([np.nansum(exp_np[h], axis=-1), np.nansum(mine_np[h], axis=-1)], axis=1)
         off = float(np.max(np.abs(sums - 1))) or 1e-9
-        sum_cmap, sum_norm = matplotlib.colormaps["PuOr"], TwoSlopeNorm(1.0, 1 - off, 1 + off)
-        ax.imshow(sums, cmap=sum_cmap, norm=sum_norm, interpolation="nearest", aspect="auto")
-        _plain(ax)
-        ax.set_title("row sums\nexp | yours", fontsize=7, pad=2)
+        sum_cmap, sum_norm = Colormap("PuOr"), centred(1.0, 1 - off, 1 + off)
+        xs, ys = canvas.grid(where, sum_cmap.rgb(sum_norm(sums)))
+        canvas.frame(where)
+        canvas.text(((where[0] + where[2]) / 2, where[1] - canvas.px(2 / 72)), "row sums\nexp | yours", 7, anchor="md")
         if rows <= 10:
             for r in range(rows):
                 for c in range(2):
-                    background = sum_cmap(sum_norm(sums[r, c]))
-                    ax.text(c, r, f"{sums[r, c]:.2f}", ha="center", va="center", fontsize=6.5,
-                            color=text_colour(background))
+                    background = sum_cmap(float(sum_norm(sums[r, c])))
+                    canvas.text(((xs[c] + xs[c + 1]) / 2, (ys[r] + ys[r + 1]) / 2), f"{sums[r, c]:.2f}", 6.5,
+                                fill=text_colour(background))
                     if strip_cells is not None:
-                        (x0, y0), (x1, y1) = ax.transData.transform([(c - 0.5, r + 0.5), (c + 0.5, r - 0.5)])
-                        fig_h = height * DPI
-                        xs, ys = sorted((round(x0), round(x1))), sorted((round(fig_h - y0), round(fig_h - y1)))
-                        strip_cells.append(((xs[0], ys[0], xs[1], ys[1]),
-                                            tuple(background), text_colour(background)))
-    from matplotlib.cm import ScalarMappable  # noqa: PLC0415 - imported on first use: matplotlib is slow to load
-
-    for x, w, norm, cmap, name in ((left, 2 * pw + gap, value_norm, seq, "expected and yours (one scale)"),
-                                   (left + 2 * (pw + gap), pw, diff_norm, two, "difference")):
-        bar = fig.colorbar(ScalarMappable(norm=norm, cmap=cmap), cax=axes(x, height - bottom + 0.2, w, 0.12),
-                           orientation="horizontal")
-        bar.ax.tick_params(labelsize=7, length=2, pad=1)
-        bar.ax.set_xlabel(name, fontsize=7, labelpad=1)
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=DPI)
-    return buf.getvalue()
+                        strip_cells.append(((int(xs[c]), int(ys[r]), int(xs[c + 1]), int(ys[r + 1])),
+                                            background, text_colour(background)))
+    for x, w, norm, cmap, low_, high_, name in (
+            (left, 2 * pw + gap, value_norm, seq, low, high, "expected and yours (one scale)"),
+            (left + 2 * (pw + gap), pw, diff_norm, two, -reach, reach, "difference")):
+        canvas.colour_bar(box(x, height - bottom + 0.2, w, 0.12), lambda v, n=norm, m=cmap: m.rgb(n(v)),
+                          low_, high_, name, 7)
+    return canvas.png()
