@@ -101,7 +101,8 @@ class Canvas:
             x = x0 + (value - low) / (high - low) * width
             self.line([(x, y1), (x, y1 + tick)], 1)
             self.text((x, y1 + tick + 1), words, points, anchor="ma")
-        self.text(((x0 + x1) / 2, y1 + tick + 2 + self.font(points).size), label, points, anchor="ma")
+        below = getattr(self.font(points), "size", round(points * self.dpi / 72))  # a bitmap font has no size
+        self.text(((x0 + x1) / 2, y1 + tick + 2 + below), label, points, anchor="ma")
 
     def png(self) -> bytes:
         out = io.BytesIO()
