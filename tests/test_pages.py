@@ -238,7 +238,7 @@ def test_the_terminal_grid_is_coloured_or_plain_as_asked():
 
 
 def test_a_colour_bar_is_marked_at_round_numbers_that_fit():
-    from autograder.pages.canvas import nice_ticks  # noqa: PLC0415 - imported on first use: Pillow's side of the pages
+    from autograder.pages.drawing import nice_ticks  # noqa: PLC0415 - imported on first use: Pillow's side of the pages
 
     def words(low, high, room):
         return [w for _, w in nice_ticks(low, high, lambda w: 6 * len(w), room)]

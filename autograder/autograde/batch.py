@@ -208,11 +208,11 @@ def warm_pictures() -> None:
     the batch ends (or at once when it is interrupted: Ctrl-C), pay no import then. About 0.01 s (matplotlib,
     which drew them before, took 0.27 s here, on one core while the other waited).
     """
-    from autograder.pages import canvas, colormaps  # noqa: PLC0415 - warmed here, before the jobs fork, and only then
+    from autograder.pages import colormaps, drawing  # noqa: PLC0415 - warmed here, before the jobs fork, and only then
 
     for name in ("viridis", "RdBu_r", "PuOr"):
         colormaps.Colormap(name)
-    canvas.font(8)
+    drawing.font(8)
 
 
 def halt(processes, clones, zygote) -> None:

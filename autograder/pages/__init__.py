@@ -4,7 +4,7 @@
   many entries differ), kept on the trusted side when a case fails; torch only.
 - ``misconceptions``: the ids diagnosed (``feedback/catalogue.py``) as ``misconception:<id>`` tags, the class
   counts and their labels; never read back from the words.
-- ``heatmaps``: expected / yours / difference pictures, drawn only when one is needed on ``canvas`` (Pillow),
+- ``heatmaps``: expected / yours / difference pictures, drawn only when one is needed with ``drawing`` (Pillow),
   in ``colormaps``' colours (matplotlib's tables, without matplotlib).
 - ``cards``: one card per step, a ``outputs/outcomes.StepOutcome``, from a results.json and its outcomes or from
   ``grade check``'s: the same words.

@@ -31,14 +31,14 @@ td,th{text-align:left}td.num{text-align:right}td.rate{white-space:nowrap}td.who{
 
 
 def histogram(summary: dict) -> bytes:
-    """The score distribution as a PNG bar chart (``canvas.py``, Pillow)."""
-    from .canvas import Canvas, nice_ticks  # noqa: PLC0415 - imported on first use: Pillow, only when drawn
+    """The score distribution as a PNG bar chart (``drawing.py``, Pillow)."""
+    from .drawing import Picture, nice_ticks  # noqa: PLC0415 - imported on first use: Pillow, only when drawn
 
     buckets = summary["distribution"]
     labels = [f"{b['from_percent']}\u2013{b['to_percent']}" for b in buckets]
     counts = [b["submissions"] for b in buckets]
-    canvas = Canvas(6.4, 2.6, 90)
-    width, height = canvas.image.size
+    picture = Picture(6.4, 2.6, 90)
+    width, height = picture.image.size
     x0, x1 = round(0.09 * width), round(0.97 * width)
     y0, y1 = round(0.08 * height), round(0.8 * height)  # the axes, from the top
     n, top = max(len(counts), 1), max(counts + [1]) * 1.18
@@ -54,19 +54,19 @@ def histogram(summary: dict) -> bytes:
     for value, words in nice_ticks(0, top, lambda _: 12, y1 - y0, most=8):
         if value != int(value):
             continue
-        canvas.line([(x0 - tick, y_of(value)), (x0, y_of(value))], 1)
-        canvas.text((x0 - tick - 2, y_of(value)), str(int(value)), 8, anchor="rm")
+        picture.line([(x0 - tick, y_of(value)), (x0, y_of(value))], 1)
+        picture.text((x0 - tick - 2, y_of(value)), str(int(value)), 8, anchor="rm")
     for i, (count, words) in enumerate(zip(counts, labels)):
         if count:
-            canvas.pen.rectangle((round(x_of(i - 0.4)), round(y_of(count)), round(x_of(i + 0.4)) - 1, y1),
+            picture.pen.rectangle((round(x_of(i - 0.4)), round(y_of(count)), round(x_of(i + 0.4)) - 1, y1),
                                  fill="#3f6fb5")
-            canvas.text((x_of(i), y_of(count) - 1), str(count), 8, anchor="md")
-        canvas.line([(x_of(i), y1), (x_of(i), y1 + tick)], 1)
-        canvas.text((x_of(i), y1 + tick + 2), words, 8, anchor="ma")
-    canvas.frame((x0, y0, x1, y1 + 1))
-    canvas.text(((x0 + x1) / 2, height - 4), "score, % of the maximum", 9, anchor="md")
-    canvas.upright_text((round(0.03 * width), (y0 + y1) / 2), "submissions", 9)
-    return canvas.png()
+            picture.text((x_of(i), y_of(count) - 1), str(count), 8, anchor="md")
+        picture.line([(x_of(i), y1), (x_of(i), y1 + tick)], 1)
+        picture.text((x_of(i), y1 + tick + 2), words, 8, anchor="ma")
+    picture.frame((x0, y0, x1, y1 + 1))
+    picture.text(((x0 + x1) / 2, height - 4), "score, % of the maximum", 9, anchor="md")
+    picture.upright_text((round(0.03 * width), (y0 + y1) / 2), "submissions", 9)
+    return picture.png()
 
 
 def _table(head: list[str], rows: list[list[str]], cls: str = "") -> str:

@@ -4,7 +4,7 @@ panels per head where the answer keeps its heads apart (attention weights [batch
 wrapper's output, its heads' context vectors side by side); the numbers of the strip in black or white,
 whichever reads better on their cell.
 
-Drawn with Pillow on a small canvas (``canvas.py``, colours from ``colormaps.py``), imported here only when a
+Drawn with Pillow (``drawing.py``, colours from ``colormaps.py``), imported here only when a
 picture is drawn: ``grade check`` on a passing unit never pays for it.
 """
 from __future__ import annotations
@@ -34,7 +34,7 @@ def masked(expected) -> bool:
                                                                        and (expected[..., ~upper] != 0).any())
 
 
-def _triangle(canvas, xs, ys) -> None:
+def _triangle(picture, xs, ys) -> None:
     """Outline the allowed (lower) triangle of a grid whose cells' edges are ``xs`` and ``ys``: the staircase
     above the diagonal, and the grid's left and bottom sides."""
     n = len(xs) - 1
@@ -42,7 +42,7 @@ def _triangle(canvas, xs, ys) -> None:
     for i in range(n):
         points += [(xs[i + 1], ys[i]), (xs[i + 1], ys[i + 1])]
     points += [(xs[0], ys[n]), (xs[0], ys[0])]
-    canvas.line(points, width=max(2, round(1.6 * canvas.dpi / 72)))
+    picture.line(points, width=max(2, round(1.6 * picture.dpi / 72)))
 
 
 def _finite(t):
@@ -110,8 +110,8 @@ def _shown(*tensors) -> bytes:
 def _draw(evidence: dict, strip_cells: list | None = None) -> bytes:
     import numpy as np  # noqa: PLC0415 - imported on first use: numpy is slow to load
 
-    from .canvas import Canvas  # noqa: PLC0415 - imported on first use: Pillow, only when a picture is drawn
-    from .colormaps import Colormap, centred, linear  # noqa: PLC0415 - imported with the canvas
+    from .drawing import Picture  # noqa: PLC0415 - imported on first use: Pillow, only when a picture is drawn
+    from .colormaps import Colormap, centred, linear  # noqa: PLC0415 - imported with the drawing code
 
     expected, yours = evidence["expected"], evidence["yours"]
     heads, rows, cols = expected.shape
@@ -135,12 +135,12 @@ def _draw(evidence: dict, strip_cells: list | None = None) -> bytes:
         sw = 0.0
     width = left + 3 * (pw + gap) + sw + 0.15
     height = top + heads * (title + ph + 0.2) + bottom
-    canvas = Canvas(width, height, DPI)
+    picture = Picture(width, height, DPI)
     seq, two = Colormap("viridis"), Colormap("RdBu_r")  # masked (-inf) entries: grey
     value_norm, diff_norm = linear(low, high), centred(0.0, -reach, reach)
 
     def box(x, y, w, h):
-        return (canvas.px(x), canvas.px(y), canvas.px(x + w), canvas.px(y + h))
+        return (picture.px(x), picture.px(y), picture.px(x + w), picture.px(y + h))
 
     for h in range(heads):
         y = top + h * (title + ph + 0.2) + title
@@ -149,28 +149,28 @@ def _draw(evidence: dict, strip_cells: list | None = None) -> bytes:
                   (diff[h], f"{head}yours \u2212 expected", two, diff_norm)]
         for k, (data, name, cmap, norm) in enumerate(panels):
             where = box(left + k * (pw + gap), y, pw, ph)
-            xs, ys = canvas.grid(where, cmap.rgb(norm(data)))
-            canvas.frame(where)
-            canvas.text(((where[0] + where[2]) / 2, where[1] - canvas.px(3 / 72)), name, 9, anchor="md")
+            xs, ys = picture.grid(where, cmap.rgb(norm(data)))
+            picture.frame(where)
+            picture.text(((where[0] + where[2]) / 2, where[1] - picture.px(3 / 72)), name, 9, anchor="md")
             if k == 0 and rows <= 16:  # row numbers, as the table of mismatches counts them
                 for r in range(0, rows, 1 if rows <= 10 else 2):
-                    canvas.text((where[0] - canvas.px(0.1 * cell) - 1, (ys[r] + ys[r + 1]) / 2), str(r), 6.5, anchor="rm")
+                    picture.text((where[0] - picture.px(0.1 * cell) - 1, (ys[r] + ys[r + 1]) / 2), str(r), 6.5, anchor="rm")
             if tri:
-                _triangle(canvas, xs, ys)
+                _triangle(picture, xs, ys)
         if not strip:
             continue
         where = box(left + 3 * (pw + gap), y, sw, ph)
         sums = np.stack([np.nansum(exp_np[h], axis=-1), np.nansum(mine_np[h], axis=-1)], axis=1)
         off = float(np.max(np.abs(sums - 1))) or 1e-9
         sum_cmap, sum_norm = Colormap("PuOr"), centred(1.0, 1 - off, 1 + off)
-        xs, ys = canvas.grid(where, sum_cmap.rgb(sum_norm(sums)))
-        canvas.frame(where)
-        canvas.text(((where[0] + where[2]) / 2, where[1] - canvas.px(2 / 72)), "row sums\nexp | yours", 7, anchor="md")
+        xs, ys = picture.grid(where, sum_cmap.rgb(sum_norm(sums)))
+        picture.frame(where)
+        picture.text(((where[0] + where[2]) / 2, where[1] - picture.px(2 / 72)), "row sums\nexp | yours", 7, anchor="md")
         if rows <= 10:
             for r in range(rows):
                 for c in range(2):
                     background = sum_cmap(float(sum_norm(sums[r, c])))
-                    canvas.text(((xs[c] + xs[c + 1]) / 2, (ys[r] + ys[r + 1]) / 2), f"{sums[r, c]:.2f}", 6.5,
+                    picture.text(((xs[c] + xs[c + 1]) / 2, (ys[r] + ys[r + 1]) / 2), f"{sums[r, c]:.2f}", 6.5,
                                 fill=text_colour(background))
                     if strip_cells is not None:
                         strip_cells.append(((int(xs[c]), int(ys[r]), int(xs[c + 1]), int(ys[r + 1])),
@@ -178,6 +178,6 @@ def _draw(evidence: dict, strip_cells: list | None = None) -> bytes:
     for x, w, norm, cmap, low_, high_, name in (
             (left, 2 * pw + gap, value_norm, seq, low, high, "expected and yours (one scale)"),
             (left + 2 * (pw + gap), pw, diff_norm, two, -reach, reach, "difference")):
-        canvas.colour_bar(box(x, height - bottom + 0.2, w, 0.12), lambda v, n=norm, m=cmap: m.rgb(n(v)),
+        picture.colour_bar(box(x, height - bottom + 0.2, w, 0.12), lambda v, n=norm, m=cmap: m.rgb(n(v)),
                           low_, high_, name, 7)
-    return canvas.png()
+    return picture.png()

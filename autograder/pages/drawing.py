@@ -33,7 +33,7 @@ def cell_edges(cells: int, pixels: int) -> np.ndarray:
     return np.searchsorted(index, np.arange(cells + 1))
 
 
-class Canvas:
+class Picture:
     def __init__(self, width: float, height: float, dpi: int):
         """``width`` and ``height`` in inches."""
         self.dpi = dpi
