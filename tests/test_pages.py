@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import io
 import json
+import math
+
+from unittest import mock
 
 import pytest
 import torch
@@ -183,6 +186,12 @@ def test_the_page_shows_pictures_and_mismatches_for_public_cases_and_no_values_f
     assert embedded["output_format"] == "html" and embedded["test_output_format"] == "text"
     assert "randomized" not in embedded["output"]  # a hidden count is not on the always-visible page
     assert gradescope_html.pictures(embedded) == {"c.w values: W": pictures[("c.w", "values")]}
+    # a picture that cannot be drawn is left out, and the page keeps its words and its table of mismatches
+    with mock.patch.object(heatmaps, "draw", side_effect=ValueError("cannot convert float NaN to integer")):
+        none = feedback_page.draw_pictures(step_cards)
+    assert none == {}
+    html = feedback_page.page(step_cards, none, "Feedback: x")
+    assert html.count("<img ") == 0 and f"{float(exp[1, 0]):.4f}" in html and "likely: masked" in html
 
 
 def test_results_json_stays_under_a_megabyte_however_many_cases_fail():
@@ -241,11 +250,41 @@ def test_a_colour_bar_is_marked_at_round_numbers_that_fit():
     from autograder.pages.drawing import nice_ticks  # noqa: PLC0415 - imported on first use: Pillow's side of the pages
 
     def words(low, high, room):
-        return [w for _, w in nice_ticks(low, high, lambda w: 6 * len(w), room)]
+        marks, power = nice_ticks(low, high, lambda w: 6 * len(w), room)
+        assert all(math.isfinite(v) for v, _ in marks)
+        return [w for _, w in marks] + ([f"1e{power}"] if power else [])
 
     assert words(0.0, 1.0, 400) == ["0.0", "0.2", "0.4", "0.6", "0.8", "1.0"]
     assert words(-0.15, 0.15, 150) == ["-0.1", "0.0", "0.1"]  # zero without a sign
     assert words(-0.6, 0.2, 200) == ["-0.6", "-0.4", "-0.2", "0.0", "0.2"]
-    assert words(-0.6, 0.2, 120) == ["-0.50", "-0.25", "0.00"]  # fewer where the room is short
+    assert words(-0.6, 0.2, 120) == ["-0.5", "0.0"]  # fewer where the room is short
     assert words(0.0, 20 * 1.18, 200) == ["0", "5", "10", "15", "20"]
-    assert words(0.0, 1.0, 10) == [] and words(1.0, 1.0, 400) == []  # no room, no span: no ticks
+    assert words(0.0, 1.0, 10) == []  # no room: no ticks
+    assert words(0.5, 0.5, 400) == ["0.5"]  # every value the same: one tick, the value
+    # a mask filled with -1e9 instead of -inf: the numbers in a power of ten, as matplotlib's offset shows them
+    assert words(-1e9, 2.0, 400) == ["-1.0", "-0.8", "-0.6", "-0.4", "-0.2", "0.0", "1e9"]
+    assert words(-1e308, 1e308, 400)[-1] == "1e308"  # no overflow of the step to inf (a NaN tick, a crash)
+    tiny = words(-2e-6, 2e-6, 400)
+    assert tiny[0] == "-2.0" and tiny[-2:] == ["2.0", "1e-6"]
+    # a narrow bar: the two ends where no round numbers fit, never a lone "0.000"
+    assert words(-0.004, 0.004, 99) == ["-0.004", "0.004"]
+    # neighbours 12 pixels apart at least, wherever the round numbers fall in the bar (not only in sum)
+    marks, _ = nice_ticks(-9.95e-5, 9.95e-5, lambda w: 6 * len(w), 134)
+    at = [(v + 9.95e-5) / 1.99e-4 * 134 for v, _ in marks]
+    assert all(b - a >= 6 * (len(wa) + len(wb)) / 2 + 12 for a, b, (_, wa), (_, wb) in zip(at, at[1:], marks, marks[1:]))
+    assert words(0.0, 20.0, 400)[:3] == ["0.0", "2.5", "5.0"]
+    assert [w for _, w in nice_ticks(0, 20, len, 400, whole=True)[0]] == ["0", "5", "10", "15", "20"]  # counts
+    assert nice_ticks(0, 1.18e6, len, 400, whole=True)[1] == 0  # counts never scaled
+
+
+def test_extreme_answers_are_drawn_with_their_scale_named():
+    """A mask filled with -1e9 (or float32's lowest) instead of -inf, and an answer of -1e308 where -inf was
+    expected, are drawn, not a crash of the student's grading: the colour bar's numbers in a power of ten."""
+    m = torch.triu(torch.ones(6, 6, dtype=torch.bool), 1)
+    scores = torch.randn(1, 6, 6, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    for fill in (-1e9, float(torch.finfo(torch.float32).min)):
+        img = image(heatmaps.draw({"expected": scores.masked_fill(m, -torch.inf), "yours": scores.masked_fill(m, fill)}))
+        assert img.shape[0] > 100
+    expected = torch.tensor([[[0.3, -torch.inf], [0.5, 0.2]]], dtype=torch.float64)
+    yours = torch.tensor([[[0.3, -1e308], [0.5, 0.2]]], dtype=torch.float64)
+    assert image(heatmaps.draw({"expected": expected, "yours": yours})).shape[0] > 100

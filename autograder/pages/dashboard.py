@@ -51,11 +51,11 @@ def histogram(summary: dict) -> bytes:
         return y1 - v / top * (y1 - y0)
 
     tick = round(3.5 * 90 / 72)
-    for value, words in nice_ticks(0, top, lambda _: 12, y1 - y0, most=8):
-        if value != int(value):
-            continue
+    marks, _ = nice_ticks(0, top, lambda _: 12, y1 - y0, most=8, whole=True)  # numbers stacked: a line each
+    for value, _ in marks:
         picture.line([(x0 - tick, y_of(value)), (x0, y_of(value))], 1)
         picture.text((x0 - tick - 2, y_of(value)), str(int(value)), 8, anchor="rm")
+    widest = max([picture.text_width(str(int(value)), 8) for value, _ in marks] + [0])
     for i, (count, words) in enumerate(zip(counts, labels)):
         if count:
             picture.pen.rectangle((round(x_of(i - 0.4)), round(y_of(count)), round(x_of(i + 0.4)) - 1, y1),
@@ -65,7 +65,8 @@ def histogram(summary: dict) -> bytes:
         picture.text((x_of(i), y1 + tick + 2), words, 8, anchor="ma")
     picture.frame((x0, y0, x1, y1 + 1))
     picture.text(((x0 + x1) / 2, height - 4), "score, % of the maximum", 9, anchor="md")
-    picture.upright_text((round(0.03 * width), (y0 + y1) / 2), "submissions", 9)
+    line = picture.font(9).size if hasattr(picture.font(9), "size") else 11
+    picture.upright_text((max(line / 2 + 1, x0 - tick - 2 - widest - 4 - line / 2), (y0 + y1) / 2), "submissions", 9)
     return picture.png()
 
 

@@ -89,18 +89,20 @@ class Picture:
 
     def colour_bar(self, box, colours, low: float, high: float, label: str, points: float) -> None:
         """A horizontal bar from ``low`` to ``high`` (``colours``: values -> (n, 3) RGB), its ticks and their
-        numbers below, and ``label`` under them."""
+        numbers below, and ``label`` under them (with the power of ten the numbers are in, if they are)."""
         x0, y0, x1, y1 = box
         width = x1 - x0
         values = low + (np.arange(width) + 0.5) / width * (high - low)
         self.grid(box, colours(values)[None, :, :])
         self.frame(box)
         tick = max(2, round(2 * self.dpi / 72))
-        marks = nice_ticks(low, high, lambda t: self.text_width(t, points), width)
+        marks, power = nice_ticks(low, high, lambda t: self.text_width(t, points), width)
         for value, words in marks:
-            x = x0 + (value - low) / (high - low) * width
+            x = x0 + (value - low) / (high - low) * width if high > low else (x0 + x1) / 2
             self.line([(x, y1), (x, y1 + tick)], 1)
             self.text((x, y1 + tick + 1), words, points, anchor="ma")
+        if power:
+            label = f"{label} (numbers x 1e{power})"
         below = getattr(self.font(points), "size", round(points * self.dpi / 72))  # a bitmap font has no size
         self.text(((x0 + x1) / 2, y1 + tick + 2 + below), label, points, anchor="ma")
 
@@ -110,25 +112,53 @@ class Picture:
         return out.getvalue()
 
 
-def nice_ticks(low: float, high: float, width_of, room: float, most: int = 9) -> list[tuple[float, str]]:
-    """Ticks at round numbers between ``low`` and ``high`` (steps of 1, 2, 2.5 or 5 times a power of ten): the
-    closest set whose labels (``width_of`` each) fit side by side in ``room`` pixels, 12 pixels apart at least,
-    at most ``most``."""
-    span = high - low
-    if not math.isfinite(span) or span <= 0:
-        return []
-    power = 10.0 ** math.floor(math.log10(span / most))
-    for step in (m * power * scale for scale in (1, 10, 100) for m in (1, 2, 2.5, 5)):
-        first, last = math.ceil(low / step - 1e-9), math.floor(high / step + 1e-9)
+#: numbers this large or small are shown in a power of ten (the bar's label says which), as matplotlib's offset does
+_PLAIN_RANGE = (1e-4, 1e5)
+
+
+def nice_ticks(low: float, high: float, width_of, room: float, most: int = 9,
+               whole: bool = False) -> tuple[list[tuple[float, str]], int]:
+    """Ticks for a scale from ``low`` to ``high`` drawn ``room`` pixels long, and the power of ten their numbers
+    are in (0: as they are; a scale reaching 1e5 or more, or only 1e-4 or less, is shown in its own power).
+
+    Round numbers (steps of 1, 2, 2.5 or 5 times a power of ten; ``whole``: whole numbers only, never scaled),
+    at least two and at most ``most``, each number (``width_of`` it, in pixels) 12 pixels from its neighbours;
+    the fewest that fit, else just the two ends. A scale with no width (all values equal) gets one tick, mid-way."""
+    if not (math.isfinite(low) and math.isfinite(high)) or high < low:
+        return [], 0
+    reach = max(abs(low), abs(high))
+    power = 0 if whole or reach == 0 or _PLAIN_RANGE[0] < reach < _PLAIN_RANGE[1] else math.floor(math.log10(reach))
+    unit = 10.0 ** power
+    lo, hi = low / unit, high / unit
+    span = hi - lo
+    if not math.isfinite(span) or span <= 1e-9 * max(abs(lo), abs(hi), 1e-300):
+        middle = (low + high) / 2
+        return [(middle, _number(middle / unit, 4, short=True))], power
+
+    def fits(marks) -> bool:
+        at = [(value / unit - lo) / span * room for value, _ in marks]
+        sizes = [width_of(words) for _, words in marks]
+        return all(math.isfinite(x) for x in at) and all(
+            b - a >= (wa + wb) / 2 + 12 for a, b, wa, wb in zip(at, at[1:], sizes, sizes[1:]))
+
+    first_power = 10.0 ** math.floor(math.log10(span / most))
+    for step in (m * first_power * scale for scale in (1, 10, 100) for m in (1, 2, 2.5, 5)):
+        if whole and (step < 1 or step != int(step)):
+            continue
+        first, last = math.ceil(lo / step - 1e-9), math.floor(hi / step + 1e-9)
         if last - first + 1 > most:
             continue
+        if last - first + 1 < 2:
+            break
         decimals = next((d for d in range(8) if abs(round(step, d) - step) <= 1e-9 * step), 8)
-        marks = [(k * step, _number(k * step, decimals)) for k in range(first, last + 1)]
-        if sum(width_of(words) + 12 for _, words in marks) <= room:
-            return marks
-    return []
+        marks = [(k * step * unit, _number(k * step, decimals)) for k in range(first, last + 1)]
+        if fits(marks):
+            return marks, power
+    ends = [(low, _number(lo, 2, short=True)), (high, _number(hi, 2, short=True))]
+    return (ends if fits(ends) and ends[0][1] != ends[1][1] else []), power
 
 
-def _number(value: float, decimals: int) -> str:
-    words = f"{value:.{decimals}f}"
+def _number(value: float, digits: int, short: bool = False) -> str:
+    """``digits`` decimals (``short``: significant digits, as ``%g``), and never a signed zero."""
+    words = f"{value:.{digits}g}" if short else f"{value:.{digits}f}"
     return words[1:] if words.startswith("-") and float(words) == 0 else words
