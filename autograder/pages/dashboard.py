@@ -65,7 +65,7 @@ def histogram(summary: dict) -> bytes:
         picture.text((x_of(i), y1 + tick + 2), words, 8, anchor="ma")
     picture.frame((x0, y0, x1, y1 + 1))
     picture.text(((x0 + x1) / 2, height - 4), "score, % of the maximum", 9, anchor="md")
-    line = picture.font(9).size if hasattr(picture.font(9), "size") else 11
+    line = picture.text_height(9)
     picture.upright_text((max(line / 2 + 1, x0 - tick - 2 - widest - 4 - line / 2), (y0 + y1) / 2), "submissions", 9)
     return picture.png()
 

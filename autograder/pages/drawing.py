@@ -54,6 +54,10 @@ class Picture:
         else:
             self.pen.text(xy, words, fill=fill, font=self.font(points), anchor=anchor)
 
+    def text_height(self, points: float) -> int:
+        """A line's height in pixels (a bitmap font, from a Pillow without FreeType, says none: its nominal one)."""
+        return getattr(self.font(points), "size", round(points * self.dpi / 72))
+
     def text_width(self, words: str, points: float) -> float:
         return self.font(points).getlength(words.translate(_PLAIN))
 
@@ -103,8 +107,7 @@ class Picture:
             self.text((x, y1 + tick + 1), words, points, anchor="ma")
         if power:
             label = f"{label} (numbers x 1e{power})"
-        below = getattr(self.font(points), "size", round(points * self.dpi / 72))  # a bitmap font has no size
-        self.text(((x0 + x1) / 2, y1 + tick + 2 + below), label, points, anchor="ma")
+        self.text(((x0 + x1) / 2, y1 + tick + 2 + self.text_height(points)), label, points, anchor="ma")
 
     def png(self) -> bytes:
         out = io.BytesIO()
