@@ -170,11 +170,10 @@ def _draw(evidence: dict, strip_cells: list | None = None) -> bytes:
             for r in range(rows):
                 for c in range(2):
                     background = sum_cmap(float(sum_norm(sums[r, c])))
-                    picture.text(((xs[c] + xs[c + 1]) / 2, (ys[r] + ys[r + 1]) / 2), f"{sums[r, c]:.2f}", 6.5,
-                                fill=text_colour(background))
+                    ink = text_colour(background)
+                    picture.text(((xs[c] + xs[c + 1]) / 2, (ys[r] + ys[r + 1]) / 2), f"{sums[r, c]:.2f}", 6.5, fill=ink)
                     if strip_cells is not None:
-                        strip_cells.append(((int(xs[c]), int(ys[r]), int(xs[c + 1]), int(ys[r + 1])),
-                                            background, text_colour(background)))
+                        strip_cells.append(((int(xs[c]), int(ys[r]), int(xs[c + 1]), int(ys[r + 1])), background, ink))
     for x, w, norm, cmap, low_, high_, name in (
             (left, 2 * pw + gap, value_norm, seq, low, high, "expected and yours (one scale)"),
             (left + 2 * (pw + gap), pw, diff_norm, two, -reach, reach, "difference")):
