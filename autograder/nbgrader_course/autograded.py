@@ -17,15 +17,16 @@ render in that HTML. So no part of a submitted notebook reaches it but the text 
 from __future__ import annotations
 
 import base64
-import copy
 import functools
 import json
 import re
 from pathlib import Path
 
 import nbformat
-from nbformat import from_dict, v4
+from nbformat import from_dict
+from nbformat.notebooknode import NotebookNode
 
+from . import notebook_text
 from .graded_cells import BEGIN_HIDDEN, END_HIDDEN
 
 #: what a solution cell shows when the notebook handed in has no answer for it
@@ -116,6 +117,10 @@ def without_hidden_tests(source: str) -> str:
     return "".join(kept).rstrip("\n")
 
 
+#: a test cell's text as the feedback shows it: the same for every student of a batch
+_shown = functools.lru_cache(maxsize=1024)(without_hidden_tests)
+
+
 def as_text(answer: str) -> str:
     """A markdown answer as text: in a fenced block longer than any run of backticks in it, so no HTML,
     link or image of the student's renders."""
@@ -145,10 +150,14 @@ def verdict_outputs(test: dict, picture: bytes | None = None) -> list:
 
 def build(master, answers: dict[int, str], verdicts: dict[str, list]):
     """The autograded notebook: ``master``'s metadata and cells, the student's answers in its solution cells,
-    no hidden test, no output but the verdicts (grade_id -> outputs) of its test cells."""
-    nb = copy.deepcopy(master)
-    for i, cell in enumerate(nb.cells):
-        meta = _nbgrader(cell)
+    no hidden test, no output but the verdicts (grade_id -> outputs) of its test cells.
+
+    Each cell is a new one, but what it keeps of the master's (metadata, id) and the verdicts' outputs are the very
+    objects given: read the notebook, never change it (``master`` is kept for the whole batch)."""
+    cells = []
+    for i, mine in enumerate(master.cells):
+        cell = NotebookNode(mine)
+        meta = _nbgrader(mine)
         if meta.get("solution"):
             if i in answers:
                 cell.source = as_text(answers[i]) if cell.cell_type == "markdown" else answers[i]
@@ -156,11 +165,12 @@ def build(master, answers: dict[int, str], verdicts: dict[str, list]):
                 cell.source = NO_ANSWER.get(cell.cell_type, "")
             cell.pop("attachments", None)
         else:
-            cell.source = without_hidden_tests(cell.source)
+            cell.source = _shown(mine.source)
         if cell.cell_type == "code":
             cell.execution_count = None
-            cell.outputs = copy.deepcopy(verdicts.get(meta.get("grade_id"), [])) if meta.get("grade") else []
-    return nb
+            cell.outputs = list(verdicts.get(meta.get("grade_id"), [])) if meta.get("grade") else []
+        cells.append(cell)
+    return NotebookNode({**master, "cells": cells})
 
 
 def write(dest: Path, course_dir: Path, assignment: str, submitted: Path, verdicts: dict[str, dict[str, list]]) -> list[Path]:
@@ -171,9 +181,8 @@ def write(dest: Path, course_dir: Path, assignment: str, submitted: Path, verdic
         master = _master(str(master_path), master_path.stat().st_mtime_ns)
         theirs = Path(submitted) / f"{name}.ipynb"
         nb = build(master, student_answers(master, theirs), verdicts.get(name, {}))
-        nbformat.validate(nb)
         path = Path(dest) / f"{name}.ipynb"
-        text = v4.writes(nb)  # what nbformat.write writes, without checking the notebook a second time
+        text = notebook_text.writes(nb)  # what nbformat.write writes, the notebook checked as it does
         with path.open("w", encoding="utf8") as f:
             f.write(text if text.endswith("\n") else text + "\n")
         written.append(path)
