@@ -57,7 +57,11 @@ def to_source(path: Path) -> str:
     """The notebook's code cells, in order, as one module; IPython magics and shell lines commented out.
 
     The test cells and checking helper of an nbgrader notebook are left out (``_kit_check_cell``)."""
-    return "\n\n".join(_chunk(path, n, src) for kind, n, src in _cells(path) if kind == "code") + "\n"
+    return _code(path, _cells(path))
+
+
+def _code(path: Path, cells: list[tuple[str, int, str]]) -> str:
+    return "\n\n".join(_chunk(path, n, src) for kind, n, src in cells if kind == "code") + "\n"
 
 
 def module_source(path: Path, module: str, steps: dict[str, list[str]]) -> str:
@@ -66,9 +70,10 @@ def module_source(path: Path, module: str, steps: dict[str, list[str]]) -> str:
     kernel) bound to those modules' own, as a ``.py`` file's ``from .causal_attention import CausalAttention``
     would: each step is graded in its own module, and a correct stand-in replaces it everywhere it is bound.
     When that module does not import, the copy stays."""
-    text = to_source(path)
+    cells = _cells(path)
+    text = _code(path, cells)
     carried: dict[str, list[str]] = {}
-    for kind, _, source in _cells(path):
+    for kind, _, source in cells:
         for name in (_defined(source) or []) if kind == "code" else []:
             for other, names in steps.items():
                 if other != module and name in names and name not in steps.get(module, []):
