@@ -34,6 +34,7 @@ class Reference:
                 raise LookupError(f"course.yml names step {step}, but {solutions_dir.name}/{module}.py defines no {name}")
             objects[step] = getattr(self.modules[module], name)
         self.workspace = runtime.Workspace(None, self.modules, objects)
+        self._sources: dict[str, str] | None = None
 
     def run(self, request: dict) -> dict:
         answer = runtime.run(request, self.workspace)
@@ -51,7 +52,10 @@ class Reference:
         return ast.unparse(tree) + "\n"
 
     def standin_sources(self) -> dict[str, str]:
-        return {step: self.source(step) for step in self.steps}
+        """Each step's ``source``, made once (the stand-in policy and the lines feedback must not quote both ask)."""
+        if self._sources is None:
+            self._sources = {step: self.source(step) for step in self.steps}
+        return dict(self._sources)
 
     def standin_kinds(self) -> dict[str, str]:
         """Each step as its stand-in proxy stands in for it: a ``class`` (an ``nn.Module``) or a ``function``.
