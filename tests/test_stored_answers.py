@@ -5,12 +5,16 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from pathlib import Path
 
 import pytest
 import torch
 
 from autograder.grading.suites import stored_answers
 from autograder.grading.suites.session import Grader
+from autograder.sandbox.reference_server import refused
+from autograder.sandbox.standin_answers import StandinAnswers
+from autograder.worker import wire
 
 from .conftest import ROOT, run_grade
 
@@ -273,3 +277,90 @@ def test_grade_nbgrader_keeps_them_and_grade_autograde_reads_them(tmp_path):
     assert made.stat().st_ino == inode, "grade autograde computed the answers grade nbgrader kept"
     assert list((tmp_path / "cache").glob("reference-answers*/*.pt")) == [made], "a run kept its own under another name"
     assert graded["kept"] == graded["none kept"] and any(score == 0 for _, score, _, _ in graded["kept"])
+
+
+# -- the stand-ins' answers a batch keeps for the next ---------------------------------------------------------------
+def _frames(n: int, size: int = 10, first: int = 0) -> list[tuple[bytes, bytes]]:
+    """(a call's key, an ok answer's frame), as a batch's reference worker gives them."""
+    return [(bytes([i]) * 32, wire.frame(b'{"ok": true, "n": %d}' % i, bytes(size))) for i in range(first, first + n)]
+
+
+@pytest.mark.unit
+def test_the_standins_answers_a_batch_kept_are_read_back_in_order_and_only_under_their_name(kept):
+    answers = _frames(5)
+    path = stored_answers.save_standins("a grader", answers)
+    assert path is not None and path.suffix == ".standins" and path.parent == kept
+    if os.name == "posix":
+        assert path.stat().st_mode & 0o777 == 0o600 and kept.stat().st_mode & 0o777 == 0o700
+    assert stored_answers.load_standins("a grader") == answers
+    assert stored_answers.load_standins("another grader") == []
+    path.rename(stored_answers.standins_file_for("another grader"))  # the key is inside the file too
+    assert stored_answers.load_standins("another grader") == []
+
+
+@pytest.mark.unit
+def test_the_newest_standins_answers_are_kept_within_the_bound(kept, monkeypatch):
+    answers = _frames(6, size=100)
+    monkeypatch.setattr(stored_answers, "MAX_STANDIN_BYTES", 3 * len(answers[0][1]))
+    stored_answers.save_standins("a grader", answers)
+    assert stored_answers.load_standins("a grader") == answers[-3:]
+
+
+@pytest.mark.unit
+def test_a_standins_file_cut_short_or_that_others_could_write_is_not_read(kept):
+    answers = _frames(4, size=100)
+    path = stored_answers.save_standins("a grader", answers)
+    whole = path.read_bytes()
+    path.write_bytes(whole[:-1])
+    assert stored_answers.load_standins("a grader") == []
+    path.write_bytes(whole)  # the control: whole again, read again
+    assert stored_answers.load_standins("a grader") == answers
+    if os.name == "posix":
+        path.chmod(0o620)
+        assert stored_answers.load_standins("a grader") == []
+
+
+@pytest.mark.unit
+def test_switched_off_no_standins_answers_are_kept(kept, monkeypatch):
+    monkeypatch.setenv("GRADE_REFERENCE_CACHE", "0")
+    assert stored_answers.save_standins("a grader", _frames(2)) is None
+    assert stored_answers.load_standins("a grader") == [] and not kept.exists()
+
+
+@pytest.mark.unit
+def test_a_grader_starts_with_what_its_last_batchs_jobs_learned(kept):
+    """What each job held (``standins_learned``) is merged, the last job's newest; the next grader starts with it, and
+    a call asked in a batch before is answered without going to the reference worker."""
+    first = _warm()
+    assert first.kept_standins == []
+    first.keep_standins([])  # no job learned anything: nothing is written
+    assert stored_answers.load_standins(first.identity) == []
+    first.keep_standins([_frames(3), _frames(3, first=2)])
+    second = _warm()
+    assert second.kept_standins == _frames(5)
+    answers = StandinAnswers()
+    answers.preload(second.kept_standins)
+    assert answers.get(bytes([4]) * 32) == _frames(1, first=4)[0][1] and answers.misses == 0
+
+
+def test_a_batch_gives_its_students_the_standins_answers_the_last_batch_kept(kept, tmp_path):
+    """The samples graded three times with one cache folder: the first batch keeps the stand-ins' answers it was
+    given, and the second, which starts with them, gives every student the same results. The control, that the kept
+    answers are what a batch gives the students' code: replaced with refusals, they fail the steps that call a
+    stand-in."""
+    def graded(out: Path) -> dict:
+        done = run_grade("autograde", *(str(p) for p in sorted(SAMPLES.iterdir())), "--out", str(out), "--force")
+        assert done.returncode == 0, done.stderr
+        return {p.parent.name: json.loads(p.read_text())["score"] for p in sorted(out.glob("*/results.json"))}
+
+    first = graded(tmp_path / "first")
+    (path,) = kept.glob("*.standins")
+    key = path.stem
+    answers = stored_answers._answers(path.read_bytes(), key)
+    assert len(answers) > 10
+    assert graded(tmp_path / "second") == first
+    refusal = refused("planted")
+    path.write_bytes(stored_answers._STANDINS + key.encode() + b"\n" + b"".join(
+        call + len(refusal).to_bytes(4, "big") + refusal for call, _ in answers))
+    planted = graded(tmp_path / "third")
+    assert sum(planted.values()) < sum(first.values()), "the kept answers were not what the students' code was given"

@@ -88,7 +88,9 @@ def _serve(slot: int, channel, grader, jobs: list, out: Path, clones: ClonesForF
                 index = channel.recv()
             except EOFError:
                 break
-            if index is None:
+            if index is None:  # done: what its stand-ins were answered, for the next batch
+                with contextlib.suppress(OSError):  # a batch that stopped waiting keeps nothing
+                    channel.send(("learned", grader.standins_learned()))
                 break
             try:
                 answer = ("done", grade_job(jobs[index], out, grader))
@@ -129,6 +131,7 @@ def grade_job(job: Job, out: Path, grader) -> GradedSubmission:
 def run(grader, jobs: list[Job], out: Path, zygote, n_jobs: int, on_done, forked=None) -> None:
     """Grade ``jobs`` in ``n_jobs`` processes, each with a clone of ``zygote``; call ``on_done`` with each
     ``GradedSubmission``, and ``forked`` (if given) once every job is started: this process forks nothing after.
+    Once all are graded, the stand-ins' answers the jobs were given are kept for the next batch (``keep_standins``).
 
     A job is handed to a process only when that process is free, so nothing is queued that an interrupt
     would have to wait for: on ``KeyboardInterrupt`` (Ctrl-C) every job process is killed at once (their
@@ -186,7 +189,8 @@ def run(grader, jobs: list[Job], out: Path, zygote, n_jobs: int, on_done, forked
                 hand_out(channel)
                 on_done(answer)
         for channel in channels:
-            channel.send(None)  # done: each job closes its grader (its zygote clone) and exits
+            channel.send(None)  # done: each job says what its stand-ins were answered, closes its grader and exits
+        grader.keep_standins([answers for channel in channels for answers in [_learned(channel)] if answers])
         for process in processes:
             process.join(timeout=30)
     except BaseException:  # Ctrl-C (KeyboardInterrupt), or a job that failed: nothing goes on grading
@@ -199,6 +203,17 @@ def run(grader, jobs: list[Job], out: Path, zygote, n_jobs: int, on_done, forked
             process.join(timeout=5)
         if clones is not None:
             clones.close()
+
+
+def _learned(channel) -> list | None:
+    """A job's last word (``Grader.standins_learned``), or None if it says nothing else within 30 s."""
+    try:
+        if channel.poll(30):
+            kind, answers = channel.recv()
+            return answers if kind == "learned" else None
+    except (EOFError, OSError, ValueError, TypeError):
+        pass
+    return None
 
 
 def warm_pictures() -> None:

@@ -8,6 +8,8 @@ calls are the same: every student whose ``MultiHeadAttentionWrapper`` is right c
 course's tensors with the heads the seed draws. The trusted side answers those from here: no relay to the
 reference worker and back, no run there.
 
+A batch keeps them for the next (``grading/suites/stored_answers.py``), for the same reference and machine.
+
 Kept: ``ok`` answers only (never a ``$stale`` one, which says what the reference worker holds now). A
 forward's answer names the graph the reference worker kept for its backward; given again from here, that name
 may be spent. The backward that names it is then either a call asked before (answered from here) or answered
@@ -29,7 +31,7 @@ class StandinAnswers:
         self.max_answer = max_answer
         self._answers: collections.OrderedDict[bytes, bytes] = collections.OrderedDict()
         self._bytes = 0
-        self.hits = self.misses = 0
+        self.hits = self.misses = self.added = 0
 
     @staticmethod
     def key(header: bytes, blob: bytes) -> bytes:
@@ -51,6 +53,20 @@ class StandinAnswers:
         """Keep ``answer`` (a whole frame) if its header (``header``, JSON text) says it is an ``ok`` answer."""
         if len(answer) > self.max_answer or not _ok(header):
             return
+        self.added += 1
+        self._keep(key, answer)
+
+    def preload(self, kept: list[tuple[bytes, bytes]]) -> None:
+        """Answers an earlier batch kept (``stored_answers.load_standins``: each put there by ``put``), oldest first."""
+        for key, answer in kept:
+            if len(answer) <= self.max_answer:
+                self._keep(key, answer)
+
+    def items(self) -> list[tuple[bytes, bytes]]:
+        """(a call's key, its answer) for every answer kept, the least recently used first."""
+        return list(self._answers.items())
+
+    def _keep(self, key: bytes, answer: bytes) -> None:
         old = self._answers.pop(key, None)
         if old is not None:
             self._bytes -= len(old)

@@ -14,6 +14,7 @@ from autograder.grading.suites import proxied_functions
 from autograder.grading.dependencies import StandinPolicy
 from autograder.grading.suites.reference import Reference
 from autograder.sandbox.reference_server import ReferenceWorker
+from autograder.sandbox.standin_answers import StandinAnswers
 from autograder.grading.runner import SubmissionRunner, asked_standins, plans
 from autograder.sandbox.zygote import Zygote
 
@@ -63,6 +64,7 @@ class Grader:
         self.asked: dict[str, set[str]] = {}  # per step: the stand-ins its requests build (Exercise 3.1)
         self.batches: dict = {}  # each count's requests, in the order its cases ask for them (runner.plans)
         self.kept_answers: Path | None = None  # the file that keeps the reference answers for the next run, if any
+        self.kept_standins: list[tuple[bytes, bytes]] = []  # the stand-ins' answers an earlier batch kept
 
     @functools.cached_property
     def identity(self) -> str:
@@ -113,7 +115,22 @@ class Grader:
         if self._reference_worker is None or self._reference_worker.zygote is not self.zygote:
             self._reference_worker = ReferenceWorker(self.zygote, self.reference.module_sources(), list(self.course.steps),
                                                      self.limits())
+            self._reference_worker.answers.preload(self.kept_standins)
         return self._reference_worker
+
+    def standins_learned(self) -> list[tuple[bytes, bytes]] | None:
+        """The stand-ins' answers this process holds now (the kept ones among them), if it was given any new ones;
+        else None. A batch job's, for ``keep_standins``."""
+        worker = self._reference_worker
+        return worker.answers.items() if worker is not None and worker.answers.added else None
+
+    def keep_standins(self, learned: list[list[tuple[bytes, bytes]]]) -> None:
+        """Keep for the next batch the stand-ins' answers its jobs held (``standins_learned``), if they learned any."""
+        if learned:
+            merged = StandinAnswers(max_bytes=stored_answers.MAX_STANDIN_BYTES)
+            for answers in learned:
+                merged.preload(answers)
+            stored_answers.save_standins(self.identity, merged.items())
 
     @property
     def zygote(self) -> Zygote:
@@ -133,6 +150,7 @@ class Grader:
 
         Also learn which steps' requests build other steps' stand-ins: those steps are graded last.
         """
+        self.kept_standins = stored_answers.load_standins(self.identity)
         kept = stored_answers.load(self.identity)
         if kept is not None:
             self.cache.update(kept[0])

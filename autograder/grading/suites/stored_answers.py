@@ -7,6 +7,10 @@ where it runs (torch's CPU kernels, the machine, Python): a file named for all o
 run reads it instead (0.06-0.08 s). A changed solution or suite, another torch or CPU is another file; an
 unreadable, foreign or misnamed one is computed again and replaced. The newest ``KEEP`` files are kept.
 
+So are the stand-ins' answers a batch was given (``sandbox/standin_answers.py``: the same call, the same answer,
+in every run as in every submission of one), in a file beside, with the same key: a batch that starts with them
+relays to its reference worker only the calls no earlier batch made (``load_standins``, ``save_standins``).
+
 Where: the user's cache folder (``platformdirs``; root's own under sudo, never the user's), or ``GRADE_CACHE_DIR``,
 in a folder named for the uid; ``GRADE_REFERENCE_CACHE=0`` keeps nothing. Never where student code can read it:
 the folder is made 0700 and each file 0600 (a worker runs as another uid, or in a mount namespace holding only an
@@ -163,12 +167,17 @@ def save(grader_hash: str, cache: dict, asked: list) -> Path | None:
         return None
     import torch  # noqa: PLC0415 - imported on first use
 
+    return _write(path, lambda out: torch.save({"format": FORMAT, "key": path.stem, "cache": cache, "asked": asked}, out))
+
+
+def _write(path: Path, write) -> Path | None:
+    """``write(file)`` into ``path``, atomically, in the folder made this user's alone; None if nothing was kept."""
     temporary = f".answers-{secrets.token_hex(8)}.tmp"
     try:
         with _opened(path.parent, make=True) as where:
             try:
                 with os.fdopen(where.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL), "wb") as out:
-                    torch.save({"format": FORMAT, "key": path.stem, "cache": cache, "asked": asked}, out)
+                    write(out)
                 where.replace(temporary, path.name)
             finally:
                 with contextlib.suppress(OSError):
@@ -179,11 +188,75 @@ def save(grader_hash: str, cache: dict, asked: list) -> Path | None:
     return path
 
 
+# -- the stand-ins' answers -----------------------------------------------------------------------------------------
+#: what the stand-ins' answers a file keeps may weigh in all (the newest kept first)
+MAX_STANDIN_BYTES = 32 * 2**20
+#: how such a file begins; then its key, a line; then each answer: its call's key (32 bytes), length (4), frame
+_STANDINS = b"attention-autograder stand-in answers 1\n"
+
+
+def standins_file_for(grader_hash: str) -> Path | None:
+    """The file that keeps this grader's stand-in answers here (beside its reference answers), or None."""
+    path = file_for(grader_hash)
+    return None if path is None else path.with_suffix(".standins")
+
+
+def load_standins(grader_hash: str) -> list[tuple[bytes, bytes]]:
+    """The stand-ins' answers a batch with the same key kept (``standin_answers.py``: a call's key, the answer's
+    frame), oldest first; none where there is no such file, or one that is not this user's alone, or not whole.
+
+    Plain bytes, read as such: nothing in the file is run, and each answer goes to a student's worker as the
+    reference worker gave it."""
+    path = standins_file_for(grader_hash)
+    if path is None:
+        return []
+    try:
+        with _opened(path.parent, make=False) as where:
+            fd = where.open(path.name, os.O_RDONLY)
+            with os.fdopen(fd, "rb") as opened:
+                if POSIX and not _trusted(fd):
+                    return []
+                data = opened.read(MAX_STANDIN_BYTES + 4096)
+    except OSError:
+        return []
+    return _answers(data, path.stem)
+
+
+def _answers(data: bytes, key: str) -> list[tuple[bytes, bytes]]:
+    head = _STANDINS + key.encode("ascii") + b"\n"
+    if not data.startswith(head):
+        return []
+    found, at = [], len(head)
+    while at < len(data):
+        size = int.from_bytes(data[at + 32:at + 36], "big")
+        if at + 36 + size > len(data):  # cut short (or more than is read): none of it
+            return []
+        found.append((data[at:at + 32], data[at + 36:at + 36 + size]))
+        at += 36 + size
+    return found
+
+
+def save_standins(grader_hash: str, answers: list[tuple[bytes, bytes]]) -> Path | None:
+    """Keep ``answers`` (oldest first) for the next batch, the newest up to ``MAX_STANDIN_BYTES``; where, or None."""
+    path = standins_file_for(grader_hash)
+    if path is None:
+        return None
+    kept, total = [], 0
+    for call, frame in reversed(answers):
+        if len(call) != 32 or total + len(frame) > MAX_STANDIN_BYTES:
+            continue
+        kept.append(call + len(frame).to_bytes(4, "big") + frame)
+        total += len(frame)
+    head = _STANDINS + path.stem.encode("ascii") + b"\n"
+    return _write(path, lambda out: out.write(head + b"".join(reversed(kept))))
+
+
 def _prune(where: _Folder) -> None:
-    """Keep the newest ``KEEP`` files; remove what a killed save left (an hour old)."""
+    """Keep the newest ``KEEP`` files of each kind; remove what a killed save left (an hour old)."""
     found = where.entries()
-    newest = sorted((entry for entry in found if entry[1].endswith(".pt")), reverse=True)
+    newest = [sorted((entry for entry in found if entry[1].endswith(suffix)), reverse=True)[KEEP:]
+              for suffix in (".pt", ".standins")]
     left = [entry for entry in found if entry[1].startswith(".answers-") and time.time() - entry[0] > 3600]
-    for _, name in newest[KEEP:] + left:
+    for _, name in [*newest[0], *newest[1], *left]:
         with contextlib.suppress(OSError):
             where.unlink(name)
