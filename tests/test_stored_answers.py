@@ -299,11 +299,26 @@ def test_the_standins_answers_a_batch_kept_are_read_back_in_order_and_only_under
 
 
 @pytest.mark.unit
-def test_the_newest_standins_answers_are_kept_within_the_bound(kept, monkeypatch):
-    answers = _frames(6, size=100)
-    monkeypatch.setattr(stored_answers, "MAX_STANDIN_BYTES", 3 * len(answers[0][1]))
-    stored_answers.save_standins("a grader", answers)
-    assert stored_answers.load_standins("a grader") == answers[-3:]
+@pytest.mark.parametrize("size", [0, 10, 300])
+def test_the_newest_standins_answers_are_kept_within_the_bound_and_read_back(kept, monkeypatch, size):
+    """Many small answers as well as a few large ones: what is written within the bound is read back, whole."""
+    answers = _frames(200, size=size)
+    monkeypatch.setattr(stored_answers, "MAX_STANDIN_BYTES", 2000)
+    path = stored_answers.save_standins("a grader", answers)
+    assert path.stat().st_size <= 2000
+    back = stored_answers.load_standins("a grader")
+    assert back and back == answers[-len(back):] and len(back) < len(answers)
+
+
+@pytest.mark.unit
+def test_a_kept_answer_that_is_not_an_ok_answer_is_left_out():
+    """A refusal (or a ``$stale``) says something of one reference worker at one moment: never kept, nor taken from a file."""
+    answers = StandinAnswers()
+    refusal = refused("planted")
+    answers.preload([*_frames(2), (bytes([9]) * 32, refusal), (bytes([8]) * 32, b"\x00\x00")])
+    assert [key for key, _ in answers.items()] == [bytes([0]) * 32, bytes([1]) * 32]
+    answers.put(bytes([9]) * 32, refusal[4:4 + int.from_bytes(refusal[:4], "big")], refusal)
+    assert len(answers.items()) == 2 and answers.added == 0
 
 
 @pytest.mark.unit
@@ -338,6 +353,8 @@ def test_a_grader_starts_with_what_its_last_batchs_jobs_learned(kept):
     first.keep_standins([_frames(3), _frames(3, first=2)])
     second = _warm()
     assert second.kept_standins == _frames(5)
+    second.keep_standins([_frames(1, first=7)])  # what is learned is the newest; what was kept stays before it
+    assert _warm().kept_standins == [*_frames(5), *_frames(1, first=7)]
     answers = StandinAnswers()
     answers.preload(second.kept_standins)
     assert answers.get(bytes([4]) * 32) == _frames(1, first=4)[0][1] and answers.misses == 0
@@ -346,8 +363,8 @@ def test_a_grader_starts_with_what_its_last_batchs_jobs_learned(kept):
 def test_a_batch_gives_its_students_the_standins_answers_the_last_batch_kept(kept, tmp_path):
     """The samples graded three times with one cache folder: the first batch keeps the stand-ins' answers it was
     given, and the second, which starts with them, gives every student the same results. The control, that the kept
-    answers are what a batch gives the students' code: replaced with refusals, they fail the steps that call a
-    stand-in."""
+    answers are what a batch gives the students' code: each call kept with another's answer, the steps that call a
+    stand-in fail."""
     def graded(out: Path) -> dict:
         done = run_grade("autograde", *(str(p) for p in sorted(SAMPLES.iterdir())), "--out", str(out), "--force")
         assert done.returncode == 0, done.stderr
@@ -359,8 +376,8 @@ def test_a_batch_gives_its_students_the_standins_answers_the_last_batch_kept(kep
     answers = stored_answers._answers(path.read_bytes(), key)
     assert len(answers) > 10
     assert graded(tmp_path / "second") == first
-    refusal = refused("planted")
+    frames = [frame for _, frame in answers]  # each call kept with another call's answer: ok answers, all wrong
     path.write_bytes(stored_answers._STANDINS + key.encode() + b"\n" + b"".join(
-        call + len(refusal).to_bytes(4, "big") + refusal for call, _ in answers))
+        call + len(frame).to_bytes(4, "big") + frame for (call, _), frame in zip(answers, frames[1:] + frames[:1])))
     planted = graded(tmp_path / "third")
     assert sum(planted.values()) < sum(first.values()), "the kept answers were not what the students' code was given"

@@ -32,6 +32,7 @@ class StandinAnswers:
         self._answers: collections.OrderedDict[bytes, bytes] = collections.OrderedDict()
         self._bytes = 0
         self.hits = self.misses = self.added = 0
+        self._used: set[bytes] = set()  # the answers given or put since the kept ones were preloaded
 
     @staticmethod
     def key(header: bytes, blob: bytes) -> bytes:
@@ -47,6 +48,7 @@ class StandinAnswers:
             return None
         self.hits += 1
         self._answers.move_to_end(key)
+        self._used.add(key)
         return answer
 
     def put(self, key: bytes, header: bytes, answer: bytes) -> None:
@@ -54,17 +56,23 @@ class StandinAnswers:
         if len(answer) > self.max_answer or not _ok(header):
             return
         self.added += 1
+        self._used.add(key)
         self._keep(key, answer)
 
     def preload(self, kept: list[tuple[bytes, bytes]]) -> None:
-        """Answers an earlier batch kept (``stored_answers.load_standins``: each put there by ``put``), oldest first."""
+        """Answers an earlier batch kept (``stored_answers.load_standins``), oldest first: each an ``ok`` answer's
+        whole frame, as ``put`` keeps them (anything else is left out)."""
         for key, answer in kept:
-            if len(answer) <= self.max_answer:
+            if len(answer) <= self.max_answer and _ok(_header(answer)):
                 self._keep(key, answer)
 
     def items(self) -> list[tuple[bytes, bytes]]:
         """(a call's key, its answer) for every answer kept, the least recently used first."""
         return list(self._answers.items())
+
+    def used(self) -> list[tuple[bytes, bytes]]:
+        """``items`` given or put since the kept ones were preloaded (what this process learned, or asked again)."""
+        return [(key, answer) for key, answer in self._answers.items() if key in self._used]
 
     def _keep(self, key: bytes, answer: bytes) -> None:
         old = self._answers.pop(key, None)
@@ -74,6 +82,12 @@ class StandinAnswers:
         self._bytes += len(answer)
         while self._bytes > self.max_bytes and self._answers:
             self._bytes -= len(self._answers.popitem(last=False)[1])
+
+
+def _header(frame: bytes) -> bytes:
+    """A whole frame's header (``wire.frame``: its length in 4 bytes, then the header); empty if it is not one."""
+    size = int.from_bytes(frame[:4], "big")
+    return frame[4:4 + size] if len(frame) >= 4 + size else b""
 
 
 def _ok(header: bytes) -> bool:

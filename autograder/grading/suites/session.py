@@ -119,16 +119,17 @@ class Grader:
         return self._reference_worker
 
     def standins_learned(self) -> list[tuple[bytes, bytes]] | None:
-        """The stand-ins' answers this process holds now (the kept ones among them), if it was given any new ones;
-        else None. A batch job's, for ``keep_standins``."""
+        """The stand-ins' answers this process was given or asked again (least recently used first), if it was given
+        any new ones; else None. A batch job's, for ``keep_standins``."""
         worker = self._reference_worker
-        return worker.answers.items() if worker is not None and worker.answers.added else None
+        return worker.answers.used() if worker is not None and worker.answers.added else None
 
     def keep_standins(self, learned: list[list[tuple[bytes, bytes]]]) -> None:
-        """Keep for the next batch the stand-ins' answers its jobs held (``standins_learned``), if they learned any."""
+        """Keep for the next batch the answers kept before and those its jobs learned (``standins_learned``), the
+        jobs' the newest, if they learned any."""
         if learned:
             merged = StandinAnswers(max_bytes=stored_answers.MAX_STANDIN_BYTES)
-            for answers in learned:
+            for answers in [self.kept_standins, *learned]:
                 merged.preload(answers)
             stored_answers.save_standins(self.identity, merged.items())
 

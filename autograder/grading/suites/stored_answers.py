@@ -189,7 +189,7 @@ def _write(path: Path, write) -> Path | None:
 
 
 # -- the stand-ins' answers -----------------------------------------------------------------------------------------
-#: what the stand-ins' answers a file keeps may weigh in all (the newest kept first)
+#: what a file of the stand-ins' answers may weigh in all, read or written (the newest kept first)
 MAX_STANDIN_BYTES = 32 * 2**20
 #: how such a file begins; then its key, a line; then each answer: its call's key (32 bytes), length (4), frame
 _STANDINS = b"attention-autograder stand-in answers 1\n"
@@ -216,7 +216,7 @@ def load_standins(grader_hash: str) -> list[tuple[bytes, bytes]]:
             with os.fdopen(fd, "rb") as opened:
                 if POSIX and not _trusted(fd):
                     return []
-                data = opened.read(MAX_STANDIN_BYTES + 4096)
+                data = opened.read(MAX_STANDIN_BYTES + 1)
     except OSError:
         return []
     return _answers(data, path.stem)
@@ -225,6 +225,8 @@ def load_standins(grader_hash: str) -> list[tuple[bytes, bytes]]:
 def _answers(data: bytes, key: str) -> list[tuple[bytes, bytes]]:
     head = _STANDINS + key.encode("ascii") + b"\n"
     if not data.startswith(head):
+        return []
+    if len(data) > MAX_STANDIN_BYTES:  # more than any batch writes: not one of ours
         return []
     found, at = [], len(head)
     while at < len(data):
@@ -241,13 +243,13 @@ def save_standins(grader_hash: str, answers: list[tuple[bytes, bytes]]) -> Path 
     path = standins_file_for(grader_hash)
     if path is None:
         return None
-    kept, total = [], 0
+    head = _STANDINS + path.stem.encode("ascii") + b"\n"
+    kept, total = [], len(head)
     for call, frame in reversed(answers):
-        if len(call) != 32 or total + len(frame) > MAX_STANDIN_BYTES:
+        if len(call) != 32 or total + 36 + len(frame) > MAX_STANDIN_BYTES:
             continue
         kept.append(call + len(frame).to_bytes(4, "big") + frame)
-        total += len(frame)
-    head = _STANDINS + path.stem.encode("ascii") + b"\n"
+        total += 36 + len(frame)
     return _write(path, lambda out: out.write(head + b"".join(reversed(kept))))
 
 
