@@ -11,6 +11,7 @@ runs out of time.
 """
 from __future__ import annotations
 
+import collections
 import json
 import os
 import shutil
@@ -25,6 +26,10 @@ from .host import WorkerError
 
 #: the reference worker's CPU: it serves a whole batch (a call's wall-clock time is the caller's deadline)
 CPU_SECONDS = 3600.0
+#: the graphs of the running reference worker remembered here: more than it keeps (``worker/reference_server.KEPT``)
+GRAPHS = 1024
+#: what the reference worker answers a backward naming a graph it does not keep (``worker/reference_server.py``)
+STALE = wire.pack({"ok": False, "error": {"type": "$stale"}})
 
 
 def refused(message: str) -> bytes:
@@ -43,8 +48,11 @@ class ReferenceWorker:
         self._owner = None  # the process that started it: a forked batch job starts its own
         self._root: Path | None = None
         self.answers = StandinAnswers()  # the same call, the same answer: asked again, answered here
+        #: the graphs the running reference worker made for a backward (a forward's ``kept``), the newest last
+        self._graphs: collections.OrderedDict[str, None] = collections.OrderedDict()
 
     def _start(self, deadline: float) -> None:
+        self._graphs.clear()  # a new reference worker: no graph of its yet
         self._root = tempdirs.make("grade-reference-", mode=0o711)
         (self._root / "empty").mkdir()
         self._sandbox = self.zygote.open({"folder": str(self._root / "empty"), "scratch": str(self._root / "work"),
@@ -55,13 +63,20 @@ class ReferenceWorker:
                              deadline=min(deadline, time.monotonic() + 60))
         self._owner = os.getpid()
 
-    def call(self, header: bytes, blob: bytes, deadline: float, key: bytes | None = None) -> bytes:
+    def call(self, header: bytes, blob: bytes, deadline: float, key: bytes | None = None,
+             graph: str | None = None) -> bytes:
         """Relay one checked stand-in call (a frame's header and blob, undecoded) and return the answer's
-        frame, undecoded too; the caller's deadline is the call's. A call asked before is answered as then."""
+        frame, undecoded too; the caller's deadline is the call's. A call asked before is answered as then.
+
+        ``graph``: the graph a ``backward`` names. One the running reference worker never made (its forward was
+        answered from the kept answers: an earlier batch's, or another job's) is answered here as that worker would
+        answer it, stale, and the proxy runs the forward again with the gradients asked for."""
         key = self.answers.key(header, blob) if key is None else key
         kept = self.answers.get(key)
         if kept is not None:
             return kept
+        if graph is not None and (graph not in self._graphs or self._owner != os.getpid()):
+            return STALE
         if self._owner != os.getpid() or self._worker is None or self._worker.dead:
             if self._owner == os.getpid():
                 self.close()
@@ -71,9 +86,16 @@ class ReferenceWorker:
                 self.close()
                 return refused("the grader could not start its stand-ins")
         try:
-            answer_header, answer_blob, _ = self._worker.exchange(wire.frame(header, blob), deadline)
+            answer_header, answer_blob, parsed = self._worker.exchange(wire.frame(header, blob), deadline)
             answer = wire.frame(answer_header, answer_blob)
             self.answers.put(key, answer_header, answer)
+            made = parsed.get("kept") if type(parsed) is dict else None
+            if graph is not None:
+                self._graphs.pop(graph, None)  # a graph serves one backward
+            elif type(made) is str:
+                self._graphs[made] = None
+                while len(self._graphs) > GRAPHS:
+                    self._graphs.popitem(last=False)
             return answer
         except WorkerError as exc:
             self.close()  # started again for the next call
@@ -92,6 +114,7 @@ class ReferenceWorker:
         if self._root is not None:
             shutil.rmtree(self._root, ignore_errors=True)
         self._worker = self._sandbox = self._root = self._owner = None
+        self._graphs.clear()
 
 
 class StandinCalls:
@@ -114,7 +137,10 @@ class StandinCalls:
         # no longer holds (a build that is not what the call names is answered stale, and never kept)
         header = json.dumps(message).encode("utf-8")
         plain = header if "build" not in message else json.dumps({k: v for k, v in message.items() if k != "build"}).encode()
-        return self.reference.call(header, blob, deadline, self.reference.answers.key(plain, blob))
+        graph = None
+        if message["op"] == "backward":  # a name that is no graph's is no graph of the reference worker's either
+            graph = message.get("kept") if type(message.get("kept")) is str else ""
+        return self.reference.call(header, blob, deadline, self.reference.answers.key(plain, blob), graph=graph)
 
 
 def _tree(message: dict):
