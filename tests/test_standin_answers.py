@@ -151,6 +151,39 @@ def test_a_graph_of_an_earlier_batch_is_answered_stale_without_the_reference_wor
     assert "backward" in runs
 
 
+def test_the_trusted_side_remembers_every_graph_the_reference_worker_may_still_keep():
+    """It answers stale only graphs the worker no longer keeps: it remembers at least as many as the worker keeps."""
+    assert trusted_side.GRAPHS >= reference_server.KEPT
+
+
+def test_a_graph_of_a_reference_worker_that_is_gone_is_answered_stale_without_a_relay(relay):
+    """A graph made by a reference worker that has since died (or by the batch process, before a job forked) is kept by
+    no worker now: stale on the trusted side. The control: the same graph, its worker running, is relayed."""
+    student, runs, worker = relay
+    proxy = student()
+    torch.manual_seed(123)
+    head = proxy(3, 2, 6, 0.5)
+    torch.manual_seed(9)
+    out = head(_x().requires_grad_(True))
+    (graph,) = list(worker._graphs)
+    backward = {"op": "backward", "step": STEP, "kept": graph, "outputs": [torch.ones_like(out)]}
+    relayed = trusted_side.StandinCalls(worker, lambda: {STEP})
+
+    def ask(message: dict) -> dict:
+        header, blob = _split(wire.pack(message))
+        return wire.unpack(*_split(relayed(wire.parse(header), blob, deadline=float("inf"))))
+    owner = worker._owner
+    for gone in ("another process's", "dead"):
+        runs.clear()
+        if gone == "dead":
+            worker._owner, worker._worker.dead = owner, True
+        else:
+            worker._owner = owner + 1
+        assert ask(backward)["error"]["type"] == reference_server.STALE and runs == [], gone
+    worker._owner, worker._worker.dead = owner, False  # the control: its worker running, the graph goes to it
+    assert ask(backward)["ok"] is True and runs == ["backward"]
+
+
 def _direct_call():
     server = reference_server.Server({STEP: causal_attention.CausalAttention})
 

@@ -69,13 +69,15 @@ class ReferenceWorker:
         frame, undecoded too; the caller's deadline is the call's. A call asked before is answered as then.
 
         ``graph``: the graph a ``backward`` names. One the running reference worker never made (its forward was
-        answered from the kept answers: an earlier batch's, or another job's) is answered here as that worker would
-        answer it, stale, and the proxy runs the forward again with the gradients asked for."""
+        answered from the kept answers: an earlier batch's, or another job's), or no longer keeps, is answered here
+        as that worker answers a well-formed call naming it: stale; the proxy runs the forward again with the
+        gradients asked for."""
         key = self.answers.key(header, blob) if key is None else key
         kept = self.answers.get(key)
         if kept is not None:
             return kept
-        if graph is not None and (graph not in self._graphs or self._owner != os.getpid()):
+        if graph is not None and (graph not in self._graphs or self._owner != os.getpid() or self._worker is None
+                                  or self._worker.dead):
             return STALE
         if self._owner != os.getpid() or self._worker is None or self._worker.dead:
             if self._owner == os.getpid():
