@@ -81,7 +81,9 @@ class StandinAnswers:
         self._answers[key] = answer
         self._bytes += len(answer)
         while self._bytes > self.max_bytes and self._answers:
-            self._bytes -= len(self._answers.popitem(last=False)[1])
+            gone, answer = self._answers.popitem(last=False)
+            self._bytes -= len(answer)
+            self._used.discard(gone)
 
 
 def _header(frame: bytes) -> bytes:
