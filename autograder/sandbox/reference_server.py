@@ -18,6 +18,7 @@ import shutil
 import time
 from pathlib import Path
 
+from autograder.worker import reference_server as other_half
 from autograder.worker import tempdirs, wire
 
 from . import uids
@@ -26,10 +27,10 @@ from .host import WorkerError
 
 #: the reference worker's CPU: it serves a whole batch (a call's wall-clock time is the caller's deadline)
 CPU_SECONDS = 3600.0
-#: the graphs of the running reference worker remembered here: more than it keeps (``worker/reference_server.KEPT``)
+#: the graphs of the running reference worker remembered here: more than it keeps (``other_half.KEPT``)
 GRAPHS = 1024
-#: what the reference worker answers a backward naming a graph it does not keep (``worker/reference_server.py``)
-STALE = wire.pack({"ok": False, "error": {"type": "$stale"}})
+#: what the reference worker answers a backward naming a graph it does not keep (``other_half.Server.backward``)
+STALE = wire.pack({"ok": False, "error": {"type": other_half.STALE}})
 
 
 def refused(message: str) -> bytes:
@@ -76,10 +77,10 @@ class ReferenceWorker:
         kept = self.answers.get(key)
         if kept is not None:
             return kept
-        if graph is not None and (graph not in self._graphs or self._owner != os.getpid() or self._worker is None
-                                  or self._worker.dead):
+        running = self._owner == os.getpid() and self._worker is not None and not self._worker.dead
+        if graph is not None and (not running or graph not in self._graphs):
             return STALE
-        if self._owner != os.getpid() or self._worker is None or self._worker.dead:
+        if not running:
             if self._owner == os.getpid():
                 self.close()
             try:

@@ -256,9 +256,9 @@ def save_standins(grader_hash: str, answers: list[tuple[bytes, bytes]]) -> Path 
 def _prune(where: _Folder) -> None:
     """Keep the newest ``KEEP`` files of each kind; remove what a killed save left (an hour old)."""
     found = where.entries()
-    newest = [sorted((entry for entry in found if entry[1].endswith(suffix)), reverse=True)[KEEP:]
-              for suffix in (".pt", ".standins")]
+    older = [entry for suffix in (".pt", ".standins")
+             for entry in sorted((entry for entry in found if entry[1].endswith(suffix)), reverse=True)[KEEP:]]
     left = [entry for entry in found if entry[1].startswith(".answers-") and time.time() - entry[0] > 3600]
-    for _, name in [*newest[0], *newest[1], *left]:
+    for _, name in older + left:
         with contextlib.suppress(OSError):
             where.unlink(name)
