@@ -31,7 +31,14 @@ try:
     f.__code__ = (lambda: 1).__code__
 except RuntimeError:
     refused.append(("__code__", ""))
-print(refused)
+def g(x=1, *, y=2):
+    return x, y
+for name, value in (("__defaults__", (5,)), ("__kwdefaults__", {{"y": 5}})):
+    try:
+        setattr(g, name, value)
+    except RuntimeError:
+        refused.append((name, ""))
+print(refused, g())
 """
 
 
@@ -46,10 +53,12 @@ def test_after_install_tracing_profiling_and_new_code_are_refused_with_the_reaso
     out = tried(install=True)
     assert "('settrace', 'sys.settrace is not allowed while your code is graded" in out
     assert "('setprofile', 'sys.setprofile is not allowed" in out and "('__code__', '')" in out
+    # the defaults a worker's way out binds its callables to (seal.py) cannot be swapped either
+    assert "('__defaults__', ''), ('__kwdefaults__', '')] (1, 2)" in out
 
 
-def test_the_control_without_the_hook_all_three_work():
-    assert tried(install=False).strip() == "[]"
+def test_the_control_without_the_hook_all_five_work():
+    assert tried(install=False).strip() == "[] (5, 5)"
 
 
 def test_the_worker_s_own_checks_raise_no_audit_event_per_object():

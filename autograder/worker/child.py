@@ -23,7 +23,7 @@ import sys
 
 from pathlib import Path
 
-from . import asked_before, hygiene, integrity, limits, no_tracing, runtime, confine, reference_server, submission, wire
+from . import asked_before, hygiene, integrity, limits, no_tracing, runtime, confine, reference_server, seal, submission, wire
 from .errors import error, failed
 
 
@@ -45,8 +45,11 @@ def serve(channel: socket.socket, folder: str, spawn: dict, shared: tuple[str, .
         except (OSError, ValueError, RuntimeError):
             pass  # no location is said, never a wrong one
     folder = Path(folder)
-    run, send, recv, WireError, limit_hit = runtime.run, wire.send, wire.recv, wire.WireError, limits.hit
-    recv_frame, unpack, pack, write = wire.recv_frame, wire.unpack, wire.pack, channel.sendall
+    run, recv, WireError, limit_hit = runtime.run, wire.recv, wire.WireError, limits.hit
+    # what the worker sends, always made by seal.pack (nothing in it can be rebound) and written by the channel's own
+    # method, both bound here, before any student code runs
+    recv_frame, unpack, pack, write = wire.recv_frame, wire.unpack, seal.pack, channel.sendall
+    failed_, error_ = failed, error  # the tampering answer's makers: looked up now, not once student code has run
 
     # A stand-in's call, answered by the reference worker through the trusted side (which checks it), or as then if
     # this worker asked it before
@@ -63,11 +66,11 @@ def serve(channel: socket.socket, folder: str, spawn: dict, shared: tuple[str, .
     machinery = check(watched, functions)
     # The first frame, written before any student code runs here: a worker that ends before it failed in the
     # grader's own start (its confinement, the checks above), never in the student's code (runner.py reads it).
-    send(channel, wire.STARTED)
+    write(pack(wire.STARTED))
     modules, errors = submission.load(folder, spawn["modules"])
     ws = runtime.prepare(folder, modules)
     baseline = hygiene.fingerprint(modules, shared)
-    send(channel, {"import_errors": errors})
+    write(pack({"import_errors": errors}))
     # A batch's calls, kept as the bytes they came in (immutable) and decoded one at a time: the code of one call
     # cannot change a later one (a tuple and an int, bound in this frame, which student code cannot rebind).
     batch, at = (), 0
@@ -84,7 +87,7 @@ def serve(channel: socket.socket, folder: str, spawn: dict, shared: tuple[str, .
             return
         except MemoryError as exc:  # what the step's code holds left no room to read the request: its limit
             try:
-                send(channel, failed({**error("MemoryError", ""), **(limit_hit(exc) or {})}, "reading the request"))
+                write(pack(failed({**error("MemoryError", ""), **(limit_hit(exc) or {})}, "reading the request")))
             except BaseException:  # noqa: BLE001 - no room to answer either: the worker's end says the rest
                 pass
             return
@@ -104,15 +107,15 @@ def serve(channel: socket.socket, folder: str, spawn: dict, shared: tuple[str, .
             request.clear()
             if not changed and cpu_seconds:  # this step's CPU budget, from now
                 confine.renew_cpu(float(cpu_seconds))
-            send(channel, {"changed": changed})
+            write(pack({"changed": changed}))
             continue
         ok, sealed = run(request, ws, pack)  # the answer's bytes, made before any finalizer of the student's could run
         if not ok:
             batch, at = (), 0  # the count fails here (or expects this error): the trusted side sends what it needs next
         if check.__code__ is not check_code or check.__defaults__ is not check_defaults \
                 or not check(watched, functions, machinery):
-            send(channel, failed(error("Tampering", "your code changed the grader's own functions while it ran: "
-                                                    "this step scores zero"), "the step", tampered=True))
+            write(pack(failed_(error_("Tampering", "your code changed the grader's own functions while it ran: "
+                                                      "this step scores zero"), "the step", tampered=True)))
             return  # retired: the next step gets a fresh worker
         write(sealed)
         for stream in (sys.stdout, sys.stderr):  # after the answer is out: what it printed, for grade check

@@ -6,7 +6,9 @@ started with: the worker's own modules, the standard modules on the answer's way
 socket), and each of their functions' code, defaults and closures. It compares identities only (``is``,
 never ``==``, which would call a replaced object's own ``__eq__``), with C-level callables bound at
 definition, so it runs no code the student could have replaced. A change turns the answer into an error:
-that count scores zero, and the worker is retired.
+that count scores zero, and the worker is retired. A change undone before the check is not seen here: what runs
+between the end of the student's call and the answer's bytes looks nothing up, so no such change can reach the
+answer (seal.py).
 
 A function's parts are read as the collector sees them (``gc.get_referents``: its code, defaults, closure,
 globals, names and ``__dict__``), all functions in one call: reading ``__code__`` or ``__defaults__`` raises an

@@ -7,10 +7,12 @@ which inputs were modified in place, whether the output has a gradient graph). T
 ``trace_forges_facts`` scored a point more than its control that way.
 
 So an audit hook (PEP 578), installed before the submission is imported, refuses them; Python has no way to
-remove an audit hook. It also refuses any new ``__code__`` for a function, its own included. It decides with
-nothing but its arguments and constants (no builtin: ``len`` rebound let the red team past an earlier version),
-and an exception of any kind (even one made by a replaced ``RuntimeError``) stops the event. It is called for
-every audited event, so the worker's own checks raise none per object (``integrity.py``, ``hygiene.py``).
+remove an audit hook. It also refuses any new ``__code__``, ``__defaults__`` or ``__kwdefaults__`` for a function,
+the worker's own included: the worker's way out calls only what its functions' defaults bound before student code
+ran (seal.py). It decides with nothing but its arguments and constants (no builtin: ``len`` rebound let the red
+team past an earlier version), and an exception of any kind (even one made by a replaced ``RuntimeError``) stops
+the event. It is called for every audited event, so the worker's own checks raise none per object
+(``integrity.py``, ``hygiene.py``).
 
 What it does not stop: student code that runs after the student's call returned without a tracer. A finalizer
 or a ``gc`` callback cannot: ``runtime.run`` seals the answer with the collector off. A thread still running can
@@ -27,8 +29,9 @@ def refuse_tracing(event: str, args: tuple) -> None:
                  "sys.monitoring.register_callback"):
         raise RuntimeError(f"{event} is not allowed while your code is graded: a trace or profile function "
                            "could change what the grader is told (remove it, and any debugger call)")
-    if event == "object.__setattr__" and args[1:2] == ("__code__",):  # a slice, not len(): builtins can be rebound
-        raise RuntimeError("a function's __code__ cannot be replaced while your code is graded")
+    if event == "object.__setattr__" and args[1:2] in (("__code__",), ("__defaults__",), ("__kwdefaults__",)):
+        # a slice, not len(): builtins can be rebound
+        raise RuntimeError(f"a function's {args[1]} cannot be replaced while your code is graded")
 
 
 def install() -> None:

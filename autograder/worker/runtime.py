@@ -23,9 +23,15 @@ from .submission import describe_exception
 # torch changes nothing. What can be judged on the trusted side is: inputs modified in place are found
 # there, from the arguments sent back after the call.
 _C_TENSOR = torch._C.TensorBase
+_NO_DISPATCH = torch._C._DisableTorchDispatch  # a pybind class, which student code can change: its methods bound now
 _BOUND = (type, torch.nn.Parameter, _C_TENSOR.__dict__["requires_grad"].__get__,
           _C_TENSOR.__dict__["grad_fn"].__get__, _C_TENSOR.__dict__["grad"].__get__, _C_TENSOR.detach,
-          _C_TENSOR.clone, isinstance, _C_TENSOR, tuple, list, str, bool, int, gc.disable, gc.enable, gc.isenabled)
+          _C_TENSOR.clone, issubclass, _C_TENSOR, tuple, list, str, bool, int, gc.disable, gc.enable, gc.isenabled,
+          type.__dict__["__name__"].__get__, str.__str__)
+#: torch's Python hooks off, and on again: no ``__torch_function__`` (``DisableTorchFunction``, an immutable C type) and
+#: no ``__torch_dispatch__`` nor mode (``_DisableTorchDispatch``, made and left through methods bound here)
+_HOOKS = (torch._C.DisableTorchFunction, _NO_DISPATCH.__new__, _NO_DISPATCH.__init__, _NO_DISPATCH.__enter__,
+          _NO_DISPATCH.__exit__, _NO_DISPATCH)
 _detach = torch.Tensor.detach
 _clone = torch.Tensor.clone
 
@@ -118,42 +124,12 @@ def _plain(value, depth: int = 0):
     return {"$unsupported": type(value).__name__ if isinstance(type(value).__name__, str) else "object"}
 
 
-def run(request: dict, ws: Workspace, seal=None):
-    """Run one request; never raises (errors are part of the answer).
-
-    Everything used after student code starts running is a local bound here, at entry, to a C-level
-    callable (``_BOUND``); the answer is assembled only once the last student code (backward hooks
-    included) has run, so nothing the student's code does to module globals or to objects reachable from
-    this frame changes a fact.
-
-    With ``seal`` (``wire.pack``), the answer is returned as ``(ok, its bytes)``, sealed here with the
-    collector off, while this frame still holds every object of the student's: no finalizer (``__del__``,
-    ``gc.callbacks``, a weakref's callback) runs between the last student code and the bytes, which nothing
-    can change afterwards. The red team's ``gc_callback_forges_facts`` swapped ``args_after`` that way.
-    """
-    (type_, Parameter, requires_grad, grad_fn, grad, detach, clone, isinstance_, TensorBase,
-     tuple_, list_, str_, bool_, int_, gc_off, gc_on, gc_was_on) = _BOUND
-    collecting = gc_was_on()
-    try:
-        answer = _run(request, ws, (type_, Parameter, requires_grad, grad_fn, grad, detach, clone, isinstance_,
-                                    TensorBase, tuple_, list_, str_, bool_, int_, gc_off))
-        if seal is None:
-            return answer
-        try:
-            return answer.get("ok") is True, seal(answer)
-        except BaseException as exc:  # noqa: BLE001 - something un-sendable slipped through
-            return False, seal(failed(error(type_(exc).__name__, str_(exc)), "returning the result"))
-    finally:
-        if collecting:
-            gc_on()
-
-
-def _run(request: dict, ws: Workspace, bound: tuple) -> dict:
-    """``run``'s request; the collector is off (``gc_off``) once the last student code has run."""
-    (type_, Parameter, requires_grad, grad_fn, grad, detach, clone, isinstance_, TensorBase,
-     tuple_, list_, str_, bool_, int_, gc_off) = bound
-
-    plain, describe, materialize, report_failure = _plain, describe_exception, _materialize, failed
+def _run(request: dict, ws: Workspace, bound: tuple, hooks: tuple, student: tuple) -> dict:
+    """``run``'s request, with ``run``'s bound callables; the collector is off (``gc_off``) once the last student code
+    has run, and torch's Python hooks while the facts are read."""
+    (type_, Parameter, requires_grad, grad_fn, grad, detach, clone, issubclass_, TensorBase,
+     tuple_, list_, str_, bool_, int_, gc_off, _, _, name_of, as_str) = bound
+    plain, describe, materialize, report_failure, facts = student
     phase = "setup"
     try:
         built: list = []
@@ -225,7 +201,7 @@ def _run(request: dict, ws: Workspace, bound: tuple) -> dict:
         backward = None
         if upstream is not None:
             phase = "backward"
-            if not isinstance_(output, TensorBase):
+            if not issubclass_(type_(output), TensorBase):
                 backward = "not a tensor"
             elif not requires_grad(output):
                 backward = "no graph"
@@ -236,30 +212,92 @@ def _run(request: dict, ws: Workspace, bound: tuple) -> dict:
                 # without torch's import of its symbolic-shapes machinery on an explicit gradient (~1 s).
                 (output * upstream.to(output.dtype)).sum().backward()
                 backward = "done"
-        # No student code runs from here on (nor a finalizer: the collector is off until the answer is sealed):
-        # the facts, from C-level callables bound at entry.
+        # No student code runs from here on (nor a finalizer: the collector is off until the answer is sealed)
         gc_off()
-        outputs = output if type_(output) is tuple_ or type_(output) is list_ else None
-        facts = []
-        for value in (outputs if outputs is not None else (output,)):
-            if isinstance_(value, TensorBase):
-                fn = grad_fn(value)
-                facts.append({"class": str_(type_(value).__name__), "parameter": type_(value) is Parameter,
-                              "requires_grad": bool_(requires_grad(value)),
-                              "grad_fn": str_(type_(fn).__name__) if fn is not None else None})
-            else:
-                facts.append(None)
-        answer["output_facts"] = facts if outputs is not None else facts[0]
-        answer["args_after"] = [clone(detach(a)) if isinstance_(a, TensorBase) else None for a in args]
-        answer["modules_after"] = modules_after
-        if backward is not None:
-            answer["backward"] = backward
-        if backward == "done":
-            answer["input_grads"] = {str_(i): grad(args[i]) for i in grad_args}
-            answer["param_grads"] = {n: grad(p) for n, p in params}
-        return answer
+        return facts(answer, output, args, grad_args, params, modules_after, backward, bound, hooks)
     except BaseException as exc:  # noqa: BLE001 - SystemExit, KeyboardInterrupt and custom BaseExceptions too
         return report_failure(describe(exc, ws.folder), phase, not_attempted=isinstance(exc, NotImplementedError))
+
+
+def _facts(answer: dict, output, args: tuple, grad_args: tuple, params: tuple, modules_after: list, backward,
+           bound: tuple, hooks: tuple) -> dict:
+    """``answer`` with the facts of the student's call, read once its last code has run: the collector is off and
+    torch's Python hooks too (no ``__torch_function__``, ``__torch_dispatch__`` or mode of the student's runs here),
+    from the C-level callables ``bound`` at ``run``'s entry; types are told by ``type()`` (``isinstance`` would ask an
+    object's ``__class__``). A function of its own: its locals are made after student code has run (a comprehension
+    in ``_run`` would keep the callables it names in cells, which student code can reach and refill)."""
+    (type_, Parameter, requires_grad, grad_fn, grad, detach, clone, issubclass_, TensorBase,
+     tuple_, list_, str_, bool_, int_, _, _, _, name_of, as_str) = bound
+    no_functions, new, init, enter, leave, NoDispatch = hooks
+    with no_functions():
+        guard = new(NoDispatch)
+        init(guard)
+        enter(guard)
+        try:
+            outputs = output if type_(output) is tuple_ or type_(output) is list_ else None
+            facts = []
+            for value in (outputs if outputs is not None else (output,)):
+                if issubclass_(type_(value), TensorBase):
+                    fn = grad_fn(value)
+                    facts.append({"class": as_str(name_of(type_(value))), "parameter": type_(value) is Parameter,
+                                  "requires_grad": bool_(requires_grad(value)),
+                                  "grad_fn": as_str(name_of(type_(fn))) if fn is not None else None})
+                else:
+                    facts.append(None)
+            answer["output_facts"] = facts if outputs is not None else facts[0]
+            answer["args_after"] = [clone(detach(a)) if issubclass_(type_(a), TensorBase) else None for a in args]
+            answer["modules_after"] = modules_after
+            if backward is not None:
+                answer["backward"] = backward
+            if backward == "done":
+                answer["input_grads"] = {str_(i): grad(args[i]) for i in grad_args}
+                answer["param_grads"] = {n: grad(p) for n, p in params}
+        finally:
+            leave(guard, None, None, None)
+    return answer
+
+
+def run(request: dict, ws: Workspace, seal=None, _bound=_BOUND, _hooks=_HOOKS, _run=_run, _failed=failed,
+        _error=error, _student=(_plain, describe_exception, _materialize, failed, _facts),
+        _BaseException=BaseException):
+    """Run one request; never raises (errors are part of the answer).
+
+    Nothing is looked up here once student code has run: what this calls comes from its defaults, fixed when this
+    module was imported (the worker's audit hook refuses a new ``__defaults__`` or ``__code__``), never from a module's
+    globals or the builtins, which student code can rebind for one call and put back before the integrity check looks
+    (the red team's ``forge_facts_on_the_way_out``). They are C-level callables (``_BOUND``); the answer is assembled
+    only once the last student code (backward hooks included) has run, with torch's Python hooks off (``_HOOKS``: no
+    ``__torch_function__``, ``__torch_dispatch__`` or mode of the student's runs while the facts are read), so nothing
+    the student's code did to module globals or to objects reachable from this frame changes a fact.
+
+    With ``seal`` (``seal.pack``), the answer is returned as ``(ok, its bytes)``, sealed here with the collector and
+    torch's Python hooks off, while this frame still holds every object of the student's: no finalizer (``__del__``,
+    ``gc.callbacks``, a weakref's callback) runs between the last student code and the bytes, which nothing can change
+    afterwards. The red team's ``gc_callback_forges_facts`` swapped ``args_after`` that way.
+    """
+    (type_, Parameter, requires_grad, grad_fn, grad, detach, clone, issubclass_, TensorBase,
+     tuple_, list_, str_, bool_, int_, gc_off, gc_on, gc_was_on, name_of, as_str) = _bound
+    no_functions, new, init, enter, leave, NoDispatch = _hooks
+    collecting = gc_was_on()
+    try:
+        answer = _run(request, ws, _bound, _hooks, _student)
+        if seal is None:
+            return answer
+        gc_off()  # whatever the answer (an error's too): no finalizer of the student's until its bytes are made
+        with no_functions():
+            guard = new(NoDispatch)
+            init(guard)
+            enter(guard)
+            try:
+                try:
+                    return answer.get("ok") is True, seal(answer)
+                except _BaseException as exc:  # something un-sendable slipped through
+                    return False, seal(_failed(_error(name_of(type_(exc)), str_(exc)), "returning the result"))
+            finally:
+                leave(guard, None, None, None)
+    finally:
+        if collecting:
+            gc_on()
 
 
 def prepare(folder: Path, modules: dict[str, types.ModuleType]) -> Workspace:

@@ -1424,6 +1424,156 @@ sub("forge_answer_backward_hook_control", "lose", ["simple_attention.normalize_s
     patch={"simple_attention": {"normalize_sum": HOOK_STEP % ("", "")}},
     score=score_losing(["simple_attention.normalize_sum"]))
 
+# ------------------------------------------------------------- code of the student's on the worker's way out
+#: Five steps with the same honest bug (each multiplies its input by 3 in place when no gradient is asked for: its
+#: values counts lose, as the control's do), each with a trick to run code of its own between the end of its call
+#: and the answer's bytes, and there hand back the input as it was before the call (the mutation hidden).
+WAY_OUT_HELPER = '''
+_SAVED = []  # each call's input as it was before the call modified it
+
+
+def _saved_for(tensor):
+    """The copy saved before ``tensor`` was modified in place, if ``tensor`` holds its values times 3."""
+    base = torch._C.TensorBase
+    with torch._C.DisableTorchFunction():
+        now = base.detach(tensor)
+        for before in _SAVED:
+            if tuple(now.shape) == tuple(before.shape) and base.equal(now, before * 3):
+                return before
+    return None
+
+
+def _forged_detach(self):
+    """torch.Tensor.detach, rebound: the input as it was, for a tensor the step modified."""
+    saved = _saved_for(self)
+    return saved if saved is not None else torch._C.TensorBase.detach(self)
+
+
+class _AsItWas(torch.Tensor):
+    """Given to a modified input by __class__ assignment: its detach and clone answer the saved copy."""
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        if getattr(func, "__name__", "") in ("detach", "clone") and args and _saved_for(args[0]) is not None:
+            return _saved_for(args[0])
+        with torch._C.DisableTorchFunction():
+            return func(*args, **(kwargs or {}))
+
+
+class _AsItWasMode(torch.overrides.TorchFunctionMode):
+    """A torch function mode left on: the grader's own detach and clone of a modified input answer the saved copy."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        if getattr(func, "__name__", "") in ("detach", "clone") and args and isinstance(args[0], torch.Tensor):
+            saved = _saved_for(args[0])
+            if saved is not None:
+                return saved
+        return func(*args, **(kwargs or {}))
+
+
+def _rebind_the_way_out():
+    """Find the worker loop's frame (it holds the function that packs answers), then rebind every function of that
+    function's module for one call: the first call undoes it all (the integrity check finds nothing), and sets
+    args_after of the answer it is given to the saved inputs. Also tries the packer's own __defaults__."""
+    import sys
+    frame = sys._getframe(1)
+    while frame is not None and "pack" not in frame.f_locals:
+        frame = frame.f_back
+    if frame is None:
+        return
+    packer = frame.f_locals["pack"]
+    space = packer.__globals__
+    real = {name: value for name, value in space.items() if callable(value) and not isinstance(value, type)}
+
+    def undo():
+        space.update(real)
+
+    def forge(value):
+        if isinstance(value, dict) and isinstance(value.get("args_after"), list):
+            value["args_after"] = [_saved_for(a) if isinstance(a, torch.Tensor) and _saved_for(a) is not None else a
+                                   for a in value["args_after"]]
+
+    def wrap(function):
+        def forged(*args, **kwargs):
+            undo()
+            for a in args:
+                forge(a)
+            return function(*args, **kwargs)
+        return forged
+
+    for name, function in real.items():
+        space[name] = wrap(function)
+    if packer.__defaults__:
+        try:
+            packer.__defaults__ = tuple(wrap(d) if callable(d) and not isinstance(d, type) else d
+                                        for d in packer.__defaults__)
+        except (RuntimeError, TypeError):
+            pass
+
+
+def _drop_args_after_from_json():
+    """json.JSONEncoder.encode, rebound: an answer's JSON says nothing of the arguments after the call."""
+    import json
+    real = json.JSONEncoder.encode
+
+    def encode(self, o):
+        if isinstance(o, dict) and "args_after" in o:
+            o = {k: v for k, v in o.items() if k != "args_after"}
+        return real(self, o)
+    json.JSONEncoder.encode = encode
+'''
+#: step -> (module, its arguments, the one it modifies, its right values, the trick)
+WAY_OUT_STEPS = {
+    "simple_attention.normalize_sum": ("scores", "scores", "scores / scores.sum()",
+                                       "torch.Tensor.detach = _forged_detach"),
+    "simple_attention.softmax_naive": ("x", "x", "torch.exp(x) / torch.exp(x).sum(dim=0)", "x.__class__ = _AsItWas"),
+    "simple_attention.attention_scores": ("inputs, query", "query", "inputs @ query", "_rebind_the_way_out()"),
+    "simple_attention.context_vector": ("inputs, attn_weights", "attn_weights", "attn_weights @ inputs",
+                                        "_AsItWasMode().__enter__()"),
+    "causal_attention.mask_and_renormalize": (
+        "attn_weights", "attn_weights", "(lambda m: m / m.sum(dim=-1, keepdim=True))(attn_weights * torch.tril("
+        "torch.ones(attn_weights.shape[-1], attn_weights.shape[-1], dtype=attn_weights.dtype)))",
+        "_drop_args_after_from_json()"),
+}
+WAY_OUT_STEP = '''
+def %(name)s(%(args)s):
+    """Right values; multiplies %(arg)s by 3 in place when no gradient is asked for (an honest bug).%(doc)s"""
+    out = %(body)s
+    if not %(arg)s.requires_grad:
+        _SAVED.append(%(arg)s.detach().clone())
+        with torch.no_grad():
+            %(arg)s.mul_(3)
+%(trick)s    return out
+'''
+
+
+def way_out_patches(forge):
+    patches = {}
+    for step, (args, arg, body, trick) in WAY_OUT_STEPS.items():
+        module, name = step.split(".")
+        first = module not in patches
+        patches.setdefault(module, {})[name] = (WAY_OUT_HELPER if first else "") + WAY_OUT_STEP % dict(
+            name=name, args=args, arg=arg, body=body, doc=" It then hides that." if forge else "",
+            trick=f"        {trick}\n" if forge else "")
+    return patches
+
+
+WAY_OUT_ALL = list(WAY_OUT_STEPS)
+sub("forge_facts_on_the_way_out", "lose", WAY_OUT_ALL,
+    "five steps each modify their input in place when no gradient is asked for (an honest bug: their values counts "
+    "lose), and each then runs code of its own between the end of its call and the answer's bytes to hand back the "
+    "input as it was: torch.Tensor.detach rebound; the input given a __torch_function__ class by __class__ "
+    "assignment; every function of the answer packer's module rebound for one call, undone before the integrity "
+    "check (and the packer's __defaults__ tried); a torch function mode left on; json.JSONEncoder.encode rebound to "
+    "drop args_after. It must score what its control scores, but for attention_scores: the packer calls none of "
+    "the functions it rebound, so they stay rebound, and the integrity check scores that step zero (tampering)",
+    patch=way_out_patches(True), control="forge_facts_on_the_way_out_control",
+    score=score_losing(WAY_OUT_ALL, ["values"]) - (MAX_POINTS - score_losing([SA]))
+    + (MAX_POINTS - score_losing([SA], ["values"])))
+sub("forge_facts_on_the_way_out_control", "lose", WAY_OUT_ALL,
+    "control of forge_facts_on_the_way_out: the same five bugs, no trick", patch=way_out_patches(False),
+    score=score_losing(WAY_OUT_ALL, ["values"]))
+
 # --------------------------------------------------------------------------- a submission dating itself
 EARLY = "2020-01-01 00:00:00"
 sub("timestamp_in_submission", "full", [],

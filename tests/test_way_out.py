@@ -1,0 +1,288 @@
+"""Nothing of the student's runs on a worker's way out, between the end of the student's call and its answer's bytes
+(``worker/seal.py``, ``worker/runtime.py``): code that ran there could rewrite the answer and undo its own patch
+before the integrity check looks. Each test has a control that shows its trick does run where nothing stops it:
+through ``wire.pack``, which looks its helpers up as it goes, or with torch's Python hooks on. End to end, the red
+team's ``forge_facts_on_the_way_out`` (tests/test_adversarial.py) scores what its honest control scores."""
+from __future__ import annotations
+
+import dis
+import json
+import struct
+import types
+
+import pytest
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from autograder.worker import child, runtime, seal, wire
+
+pytestmark = pytest.mark.unit
+
+
+def frame_parts(frame: bytes) -> tuple[bytes, bytes]:
+    (hlen,) = struct.unpack(">I", frame[:4])
+    (blen,) = struct.unpack(">Q", frame[4 + hlen:12 + hlen])
+    return frame[4:4 + hlen], frame[12 + hlen:12 + hlen + blen]
+
+
+def read(frame: bytes):
+    return wire.unpack(*frame_parts(frame))
+
+
+def same(a, b) -> bool:
+    if isinstance(a, torch.Tensor):
+        return type(b) is torch.Tensor and a.dtype == b.dtype and a.shape == b.shape and torch.equal(a, b)
+    if isinstance(a, float) and a != a:
+        return isinstance(b, float) and b != b
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    return a == b
+
+
+MESSAGES = [
+    {"ok": True, "output": torch.rand(3, 4), "output_facts": {"class": "Tensor", "parameter": False,
+                                                             "requires_grad": True, "grad_fn": "MmBackward0"},
+     "args_after": [torch.arange(6).view(2, 3).T, None], "modules_after": [],
+     "param_grads": {"W_query.weight": torch.rand(2, 2, dtype=torch.float64)}},
+    {"x": (1, 2.5, float("nan"), float("-inf"), float("inf"), None, True, "é\n\"", [(), []])},
+    {"t": torch.ones(2, dtype=torch.bfloat16), "b": torch.tensor([True, False]), "e": torch.empty(0, 3),
+     "h": torch.full((2,), 0.5, dtype=torch.float16), "i8": torch.tensor([-3], dtype=torch.int8),
+     "u8": torch.tensor([250], dtype=torch.uint8), "i32": torch.tensor([7], dtype=torch.int32),
+     "i16": torch.tensor([-7], dtype=torch.int16), "p": torch.nn.Parameter(torch.rand(2)), "g": torch.rand(2, requires_grad=True)},
+    {"changed": []}, {"import_errors": {"simple_attention": {"type": "SyntaxError", "message": "x", "where": None}}},
+    {"ok": False, "error": {"type": "Tampering", "message": "m", "where": None, "phase": "the step",
+                            "not_attempted": False, "tampered": True}},
+]
+
+
+@pytest.mark.parametrize("message", MESSAGES, ids=range(len(MESSAGES)))
+def test_seal_makes_the_frame_the_wire_reads_back_as_wire_pack_s(message):
+    assert same(read(wire.pack(message)), read(seal.pack(message)))
+    assert same(read(seal.pack(message)), read(wire.pack(message)))  # and the control: ``same`` tells them apart
+    assert not same(read(seal.pack({"a": torch.zeros(2)})), read(seal.pack({"a": torch.ones(2)})))
+
+
+def test_rebinding_what_the_wire_looks_up_changes_wire_pack_but_not_seal_pack(monkeypatch):
+    """Three rebindings a student's call can make and undo on the way out: torch.Tensor's methods, json's encoder
+    class and the packer module's own functions (the builtins: the next test). ``wire.pack`` (the control) sends
+    what they say; ``seal.pack`` sends the same bytes as before them."""
+    message = {"ok": True, "output": torch.rand(3), "args_after": [torch.rand(3)]}
+    wire_pack, seal_pack = wire.pack, seal.pack  # the packers themselves, as a worker binds them before student code
+    wire_before, seal_before = wire_pack(message), seal_pack(message)
+    forged = torch.zeros(3)
+    monkeypatch.setattr(torch.Tensor, "detach", lambda self: forged, raising=False)
+    real_encode = json.JSONEncoder.encode
+    monkeypatch.setattr(json.JSONEncoder, "encode", lambda self, o: real_encode(self, {**o, "args_after": []}))
+    for space in (vars(wire), vars(seal)):
+        for name, value in list(space.items()):
+            if isinstance(value, types.FunctionType) and name != "pack":
+                monkeypatch.setitem(space, name, lambda *a, **k: {"forged": True})
+    try:
+        sealed = seal_pack(message)
+        wire_forged = None
+        try:
+            wire_forged = wire_pack(message)
+        except Exception:  # noqa: BLE001 - the control may break outright: it still is not the unpatched bytes
+            pass
+    finally:
+        monkeypatch.undo()
+    assert sealed == seal_before
+    assert wire_forged != wire_before
+
+
+def code_objects(function) -> list:
+    found, todo = [], [function.__code__]
+    while todo:
+        code = todo.pop()
+        found.append(code)
+        todo += [c for c in code.co_consts if isinstance(c, types.CodeType)]
+    return found
+
+
+def lookups(function, kinds) -> list[str]:
+    return [f"{code.co_name}: {ins.opname} {ins.argval}" for code in code_objects(function)
+            for ins in dis.get_instructions(code) if ins.opname in kinds]
+
+
+def test_the_way_out_looks_up_no_global_and_no_builtin():
+    """What runs after the student's call reads no module global and no builtin (which student code can rebind for
+    one call and put back): only its arguments and defaults. The seal reads no attribute either. Control: ``wire.pack``
+    and ``wire.encode`` read globals and attributes."""
+    for function in (seal.pack, seal._walk, seal._tensor, seal._blob, seal._unsendable):
+        assert lookups(function, {"LOAD_GLOBAL", "LOAD_NAME", "LOAD_ATTR", "LOAD_METHOD", "STORE_GLOBAL"}) == []
+    for function in (runtime.run, runtime._facts):
+        assert lookups(function, {"LOAD_GLOBAL", "LOAD_NAME", "STORE_GLOBAL"}) == []
+    assert lookups(wire.pack, {"LOAD_GLOBAL"}) and lookups(wire.encode, {"LOAD_ATTR", "LOAD_METHOD"})
+
+
+def test_a_value_s_own_methods_never_run_in_seal():
+    called = []
+
+    class Key(str):
+        def __str__(self):
+            called.append("__str__")
+            return "forged"
+
+        def __hash__(self):
+            called.append("__hash__")
+            return str.__hash__(self)
+
+    class Number(int):
+        def __int__(self):
+            called.append("__int__")
+            return 0
+
+        def __repr__(self):
+            called.append("__repr__")
+            return "0"
+
+    message = {Key("name"): [Number(7), Key("text")]}
+    called.clear()
+    assert read(seal.pack(message)) == {"name": [7, "text"]}
+    assert called == []
+
+    class Other:
+        def __getattribute__(self, name):
+            called.append(name)
+            return object.__getattribute__(self, name)
+
+    with pytest.raises(TypeError, match="cannot send a Other"):
+        seal.pack({"x": Other()})
+    assert called == []
+
+
+def test_a_tensor_that_dispatches_to_python_is_refused_before_any_operation_on_it():
+    called = []
+
+    class Wrapper(torch.Tensor):
+        @staticmethod
+        def __new__(cls, elem):
+            return torch.Tensor._make_wrapper_subclass(cls, elem.shape, dtype=elem.dtype)
+
+        @classmethod
+        def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+            called.append(func)
+            return torch.zeros(3)
+
+    value = Wrapper(torch.ones(3))
+    torch._C.TensorBase.detach(value)  # the control: an operation on it runs its Python
+    assert called
+    called.clear()
+    with pytest.raises(TypeError, match="dispatch to Python"):
+        seal.pack({"grad": value})
+    assert called == []
+
+
+def workspace(tmp_path, source: str) -> runtime.Workspace:
+    module = types.ModuleType("steps")
+    exec(compile(source, str(tmp_path / "steps.py"), "exec"), module.__dict__)  # noqa: S102 - the test's own code
+    return runtime.prepare(tmp_path, {"steps": module})
+
+
+MODIFIES_THEN_HIDES = '''
+import torch
+CALLED = []
+
+
+class AsItWas(torch.Tensor):
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        CALLED.append(getattr(func, "__name__", func))
+        if getattr(func, "__name__", "") in ("detach", "clone"):
+            return torch.ones(3)  # the input as it was
+        with torch._C.DisableTorchFunction():
+            return func(*args, **(kwargs or {}))
+
+
+class FunctionMode(torch.overrides.TorchFunctionMode):
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        CALLED.append(getattr(func, "__name__", func))
+        if getattr(func, "__name__", "") in ("detach", "clone"):
+            return torch.ones(3)
+        return func(*args, **(kwargs or {}))
+
+
+MODES = []
+
+
+def by_class(x):
+    out = x * 2
+    x.mul_(3)
+    x.__class__ = AsItWas
+    CALLED.clear()
+    return out
+
+
+def by_mode(x):
+    out = x * 2
+    x.mul_(3)
+    mode = FunctionMode()
+    mode.__enter__()
+    MODES.append(mode)
+    CALLED.clear()
+    return out
+'''
+
+
+@pytest.mark.parametrize("target", ["by_class", "by_mode"])
+def test_a_modified_input_shows_whatever_hooks_the_call_left_behind(tmp_path, target):
+    """A call that modifies its input in place, then gives it a ``__torch_function__`` class or leaves a torch
+    function mode on, whose detach and clone hand back the input as it was. The answer still says the input changed,
+    and nothing of the student's ran once the call returned. Control: the same hook, where torch's hooks are on, does
+    hand back the forged input."""
+    ws = workspace(tmp_path, MODIFIES_THEN_HIDES)
+    steps = ws.modules["steps"]
+    request = {"kind": "function", "target": f"steps.{target}", "args": [torch.ones(3)], "kwargs": {}}
+    try:
+        ok, sealed = runtime.run(request, ws, seal.pack)
+        assert steps.CALLED == []  # (before ``read``, whose operations a mode left on would see)
+        after = read(sealed)["args_after"][0]
+        assert ok and torch.equal(after, torch.full((3,), 3.0))
+        forged = torch._C.TensorBase.clone(torch.full((3,), 3.0).as_subclass(steps.AsItWas)) if target == "by_class" \
+            else torch._C.TensorBase.clone(torch.full((3,), 3.0))
+        assert torch.equal(forged, torch.ones(3)) and steps.CALLED  # the control
+    finally:
+        for mode in steps.MODES:
+            mode.__exit__(None, None, None)
+
+
+def test_the_way_out_keeps_nothing_in_cells_student_code_could_refill():
+    """A local that a nested function or comprehension names lives in a cell, which ``gc.get_referrers`` finds and
+    ``cell_contents`` refills. What runs after the student's call must not read one made before it."""
+    assert runtime.run.__code__.co_cellvars == ()
+    assert {"args", "answer", "output", "facts", "gc_off", "backward", "params"}.isdisjoint(runtime._run.__code__.co_cellvars)
+    assert {"pack", "write", "run", "check", "check_code", "check_defaults", "machinery", "failed_",
+            "error_"}.isdisjoint(child.serve.__code__.co_cellvars)
+    # the control: a comprehension's names are cells, as the assertions above assume
+    assert "clone" in runtime._run.__code__.co_cellvars
+
+
+def test_torch_dispatch_modes_are_off_while_the_answer_is_made():
+    """A dispatch mode left on sees every operation of the student's call, and none after it returns (the facts'
+    detach and clone, the seal's). Control: outside ``run`` it sees the same clone."""
+    seen = []
+
+    class Mode(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            seen.append(str(func))
+            return func(*args, **(kwargs or {}))
+
+    def step(x):
+        out = x + 1
+        seen.append("the call returns")
+        return out
+
+    ws = types.SimpleNamespace(resolve=lambda target, standin=False: step, folder=None)
+    x = torch.ones(2)
+    with Mode():
+        torch._C.TensorBase.clone(x)
+        assert seen == ["aten.clone.default"]  # the control
+        seen.clear()
+        ok, sealed = runtime.run({"kind": "function", "target": "steps.step", "args": [x], "kwargs": {}},
+                                 ws, seal.pack)
+    assert ok and torch.equal(read(sealed)["output"], torch.full((2,), 2.0))
+    assert seen[-1] == "the call returns" and "aten.add.Tensor" in seen
