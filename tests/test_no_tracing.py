@@ -72,13 +72,13 @@ def test_the_worker_s_own_checks_raise_no_audit_event_per_object():
             counted["n"] += 1
     sys.addaudithook(count)  # for the rest of this test process: it only counts while "on"
     watched = integrity.watched("autograder.worker")
-    functions = integrity.functions(watched)
-    assert len(functions) > 50
-    machinery = integrity.snapshot(watched, functions)
+    cells = integrity.cells(watched)
+    machinery = integrity.snapshot(watched, cells)
+    assert len(machinery) > 1000
     modules = {"m": types.ModuleType("m")}
     baseline = hygiene.fingerprint(modules)
     counted["on"] = True
-    assert integrity.snapshot(watched, functions, machinery) is True
+    assert integrity.snapshot(watched, cells, machinery) is True
     assert hygiene.changes(baseline, hygiene.fingerprint(modules)) == []
     counted["on"] = False
     assert counted["n"] <= 10, counted["n"]  # the snapshot's one get_referents; the fingerprint's file listings

@@ -132,18 +132,27 @@ def test_a_zygote_or_host_whose_trusted_side_is_gone_ends_quietly():
 
 def test_the_integrity_check_sees_a_swap_by_identity_never_by_equality():
     """The worker's check of its own machinery (worker/integrity.py): unchanged modules pass (control); a function
-    rebound, its code or defaults swapped, a name added, two names swapped, or an object that says it equals
-    anything, all fail; the check's own helpers are positional defaults (a tuple the worker checks by identity), never
-    keyword-only ones (a dict that can change in place)."""
+    rebound, a closure cell refilled, a name added, two names swapped, or an object that says it equals anything,
+    all fail; the check's own helpers are positional defaults (a tuple the worker checks by identity), never
+    keyword-only ones (a dict that can change in place). A function's new code or defaults are the audit hook's to
+    refuse (tests/test_no_tracing.py)."""
     def send(sock, message, _flag=None):
         return message
 
+    def outer():
+        limit = 3
+
+        def capped(n):
+            return min(n, limit)
+        return capped
+
     module = types.ModuleType("machinery")
-    module.send, module.LIMIT = send, 3
+    module.send, module.LIMIT, module.capped = send, 3, outer()
     watched = (module,)
-    functions = integrity.functions(watched)
-    machinery = integrity.snapshot(watched, functions)
-    assert integrity.snapshot(watched, functions, machinery) is True  # control: nothing changed
+    cells = integrity.cells(watched)
+    assert len(cells) == 1
+    machinery = integrity.snapshot(watched, cells)
+    assert integrity.snapshot(watched, cells, machinery) is True  # control: nothing changed
 
     class EqualToAnything:
         def __eq__(self, other):
@@ -154,21 +163,20 @@ def test_the_integrity_check_sees_a_swap_by_identity_never_by_equality():
         del module.send, module.LIMIT
         module.send, module.LIMIT = limit, send
 
-    original = module.send
+    cell = cells[0]
     for swap in (swap_names,
                  lambda: setattr(module, "send", lambda sock, message: None),
                  lambda: setattr(module, "send", EqualToAnything()),
                  lambda: setattr(module, "LIMIT", 10 ** 9),
                  lambda: setattr(module, "EXTRA", 1),
-                 lambda: setattr(original, "__defaults__", (True,)),
-                 lambda: setattr(original, "__code__", (lambda sock, message, _flag=None: None).__code__)):
-        saved_code, saved_defaults, saved = original.__code__, original.__defaults__, dict(module.__dict__)
+                 lambda: setattr(cell, "cell_contents", 10 ** 9)):
+        saved, saved_cell = dict(module.__dict__), cell.cell_contents
         swap()
-        assert integrity.snapshot(watched, functions, machinery) is False
-        original.__code__, original.__defaults__ = saved_code, saved_defaults
+        assert integrity.snapshot(watched, cells, machinery) is False
         module.__dict__.clear()
         module.__dict__.update(saved)
-        assert integrity.snapshot(watched, functions, machinery) is True  # restored: the very objects again
+        cell.cell_contents = saved_cell
+        assert integrity.snapshot(watched, cells, machinery) is True  # restored: the very objects again
     assert integrity.snapshot.__kwdefaults__ is None
 
 

@@ -57,13 +57,13 @@ def serve(channel: socket.socket, folder: str, spawn: dict, shared: tuple[str, .
 
     no_tracing.install()  # before any student code: no trace function can reach this loop's frames (no_tracing.py)
     watched = integrity.watched(__package__)
-    functions = integrity.functions(watched)
+    cells = integrity.cells(watched)
     check = integrity.snapshot
     check_code, check_defaults = check.__code__, check.__defaults__
     # The grader's own modules stay loaded but are not findable by name from student code.
     for name in [n for n in sys.modules if n[:1] == "a" and n.startswith(("attention_worker", "autograder"))]:
         del sys.modules[name]
-    machinery = check(watched, functions)
+    machinery = check(watched, cells)
     # The first frame, written before any student code runs here: a worker that ends before it failed in the
     # grader's own start (its confinement, the checks above), never in the student's code (runner.py reads it).
     write(pack(wire.STARTED))
@@ -113,7 +113,7 @@ def serve(channel: socket.socket, folder: str, spawn: dict, shared: tuple[str, .
         if not ok:
             batch, at = (), 0  # the count fails here (or expects this error): the trusted side sends what it needs next
         if check.__code__ is not check_code or check.__defaults__ is not check_defaults \
-                or not check(watched, functions, machinery):
+                or not check(watched, cells, machinery):
             write(pack(failed_(error_("Tampering", "your code changed the grader's own functions while it ran: "
                                                       "this step scores zero"), "the step", tampered=True)))
             return  # retired: the next step gets a fresh worker
