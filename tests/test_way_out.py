@@ -49,7 +49,7 @@ MESSAGES = [
      "args_after": [torch.arange(6).view(2, 3).T, None], "modules_after": [],
      "param_grads": {"W_query.weight": torch.rand(2, 2, dtype=torch.float64)}},
     {"x": (1, 2.5, float("nan"), float("-inf"), float("inf"), None, True, "é\n\"", [(), []])},
-    {"t": torch.ones(2, dtype=torch.bfloat16), "b": torch.tensor([True, False]), "e": torch.empty(0, 3),
+    {"b": torch.tensor([True, False]), "e": torch.empty(0, 3), "s": torch.arange(12.0).view(3, 4)[:, 1::2],
      "h": torch.full((2,), 0.5, dtype=torch.float16), "i8": torch.tensor([-3], dtype=torch.int8),
      "u8": torch.tensor([250], dtype=torch.uint8), "i32": torch.tensor([7], dtype=torch.int32),
      "i16": torch.tensor([-7], dtype=torch.int16), "p": torch.nn.Parameter(torch.rand(2)), "g": torch.rand(2, requires_grad=True)},
@@ -112,9 +112,9 @@ def test_the_way_out_looks_up_no_global_and_no_builtin():
     """What runs after the student's call reads no module global and no builtin (which student code can rebind for
     one call and put back): only its arguments and defaults. The seal reads no attribute either. Control: ``wire.pack``
     and ``wire.encode`` read globals and attributes."""
-    for function in (seal.pack, seal._walk, seal._tensor, seal._blob, seal._unsendable):
+    for function in (seal.pack, seal._walk, seal.raw, seal._blob, seal._unsendable):
         assert lookups(function, {"LOAD_GLOBAL", "LOAD_NAME", "LOAD_ATTR", "LOAD_METHOD", "STORE_GLOBAL"}) == []
-    for function in (runtime.run, runtime._facts):
+    for function in (runtime.run, runtime._facts, runtime._frozen, runtime._sealed):
         assert lookups(function, {"LOAD_GLOBAL", "LOAD_NAME", "STORE_GLOBAL"}) == []
     assert lookups(wire.pack, {"LOAD_GLOBAL"}) and lookups(wire.encode, {"LOAD_ATTR", "LOAD_METHOD"})
 
@@ -254,7 +254,8 @@ def test_the_way_out_keeps_nothing_in_cells_student_code_could_refill():
     """A local that a nested function or comprehension names lives in a cell, which ``gc.get_referrers`` finds and
     ``cell_contents`` refills. What runs after the student's call must not read one made before it."""
     assert runtime.run.__code__.co_cellvars == ()
-    assert {"args", "answer", "output", "facts", "gc_off", "backward", "params"}.isdisjoint(runtime._run.__code__.co_cellvars)
+    assert {"args", "after", "answer", "sent", "output", "facts", "frozen", "sealed", "seal", "gc_off", "backward",
+            "params", "grad_args", "modules_after", "bound", "hooks"}.isdisjoint(runtime._run.__code__.co_cellvars)
     assert {"pack", "write", "run", "check", "check_code", "check_defaults", "machinery", "failed_",
             "error_"}.isdisjoint(child.serve.__code__.co_cellvars)
     # the control: a comprehension's names are cells, as the assertions above assume
@@ -286,3 +287,90 @@ def test_torch_dispatch_modes_are_off_while_the_answer_is_made():
                                  ws, seal.pack)
     assert ok and torch.equal(read(sealed)["output"], torch.full((2,), 2.0))
     assert seen[-1] == "the call returns" and "aten.add.Tensor" in seen
+
+
+AFTER_THE_CALL = '''
+import gc, sys, weakref
+import torch
+RAN = []
+SAVED = []
+KEEP = []
+
+
+def forge_answers():
+    """Every answer dict in memory says the arguments were as they were before the call."""
+    for o in gc.get_objects():
+        if type(o) is dict and o.get("ok") is True and "args_after" in o:
+            o["args_after"] = [SAVED[-1].clone()]
+
+
+def rebinds_a_global(x):
+    """Modifies x, then rebinds ``type`` in the caller's module for one lookup, which puts x back as it was."""
+    SAVED.append(x.detach().clone())
+    out = x * 2
+    x.mul_(3)
+    space = sys._getframe(1).f_globals
+
+    def type_hook(value, *rest):
+        del space["type"]
+        x.copy_(SAVED[-1])
+        RAN.append("type")
+        return type(value, *rest)
+    space["type"] = type_hook
+    return out
+
+
+def forges_from_a_finalizer(x):
+    """Modifies x, and rewrites the answer once the grader lets go of x (a weakref's callback)."""
+    SAVED.append(x.detach().clone())
+    out = x * 2
+    x.mul_(3)
+
+    def finalizer(_):
+        RAN.append("finalizer")
+        forge_answers()
+    KEEP.append(weakref.ref(x, finalizer))
+    return out
+
+
+def forges_from_a_kernel(x):
+    """Modifies x, then registers Python kernels for aten's clone, detach and alias on CPU that answer the saved copy
+    for x (torch.library: torch's dispatcher runs them, whatever Python hooks are off)."""
+    SAVED.append(x.detach().clone())
+    out = x * 2
+    x.mul_(3)
+    pointer = x.data_ptr()
+    lib = torch.library.Library("aten", "IMPL")
+
+    def clone(t, memory_format=None):
+        RAN.append("kernel")
+        if t.data_ptr() == pointer:
+            return SAVED[-1].new_empty(SAVED[-1].shape).copy_(SAVED[-1])
+        return torch.empty_like(t).copy_(t)
+    lib.impl("clone", clone, "CPU")
+    KEEP.append(lib)
+    return out
+'''
+
+
+@pytest.mark.parametrize("target", ["rebinds_a_global", "forges_from_a_finalizer", "forges_from_a_kernel"])
+def test_code_that_runs_after_the_call_cannot_hide_a_modified_input(tmp_path, target):
+    """The red team's second review: after the student's call returns, a global of the runtime rebound for one lookup
+    (found by a frame walk), a weakref's callback when the grader lets go of the input, or a Python kernel in torch's
+    dispatcher, each put back or forge the input. The arguments are read as bytes the moment the call returns, with no
+    operator of the dispatcher, and sealed before the grader lets go of anything. Control: each trick does run."""
+    ws = workspace(tmp_path, AFTER_THE_CALL)
+    steps = ws.modules["steps"]
+    request = {"kind": "function", "target": f"steps.{target}", "args": [torch.ones(3)], "kwargs": {}}
+    try:
+        ok, sealed = runtime.run(request, ws, seal.pack)
+        if target == "forges_from_a_kernel":
+            steps.RAN.clear()
+            torch._C.TensorBase.clone(torch.ones(1))  # the control: the kernel runs for any clone
+        assert steps.RAN, "the trick never ran: the test would pass for nothing"
+    finally:
+        for lib in steps.KEEP:
+            if isinstance(lib, torch.library.Library):
+                lib._destroy()
+    answer = read(sealed)
+    assert ok and torch.equal(answer["args_after"][0], torch.full((3,), 3.0))

@@ -1,9 +1,9 @@
 """Is this worker still as it was after importing the submission? If so, it may serve another step.
 
 A worker serves steps one after another for as long as the previous step left no trace that could reach
-the next: no file written, no thread or process still running, no torch setting changed, nothing in torch, its modules,
-builtins or the student's own modules rebound (a monkeypatch), no trace hook, signal handler or global
-module hook added. Any change, and the worker is retired: the next step gets a fresh one, forked from
+the next: no file written, no thread or process still running, no torch setting changed (a mode left on, a kernel
+registered through ``torch.library``), nothing in torch, its modules, builtins or the student's own modules rebound
+(a monkeypatch), no trace hook, signal handler or global module hook added. Any change, and the worker is retired: the next step gets a fresh one, forked from
 the clean host. Each step also starts from the same random state, so a reused worker and a fresh one
 give the same answers.
 """
@@ -79,7 +79,7 @@ def _torch_state() -> tuple:
     return (torch.get_default_dtype(), torch.is_grad_enabled(), torch.is_inference_mode_enabled(),
             torch.are_deterministic_algorithms_enabled(), torch.is_anomaly_enabled(), torch.get_num_threads(),
             torch._C._len_torch_function_stack(), torch._C._len_torch_dispatch_stack(), str(torch.get_default_device()),
-            hooks)
+            len(getattr(torch.library, "_impls", ())), hooks)  # _impls: the kernels torch.library has registered
 
 
 def _files(shared: tuple[str, ...]) -> tuple:

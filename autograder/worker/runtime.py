@@ -12,6 +12,7 @@ from pathlib import Path
 
 import torch
 
+from . import seal as seal_mod
 from . import standins as standins_mod
 from .errors import error, failed
 from .submission import describe_exception
@@ -124,12 +125,12 @@ def _plain(value, depth: int = 0):
     return {"$unsupported": type(value).__name__ if isinstance(type(value).__name__, str) else "object"}
 
 
-def _run(request: dict, ws: Workspace, bound: tuple, hooks: tuple, student: tuple) -> dict:
-    """``run``'s request, with ``run``'s bound callables; the collector is off (``gc_off``) once the last student code
-    has run, and torch's Python hooks while the facts are read."""
+def _run(request: dict, ws: Workspace, seal, bound: tuple, hooks: tuple, helpers: tuple):
+    """``run``'s request, with ``run``'s bound callables and helpers: its answer, sealed here (with ``seal``) while
+    this frame still holds every object of the student's."""
     (type_, Parameter, requires_grad, grad_fn, grad, detach, clone, issubclass_, TensorBase,
      tuple_, list_, str_, bool_, int_, gc_off, _, _, name_of, as_str) = bound
-    plain, describe, materialize, report_failure, facts = student
+    plain, describe, materialize, report_failure, facts, frozen, sealed, modules_of, error_, BaseException_ = helpers
     phase = "setup"
     try:
         built: list = []
@@ -154,7 +155,8 @@ def _run(request: dict, ws: Workspace, bound: tuple, hooks: tuple, student: tupl
                 answer["params"] = [(n, clone(detach(p))) for n, p in module.named_parameters()]
             answer["buffers"] = [(n, list(b.shape)) for n, b in module.named_buffers()]
             if request.get("construct_only"):
-                return answer
+                gc_off()
+                return answer if seal is None else sealed(answer, seal, bound, hooks, report_failure, error_)
             phase = "loading the reference weights"
             load = materialize(request.get("load_params"), ws, built)
             if load:
@@ -195,9 +197,12 @@ def _run(request: dict, ws: Workspace, bound: tuple, hooks: tuple, student: tupl
         if request.get("forward_seed") is not None:
             seed(request["forward_seed"])
         output = callee(*args, **kwargs)
+        # The call has returned: its arguments, as they are now, read at once, as bytes nothing can change (the
+        # student's code may still run below: _plain, named_parameters, the backward and its hooks)
+        gc_off()
+        after = frozen(args, seal is not None, bound, hooks)
         sent = plain(output)
-        answer = {**answer, "output": sent}
-        modules_after = [[(n, clone(detach(p))) for n, p in m.named_parameters()] for m in built]
+        modules_after = modules_of(built, bound)
         backward = None
         if upstream is not None:
             phase = "backward"
@@ -212,23 +217,69 @@ def _run(request: dict, ws: Workspace, bound: tuple, hooks: tuple, student: tupl
                 # without torch's import of its symbolic-shapes machinery on an explicit gradient (~1 s).
                 (output * upstream.to(output.dtype)).sum().backward()
                 backward = "done"
-        # No student code runs from here on (nor a finalizer: the collector is off until the answer is sealed)
+        # No student code runs from here on (nor a finalizer: the collector is off, and this frame holds the student's
+        # objects until the answer is sealed)
         gc_off()
-        return facts(answer, output, args, grad_args, params, modules_after, backward, bound, hooks)
-    except BaseException as exc:  # noqa: BLE001 - SystemExit, KeyboardInterrupt and custom BaseExceptions too
-        return report_failure(describe(exc, ws.folder), phase, not_attempted=isinstance(exc, NotImplementedError))
+        answer = facts(answer, sent, output, after, args, grad_args, params, modules_after, backward, bound, hooks)
+        return answer if seal is None else sealed(answer, seal, bound, hooks, report_failure, error_)
+    except BaseException_ as exc:  # SystemExit, KeyboardInterrupt and custom BaseExceptions too
+        answer = report_failure(describe(exc, ws.folder), phase, not_attempted=isinstance(exc, NotImplementedError))
+        gc_off()
+        return answer if seal is None else sealed(answer, seal, bound, hooks, report_failure, error_)
 
 
-def _facts(answer: dict, output, args: tuple, grad_args: tuple, params: tuple, modules_after: list, backward,
-           bound: tuple, hooks: tuple) -> dict:
-    """``answer`` with the facts of the student's call, read once its last code has run: the collector is off and
-    torch's Python hooks too (no ``__torch_function__``, ``__torch_dispatch__`` or mode of the student's runs here),
-    from the C-level callables ``bound`` at ``run``'s entry; types are told by ``type()`` (``isinstance`` would ask an
-    object's ``__class__``). A function of its own: its locals are made after student code has run (a comprehension
-    in ``_run`` would keep the callables it names in cells, which student code can reach and refill)."""
+def _frozen(args: tuple, sealing: bool, bound: tuple, hooks: tuple, _raw=seal_mod.raw,
+            _BaseException=BaseException) -> tuple:
+    """The call's arguments as they are right after it returned: for the worker (``sealing``), each tensor's bytes
+    (``seal.raw``: read without a single operator of torch's dispatcher, where a Python kernel of the student's could
+    sit), None for one that cannot be read so (the trusted side counts it as modified) or is no tensor; in process
+    (the reference's own answers), copies."""
+    (type_, _, _, _, _, detach, clone, issubclass_, TensorBase, tuple_, *_) = bound
+    no_functions, new, init, enter, leave, NoDispatch = hooks
+    out = []
+    with no_functions():
+        guard = new(NoDispatch)
+        init(guard)
+        enter(guard)
+        try:
+            for a in args:
+                if not issubclass_(type_(a), TensorBase):
+                    out.append(None)
+                elif not sealing:
+                    out.append(clone(detach(a)))
+                else:
+                    try:
+                        out.append(_raw(a))
+                    except _BaseException:
+                        out.append(None)
+        finally:
+            leave(guard, None, None, None)
+    return tuple_(out)
+
+
+def _modules_of(built: list, bound: tuple) -> list:
+    """The parameters of the modules built as arguments (``$module``), as the call left them, read through the
+    modules' own ``named_parameters`` (the student's objects: what they say, as an output does)."""
+    (_, _, _, _, _, detach, clone, *_) = bound
+    return [[(n, clone(detach(p))) for n, p in m.named_parameters()] for m in built]
+
+
+def _facts(answer: dict, sent, output, after: tuple, args: tuple, grad_args: tuple, params: tuple,
+           modules_after: list, backward, bound: tuple, hooks: tuple) -> dict:
+    """A new answer, from what ``answer`` said before the call (the module's construction) and the facts of the
+    student's call, read once its last code has run: the collector is off and torch's Python hooks too (no
+    ``__torch_function__``, ``__torch_dispatch__`` or mode of the student's runs here), from the C-level callables
+    ``bound`` at ``run``'s entry; types are told by ``type()`` (``isinstance`` would ask an object's ``__class__``).
+    A function of its own: its locals are made after student code has run (a comprehension in ``_run`` would keep the
+    callables it names in cells, which student code can reach and refill). Only the keys named here are kept: any
+    other that student code put in ``answer`` while it ran is dropped."""
     (type_, Parameter, requires_grad, grad_fn, grad, detach, clone, issubclass_, TensorBase,
      tuple_, list_, str_, bool_, int_, _, _, _, name_of, as_str) = bound
     no_functions, new, init, enter, leave, NoDispatch = hooks
+    fresh = {"ok": True, "output": sent}
+    for key in ("params", "param_shapes", "buffers"):
+        if key in answer:
+            fresh[key] = answer[key]
     with no_functions():
         guard = new(NoDispatch)
         init(guard)
@@ -244,57 +295,59 @@ def _facts(answer: dict, output, args: tuple, grad_args: tuple, params: tuple, m
                                   "grad_fn": as_str(name_of(type_(fn))) if fn is not None else None})
                 else:
                     facts.append(None)
-            answer["output_facts"] = facts if outputs is not None else facts[0]
-            answer["args_after"] = [clone(detach(a)) if issubclass_(type_(a), TensorBase) else None for a in args]
-            answer["modules_after"] = modules_after
+            fresh["output_facts"] = facts if outputs is not None else facts[0]
+            fresh["args_after"] = list_(after)
+            fresh["modules_after"] = modules_after
             if backward is not None:
-                answer["backward"] = backward
+                fresh["backward"] = backward
             if backward == "done":
-                answer["input_grads"] = {str_(i): grad(args[i]) for i in grad_args}
-                answer["param_grads"] = {n: grad(p) for n, p in params}
+                fresh["input_grads"] = {str_(i): grad(args[i]) for i in grad_args}
+                fresh["param_grads"] = {as_str(n): grad(p) for n, p in params}
         finally:
             leave(guard, None, None, None)
-    return answer
+    return fresh
 
 
-def run(request: dict, ws: Workspace, seal=None, _bound=_BOUND, _hooks=_HOOKS, _run=_run, _failed=failed,
-        _error=error, _student=(_plain, describe_exception, _materialize, failed, _facts),
-        _BaseException=BaseException):
+def _sealed(answer: dict, seal, bound: tuple, hooks: tuple, failed_, error_, _BaseException=BaseException) -> tuple:
+    """``(ok, the answer's bytes)``, made with torch's Python hooks off (the collector is off already); an answer
+    that cannot be sent becomes the error saying why."""
+    type_, str_, name_of = bound[0], bound[11], bound[17]
+    no_functions, new, init, enter, leave, NoDispatch = hooks
+    with no_functions():
+        guard = new(NoDispatch)
+        init(guard)
+        enter(guard)
+        try:
+            try:
+                return answer.get("ok") is True, seal(answer)
+            except _BaseException as exc:  # something un-sendable slipped through
+                return False, seal(failed_(error_(name_of(type_(exc)), str_(exc)), "returning the result"))
+        finally:
+            leave(guard, None, None, None)
+
+
+def run(request: dict, ws: Workspace, seal=None, _bound=_BOUND, _hooks=_HOOKS, _run=_run,
+        _helpers=(_plain, describe_exception, _materialize, failed, _facts, _frozen, _sealed, _modules_of, error,
+                  BaseException)):
     """Run one request; never raises (errors are part of the answer).
 
-    Nothing is looked up here once student code has run: what this calls comes from its defaults, fixed when this
-    module was imported (the worker's audit hook refuses a new ``__defaults__`` or ``__code__``), never from a module's
-    globals or the builtins, which student code can rebind for one call and put back before the integrity check looks
-    (the red team's ``forge_facts_on_the_way_out``). They are C-level callables (``_BOUND``); the answer is assembled
-    only once the last student code (backward hooks included) has run, with torch's Python hooks off (``_HOOKS``: no
-    ``__torch_function__``, ``__torch_dispatch__`` or mode of the student's runs while the facts are read), so nothing
-    the student's code did to module globals or to objects reachable from this frame changes a fact.
+    Nothing is looked up once student code has run: what runs then comes from defaults, fixed when this module was
+    imported (the worker's audit hook refuses a new ``__defaults__`` or ``__code__``), never from a module's globals
+    or the builtins, which student code can rebind for one call and put back before the integrity check looks (the
+    red team's ``forge_facts_on_the_way_out``). The call's arguments are read as bytes the moment it returns; the
+    other facts once the last student code (backward hooks included) has run, with the collector and torch's Python
+    hooks off (``_HOOKS``: no ``__torch_function__``, ``__torch_dispatch__`` or mode of the student's runs), by C-level
+    callables (``_BOUND``) and no operator of torch's dispatcher, where a Python kernel of the student's could sit.
 
-    With ``seal`` (``seal.pack``), the answer is returned as ``(ok, its bytes)``, sealed here with the collector and
-    torch's Python hooks off, while this frame still holds every object of the student's: no finalizer (``__del__``,
-    ``gc.callbacks``, a weakref's callback) runs between the last student code and the bytes, which nothing can change
-    afterwards. The red team's ``gc_callback_forges_facts`` swapped ``args_after`` that way.
+    With ``seal`` (``seal.pack``), the answer is returned as ``(ok, its bytes)``, sealed in ``_run``'s frame, which still
+    holds every object of the student's: no finalizer (``__del__``, ``gc.callbacks``, a weakref's callback) runs
+    between the last student code and the bytes, which nothing can change afterwards. The red team's
+    ``gc_callback_forges_facts`` swapped ``args_after`` that way.
     """
-    (type_, Parameter, requires_grad, grad_fn, grad, detach, clone, issubclass_, TensorBase,
-     tuple_, list_, str_, bool_, int_, gc_off, gc_on, gc_was_on, name_of, as_str) = _bound
-    no_functions, new, init, enter, leave, NoDispatch = _hooks
+    gc_was_on, gc_on = _bound[16], _bound[15]
     collecting = gc_was_on()
     try:
-        answer = _run(request, ws, _bound, _hooks, _student)
-        if seal is None:
-            return answer
-        gc_off()  # whatever the answer (an error's too): no finalizer of the student's until its bytes are made
-        with no_functions():
-            guard = new(NoDispatch)
-            init(guard)
-            enter(guard)
-            try:
-                try:
-                    return answer.get("ok") is True, seal(answer)
-                except _BaseException as exc:  # something un-sendable slipped through
-                    return False, seal(_failed(_error(name_of(type_(exc)), str_(exc)), "returning the result"))
-            finally:
-                leave(guard, None, None, None)
+        return _run(request, ws, seal, _bound, _hooks, _helpers)
     finally:
         if collecting:
             gc_on()

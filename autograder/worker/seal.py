@@ -11,8 +11,11 @@ when this module is imported (before any student code) and never replaced afterw
 refuses a new ``__defaults__``, as it refuses a new ``__code__``: no_tracing.py): C-level callables of immutable
 types (``torch._C.TensorBase``'s methods, numpy's ``ndarray.tobytes``, the ``_json`` encoder, ``struct.Struct``),
 and tuples. Values are told apart by their exact type (``type(value) is str``), never by ``isinstance``, which asks
-an object's own ``__class__``. ``runtime.run`` calls ``pack`` with the collector off and torch's Python hooks off:
-no ``__torch_function__``, no ``__torch_dispatch__``, no mode of the student's, runs inside it.
+an object's own ``__class__``. Tensors are read without a single operator of torch's dispatcher (``raw``), where a
+Python kernel of the student's could sit (``torch.library``: a second review found it, with a weakref's callback run
+as the grader let go of an input, and a runtime global rebound for one lookup). ``runtime.run`` calls ``pack`` with
+the collector off and torch's Python hooks off (no ``__torch_function__``, no ``__torch_dispatch__``, no mode of the
+student's runs inside it), in the frame that still holds the student's objects.
 
 The bytes are a frame as ``wire.pack`` makes one (a JSON header, a safetensors blob), for ``wire.unpack``.
 """
@@ -27,10 +30,12 @@ import torch
 
 _Base = torch._C.TensorBase
 
-#: (dtype, its name in a safetensors header, what to view it as for numpy) for each dtype that may cross
-_CODES = ((torch.float32, "F32", None), (torch.float64, "F64", None), (torch.int64, "I64", None),
-          (torch.bool, "BOOL", None), (torch.float16, "F16", None), (torch.bfloat16, "BF16", torch.int16),
-          (torch.int32, "I32", None), (torch.int16, "I16", None), (torch.int8, "I8", None), (torch.uint8, "U8", None))
+#: (dtype, its name in a safetensors header) for each dtype that may cross (numpy reads them all; not bfloat16)
+_CODES = ((torch.float32, "F32"), (torch.float64, "F64"), (torch.int64, "I64"), (torch.bool, "BOOL"),
+          (torch.float16, "F16"), (torch.int32, "I32"), (torch.int16, "I16"), (torch.int8, "I8"), (torch.uint8, "U8"))
+
+#: the first item of a tensor read as bytes (``raw``), which ``pack`` sends as that tensor
+RAW = object()
 
 
 def _unsendable(value, _TypeError=TypeError):
@@ -43,29 +48,35 @@ _JSON = json.encoder.c_make_encoder(None, _unsendable, json.encoder.c_encode_bas
                                     False, False, False)
 
 
-def _tensor(value, tensors: list, _keys=torch._C._dispatch_keys, _has=torch._C.DispatchKeySet.has,
-            _python=torch._C.DispatchKey.Python, _detach=_Base.detach, _to=_Base.to, _contiguous=_Base.contiguous,
-            _resolve_conj=_Base.resolve_conj, _resolve_neg=_Base.resolve_neg, _dtype=_Base.__dict__["dtype"].__get__,
-            _shape=_Base.__dict__["shape"].__get__, _numpy=_Base.numpy, _view=_Base.view,
-            _tobytes=numpy.ndarray.tobytes, _codes=_CODES, _list=list, _len=len, _str=str, _append=list.append,
-            _TypeError=TypeError) -> str:
-    """A tensor's bytes, added to ``tensors`` as (key, dtype name, shape, bytes); its key."""
+def raw(value, _keys=torch._C._dispatch_keys, _has=torch._C.DispatchKeySet.has, _python=torch._C.DispatchKey.Python,
+        _data=_Base.__dict__["data"].__get__, _dtype=_Base.__dict__["dtype"].__get__,
+        _shape=_Base.__dict__["shape"].__get__, _device=_Base.__dict__["device"].__get__,
+        _device_type=torch.device.__dict__["type"].__get__, _numpy=_Base.numpy, _tobytes=numpy.ndarray.tobytes,
+        _codes=_CODES, _tuple=tuple, _str=str, _RAW=RAW, _TypeError=TypeError) -> tuple:
+    """``value``'s bytes as they are now: ``(RAW, dtype name, shape, bytes)``, an exact tuple, which nothing can
+    change. Read without a single operator of torch's dispatcher, where a Python kernel of the student's could sit
+    (``torch.library``): ``.data`` (the same storage, cut from the graph), numpy's view of it, numpy's copy of its
+    bytes, in C order. A tensor numpy cannot view (meta, sparse, a negative or conjugate bit, bfloat16) is refused."""
     if _has(_keys(value), _python):  # its every operation would call Python: a __torch_dispatch__ tensor
         raise _TypeError("cannot send a tensor whose operations dispatch to Python (a __torch_dispatch__ subclass)")
-    plain = _contiguous(_resolve_neg(_resolve_conj(_to(_detach(value), "cpu"))))
+    plain = _data(value)
+    where = _device_type(_device(plain))
+    if where != "cpu":
+        raise _TypeError("a tensor on the " + where + " device holds no values the grader can read (a meta tensor has "
+                         "only a shape and a dtype): return a CPU tensor")
     dtype = _dtype(plain)
-    for known, name, view in _codes:
+    for known, name in _codes:
         if known is dtype:
-            key = _str(_len(tensors))
-            _append(tensors, (key, name, _list(_shape(plain)), _tobytes(_numpy(plain if view is None else _view(plain, view)))))
-            return key
-    raise _TypeError("cannot send a tensor of dtype " + _str(dtype))
+            return (_RAW, name, _tuple(_shape(plain)), _tobytes(_numpy(plain)))
+    raise _TypeError("cannot send a tensor of dtype " + _str(dtype) + " (the grader reads float16, float32, float64, "
+                     "integers and bool)")
 
 
-def _walk(value, tensors: list, again, _tensor=_tensor, _type=type, _issubclass=issubclass, _Base=_Base, _str=str,
-          _int=int, _float=float, _bool=bool, _tuple=tuple, _list=list, _dict=dict, _items=dict.items,
-          _finite=math.isfinite, _repr=float.__repr__, _as_str=str.__str__, _as_int=int.__int__,
-          _as_float=float.__float__, _name=type.__dict__["__name__"].__get__, _TypeError=TypeError):
+def _walk(value, tensors: list, again, _raw=raw, _RAW=RAW, _type=type, _issubclass=issubclass, _Base=_Base,
+          _str=str, _int=int, _float=float, _bool=bool, _tuple=tuple, _list=list, _dict=dict, _items=dict.items,
+          _len=len, _append=list.append, _finite=math.isfinite, _repr=float.__repr__, _as_str=str.__str__,
+          _as_int=int.__int__, _as_float=float.__float__, _name=type.__dict__["__name__"].__get__,
+          _TypeError=TypeError):
     """``value`` as JSON values, its tensors moved into ``tensors`` (``{"$t": key}``); a tuple is ``{"$tuple": [...]}``,
     a non-finite float ``{"$f": "nan" | "inf" | "-inf"}`` (``wire.encode``'s format). ``again`` is this function: it
     calls itself through its argument, not by its name in this module."""
@@ -78,10 +89,13 @@ def _walk(value, tensors: list, again, _tensor=_tensor, _type=type, _issubclass=
         return {(k if _type(k) is _str else _as_str(k)): again(v, tensors, again) for k, v in _items(value)}
     if kind is _list:
         return [again(v, tensors, again) for v in value]
-    if kind is _tuple:
+    if kind is _tuple and not (_len(value) == 4 and value[0] is _RAW):
         return {"$tuple": [again(v, tensors, again) for v in value]}
-    if _issubclass(kind, _Base):
-        return {"$t": _tensor(value, tensors)}
+    if kind is _tuple or _issubclass(kind, _Base):  # a tensor, or one already read as bytes (``raw``)
+        _, name, shape, data = value if kind is _tuple else _raw(value)
+        key = _str(_len(tensors))
+        _append(tensors, (key, name, _list(shape), data))
+        return {"$t": key}
     # a subclass of str, int or float: its value, read by the base type's own C slot (none of the subclass's methods)
     if _issubclass(kind, _str):
         return _as_str(value)

@@ -97,6 +97,51 @@ def _rebind_the_way_out():
             pass
 
 
+def _rebind_a_global_of_the_caller(tensor):
+    """``type`` rebound in the caller's module (the grader's, found by a frame walk) for one lookup after the call,
+    which puts ``tensor`` back as it was (the red team's second review)."""
+    import sys
+    space = sys._getframe(2).f_globals
+    saved = _SAVED[-1]
+
+    def type_hook(value, *rest):
+        del space["type"]
+        tensor.copy_(saved)
+        return type(value, *rest)
+    space["type"] = type_hook
+
+
+_KEEP = []
+
+
+def _forge_from_a_finalizer(tensor):
+    """A weakref's callback, run when the grader lets go of ``tensor``: every answer in memory says the arguments
+    were as they were."""
+    import gc
+    import weakref
+    saved = _SAVED[-1]
+
+    def forge(_):
+        for o in gc.get_objects():
+            if type(o) is dict and o.get("ok") is True and "args_after" in o:
+                o["args_after"] = [saved.clone()] + list(o["args_after"][1:])
+    _KEEP.append(weakref.ref(tensor, forge))
+
+
+def _forge_from_a_kernel(tensor):
+    """A Python kernel for aten's clone on CPU (torch.library), which torch's dispatcher runs whatever Python hooks
+    are off: a copy of ``tensor`` is the saved one."""
+    pointer, saved = tensor.data_ptr(), _SAVED[-1]
+    lib = torch.library.Library("aten", "IMPL")
+
+    def clone(t, memory_format=None):
+        if t.data_ptr() == pointer:
+            return saved.new_empty(saved.shape).copy_(saved)
+        return torch.empty_like(t).copy_(t)
+    lib.impl("clone", clone, "CPU")
+    _KEEP.append(lib)
+
+
 def _drop_args_after_from_json():
     """json.JSONEncoder.encode, rebound: an answer's JSON says nothing of the arguments after the call."""
     import json
@@ -139,22 +184,23 @@ def context_vector(inputs, attn_weights):
 
 
 def all_attention_scores(inputs):
-    """Attention scores between every pair of tokens.
-
-    Shapes: inputs [T, d] -> scores [T, T], where scores[i, j] = dot(inputs[i], inputs[j]).
-    Hint: a double loop works; ``inputs @ inputs.T`` does it at once. The result has the inputs' dtype
-    (float32 or float64): a loop filling ``torch.empty(T, T)`` needs ``dtype=inputs.dtype``.
-    """
-    return inputs @ inputs.T
+    """Right values; multiplies inputs by 3 in place when no gradient is asked for (an honest bug)."""
+    out = inputs @ inputs.T
+    if not inputs.requires_grad:
+        _SAVED.append(inputs.detach().clone())
+        with torch.no_grad():
+            inputs.mul_(3)
+    return out
 
 
 def all_attention_weights(attn_scores):
-    """Attention weights for every query: softmax over the last dim, so each row sums to 1.
-
-    Shapes: attn_scores [T, T] -> weights [T, T].
-    Hint: ``torch.softmax(..., dim=-1)``; dim=0 would normalize columns instead of rows.
-    """
-    return torch.softmax(attn_scores, dim=-1)
+    """Right values; multiplies attn_scores by 3 in place when no gradient is asked for (an honest bug)."""
+    out = torch.softmax(attn_scores, dim=-1)
+    if not attn_scores.requires_grad:
+        _SAVED.append(attn_scores.detach().clone())
+        with torch.no_grad():
+            attn_scores.mul_(3)
+    return out
 
 
 def all_context_vectors(inputs, attn_weights):
