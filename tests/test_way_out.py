@@ -6,6 +6,7 @@ team's ``forge_facts_on_the_way_out`` (tests/test_adversarial.py) scores what it
 from __future__ import annotations
 
 import dis
+import gc
 import json
 import struct
 import types
@@ -14,6 +15,7 @@ import pytest
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from autograder.grading import judge
 from autograder.worker import child, runtime, seal, wire
 
 pytestmark = pytest.mark.unit
@@ -333,6 +335,54 @@ def forges_from_a_finalizer(x):
     return out
 
 
+def forges_from_tensor_del(x):
+    """Modifies x, then gives torch.Tensor a __del__ that rewrites the answer's first argument as it was: it runs
+    as soon as any tensor wrapper the grader makes on its way out is let go of (a third review)."""
+    SAVED.append(x.detach().clone())
+    out = x * 2
+    x.mul_(3)
+    original = SAVED[-1].numpy().tobytes()
+
+    def forge(self):
+        for o in gc.get_objects():
+            if type(o) is dict and o.get("ok") is True and type(o.get("args_after")) is list and o["args_after"]:
+                first = o["args_after"][0]
+                if type(first) is tuple and len(first) == 4:
+                    RAN.append("__del__")
+                    o["args_after"][0] = (first[0], first[1], first[2], original)
+    torch.Tensor.__del__ = forge
+    KEEP.append("Tensor.__del__")
+    return out
+
+
+class Dropped:
+    """Put in the grader's answer of before the call: its __del__ forges whatever answer the grader's frame holds
+    when that dict is let go of."""
+
+    def __init__(self, frame):
+        self.frame = frame
+
+    def __del__(self):
+        RAN.append("dropped")
+        answer = self.frame.f_locals.get("answer")
+        if isinstance(answer, dict):
+            answer.clear()
+            answer.update({"ok": True, "output": torch.ones(3), "args_after": [SAVED[-1]]})
+
+
+def forges_when_its_answer_is_dropped(x):
+    """Modifies x, and plants an object in the grader's answer dict of before the call (a third review)."""
+    SAVED.append(x.detach().clone())
+    out = x * 2
+    x.mul_(3)
+    frame = sys._getframe(1)
+    snapshot = frame.f_locals  # the frame's own copy of its locals: cleared, so it holds the dict no longer
+    answer = snapshot["answer"]
+    snapshot.clear()
+    answer["planted"] = Dropped(frame)
+    return out
+
+
 def forges_from_a_kernel(x):
     """Modifies x, then registers Python kernels for aten's clone, detach and alias on CPU that answer the saved copy
     for x (torch.library: torch's dispatcher runs them, whatever Python hooks are off)."""
@@ -353,12 +403,15 @@ def forges_from_a_kernel(x):
 '''
 
 
-@pytest.mark.parametrize("target", ["rebinds_a_global", "forges_from_a_finalizer", "forges_from_a_kernel"])
+@pytest.mark.parametrize("target", ["rebinds_a_global", "forges_from_a_finalizer", "forges_from_a_kernel",
+                                    "forges_from_tensor_del", "forges_when_its_answer_is_dropped"])
 def test_code_that_runs_after_the_call_cannot_hide_a_modified_input(tmp_path, target):
-    """The red team's second review: after the student's call returns, a global of the runtime rebound for one lookup
-    (found by a frame walk), a weakref's callback when the grader lets go of the input, or a Python kernel in torch's
-    dispatcher, each put back or forge the input. The arguments are read as bytes the moment the call returns, with no
-    operator of the dispatcher, and sealed before the grader lets go of anything. Control: each trick does run."""
+    """The red team's second and third reviews: after the student's call returns, a global of the runtime rebound for
+    one lookup (found by a frame walk), a weakref's callback when the grader lets go of the input, a Python kernel in
+    torch's dispatcher, a ``torch.Tensor.__del__``, or an object planted in the grader's own answer dict whose
+    ``__del__`` runs when that dict is let go of, each put back or forge the input. The arguments are read as bytes the
+    moment the call returns, with no operator of the dispatcher, and nothing is let go of until the answer is sealed.
+    Control: each trick does run (after the bytes are made)."""
     ws = workspace(tmp_path, AFTER_THE_CALL)
     steps = ws.modules["steps"]
     request = {"kind": "function", "target": f"steps.{target}", "args": [torch.ones(3)], "kwargs": {}}
@@ -367,10 +420,25 @@ def test_code_that_runs_after_the_call_cannot_hide_a_modified_input(tmp_path, ta
         if target == "forges_from_a_kernel":
             steps.RAN.clear()
             torch._C.TensorBase.clone(torch.ones(1))  # the control: the kernel runs for any clone
+        if target == "forges_when_its_answer_is_dropped":
+            gc.collect()  # the frame the planted object holds: let go of now
         assert steps.RAN, "the trick never ran: the test would pass for nothing"
     finally:
         for lib in steps.KEEP:
             if isinstance(lib, torch.library.Library):
                 lib._destroy()
+        if "__del__" in vars(torch.Tensor):
+            del torch.Tensor.__del__
     answer = read(sealed)
     assert ok and torch.equal(answer["args_after"][0], torch.full((3,), 3.0))
+
+
+def test_an_answer_that_leaves_an_argument_out_counts_it_as_modified():
+    """A worker says every argument after the call (``args_after``): a shorter list leaves one out, and the judge
+    counts it as modified. An answer with no list at all (the reference's own) is judged on its values alone."""
+    sent = torch.ones(3)
+    case = {"request": {"kind": "function", "args": [sent, 2, sent.clone()]}}
+    assert judge.mutated(case, {"ok": True, "args_after": [sent.clone(), None, sent.clone()]}) == []  # control
+    assert judge.mutated(case, {"ok": True, "args_after": [sent.clone()]}) == [2]
+    assert judge.mutated(case, {"ok": True, "args_after": []}) == [0, 2]
+    assert judge.mutated(case, {"ok": True}) == []

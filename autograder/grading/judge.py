@@ -60,9 +60,10 @@ def mutated(case: dict, got: dict) -> list[int]:
     if not isinstance(sent, (list, tuple)) or not isinstance(after, (list, tuple)):
         return []
     changed = []
-    for i, (before, now) in enumerate(zip(sent, after)):
+    for i, before in enumerate(sent):
         if not isinstance(before, torch.Tensor):
             continue
+        now = after[i] if i < len(after) else None  # a worker says every argument: one it leaves out counts as changed
         if not isinstance(now, torch.Tensor) or now.shape != before.shape or now.dtype != before.dtype:
             changed.append(i)
         elif not torch.equal(now, before) and not bool(((now == before) | (now.isnan() & before.isnan())).all()):

@@ -130,7 +130,8 @@ def _run(request: dict, ws: Workspace, seal, bound: tuple, hooks: tuple, helpers
     this frame still holds every object of the student's."""
     (type_, Parameter, requires_grad, grad_fn, grad, detach, clone, issubclass_, TensorBase,
      tuple_, list_, str_, bool_, int_, gc_off, _, _, name_of, as_str) = bound
-    plain, describe, materialize, report_failure, facts, frozen, sealed, modules_of, error_, BaseException_ = helpers
+    (plain, describe, materialize, report_failure, facts, frozen, sealed, modules_of, error_, BaseException_,
+     NotImplementedError_) = helpers
     phase = "setup"
     try:
         built: list = []
@@ -219,13 +220,15 @@ def _run(request: dict, ws: Workspace, seal, bound: tuple, hooks: tuple, helpers
                 backward = "done"
         # No student code runs from here on (nor a finalizer: the collector is off, and this frame holds the student's
         # objects until the answer is sealed)
+        # From here to the bytes, no local is rebound either: an object let go of could run a __del__ of the student's
         gc_off()
-        answer = facts(answer, sent, output, after, args, grad_args, params, modules_after, backward, bound, hooks)
-        return answer if seal is None else sealed(answer, seal, bound, hooks, report_failure, error_)
+        fresh = facts(answer, sent, output, after, args, grad_args, params, modules_after, backward, bound, hooks)
+        return fresh if seal is None else sealed(fresh, seal, bound, hooks, report_failure, error_)
     except BaseException_ as exc:  # SystemExit, KeyboardInterrupt and custom BaseExceptions too
-        answer = report_failure(describe(exc, ws.folder), phase, not_attempted=isinstance(exc, NotImplementedError))
+        failure = report_failure(describe(exc, ws.folder), phase,
+                                 not_attempted=issubclass_(type_(exc), NotImplementedError_))
         gc_off()
-        return answer if seal is None else sealed(answer, seal, bound, hooks, report_failure, error_)
+        return failure if seal is None else sealed(failure, seal, bound, hooks, report_failure, error_)
 
 
 def _frozen(args: tuple, sealing: bool, bound: tuple, hooks: tuple, _raw=seal_mod.raw,
@@ -236,7 +239,7 @@ def _frozen(args: tuple, sealing: bool, bound: tuple, hooks: tuple, _raw=seal_mo
     (the reference's own answers), copies."""
     (type_, _, _, _, _, detach, clone, issubclass_, TensorBase, tuple_, *_) = bound
     no_functions, new, init, enter, leave, NoDispatch = hooks
-    out = []
+    out, keep = [], []  # keep: what ``raw`` made, let go of once every argument is read
     with no_functions():
         guard = new(NoDispatch)
         init(guard)
@@ -249,7 +252,7 @@ def _frozen(args: tuple, sealing: bool, bound: tuple, hooks: tuple, _raw=seal_mo
                     out.append(clone(detach(a)))
                 else:
                     try:
-                        out.append(_raw(a))
+                        out.append(_raw(a, keep))
                     except _BaseException:
                         out.append(None)
         finally:
@@ -328,7 +331,7 @@ def _sealed(answer: dict, seal, bound: tuple, hooks: tuple, failed_, error_, _Ba
 
 def run(request: dict, ws: Workspace, seal=None, _bound=_BOUND, _hooks=_HOOKS, _run=_run,
         _helpers=(_plain, describe_exception, _materialize, failed, _facts, _frozen, _sealed, _modules_of, error,
-                  BaseException)):
+                  BaseException, NotImplementedError)):
     """Run one request; never raises (errors are part of the answer).
 
     Nothing is looked up once student code has run: what runs then comes from defaults, fixed when this module was
@@ -340,9 +343,11 @@ def run(request: dict, ws: Workspace, seal=None, _bound=_BOUND, _hooks=_HOOKS, _
     callables (``_BOUND``) and no operator of torch's dispatcher, where a Python kernel of the student's could sit.
 
     With ``seal`` (``seal.pack``), the answer is returned as ``(ok, its bytes)``, sealed in ``_run``'s frame, which still
-    holds every object of the student's: no finalizer (``__del__``, ``gc.callbacks``, a weakref's callback) runs
-    between the last student code and the bytes, which nothing can change afterwards. The red team's
-    ``gc_callback_forges_facts`` swapped ``args_after`` that way.
+    holds every object of the student's; no local there is rebound after the call, and what the way out makes is kept
+    until the bytes exist (``seal.raw``): no finalizer (``__del__``, ``gc.callbacks``, a weakref's callback) runs
+    between the last student code and the bytes, which nothing can change afterwards. The red team swapped
+    ``args_after`` that way four times: a ``gc`` callback, a weakref's callback on an input, a ``__del__`` given to
+    ``torch.Tensor``, and one planted in the answer dict of before the call.
     """
     gc_was_on, gc_on = _bound[16], _bound[15]
     collecting = gc_was_on()

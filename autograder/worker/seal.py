@@ -48,18 +48,21 @@ _JSON = json.encoder.c_make_encoder(None, _unsendable, json.encoder.c_encode_bas
                                     False, False, False)
 
 
-def raw(value, _keys=torch._C._dispatch_keys, _has=torch._C.DispatchKeySet.has, _python=torch._C.DispatchKey.Python,
+def raw(value, keep: list, _keys=torch._C._dispatch_keys, _has=torch._C.DispatchKeySet.has, _python=torch._C.DispatchKey.Python,
         _data=_Base.__dict__["data"].__get__, _dtype=_Base.__dict__["dtype"].__get__,
         _shape=_Base.__dict__["shape"].__get__, _device=_Base.__dict__["device"].__get__,
         _device_type=torch.device.__dict__["type"].__get__, _numpy=_Base.numpy, _tobytes=numpy.ndarray.tobytes,
-        _codes=_CODES, _tuple=tuple, _str=str, _RAW=RAW, _TypeError=TypeError) -> tuple:
+        _codes=_CODES, _tuple=tuple, _str=str, _append=list.append, _RAW=RAW, _TypeError=TypeError) -> tuple:
     """``value``'s bytes as they are now: ``(RAW, dtype name, shape, bytes)``, an exact tuple, which nothing can
     change. Read without a single operator of torch's dispatcher, where a Python kernel of the student's could sit
     (``torch.library``): ``.data`` (the same storage, cut from the graph), numpy's view of it, numpy's copy of its
-    bytes, in C order. A tensor numpy cannot view (meta, sparse, a negative or conjugate bit, bfloat16) is refused."""
+    bytes, in C order. A tensor numpy cannot view (meta, sparse, a negative or conjugate bit, bfloat16) is refused.
+    What it makes is added to ``keep``, for the caller to let go of once the bytes are made: freed here, a
+    ``torch.Tensor`` would run a ``__del__`` that student code can give that class (a third review found it)."""
     if _has(_keys(value), _python):  # its every operation would call Python: a __torch_dispatch__ tensor
         raise _TypeError("cannot send a tensor whose operations dispatch to Python (a __torch_dispatch__ subclass)")
     plain = _data(value)
+    _append(keep, plain)
     where = _device_type(_device(plain))
     if where != "cpu":
         raise _TypeError("a tensor on the " + where + " device holds no values the grader can read (a meta tensor has "
@@ -67,12 +70,14 @@ def raw(value, _keys=torch._C._dispatch_keys, _has=torch._C.DispatchKeySet.has, 
     dtype = _dtype(plain)
     for known, name in _codes:
         if known is dtype:
-            return (_RAW, name, _tuple(_shape(plain)), _tobytes(_numpy(plain)))
+            array = _numpy(plain)
+            _append(keep, array)
+            return (_RAW, name, _tuple(_shape(plain)), _tobytes(array))
     raise _TypeError("cannot send a tensor of dtype " + _str(dtype) + " (the grader reads float16, float32, float64, "
                      "integers and bool)")
 
 
-def _walk(value, tensors: list, again, _raw=raw, _RAW=RAW, _type=type, _issubclass=issubclass, _Base=_Base,
+def _walk(value, tensors: list, keep: list, again, _raw=raw, _RAW=RAW, _type=type, _issubclass=issubclass, _Base=_Base,
           _str=str, _int=int, _float=float, _bool=bool, _tuple=tuple, _list=list, _dict=dict, _items=dict.items,
           _len=len, _append=list.append, _finite=math.isfinite, _repr=float.__repr__, _as_str=str.__str__,
           _as_int=int.__int__, _as_float=float.__float__, _name=type.__dict__["__name__"].__get__,
@@ -86,13 +91,13 @@ def _walk(value, tensors: list, again, _raw=raw, _RAW=RAW, _type=type, _issubcla
     if kind is _float:
         return value if _finite(value) else {"$f": _repr(value)}
     if kind is _dict:
-        return {(k if _type(k) is _str else _as_str(k)): again(v, tensors, again) for k, v in _items(value)}
+        return {(k if _type(k) is _str else _as_str(k)): again(v, tensors, keep, again) for k, v in _items(value)}
     if kind is _list:
-        return [again(v, tensors, again) for v in value]
+        return [again(v, tensors, keep, again) for v in value]
     if kind is _tuple and not (_len(value) == 4 and value[0] is _RAW):
-        return {"$tuple": [again(v, tensors, again) for v in value]}
+        return {"$tuple": [again(v, tensors, keep, again) for v in value]}
     if kind is _tuple or _issubclass(kind, _Base):  # a tensor, or one already read as bytes (``raw``)
-        _, name, shape, data = value if kind is _tuple else _raw(value)
+        _, name, shape, data = value if kind is _tuple else _raw(value, keep)
         key = _str(_len(tensors))
         _append(tensors, (key, name, _list(shape), data))
         return {"$t": key}
@@ -102,7 +107,7 @@ def _walk(value, tensors: list, again, _raw=raw, _RAW=RAW, _type=type, _issubcla
     if _issubclass(kind, _int):
         return _as_int(value)
     if _issubclass(kind, _float):
-        return again(_as_float(value), tensors, again)
+        return again(_as_float(value), tensors, keep, again)
     raise _TypeError("cannot send a " + _name(kind) + " over the wire")
 
 
@@ -125,6 +130,8 @@ def pack(message, _walk=_walk, _blob=_blob, _json=_JSON, _join="".join, _utf8=st
     """``message`` as a frame: ``len(header)`` (4 bytes, big-endian), the JSON header, ``len(blob)`` (8 bytes), the
     safetensors blob (``wire.py``)."""
     tensors: list = []
-    header = _utf8(_join(_json(_walk(message, tensors, _walk), 0)))
+    keep: list = []  # what the walk made, let go of once the bytes are made (``raw``)
+    header = _utf8(_join(_json(_walk(message, tensors, keep, _walk), 0)))
     blob = _blob(tensors) if tensors else b""
-    return _be32(_len(header)) + header + _be64(_len(blob)) + blob
+    frame = _be32(_len(header)) + header + _be64(_len(blob)) + blob
+    return frame
