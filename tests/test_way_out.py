@@ -383,6 +383,33 @@ def forges_when_its_answer_is_dropped(x):
     return out
 
 
+class Shape:
+    """A shape whose __iter__ rewrites the answer being sealed (its args_after) as it was."""
+
+    def __iter__(self):
+        RAN.append("__iter__")
+        frame = sys._getframe(1)
+        while frame is not None:
+            message = frame.f_locals.get("message")
+            if type(message) is dict and "args_after" in message:
+                message["args_after"][:] = [SAVED[-1]]
+                break
+            frame = frame.f_back
+        return iter([3])
+
+
+def forges_a_raw_tensor(x):
+    """Modifies x, then puts a tuple marked as a tensor the grader read itself (its marker is readable from the
+    seal's defaults) in the answer of before the call, which the grader copies (a fourth review)."""
+    SAVED.append(x.detach().clone())
+    out = x * 2
+    x.mul_(3)
+    frame = sys._getframe(1)
+    marker = frame.f_globals["seal_mod"].RAW
+    frame.f_locals["answer"]["params"] = [(marker, "F32", Shape(), b"")]
+    return out
+
+
 def forges_from_a_kernel(x):
     """Modifies x, then registers Python kernels for aten's clone, detach and alias on CPU that answer the saved copy
     for x (torch.library: torch's dispatcher runs them, whatever Python hooks are off)."""
@@ -404,7 +431,8 @@ def forges_from_a_kernel(x):
 
 
 @pytest.mark.parametrize("target", ["rebinds_a_global", "forges_from_a_finalizer", "forges_from_a_kernel",
-                                    "forges_from_tensor_del", "forges_when_its_answer_is_dropped"])
+                                    "forges_from_tensor_del", "forges_when_its_answer_is_dropped",
+                                    "forges_a_raw_tensor"])
 def test_code_that_runs_after_the_call_cannot_hide_a_modified_input(tmp_path, target):
     """The red team's second and third reviews: after the student's call returns, a global of the runtime rebound for
     one lookup (found by a frame walk), a weakref's callback when the grader lets go of the input, a Python kernel in
@@ -422,6 +450,9 @@ def test_code_that_runs_after_the_call_cannot_hide_a_modified_input(tmp_path, ta
             torch._C.TensorBase.clone(torch.ones(1))  # the control: the kernel runs for any clone
         if target == "forges_when_its_answer_is_dropped":
             gc.collect()  # the frame the planted object holds: let go of now
+        if target == "forges_a_raw_tensor":  # the forged tuple is refused: the answer is an error, its __iter__ unread
+            assert not ok and steps.RAN == [] and "forged tensor" in read(sealed)["error"]["message"]
+            list(steps.Shape())  # the control: reading it as a list runs it
         assert steps.RAN, "the trick never ran: the test would pass for nothing"
     finally:
         for lib in steps.KEEP:
@@ -430,7 +461,8 @@ def test_code_that_runs_after_the_call_cannot_hide_a_modified_input(tmp_path, ta
         if "__del__" in vars(torch.Tensor):
             del torch.Tensor.__del__
     answer = read(sealed)
-    assert ok and torch.equal(answer["args_after"][0], torch.full((3,), 3.0))
+    if target != "forges_a_raw_tensor":
+        assert ok and torch.equal(answer["args_after"][0], torch.full((3,), 3.0))
 
 
 def test_an_answer_that_leaves_an_argument_out_counts_it_as_modified():

@@ -78,7 +78,8 @@ def raw(value, keep: list, _keys=torch._C._dispatch_keys, _has=torch._C.Dispatch
 
 
 def _walk(value, tensors: list, keep: list, again, _raw=raw, _RAW=RAW, _type=type, _issubclass=issubclass, _Base=_Base,
-          _str=str, _int=int, _float=float, _bool=bool, _tuple=tuple, _list=list, _dict=dict, _items=dict.items,
+          _str=str, _int=int, _float=float, _bool=bool, _tuple=tuple, _list=list, _dict=dict, _bytes=bytes,
+          _items=dict.items,
           _len=len, _append=list.append, _finite=math.isfinite, _repr=float.__repr__, _as_str=str.__str__,
           _as_int=int.__int__, _as_float=float.__float__, _name=type.__dict__["__name__"].__get__,
           _TypeError=TypeError):
@@ -98,6 +99,14 @@ def _walk(value, tensors: list, keep: list, again, _raw=raw, _RAW=RAW, _type=typ
         return {"$tuple": [again(v, tensors, keep, again) for v in value]}
     if kind is _tuple or _issubclass(kind, _Base):  # a tensor, or one already read as bytes (``raw``)
         _, name, shape, data = value if kind is _tuple else _raw(value, keep)
+        # ``RAW`` is no secret (these defaults can be read): a tuple marked so is taken for one ``raw`` made only if
+        # every part of it is of the exact type ``raw`` gives, which nothing but C reads (a fourth review planted one
+        # whose shape's __iter__ ran in the walk)
+        if _type(name) is not _str or _type(shape) is not _tuple or _type(data) is not _bytes:
+            raise _TypeError("cannot send a forged tensor over the wire")
+        for size in shape:
+            if _type(size) is not _int:
+                raise _TypeError("cannot send a forged tensor over the wire")
         key = _str(_len(tensors))
         _append(tensors, (key, name, _list(shape), data))
         return {"$t": key}
