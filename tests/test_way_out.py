@@ -8,6 +8,7 @@ from __future__ import annotations
 import dis
 import gc
 import json
+import signal
 import struct
 import types
 
@@ -474,3 +475,76 @@ def test_an_answer_that_leaves_an_argument_out_counts_it_as_modified():
     assert judge.mutated(case, {"ok": True, "args_after": [sent.clone()]}) == [2]
     assert judge.mutated(case, {"ok": True, "args_after": []}) == [0, 2]
     assert judge.mutated(case, {"ok": True}) == []
+
+
+SIGNAL_TIMER = '''
+import signal
+import torch
+FORGED = []
+
+
+def arm(x):
+    """A timer whose handler, every 50 us, looks for the answer being made and puts x's first bytes back."""
+    original = x.detach().clone().numpy().tobytes()
+
+    busy, ticks = [], []
+
+    def handler(signum, frame):
+        if busy:  # one at a time: a handler the timer interrupts is not run again inside itself
+            return
+        ticks.append(1)
+        if len(ticks) > 5000:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            return
+        busy.append(1)
+        try:
+            look(frame)
+        finally:
+            busy.clear()
+
+    def look(frame):
+        while frame is not None:
+            found = {"_facts": "fresh", "_sealed": "answer", "pack": "message"}.get(frame.f_code.co_name)
+            answer = frame.f_locals.get(found) if found else None
+            after = frame.f_locals.get("out") if frame.f_code.co_name == "_frozen" else (
+                answer.get("args_after") if type(answer) is dict else None)
+            if type(after) is list and after and type(after[0]) is tuple and len(after[0]) == 4:
+                after[0] = after[0][:3] + (original,)
+                FORGED.append(frame.f_code.co_name)
+                signal.setitimer(signal.ITIMER_REAL, 0)
+                return
+            frame = frame.f_back
+    signal.signal(signal.SIGALRM, handler)
+    signal.setitimer(signal.ITIMER_REAL, 0.00005, 0.00005)
+
+
+def modifies_then_times(x):
+    out = x * 2
+    arm(x)
+    x.mul_(3)
+    return out
+'''
+
+
+@pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="no interval timers (Windows)")
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # "Signal 14 ignored": as meant
+def test_a_signal_handler_of_the_student_s_runs_no_more_once_the_call_returns(tmp_path):
+    """A fifth review's: a timer's handler runs between two bytecodes of whatever runs when it fires, the way out
+    included, and there it put a modified input back. The worker ignores every signal handler but its own from the
+    call's return until the bytes exist. Control: without the worker's own handlers given, the same timer forges."""
+    ws = workspace(tmp_path, SIGNAL_TIMER)
+    request = {"kind": "function", "target": "steps.modifies_then_times", "args": [torch.ones(3)], "kwargs": {}}
+    own = runtime.handlers()
+    try:
+        said = []
+        for given in (own, None):  # the worker's way, then the control
+            for _ in range(20):
+                ok, sealed = runtime.run({**request, "args": [torch.ones(3)]}, ws, seal.pack, given)
+                signal.setitimer(signal.ITIMER_REAL, 0)
+                said.append((given is None, torch.equal(read(sealed)["args_after"][0], torch.full((3,), 3.0))))
+                signal.signal(signal.SIGALRM, own[runtime._SIGNALS.index(int(signal.SIGALRM))])
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, signal.SIG_DFL)
+    assert all(honest for control, honest in said if not control)
+    assert any(not honest for control, honest in said if control)  # the control: the timer does forge

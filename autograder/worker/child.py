@@ -68,6 +68,7 @@ def serve(channel: socket.socket, folder: str, spawn: dict, shared: tuple[str, .
     # The first frame, written before any student code runs here: a worker that ends before it failed in the
     # grader's own start (its confinement, the checks above), never in the student's code (runner.py reads it).
     write(pack(wire.STARTED))
+    own_handlers = runtime.handlers()  # the worker's signal handlers: any other is ignored on an answer's way out
     modules, errors = submission.load(folder, spawn["modules"])
     ws = runtime.prepare(folder, modules)
     baseline = hygiene.fingerprint(modules, shared)
@@ -110,7 +111,7 @@ def serve(channel: socket.socket, folder: str, spawn: dict, shared: tuple[str, .
                 confine.renew_cpu(float(cpu_seconds))
             write(pack({"changed": changed}))
             continue
-        ok, sealed = run(request, ws, pack)  # the answer's bytes, made before any finalizer of the student's could run
+        ok, sealed = run(request, ws, pack, own_handlers)  # the answer's bytes, made before any finalizer of the student's could run
         if not ok:
             batch, at = (), 0  # the count fails here (or expects this error): the trusted side sends what it needs next
         if check.__code__ is not check_code or check.__defaults__ is not check_defaults \

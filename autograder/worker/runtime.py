@@ -6,7 +6,9 @@ graph, which inputs were modified in place); all judging happens on the trusted 
 """
 from __future__ import annotations
 
+import _signal
 import gc
+import signal
 import types
 from pathlib import Path
 
@@ -31,6 +33,29 @@ _BOUND = (type, torch.nn.Parameter, _C_TENSOR.__dict__["requires_grad"].__get__,
           type.__dict__["__name__"].__get__, str.__str__)
 #: torch's Python hooks off, and on again: no ``__torch_function__`` (``DisableTorchFunction``, an immutable C type) and
 #: no ``__torch_dispatch__`` nor mode (``_DisableTorchDispatch``, made and left through methods bound here)
+#: every signal a Python handler can be given
+_SIGNALS = tuple(int(s) for s in signal.valid_signals() if s not in (getattr(signal, "SIGKILL", -1),
+                                                                    getattr(signal, "SIGSTOP", -1)))
+
+
+def handlers(_get=_signal.getsignal, _numbers=_SIGNALS, _tuple=tuple) -> tuple:
+    """The Python handler of each signal now (the worker's own, taken before student code runs: ``child.serve``)."""
+    return _tuple(_get(number) for number in _numbers)
+
+
+def _quiet(own: tuple, _get=_signal.getsignal, _set=_signal.signal, _ignore=_signal.SIG_IGN,
+           _numbers=_SIGNALS) -> None:
+    """Ignore every signal whose Python handler is not the worker's own (``own``, from ``handlers()``). A handler of
+    the student's runs between two bytecodes of whatever code runs when its signal comes, in the main thread (a
+    fifth review's timer rewrote the answer from ``pack``), whichever thread takes the signal: blocking them in one
+    thread is not enough once torch has threads. A handler that runs before this is part of the student's call."""
+    i = 0
+    for number in _numbers:
+        if _get(number) is not own[i]:
+            _set(number, _ignore)
+        i += 1
+
+
 _HOOKS = (torch._C.DisableTorchFunction, _NO_DISPATCH.__new__, _NO_DISPATCH.__init__, _NO_DISPATCH.__enter__,
           _NO_DISPATCH.__exit__, _NO_DISPATCH)
 _detach = torch.Tensor.detach
@@ -125,13 +150,13 @@ def _plain(value, depth: int = 0):
     return {"$unsupported": type(value).__name__ if isinstance(type(value).__name__, str) else "object"}
 
 
-def _run(request: dict, ws: Workspace, seal, bound: tuple, hooks: tuple, helpers: tuple):
+def _run(request: dict, ws: Workspace, seal, own_handlers, bound: tuple, hooks: tuple, helpers: tuple):
     """``run``'s request, with ``run``'s bound callables and helpers: its answer, sealed here (with ``seal``) while
     this frame still holds every object of the student's."""
     (type_, Parameter, requires_grad, grad_fn, grad, detach, clone, issubclass_, TensorBase,
      tuple_, list_, str_, bool_, int_, gc_off, _, _, name_of, as_str) = bound
     (plain, describe, materialize, report_failure, facts, frozen, sealed, modules_of, error_, BaseException_,
-     NotImplementedError_) = helpers
+     NotImplementedError_, quiet) = helpers
     phase = "setup"
     try:
         built: list = []
@@ -156,6 +181,8 @@ def _run(request: dict, ws: Workspace, seal, bound: tuple, hooks: tuple, helpers
                 answer["params"] = [(n, clone(detach(p))) for n, p in module.named_parameters()]
             answer["buffers"] = [(n, list(b.shape)) for n, b in module.named_buffers()]
             if request.get("construct_only"):
+                if own_handlers is not None:
+                    quiet(own_handlers)
                 gc_off()
                 return answer if seal is None else sealed(answer, seal, bound, hooks, report_failure, error_)
             phase = "loading the reference weights"
@@ -199,7 +226,10 @@ def _run(request: dict, ws: Workspace, seal, bound: tuple, hooks: tuple, helpers
             seed(request["forward_seed"])
         output = callee(*args, **kwargs)
         # The call has returned: its arguments, as they are now, read at once, as bytes nothing can change (the
-        # student's code may still run below: _plain, named_parameters, the backward and its hooks)
+        # student's code may still run below: _plain, named_parameters, the backward and its hooks). A signal handler
+        # of the student's is ignored from here (``_quiet``).
+        if own_handlers is not None:
+            quiet(own_handlers)
         gc_off()
         after = frozen(args, seal is not None, bound, hooks)
         sent = plain(output)
@@ -220,13 +250,18 @@ def _run(request: dict, ws: Workspace, seal, bound: tuple, hooks: tuple, helpers
                 backward = "done"
         # No student code runs from here on (nor a finalizer: the collector is off, and this frame holds the student's
         # objects until the answer is sealed)
-        # From here to the bytes, no local is rebound either: an object let go of could run a __del__ of the student's
+        # From here to the bytes, no local is rebound either: an object let go of could run a __del__ of the student's.
+        # Its signal handlers are ignored again: the student's code above may have set new ones.
+        if own_handlers is not None:
+            quiet(own_handlers)
         gc_off()
         fresh = facts(answer, sent, output, after, args, grad_args, params, modules_after, backward, bound, hooks)
         return fresh if seal is None else sealed(fresh, seal, bound, hooks, report_failure, error_)
     except BaseException_ as exc:  # SystemExit, KeyboardInterrupt and custom BaseExceptions too
         failure = report_failure(describe(exc, ws.folder), phase,
                                  not_attempted=issubclass_(type_(exc), NotImplementedError_))
+        if own_handlers is not None:
+            quiet(own_handlers)
         gc_off()
         return failure if seal is None else sealed(failure, seal, bound, hooks, report_failure, error_)
 
@@ -329,9 +364,9 @@ def _sealed(answer: dict, seal, bound: tuple, hooks: tuple, failed_, error_, _Ba
             leave(guard, None, None, None)
 
 
-def run(request: dict, ws: Workspace, seal=None, _bound=_BOUND, _hooks=_HOOKS, _run=_run,
-        _helpers=(_plain, describe_exception, _materialize, failed, _facts, _frozen, _sealed, _modules_of, error,
-                  BaseException, NotImplementedError)):
+def run(request: dict, ws: Workspace, seal=None, own_handlers: tuple | None = None, _bound=_BOUND, _hooks=_HOOKS,
+        _run=_run, _helpers=(_plain, describe_exception, _materialize, failed, _facts, _frozen, _sealed, _modules_of,
+                             error, BaseException, NotImplementedError, _quiet)):
     """Run one request; never raises (errors are part of the answer).
 
     Nothing is looked up once student code has run: what runs then comes from defaults, fixed when this module was
@@ -341,6 +376,9 @@ def run(request: dict, ws: Workspace, seal=None, _bound=_BOUND, _hooks=_HOOKS, _
     other facts once the last student code (backward hooks included) has run, with the collector and torch's Python
     hooks off (``_HOOKS``: no ``__torch_function__``, ``__torch_dispatch__`` or mode of the student's runs), by C-level
     callables (``_BOUND``) and no operator of torch's dispatcher, where a Python kernel of the student's could sit.
+
+    With ``own_handlers`` (``handlers()``, taken before student code ran), a signal handler of the student's is ignored
+    from the call's return until the bytes exist (``_quiet``).
 
     With ``seal`` (``seal.pack``), the answer is returned as ``(ok, its bytes)``, sealed in ``_run``'s frame, which still
     holds every object of the student's; no local there is rebound after the call, and what the way out makes is kept
@@ -352,7 +390,7 @@ def run(request: dict, ws: Workspace, seal=None, _bound=_BOUND, _hooks=_HOOKS, _
     gc_was_on, gc_on = _bound[16], _bound[15]
     collecting = gc_was_on()
     try:
-        return _run(request, ws, seal, _bound, _hooks, _helpers)
+        return _run(request, ws, seal, own_handlers, _bound, _hooks, _helpers)
     finally:
         if collecting:
             gc_on()
