@@ -1605,7 +1605,8 @@ def way_out_patches(forge):
     for step, (args, arg, body, trick) in WAY_OUT_STEPS.items():
         module, name = step.split(".")
         first = module not in patches
-        patches.setdefault(module, {})[name] = (WAY_OUT_HELPER if first else "") + WAY_OUT_STEP % dict(
+        helper = WAY_OUT_HELPER if forge else "\n_SAVED = []  # each call's input as it was before the call modified it\n\n"
+        patches.setdefault(module, {})[name] = (helper if first else "") + WAY_OUT_STEP % dict(
             name=name, args=args, arg=arg, body=body, doc=" It then hides that." if forge else "",
             trick=f"        {trick}\n" if forge else "")
     return patches
