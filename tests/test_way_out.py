@@ -548,3 +548,72 @@ def test_a_signal_handler_of_the_student_s_runs_no_more_once_the_call_returns(tm
         signal.signal(signal.SIGALRM, signal.SIG_DFL)
     assert all(honest for control, honest in said if not control)
     assert any(not honest for control, honest in said if control)  # the control: the timer does forge
+
+
+DROPPED_HANDLER = '''
+import signal
+import sys
+import torch
+RAN = []
+
+
+class Handler:
+    """A signal handler whose __del__ runs ``then`` when the grader lets go of it."""
+
+    def __init__(self, then):
+        self.then = then
+
+    def __call__(self, *args):
+        pass
+
+    def __del__(self):
+        RAN.append("__del__")
+        self.then()
+
+
+def puts_its_input_back(x):
+    out = x * 2
+    saved = x.detach().clone()
+    x.mul_(3)
+    signal.signal(signal.SIGUSR1, Handler(lambda: x.copy_(saved)))
+    return out
+
+
+def raises_then_says_ok(x):
+    frame = sys._getframe(0)
+
+    def forge():
+        f = frame
+        while f is not None:
+            failure = f.f_locals.get("failure")
+            if type(failure) is dict:
+                failure.clear()
+                failure.update({"ok": True, "output": torch.ones(3), "args_after": []})
+                return
+            f = f.f_back
+    signal.signal(signal.SIGUSR1, Handler(forge))
+    raise RuntimeError("a bug")
+'''
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGUSR1"), reason="no SIGUSR1 (Windows)")
+@pytest.mark.parametrize("target", ["puts_its_input_back", "raises_then_says_ok"])
+def test_a_handler_taken_off_runs_no_code_until_the_bytes_exist(tmp_path, target):
+    """A sixth review's: the student's signal handler, taken off on the way out, was freed there and its __del__ put
+    the modified input back, or turned an error answer into ok. The handlers taken off are kept until the bytes exist.
+    Control: the __del__ does run, once the answer is made."""
+    ws = workspace(tmp_path, DROPPED_HANDLER)
+    steps = ws.modules["steps"]
+    own = runtime.handlers()
+    try:
+        ok, sealed = runtime.run({"kind": "function", "target": f"steps.{target}", "args": [torch.ones(3)],
+                                  "kwargs": {}}, ws, seal.pack, own)
+    finally:
+        signal.signal(signal.SIGUSR1, signal.SIG_DFL)
+    gc.collect()
+    assert steps.RAN == ["__del__"]  # the control
+    answer = read(sealed)
+    if target == "puts_its_input_back":
+        assert ok and torch.equal(answer["args_after"][0], torch.full((3,), 3.0))
+    else:
+        assert not ok and answer["ok"] is False and answer["error"]["type"] == "RuntimeError"

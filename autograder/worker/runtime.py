@@ -43,16 +43,18 @@ def handlers(_get=_signal.getsignal, _numbers=_SIGNALS, _tuple=tuple) -> tuple:
     return _tuple(_get(number) for number in _numbers)
 
 
-def _quiet(own: tuple, _get=_signal.getsignal, _set=_signal.signal, _ignore=_signal.SIG_IGN,
-           _numbers=_SIGNALS) -> None:
+def _quiet(own: tuple, keep: list, _get=_signal.getsignal, _set=_signal.signal, _ignore=_signal.SIG_IGN,
+           _numbers=_SIGNALS, _append=list.append) -> None:
     """Ignore every signal whose Python handler is not the worker's own (``own``, from ``handlers()``). A handler of
     the student's runs between two bytecodes of whatever code runs when its signal comes, in the main thread (a
     fifth review's timer rewrote the answer from ``pack``), whichever thread takes the signal: blocking them in one
-    thread is not enough once torch has threads. A handler that runs before this is part of the student's call."""
+    thread is not enough once torch has threads. A handler that runs before this is part of the student's call.
+    The handlers taken off are added to ``keep``, for the caller to let go of once the bytes are made: freed here, one
+    would run its own ``__del__`` (a sixth review's)."""
     i = 0
     for number in _numbers:
         if _get(number) is not own[i]:
-            _set(number, _ignore)
+            _append(keep, _set(number, _ignore))
         i += 1
 
 
@@ -157,6 +159,7 @@ def _run(request: dict, ws: Workspace, seal, own_handlers, bound: tuple, hooks: 
      tuple_, list_, str_, bool_, int_, gc_off, _, _, name_of, as_str) = bound
     (plain, describe, materialize, report_failure, facts, frozen, sealed, modules_of, error_, BaseException_,
      NotImplementedError_, quiet) = helpers
+    kept = []  # what the way out takes from the student's objects, let go of only once the bytes exist
     phase = "setup"
     try:
         built: list = []
@@ -182,7 +185,7 @@ def _run(request: dict, ws: Workspace, seal, own_handlers, bound: tuple, hooks: 
             answer["buffers"] = [(n, list(b.shape)) for n, b in module.named_buffers()]
             if request.get("construct_only"):
                 if own_handlers is not None:
-                    quiet(own_handlers)
+                    quiet(own_handlers, kept)
                 gc_off()
                 return answer if seal is None else sealed(answer, seal, bound, hooks, report_failure, error_)
             phase = "loading the reference weights"
@@ -229,7 +232,7 @@ def _run(request: dict, ws: Workspace, seal, own_handlers, bound: tuple, hooks: 
         # student's code may still run below: _plain, named_parameters, the backward and its hooks). A signal handler
         # of the student's is ignored from here (``_quiet``).
         if own_handlers is not None:
-            quiet(own_handlers)
+            quiet(own_handlers, kept)
         gc_off()
         after = frozen(args, seal is not None, bound, hooks)
         sent = plain(output)
@@ -253,16 +256,16 @@ def _run(request: dict, ws: Workspace, seal, own_handlers, bound: tuple, hooks: 
         # From here to the bytes, no local is rebound either: an object let go of could run a __del__ of the student's.
         # Its signal handlers are ignored again: the student's code above may have set new ones.
         if own_handlers is not None:
-            quiet(own_handlers)
+            quiet(own_handlers, kept)
         gc_off()
         fresh = facts(answer, sent, output, after, args, grad_args, params, modules_after, backward, bound, hooks)
         return fresh if seal is None else sealed(fresh, seal, bound, hooks, report_failure, error_)
     except BaseException_ as exc:  # SystemExit, KeyboardInterrupt and custom BaseExceptions too
-        failure = report_failure(describe(exc, ws.folder), phase,
-                                 not_attempted=issubclass_(type_(exc), NotImplementedError_))
-        if own_handlers is not None:
-            quiet(own_handlers)
+        description = describe(exc, ws.folder)  # the student's exception: its code may run here
+        if own_handlers is not None:  # before the answer exists: a handler run from here on could rewrite it
+            quiet(own_handlers, kept)
         gc_off()
+        failure = report_failure(description, phase, not_attempted=issubclass_(type_(exc), NotImplementedError_))
         return failure if seal is None else sealed(failure, seal, bound, hooks, report_failure, error_)
 
 
