@@ -10,6 +10,8 @@ import gc
 import json
 import signal
 import struct
+import subprocess
+import sys
 import types
 
 import pytest
@@ -17,7 +19,9 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from autograder.grading import judge
-from autograder.worker import child, runtime, seal, wire
+from autograder.worker import child, runtime, seal, seccomp, wire
+
+from .conftest import ROOT
 
 pytestmark = pytest.mark.unit
 
@@ -617,3 +621,31 @@ def test_a_handler_taken_off_runs_no_code_until_the_bytes_exist(tmp_path, target
         assert ok and torch.equal(answer["args_after"][0], torch.full((3,), 3.0))
     else:
         assert not ok and answer["ok"] is False and answer["error"]["type"] == "RuntimeError"
+
+
+NO_HANDLERS = """
+import signal, sys
+from autograder.worker import seccomp, syscalls
+syscalls.prctl(syscalls.PR_SET_NO_NEW_PRIVS, 1)
+said = []
+for when in ("before", "after"):
+    if when == "after" and not seccomp.no_signal_handlers():
+        said.append("no filter")
+        break
+    try:
+        signal.signal(signal.SIGUSR1, lambda *a: None)
+        said.append(when + ": set")
+    except OSError as exc:
+        said.append(when + ": refused")
+print(said)
+"""
+
+
+@pytest.mark.skipif(not seccomp.supported(), reason="the filter is described for x86_64 only")
+def test_where_a_filter_can_be_installed_a_worker_s_student_code_sets_no_signal_handler():
+    """A worker installs a second seccomp filter before the submission is imported (child.serve): ``rt_sigaction``
+    refused, so no Python signal handler of the student's exists to run on the way out. Control: before the filter,
+    the same call sets one."""
+    done = subprocess.run([sys.executable, "-c", NO_HANDLERS], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "['before: set', 'after: refused']"

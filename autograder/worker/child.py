@@ -23,7 +23,7 @@ import sys
 
 from pathlib import Path
 
-from . import asked_before, hygiene, integrity, limits, no_tracing, runtime, confine, reference_server, seal, submission, wire
+from . import asked_before, hygiene, integrity, limits, no_tracing, runtime, confine, reference_server, seal, seccomp, submission, wire
 from .errors import error, failed
 
 
@@ -69,6 +69,7 @@ def serve(channel: socket.socket, folder: str, spawn: dict, shared: tuple[str, .
     # grader's own start (its confinement, the checks above), never in the student's code (runner.py reads it).
     write(pack(wire.STARTED))
     own_handlers = runtime.handlers()  # the worker's signal handlers: any other is ignored on an answer's way out
+    seccomp.no_signal_handlers()  # and where a filter can be installed, no other can be set at all
     modules, errors = submission.load(folder, spawn["modules"])
     ws = runtime.prepare(folder, modules)
     baseline = hygiene.fingerprint(modules, shared)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import _signal
 import gc
 import signal
+import sys
 import types
 from pathlib import Path
 
@@ -38,19 +39,30 @@ _SIGNALS = tuple(int(s) for s in signal.valid_signals() if s not in (getattr(sig
                                                                     getattr(signal, "SIGSTOP", -1)))
 
 
-def handlers(_get=_signal.getsignal, _numbers=_SIGNALS, _tuple=tuple) -> tuple:
-    """The Python handler of each signal now (the worker's own, taken before student code runs: ``child.serve``)."""
-    return _tuple(_get(number) for number in _numbers)
+def handlers(_get=_signal.getsignal, _numbers=_SIGNALS, _tuple=tuple, _sys=sys, _getattr=getattr) -> tuple:
+    """The Python handler of each signal now, then ``sys.unraisablehook`` (the worker's own, taken before student code
+    runs: ``child.serve``)."""
+    return (*_tuple(_get(number) for number in _numbers), _getattr(_sys, "unraisablehook"))
 
 
 def _quiet(own: tuple, keep: list, _get=_signal.getsignal, _set=_signal.signal, _ignore=_signal.SIG_IGN,
-           _numbers=_SIGNALS, _append=list.append) -> None:
+           _numbers=_SIGNALS, _append=list.append, _sys=sys, _getattr=getattr, _setattr=setattr, _silent=type) -> None:
     """Ignore every signal whose Python handler is not the worker's own (``own``, from ``handlers()``). A handler of
     the student's runs between two bytecodes of whatever code runs when its signal comes, in the main thread (a
     fifth review's timer rewrote the answer from ``pack``), whichever thread takes the signal: blocking them in one
     thread is not enough once torch has threads. A handler that runs before this is part of the student's call.
     The handlers taken off are added to ``keep``, for the caller to let go of once the bytes are made: freed here, one
-    would run its own ``__del__`` (a sixth review's)."""
+    would run its own ``__del__`` (a sixth review's).
+    A signal that came just before its handler was taken off is said as "ignored due to race condition" through
+    ``sys.unraisablehook``, which student code can set too: one that is not the worker's own gives way to ``type``
+    (a C callable that says nothing), kept likewise.
+    Where the worker's seccomp filter is installed (``seccomp.no_signal_handlers``), no such handler exists; elsewhere
+    a handler of the student's that a signal runs during this loop could give one back to a signal already passed.
+    """
+    hook = _getattr(_sys, "unraisablehook")
+    if hook is not own[-1]:
+        _append(keep, hook)
+        _setattr(_sys, "unraisablehook", _silent)
     i = 0
     for number in _numbers:
         if _get(number) is not own[i]:

@@ -54,7 +54,12 @@ def supported() -> bool:
     return platform.machine() == "x86_64"
 
 
-def program() -> list[tuple[int, int, int, int]]:
+#: refused once a worker is set up, before the submission is imported (``no_signal_handlers``)
+SIGACTION = {"rt_sigaction": 13}
+
+
+def program(refused: dict[str, int] = REFUSED, not_there: dict[str, int] = NOT_THERE,
+            clone_checked: bool = True) -> list[tuple[int, int, int, int]]:
     """The filter as (code, jt, jf, k) instructions."""
     prog = [(_LD_W_ABS, 0, 0, 4),                               # the architecture
             (_JEQ, 1, 0, AUDIT_ARCH_X86_64),
@@ -62,22 +67,34 @@ def program() -> list[tuple[int, int, int, int]]:
             (_LD_W_ABS, 0, 0, 0),                               # the call's number
             (_JGE, 0, 1, X32_SYSCALL_BIT),
             (_RET, 0, 0, RET_ERRNO | EPERM)]                    # the x32 ABI
-    for errno, table in ((EPERM, REFUSED), (ENOSYS, NOT_THERE)):
+    for errno, table in ((EPERM, refused), (ENOSYS, not_there)):
         for number in sorted(table.values()):
             prog += [(_JEQ, 0, 1, number), (_RET, 0, 0, RET_ERRNO | errno)]
-    prog += [(_JEQ, 0, 3, CLONE),
-             (_LD_W_ABS, 0, 0, 16),                             # clone's flags (low 32 bits of its first argument)
-             (_JSET, 0, 1, CLONE_NEWUSER),
-             (_RET, 0, 0, RET_ERRNO | EPERM),
-             (_RET, 0, 0, RET_ALLOW)]
-    return prog
+    if clone_checked:
+        prog += [(_JEQ, 0, 3, CLONE),
+                 (_LD_W_ABS, 0, 0, 16),                         # clone's flags (low 32 bits of its first argument)
+                 (_JSET, 0, 1, CLONE_NEWUSER),
+                 (_RET, 0, 0, RET_ERRNO | EPERM)]
+    return prog + [(_RET, 0, 0, RET_ALLOW)]
 
 
-def install() -> bool:
-    """Install the filter on this process (and every process it starts); False where it is not supported."""
+def no_signal_handlers() -> bool:
+    """From now on, this process (a worker, set up, before the submission is imported) and what it starts cannot
+    give a signal a handler (``rt_sigaction`` refused): a Python signal handler of the student's would run between two
+    bytecodes of whatever code runs when its signal comes, the answer's way out included (a fifth review's timer
+    rewrote an answer so; runtime.py). False where no filter can be installed (runtime._quiet is all there is)."""
+    try:
+        return install(program(SIGACTION, {}, clone_checked=False))
+    except OSError:
+        return False
+
+
+def install(instructions: list | None = None) -> bool:
+    """Install the filter (``program()`` unless given) on this process (and every process it starts); False where it
+    is not supported. Filters stack: a later one refuses more, never less."""
     if not supported():
         return False
-    instructions = program()
+    instructions = instructions or program()
     array = (_Filter * len(instructions))(*[_Filter(*i) for i in instructions])
     prog = _Program(len(instructions), ctypes.cast(array, ctypes.POINTER(_Filter)))
     libc = ctypes.CDLL(None, use_errno=True)
