@@ -13,6 +13,7 @@ import struct
 import subprocess
 import sys
 import types
+import warnings
 
 import pytest
 import torch
@@ -649,3 +650,63 @@ def test_where_a_filter_can_be_installed_a_worker_s_student_code_sets_no_signal_
     done = subprocess.run([sys.executable, "-c", NO_HANDLERS], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "['before: set', 'after: refused']"
+
+
+WARNS = '''
+import sys, warnings, torch
+RAN = []
+ORIGINAL = []
+
+
+def hook(*args, **kwargs):
+    """warnings.showwarning: put the input back in the answer being made."""
+    RAN.append("showwarning")
+    frame = sys._getframe()
+    while frame is not None:
+        if frame.f_code.co_name == "_facts":
+            after = frame.f_locals["fresh"]["args_after"]
+            after[0] = after[0][:3] + (ORIGINAL[-1],)
+            return
+        frame = frame.f_back
+
+
+class M(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.full((3,), 2.0))
+
+    def forward(self, x):
+        out = x.clone() * self.w
+        ORIGINAL.append(x.detach().numpy().tobytes())
+        with torch.no_grad():
+            x.mul_(3)
+        warnings.simplefilter("always")
+        warnings.showwarning = hook
+        return out
+
+    def named_parameters(self, *args, **kwargs):
+        yield from super().named_parameters(*args, **kwargs)
+        if "callee" in sys._getframe(1).f_locals:  # the grader's own read, just before the call
+            yield "not_a_leaf", torch.ones(1, requires_grad=True) * 2  # its .grad makes torch warn
+'''
+
+
+def test_a_warning_torch_gives_on_the_way_out_calls_no_code_of_the_student_s(tmp_path):
+    """A seventh review's: a parameter that is no leaf makes torch warn when its .grad is read, through Python's
+    warnings, whose showwarning student code can set; from there it put a modified input back. The way out reads
+    .grad only where torch keeps one. Control: reading it directly does call the student's hook."""
+    ws = workspace(tmp_path, WARNS)
+    steps = ws.modules["steps"]
+    shown, filters = warnings.showwarning, warnings.filters[:]
+    try:
+        ok, sealed = runtime.run({"kind": "module", "target": "steps.M", "init_args": [], "forward_args": [torch.ones(3)],
+                                  "grad_args": [0], "upstream": torch.ones(3)}, ws, seal.pack, runtime.handlers())
+        assert steps.RAN == []
+        answer = read(sealed)
+        assert ok and torch.equal(answer["args_after"][0], torch.full((3,), 3.0))
+        assert answer["param_grads"]["not_a_leaf"] is None
+        (torch.ones(1, requires_grad=True) * 2).grad  # noqa: B018 - the control: torch warns, the hook runs
+        assert steps.RAN == ["showwarning"]
+    finally:
+        warnings.showwarning = shown
+        warnings.filters[:] = filters

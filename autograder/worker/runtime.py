@@ -317,8 +317,16 @@ def _modules_of(built: list, bound: tuple) -> list:
     return [[(n, clone(detach(p))) for n, p in m.named_parameters()] for m in built]
 
 
+def _grad(tensor, _grad=_C_TENSOR.__dict__["grad"].__get__, _is_leaf=_C_TENSOR.__dict__["is_leaf"].__get__,
+          _retains=_C_TENSOR.__dict__["retains_grad"].__get__):
+    """``tensor.grad``, read only where torch keeps one (a leaf, or a tensor that retains its gradient): elsewhere
+    torch warns, through Python's ``warnings``, whose hooks student code can set (a seventh review's forged the
+    answer from ``showwarning``). None there, as torch would say."""
+    return _grad(tensor) if _is_leaf(tensor) or _retains(tensor) else None
+
+
 def _facts(answer: dict, sent, output, after: tuple, args: tuple, grad_args: tuple, params: tuple,
-           modules_after: list, backward, bound: tuple, hooks: tuple) -> dict:
+           modules_after: list, backward, bound: tuple, hooks: tuple, _grad_of=_grad) -> dict:
     """A new answer, from what ``answer`` said before the call (the module's construction) and the facts of the
     student's call, read once its last code has run: the collector is off and torch's Python hooks too (no
     ``__torch_function__``, ``__torch_dispatch__`` or mode of the student's runs here), from the C-level callables
@@ -354,8 +362,8 @@ def _facts(answer: dict, sent, output, after: tuple, args: tuple, grad_args: tup
             if backward is not None:
                 fresh["backward"] = backward
             if backward == "done":
-                fresh["input_grads"] = {str_(i): grad(args[i]) for i in grad_args}
-                fresh["param_grads"] = {as_str(n): grad(p) for n, p in params}
+                fresh["input_grads"] = {str_(i): _grad_of(args[i]) for i in grad_args}
+                fresh["param_grads"] = {as_str(n): _grad_of(p) for n, p in params}
         finally:
             leave(guard, None, None, None)
     return fresh
