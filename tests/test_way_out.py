@@ -710,3 +710,74 @@ def test_a_warning_torch_gives_on_the_way_out_calls_no_code_of_the_student_s(tmp
     finally:
         warnings.showwarning = shown
         warnings.filters[:] = filters
+
+
+VIEW_REBUILT = '''
+import sys, torch
+RAN = []; ORIG = []; KEEP = []
+
+def unfold_kernel(t, dimension, size, step):
+    f = sys._getframe()
+    while f is not None:
+        if f.f_code.co_name == "_facts" and "args_after" in f.f_locals["fresh"]:
+            after = f.f_locals["fresh"]["args_after"]
+            after[0] = after[0][:3] + (ORIG[-1],)
+            RAN.append("forged in _facts")
+            break
+        f = f.f_back
+    n = (t.shape[dimension] - size) // step + 1
+    return torch.ops.aten.as_strided.default(t, (n, size), (step * t.stride(0), t.stride(0)), t.storage_offset())
+
+class M(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.full((3,), 2.0))
+        self.b = torch.ones(3, requires_grad=True)
+        torch._C._set_view_replay_enabled(True)
+        self.v = self.b.unfold(0, 3, 1)          # a view that keeps its view_fn (replayed through the dispatcher)
+        torch._C._set_view_replay_enabled(False)
+
+    def named_parameters(self, *a, **k):
+        yield from super().named_parameters(*a, **k)
+        yield "v", self.v
+
+    def forward(self, x):
+        out = x.clone() * self.w
+        ORIG.append(x.detach().numpy().tobytes())
+        with torch.no_grad():
+            x.mul_(3)                              # the in-place modification to hide
+            self.b.add_(0)                         # bumps the view's version: its grad_fn is rebuilt when next read
+        lib = torch.library.Library("aten", "IMPL"); lib.impl("unfold", unfold_kernel, "CPU"); KEEP.append(lib)
+        return out
+'''
+
+
+def test_a_view_s_grad_fn_is_not_read_where_torch_would_rebuild_it_through_the_dispatcher(tmp_path):
+    """An eighth review's: a view's grad_fn (and so its is_leaf) is rebuilt by replaying its view through torch's
+    dispatcher once its base has changed, where a Python kernel of the student's sat (torch.library) and put a
+    modified input back from _facts. The way out reads neither of a view. Control: reading the view's grad_fn
+    runs the kernel."""
+    ws = workspace(tmp_path, VIEW_REBUILT)
+    steps = ws.modules["steps"]
+    try:
+        ok, sealed = runtime.run({"kind": "module", "target": "steps.M", "init_args": [], "forward_args": [torch.ones(3)],
+                                  "grad_args": [0], "upstream": torch.ones(3)}, ws, seal.pack, runtime.handlers())
+        assert steps.RAN == []
+        answer = read(sealed)
+        assert ok and torch.equal(answer["args_after"][0], torch.full((3,), 3.0))
+        assert answer["param_grads"]["v"] is None
+        for lib in steps.KEEP:  # the student's kernel, gone: the control's own below
+            lib._destroy()
+        steps.KEEP.clear()
+        module = steps.M()
+        with torch.no_grad():
+            module.b.add_(0)
+        lib = torch.library.Library("aten", "IMPL")
+        lib.impl("unfold", lambda t, d, size, step: steps.RAN.append("kernel") or torch.ops.aten.as_strided.default(
+            t, (1, size), (step * t.stride(0), t.stride(0)), t.storage_offset()), "CPU")
+        steps.KEEP.append(lib)
+        module.v.grad_fn  # noqa: B018 - the control: the grad_fn is rebuilt, through the kernel
+        assert steps.RAN == ["kernel"]
+    finally:
+        for lib in steps.KEEP:
+            lib._destroy()

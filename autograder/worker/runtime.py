@@ -39,14 +39,14 @@ _SIGNALS = tuple(int(s) for s in signal.valid_signals() if s not in (getattr(sig
                                                                     getattr(signal, "SIGSTOP", -1)))
 
 
-def handlers(_get=_signal.getsignal, _numbers=_SIGNALS, _tuple=tuple, _sys=sys, _getattr=getattr) -> tuple:
+def handlers(_get=_signal.getsignal, _numbers=_SIGNALS, _tuple=tuple, _sys=vars(sys)) -> tuple:
     """The Python handler of each signal now, then ``sys.unraisablehook`` (the worker's own, taken before student code
     runs: ``child.serve``)."""
-    return (*_tuple(_get(number) for number in _numbers), _getattr(_sys, "unraisablehook"))
+    return (*_tuple(_get(number) for number in _numbers), _sys["unraisablehook"])
 
 
 def _quiet(own: tuple, keep: list, _get=_signal.getsignal, _set=_signal.signal, _ignore=_signal.SIG_IGN,
-           _numbers=_SIGNALS, _append=list.append, _sys=sys, _getattr=getattr, _setattr=setattr, _silent=type) -> None:
+           _numbers=_SIGNALS, _append=list.append, _sys=vars(sys), _silent=type) -> None:
     """Ignore every signal whose Python handler is not the worker's own (``own``, from ``handlers()``). A handler of
     the student's runs between two bytecodes of whatever code runs when its signal comes, in the main thread (a
     fifth review's timer rewrote the answer from ``pack``), whichever thread takes the signal: blocking them in one
@@ -59,10 +59,10 @@ def _quiet(own: tuple, keep: list, _get=_signal.getsignal, _set=_signal.signal, 
     Where the worker's seccomp filter is installed (``seccomp.no_signal_handlers``), no such handler exists; elsewhere
     a handler of the student's that a signal runs during this loop could give one back to a signal already passed.
     """
-    hook = _getattr(_sys, "unraisablehook")
+    hook = _sys["unraisablehook"]  # sys's own dict: a module's __getattribute__ can be a student's (sys.__class__)
     if hook is not own[-1]:
         _append(keep, hook)
-        _setattr(_sys, "unraisablehook", _silent)
+        _sys["unraisablehook"] = _silent
     i = 0
     for number in _numbers:
         if _get(number) is not own[i]:
@@ -317,16 +317,24 @@ def _modules_of(built: list, bound: tuple) -> list:
     return [[(n, clone(detach(p))) for n, p in m.named_parameters()] for m in built]
 
 
+#: the grad_fn said of an output that is a view and needs a gradient: a view has one exactly then
+VIEW_GRAD_FN = "a view's backward"
+
+
 def _grad(tensor, _grad=_C_TENSOR.__dict__["grad"].__get__, _is_leaf=_C_TENSOR.__dict__["is_leaf"].__get__,
-          _retains=_C_TENSOR.__dict__["retains_grad"].__get__):
+          _retains=_C_TENSOR.__dict__["retains_grad"].__get__, _is_view=_C_TENSOR._is_view):
     """``tensor.grad``, read only where torch keeps one (a leaf, or a tensor that retains its gradient): elsewhere
     torch warns, through Python's ``warnings``, whose hooks student code can set (a seventh review's forged the
-    answer from ``showwarning``). None there, as torch would say."""
+    answer from ``showwarning``). None there, as torch would say; None for a view too, whose ``is_leaf`` torch
+    answers by rebuilding its ``grad_fn`` through the dispatcher (``_facts``)."""
+    if _is_view(tensor):
+        return None
     return _grad(tensor) if _is_leaf(tensor) or _retains(tensor) else None
 
 
 def _facts(answer: dict, sent, output, after: tuple, args: tuple, grad_args: tuple, params: tuple,
-           modules_after: list, backward, bound: tuple, hooks: tuple, _grad_of=_grad) -> dict:
+           modules_after: list, backward, bound: tuple, hooks: tuple, _grad_of=_grad,
+           _is_view=_C_TENSOR._is_view, _view_grad_fn=VIEW_GRAD_FN) -> dict:
     """A new answer, from what ``answer`` said before the call (the module's construction) and the facts of the
     student's call, read once its last code has run: the collector is off and torch's Python hooks too (no
     ``__torch_function__``, ``__torch_dispatch__`` or mode of the student's runs here), from the C-level callables
@@ -350,10 +358,14 @@ def _facts(answer: dict, sent, output, after: tuple, args: tuple, grad_args: tup
             facts = []
             for value in (outputs if outputs is not None else (output,)):
                 if issubclass_(type_(value), TensorBase):
-                    fn = grad_fn(value)
+                    needs = bool_(requires_grad(value))
+                    if _is_view(value):  # its grad_fn: rebuilt through the dispatcher (a Python kernel's) once its
+                        named = _view_grad_fn if needs else None  # base changed (an eighth review's): not read
+                    else:
+                        fn = grad_fn(value)
+                        named = as_str(name_of(type_(fn))) if fn is not None else None
                     facts.append({"class": as_str(name_of(type_(value))), "parameter": type_(value) is Parameter,
-                                  "requires_grad": bool_(requires_grad(value)),
-                                  "grad_fn": as_str(name_of(type_(fn))) if fn is not None else None})
+                                  "requires_grad": needs, "grad_fn": named})
                 else:
                     facts.append(None)
             fresh["output_facts"] = facts if outputs is not None else facts[0]
