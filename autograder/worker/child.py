@@ -49,7 +49,7 @@ def serve(channel: socket.socket, folder: str, spawn: dict, shared: tuple[str, .
     # what the worker sends, always made by seal.pack (nothing in it can be rebound) and written by the channel's own
     # method, both bound here, before any student code runs
     recv_frame, unpack, pack, write = wire.recv_frame, wire.unpack, seal.pack, channel.sendall
-    failed_, error_ = failed, error  # the tampering answer's makers: looked up now, not once student code has run
+    failed_, error_ = failed, error  # an error answer's makers: looked up now, not once student code has run
 
     # A stand-in's call, answered by the reference worker through the trusted side (which checks it), or as then if
     # this worker asked it before
@@ -90,7 +90,7 @@ def serve(channel: socket.socket, folder: str, spawn: dict, shared: tuple[str, .
             return
         except MemoryError as exc:  # what the step's code holds left no room to read the request: its limit
             try:
-                write(pack(failed({**error("MemoryError", ""), **(limit_hit(exc) or {})}, "reading the request")))
+                write(pack(failed_({**error_("MemoryError", ""), **(limit_hit(exc) or {})}, "reading the request")))
             except BaseException:  # noqa: BLE001 - no room to answer either: the worker's end says the rest
                 pass
             return
