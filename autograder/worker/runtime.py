@@ -72,8 +72,6 @@ def _quiet(own: tuple, keep: list, _get=_signal.getsignal, _set=_signal.signal, 
 
 _HOOKS = (torch._C.DisableTorchFunction, _NO_DISPATCH.__new__, _NO_DISPATCH.__init__, _NO_DISPATCH.__enter__,
           _NO_DISPATCH.__exit__, _NO_DISPATCH)
-_detach = torch.Tensor.detach
-_clone = torch.Tensor.clone
 
 
 def seed(value: int) -> None:
