@@ -23,7 +23,8 @@ import sys
 
 from pathlib import Path
 
-from . import asked_before, hygiene, integrity, limits, no_tracing, runtime, confine, reference_server, seal, seccomp, submission, wire
+from . import asked_before, hygiene, integrity, limits, no_tracing, runtime, confine, reference_server, seal, seccomp, \
+    signal_handlers_refused, submission, wire
 from .errors import error, failed
 
 
@@ -70,6 +71,7 @@ def serve(channel: socket.socket, folder: str, spawn: dict, shared: tuple[str, .
     write(pack(wire.STARTED))
     own_handlers = runtime.handlers()  # the worker's signal handlers: any other is ignored on an answer's way out
     seccomp.no_signal_handlers()  # and where a filter can be installed, no other can be set at all
+    signal_handlers_refused.install()  # everywhere, in words: the same verdict where no filter can be
     modules, errors = submission.load(folder, spawn["modules"])
     ws = runtime.prepare(folder, modules)
     baseline = hygiene.fingerprint(modules, shared)
