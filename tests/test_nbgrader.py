@@ -891,6 +891,42 @@ def test_the_write_back_writes_the_whole_class_or_nothing(source, tmp_path, monk
     assert set(gradebook_rows(url)) == {"a", "b"}
 
 
+def test_a_regrade_keeps_a_score_a_grader_entered_by_hand(source, tmp_path, monkeypatch):
+    """An instructor overrides a test cell's points in the formgrader (a manual score), then grades the class again (a
+    resubmission, an extension): the manual score stays and the cell is flagged for review, exactly as nbgrader's own
+    autograde leaves it (the control: nbgrader's ``SaveAutoGrades._add_score`` on the same cells of a second student);
+    a cell nobody graded by hand takes the new points and needs no review. The kit's first write-back cleared it."""
+    pytest.importorskip("nbgrader")
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")  # alembic
+    from nbgrader.api import Gradebook  # noqa: PLC0415 - optional: nbgrader is no dependency of the kit
+    from nbgrader.preprocessors import SaveAutoGrades  # noqa: PLC0415 - optional: nbgrader is no dependency of the kit
+
+    url = small_gradebook(source, tmp_path)
+    cells = {"test_x_1": ("simple_attention.x 1: t", 1), "test_x_2": ("simple_attention.x 2: t", 2)}
+    nothing = {"tests": [{"name": name, "score": 0.0} for name, _ in cells.values()]}
+    nbgrader_gradebook.write(tmp_path, ASSIGNMENT, {"kit": nothing, "nbgrader": nothing}, db_url=url)
+    with Gradebook(url) as gb:
+        for student in ("kit", "nbgrader"):
+            gb.find_grade("test_x_2", "simple_attention", ASSIGNMENT, student).manual_score = 0.5
+        gb.db.commit()
+
+    full = {"tests": [{"name": name, "score": float(points)} for name, points in cells.values()]}
+    nbgrader_gradebook.write(tmp_path, ASSIGNMENT, {"kit": full}, db_url=url)
+    with Gradebook(url) as gb:  # nbgrader's autograde of the same cells, passing, for the other student
+        saver = SaveAutoGrades()
+        saver.gradebook, saver.notebook_id, saver.assignment_id, saver.student_id = \
+            gb, "simple_attention", ASSIGNMENT, "nbgrader"
+        for grade_id, (_, points) in cells.items():
+            saver._add_score(v4.new_code_cell(metadata={"nbgrader": {
+                "grade": True, "solution": False, "grade_id": grade_id, "points": points, "schema_version": 3}}), {})
+
+    rows = gradebook_rows(url)
+    kit = {cell: (auto, manual, needs, score) for nb, cell, _, auto, manual, _, needs, _, score in rows["kit"][1]
+           if nb == "simple_attention" and cell in cells}
+    assert kit == {"test_x_2": (2.0, 0.5, True, 0.5), "test_x_1": (1.0, None, False, 1.0)}
+    assert rows["kit"][1] == rows["nbgrader"][1]
+
+
 def test_the_write_back_writes_each_row_after_the_rows_it_names(source, tmp_path, monkeypatch):
     """On a gradebook that enforces foreign keys (nbgrader's PostgreSQL and MySQL gradebooks do; SQLite here, asked
     to), a class of new and known students is written: each row goes in after the student, submission and notebook it

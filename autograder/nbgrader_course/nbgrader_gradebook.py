@@ -37,7 +37,8 @@ def write(course_dir: Path, assignment: str, results: dict[str, dict], db_url: s
     of 32 (3,400 rows) took 0.35 s of one core at the end of the run, with the other idle; this way 0.04 s. A student
     new to the gradebook gets the rows ``Gradebook.add_submission`` would create (``_new_submission``); a scored
     cell is left as nbgrader's autograde leaves one (``SaveAutoGrades._add_score``): its auto score, no manual
-    score, not waiting for manual grading (else the formgrader lists every submission as waiting for it)."""
+    score, not waiting for manual grading (else the formgrader lists every submission as waiting for it). A regrade
+    keeps a score a grader entered by hand in the formgrader and flags that cell for review, as nbgrader does."""
     from nbgrader.api import Gradebook, MissingEntry, Student, SubmittedAssignment  # noqa: PLC0415 - an optional dependency
     from nbgrader.utils import parse_utc  # noqa: PLC0415 - optional: nbgrader is no dependency of the kit
 
@@ -114,9 +115,11 @@ class Rows:
         if self.stamps:
             db.execute(update(submissions).where(submissions.c.id == bindparam("row"))
                        .values(timestamp=bindparam("when")), self.stamps)
-        if self.scores:  # the kit's grade, not an earlier hand-entered one
+        if self.scores:  # a regrade: the new auto score; a grader's manual score stays, flagged for review, as
+            # nbgrader's own autograde leaves it (SaveAutoGrades._add_score): the formgrader shows it again
             db.execute(update(grades).where(grades.c.id == bindparam("row"))
-                       .values(auto_score=bindparam("score"), manual_score=None, needs_manual_grade=False), self.scores)
+                       .values(auto_score=bindparam("score"), needs_manual_grade=grades.c.manual_score.isnot(None)),
+                       self.scores)
 
 
 def _new_submission(rows: Rows, assignment_id: str, notebooks: list, student: str, when, scores: dict) -> dict:
