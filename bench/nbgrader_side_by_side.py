@@ -18,7 +18,8 @@ Both are timed as whole processes, start-up included (wall; CPU of the process a
 the largest single process's peak memory). Prints a Markdown block to paste into bench/RESULTS.md: seconds per
 student for each, and the ratio nbgrader / kit taken pair by pair (median over --repeat pairs). Then it checks
 that the two graded alike: every test cell's points in nbgrader's gradebook (copy A) against the kit's in its
-own (copy B), and the kit's results.json totals; any student and cell that differ are named. A side-by-side
+own (copy B), the kit's results.json totals, who waits for manual grading and nbgrader's comment on each
+answer; any student and cell that differ are named. A side-by-side
 that graded differently would not be a fair comparison.
 
 nbgrader takes about 15-22 s per student on 2 cores: --n 32 --repeat 1 is about 10-12 minutes.
@@ -186,6 +187,24 @@ def waiting_for_a_person(course: Path) -> dict[str, bool]:
         return {sub.student.id: bool(sub.needs_manual_grade) for sub in gb.assignment_submissions(ASSIGNMENT)}
 
 
+def solution_comments(course: Path) -> dict[str, dict[str, str | None]]:
+    """student -> {"<notebook>/<solution cell>": nbgrader's automatic comment} ("No response." on a cell handed in as
+    released), as the formgrader shows it."""
+    from nbgrader.api import Gradebook  # noqa: PLC0415 - an optional extra: only where scores are compared
+
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        return {sub.student.id: {f"{nb.name}/{c.name}": c.auto_comment for nb in sub.notebooks for c in nb.comments}
+                for sub in gb.assignment_submissions(ASSIGNMENT)}
+
+
+def compare_comments(nbgrader: dict, kit: dict, who: dict[str, str]) -> list[str]:
+    """The cells whose automatic comment differs between the two gradebooks, one line each."""
+    return [f"{student} ({source}): {cell}: comment: nbgrader {a.get(cell)!r}, kit {b.get(cell)!r}"
+            for student, source in who.items()
+            for a, b in [(nbgrader.get(student, {}), kit.get(student, {}))]
+            for cell in sorted(set(a) | set(b)) if a.get(cell) != b.get(cell)]
+
+
 def compare_waiting(nbgrader: dict[str, bool], kit: dict[str, bool], who: dict[str, str]) -> list[str]:
     """The students one gradebook lists as waiting for manual grading and the other does not."""
     return [f"{student} ({source}): waits for manual grading: nbgrader {nbgrader.get(student)}, kit {kit.get(student)}"
@@ -252,6 +271,7 @@ def side_by_side(work: Path, n: int, repeat: int, jobs: int | None, timeout: flo
             differ.append(f"the kit with nothing kept: totals {kit_totals(c / 'kit-results')} against {totals}")
         differ += [d for d in compare(gradebook_points(a), gradebook_points(b), totals, who) if d not in differ]
         differ += [d for d in compare_waiting(waiting_for_a_person(a), waiting_for_a_person(b), who) if d not in differ]
+        differ += [d for d in compare_comments(solution_comments(a), solution_comments(b), who) if d not in differ]
         runs.append({"nbgrader": nb, "kit": kit, "kitcold": cold})
         if not keep:
             for folder in (a, b, c):
@@ -304,8 +324,8 @@ def report(result: dict, n: int, jobs: int | None) -> str:
     else:
         scores = sorted(set(result["totals"].values()))
         lines.append(f"scores: the two agree on all {n} students, test cell by test cell (totals "
-                     f"{', '.join(f'{s:g}' for s in scores)} of {top:g} max per student seen), and on which of them "
-                     "wait for manual grading")
+                     f"{', '.join(f'{s:g}' for s in scores)} of {top:g} max per student seen), on which of them "
+                     "wait for manual grading, and on the comment on each answer (\"No response.\" or none)")
     return "\n".join(lines)
 
 

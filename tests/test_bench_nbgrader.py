@@ -153,6 +153,16 @@ def test_a_submission_waiting_for_manual_grading_in_one_gradebook_only_is_named(
         "s1 (bug): waits for manual grading: nbgrader False, kit True"]
 
 
+@pytest.mark.unit
+def test_an_answer_commented_differently_in_one_gradebook_is_named():
+    who = {"s1": "stubs"}
+    same = {"s1": {"simple_attention/softmax_naive": "No response.", "simple_attention/attention_scores": None}}
+    assert bench.compare_comments(same, {"s1": dict(same["s1"])}, who) == []
+    other = {"s1": {**same["s1"], "simple_attention/softmax_naive": None}}
+    assert bench.compare_comments(same, other, who) == [
+        "s1 (stubs): simple_attention/softmax_naive: comment: nbgrader 'No response.', kit None"]
+
+
 RATIO = re.compile(r"^ratio nbgrader / kit, wall, paired: \*\*(\d+(?:\.\d+)?)x\*\*", re.M)
 AGREE = re.compile(r"^scores: the two agree on all (\d+) students, test cell by test cell", re.M)
 
@@ -178,6 +188,7 @@ def test_the_script_prints_the_ratio_and_the_agreement(tmp_path):
     nbg, kit = bench.gradebook_points(a), bench.gradebook_points(b)
     assert nbg == kit and len(kit) == 2
     assert bench.waiting_for_a_person(a) == bench.waiting_for_a_person(b) == {"student000": False, "student001": False}
+    assert bench.solution_comments(a) == bench.solution_comments(b) and len(bench.solution_comments(b)["student000"]) > 5
     cell = next(iter(kit["student000"]))
     kit["student000"][cell] -= 1
     differ = bench.compare(nbg, kit, bench.kit_totals(b / "kit-results"), bench.students(2))

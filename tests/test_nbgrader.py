@@ -927,6 +927,63 @@ def test_a_regrade_keeps_a_score_a_grader_entered_by_hand(source, tmp_path, monk
     assert rows["kit"][1] == rows["nbgrader"][1]
 
 
+def test_a_solution_cell_left_as_released_is_commented_no_response_as_nbgrader_does(source, tmp_path, monkeypatch):
+    """nbgrader's autograde comments "No response." on a solution cell handed in untouched and nothing on one answered
+    (``SaveAutoGrades._add_comment``: the control, run on a second student's copy of the same notebooks); the formgrader
+    shows it above the answer. The kit's write-back makes the same comments, for a student new to the gradebook (rows
+    the kit makes) and on a regrade once the student has answered (rows it updates). It made none before."""
+    pytest.importorskip("nbgrader")
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")  # alembic
+    import nbformat  # noqa: PLC0415 - optional: nbgrader's dependency
+    from nbgrader import utils  # noqa: PLC0415 - optional: nbgrader is no dependency of the kit
+    from nbgrader.api import Gradebook  # noqa: PLC0415 - optional: nbgrader is no dependency of the kit
+    from nbgrader.preprocessors import SaveAutoGrades  # noqa: PLC0415 - optional: nbgrader is no dependency of the kit
+
+    url = small_gradebook(source, tmp_path)
+    stub = "# YOUR CODE HERE\nraise NotImplementedError()"
+    released = v4.new_code_cell(stub, metadata={"nbgrader": {
+        "solution": True, "grade": False, "locked": False, "grade_id": "x", "schema_version": 3}})
+    released.metadata.nbgrader["checksum"] = utils.compute_checksum(released)
+    with Gradebook(url) as gb:
+        for nb in ("simple_attention", "causal_attention"):
+            gb.add_source_cell("x", nb, ASSIGNMENT, cell_type="code", source=stub, locked=False,
+                               checksum=released.metadata.nbgrader["checksum"])
+        gb.add_student("nbgrader")
+        gb.add_submission(ASSIGNMENT, "nbgrader")
+
+    def hand_in(folder: Path, answers: dict[str, str]) -> Path:
+        folder.mkdir(parents=True)
+        for nb in ("simple_attention", "causal_attention"):
+            cell = nbformat.from_dict(dict(released))
+            cell.source = answers.get(nb, stub)
+            nbformat.write(v4.new_notebook(cells=[cell]), folder / f"{nb}.ipynb")
+        return folder
+
+    def nbgrader_autograde(folder: Path) -> None:  # the control: nbgrader's own preprocessor, cell by cell
+        with Gradebook(url) as gb:
+            saver = SaveAutoGrades()
+            saver.gradebook, saver.assignment_id, saver.student_id = gb, ASSIGNMENT, "nbgrader"
+            for nb in ("simple_attention", "causal_attention"):
+                saver.notebook_id = nb
+                for cell in nbformat.read(folder / f"{nb}.ipynb", as_version=4).cells:
+                    saver._add_comment(cell, {})
+
+    def comments(student: str) -> dict:
+        return {(nb, cell): auto for nb, cell, auto, _ in gradebook_rows(url)[student][2] if cell == "x"}
+
+    first = hand_in(tmp_path / "first", {"causal_attention": "return 42"})
+    nbgrader_gradebook.write(tmp_path, ASSIGNMENT, {"kit": {"tests": []}}, db_url=url, submitted={"kit": first})
+    nbgrader_autograde(first)
+    assert comments("kit") == {("simple_attention", "x"): "No response.", ("causal_attention", "x"): None}
+    assert comments("kit") == comments("nbgrader")
+
+    again = hand_in(tmp_path / "again", {"causal_attention": "return 42", "simple_attention": "return 7"})
+    nbgrader_gradebook.write(tmp_path, ASSIGNMENT, {"kit": {"tests": []}}, db_url=url, submitted={"kit": again})
+    nbgrader_autograde(again)
+    assert comments("kit") == {("simple_attention", "x"): None, ("causal_attention", "x"): None}
+    assert comments("kit") == comments("nbgrader")
+
+
 def test_the_write_back_writes_each_row_after_the_rows_it_names(source, tmp_path, monkeypatch):
     """On a gradebook that enforces foreign keys (nbgrader's PostgreSQL and MySQL gradebooks do; SQLite here, asked
     to), a class of new and known students is written: each row goes in after the student, submission and notebook it

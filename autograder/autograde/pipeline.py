@@ -169,7 +169,8 @@ def _to_nbgrader(course_dir: Path, sources, out: Path, notebooks=None) -> None:
             continue
     assignment = sources[0].path.name
     try:
-        cells = nbgrader_gradebook.write(course_dir, assignment, results)
+        cells = nbgrader_gradebook.write(course_dir, assignment, results,
+                                         submitted={source.name: source.path for source in sources})
     except nbgrader_gradebook.GradebookError as exc:
         raise UsageError(str(exc)) from None
     for source in sources:

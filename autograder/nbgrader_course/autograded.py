@@ -72,6 +72,22 @@ def _student_cells(path: Path | None) -> list[dict]:
     return [c if isinstance(c, dict) else {} for c in cells]
 
 
+def _solutions_by_id(cells: list[dict]) -> dict[str, tuple[str, str]]:
+    """grade_id -> (cell type, source text) of each solution cell, the first of duplicates (as nbgrader keeps it)."""
+    by_id: dict[str, tuple[str, str]] = {}
+    for cell in cells:
+        meta = _nbgrader(cell)
+        grade_id, text = meta.get("grade_id"), _text(cell.get("source", ""))
+        if meta.get("solution") is True and isinstance(grade_id, str) and text is not None:
+            by_id.setdefault(grade_id, (cell.get("cell_type"), text))
+    return by_id
+
+
+def solution_sources(path: Path | None) -> dict[str, str]:
+    """grade_id -> the source text of each solution cell of a submitted notebook (none for a broken one)."""
+    return {grade_id: text for grade_id, (_, text) in _solutions_by_id(_student_cells(path)).items()}
+
+
 def student_answers(master, path: Path | None) -> dict[int, str]:
     """Index of each solution cell of ``master`` -> the source text of the student's answer to it.
 
@@ -79,12 +95,7 @@ def student_answers(master, path: Path | None) -> dict[int, str]:
     where there is none, the student's cell at the same place, if the notebook has as many cells as the master
     and that cell is of the same type and names no other grade_id (its metadata lost, say). Only ``source``."""
     cells = _student_cells(path)
-    by_id: dict[str, tuple[str, str]] = {}
-    for cell in cells:
-        meta = _nbgrader(cell)
-        grade_id, text = meta.get("grade_id"), _text(cell.get("source", ""))
-        if meta.get("solution") is True and isinstance(grade_id, str) and text is not None:
-            by_id.setdefault(grade_id, (cell.get("cell_type"), text))
+    by_id = _solutions_by_id(cells)
     same_places = len(cells) == len(master.cells)
     answers = {}
     for i, mine in enumerate(master.cells):

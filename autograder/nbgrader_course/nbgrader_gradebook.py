@@ -17,6 +17,8 @@ from pathlib import Path
 from autograder.intake.times import nbgrader_stamp
 from autograder.pages.gradescope_html import pictures as embedded_pictures
 
+from . import auto_comments
+
 class GradebookError(Exception):
     """The gradebook cannot take the grades; the message says what to run first."""
 
@@ -28,8 +30,11 @@ def test_cell(test_name: str) -> tuple[str, str]:
     return module, f"test_{name}_{count}"
 
 
-def write(course_dir: Path, assignment: str, results: dict[str, dict], db_url: str | None = None) -> int:
-    """Record each student's points (``results``: student -> results.json) in nbgrader's gradebook.
+def write(course_dir: Path, assignment: str, results: dict[str, dict], db_url: str | None = None,
+          submitted: dict[str, Path] | None = None) -> int:
+    """Record each student's points (``results``: student -> results.json) in nbgrader's gradebook, and (with
+    ``submitted``: student -> the folder of their notebooks) nbgrader's own comment on each solution cell they handed
+    in ("No response." on one left as released: ``auto_comments.py``).
 
     One transaction for the class: nothing is written unless every student's grades are (a commit per student,
     as nbgrader's own ``add_student`` and ``add_submission`` make, cost a sync of the database file each). The rows
@@ -56,30 +61,37 @@ def write(course_dir: Path, assignment: str, results: dict[str, dict], db_url: s
             raise GradebookError(f"{course_dir} has no source/{assignment}/*.ipynb (nor release/{assignment}/): "
                                  f"write the course with grade nbgrader --course-dir {course_dir}")
         students = {sid for (sid,) in gb.db.query(Student.id)}
-        submitted = dict(gb.db.query(SubmittedAssignment.student_id, SubmittedAssignment.id)
-                         .filter(SubmittedAssignment.assignment_id == found.id))
+        known_submissions = dict(gb.db.query(SubmittedAssignment.student_id, SubmittedAssignment.id)
+                                 .filter(SubmittedAssignment.assignment_id == found.id))
         grade_ids = _grade_ids(gb, found.id)
-        notebooks = [(nb.id, nb.name, [(c.id, c.name) for c in nb.grade_cells], [c.id for c in nb.solution_cells],
+        notebooks = [(nb.id, nb.name, [(c.id, c.name) for c in nb.grade_cells], [(c.id, c.name) for c in nb.solution_cells],
                       [c.id for c in nb.task_cells]) for nb in found.notebooks]
+        sources = auto_comments.released(gb, found)
+        comment_ids = auto_comments.comment_ids(gb, found.id) if submitted else {}
         rows = Rows()
         for student, result in sorted(results.items()):
             scores = {test_cell(test["name"]): float(test["score"]) for test in result.get("tests", [])}
             if student not in students:
                 rows.add(Student, id=student)  # as update_or_create_student adds one
             when = (result.get("extra_data") or {}).get("submitted_at")
-            if student in submitted:  # its grades are updated
+            comments = auto_comments.comments((submitted or {}).get(student), sources)
+            if student in known_submissions:  # its grades and comments are updated
                 known = grade_ids.get(student, {})
                 if when:
-                    rows.stamp(submitted[student], parse_utc(when))
-            else:  # its rows are made with the scores in them
-                known = _new_submission(rows, found.id, notebooks, student, parse_utc(when) if when else None, scores)
+                    rows.stamp(known_submissions[student], parse_utc(when))
+                for cell, comment in comments.items():
+                    if cell in comment_ids.get(student, {}):
+                        rows.comment(comment_ids[student][cell], comment)
+            else:  # its rows are made with the scores and comments in them
+                known = _new_submission(rows, found.id, notebooks, student, parse_utc(when) if when else None, scores,
+                                        comments)
             for (notebook, grade_id), score in scores.items():
                 grade = known.get((notebook, grade_id))
                 if grade is None:
                     raise GradebookError(f"the gradebook's {assignment}/{notebook} has no test cell {grade_id}: "
                                          "regenerate the course with grade nbgrader --force and nbgrader "
                                          "generate_assignment --force")
-                if student in submitted:
+                if student in known_submissions:
                     rows.score(grade, score)
                 written += 1
         rows.execute(gb.db)
@@ -94,6 +106,7 @@ class Rows:
         self.new: dict = {}  # a mapped class -> its new rows
         self.stamps: list[dict] = []
         self.scores: list[dict] = []
+        self.comments: list[dict] = []
 
     def add(self, table, **row) -> None:
         self.new.setdefault(table, []).append(row)
@@ -104,6 +117,9 @@ class Rows:
     def score(self, grade_id: str, score: float) -> None:
         self.scores.append({"row": grade_id, "score": score})
 
+    def comment(self, comment_id: str, text: str | None) -> None:
+        self.comments.append({"row": comment_id, "text": text})
+
     def execute(self, db) -> None:
         from nbgrader.api import Comment, Grade, Student, SubmittedAssignment, SubmittedNotebook  # noqa: PLC0415 - an optional dependency
         from sqlalchemy import bindparam, insert, update  # noqa: PLC0415 - nbgrader's dependency
@@ -111,7 +127,7 @@ class Rows:
         for table in (Student, SubmittedAssignment, SubmittedNotebook, Grade, Comment):  # each row after what it names
             if table in self.new:
                 db.execute(insert(table.__table__), self.new[table])
-        submissions, grades = SubmittedAssignment.__table__, Grade.__table__
+        submissions, grades, comments = SubmittedAssignment.__table__, Grade.__table__, Comment.__table__
         if self.stamps:
             db.execute(update(submissions).where(submissions.c.id == bindparam("row"))
                        .values(timestamp=bindparam("when")), self.stamps)
@@ -120,12 +136,17 @@ class Rows:
             db.execute(update(grades).where(grades.c.id == bindparam("row"))
                        .values(auto_score=bindparam("score"), needs_manual_grade=grades.c.manual_score.isnot(None)),
                        self.scores)
+        if self.comments:
+            db.execute(update(comments).where(comments.c.id == bindparam("row"))
+                       .values(auto_comment=bindparam("text")), self.comments)
 
 
-def _new_submission(rows: Rows, assignment_id: str, notebooks: list, student: str, when, scores: dict) -> dict:
+def _new_submission(rows: Rows, assignment_id: str, notebooks: list, student: str, when, scores: dict,
+                    comments: dict) -> dict:
     """The rows nbgrader's ``Gradebook.add_submission`` creates for a new submission (0.9.6, api.py: the submission,
     a submitted notebook per notebook of the assignment, a Grade per grade cell, a Comment per solution cell, a
-    Comment and a Grade per task cell), with ``scores`` ((notebook, cell name) -> points) in their grade cells;
+    Comment and a Grade per task cell), with ``scores`` ((notebook, cell name) -> points) in their grade cells and
+    ``comments`` ((notebook, cell name) -> nbgrader's auto comment, ``auto_comments.py``) in their solution cells' comments;
     ids made as nbgrader makes them. Its grades of grade cells by (notebook, cell name), as ``_grade_ids`` gives."""
     from nbgrader.api import Comment, Grade, SubmittedAssignment, SubmittedNotebook, new_uuid  # noqa: PLC0415 - an optional dependency
 
@@ -140,8 +161,10 @@ def _new_submission(rows: Rows, assignment_id: str, notebooks: list, student: st
             grades[(name, cell)] = new_uuid()
             rows.add(Grade, id=grades[(name, cell)], notebook_id=submitted, cell_id=cell_id, auto_score=score,
                      needs_manual_grade=score is None)
-        for cell_id in solution_cells + task_cells:
-            rows.add(Comment, id=new_uuid(), notebook_id=submitted, cell_id=cell_id)
+        for cell_id, cell in solution_cells:
+            rows.add(Comment, id=new_uuid(), notebook_id=submitted, cell_id=cell_id, auto_comment=comments.get((name, cell)))
+        for cell_id in task_cells:  # (every row of a table with the same keys: one statement for them all)
+            rows.add(Comment, id=new_uuid(), notebook_id=submitted, cell_id=cell_id, auto_comment=None)
         for cell_id in task_cells:
             rows.add(Grade, id=new_uuid(), notebook_id=submitted, cell_id=cell_id, auto_score=None,
                      needs_manual_grade=True)
