@@ -58,28 +58,43 @@ def _text(source) -> str | None:
     return None
 
 
-def _student_cells(path: Path | None) -> list[dict]:
-    """The cells of a submitted notebook, read as plain JSON (a broken notebook has none)."""
+def _student_cells(path: Path | None) -> tuple:
+    """The cells of a submitted notebook, each as ``(cell type, grade_id, whether a solution cell, source text or
+    None)``; none for a broken notebook. Read once while the file stays as it is: the feedback notebooks (built as
+    the class is graded) and nbgrader's comments (at the write-back) both ask."""
     if path is None or not path.is_file() or path.is_symlink():
-        return []
+        return ()
     try:
-        data = json.loads(path.read_bytes().decode("utf-8"))
+        info = path.stat()
+    except OSError:
+        return ()
+    return _cells_of(str(path), info.st_mtime_ns, info.st_size, info.st_ino)
+
+
+@functools.lru_cache(maxsize=1024)
+def _cells_of(path: str, mtime_ns: int, size: int, inode: int) -> tuple:
+    try:
+        data = json.loads(Path(path).read_bytes().decode("utf-8"))
     except (OSError, UnicodeDecodeError, ValueError, RecursionError):
-        return []
+        return ()
     cells = data.get("cells") if isinstance(data, dict) else None
     if not isinstance(cells, list):
-        return []
-    return [c if isinstance(c, dict) else {} for c in cells]
+        return ()
+    read = []
+    for cell in cells:
+        cell = cell if isinstance(cell, dict) else {}
+        meta = _nbgrader(cell)
+        read.append((cell.get("cell_type"), meta.get("grade_id"), meta.get("solution") is True,
+                     _text(cell.get("source", ""))))
+    return tuple(read)
 
 
-def _solutions_by_id(cells: list[dict]) -> dict[str, tuple[str, str]]:
+def _solutions_by_id(cells: tuple) -> dict[str, tuple[str, str]]:
     """grade_id -> (cell type, source text) of each solution cell, the first of duplicates (as nbgrader keeps it)."""
     by_id: dict[str, tuple[str, str]] = {}
-    for cell in cells:
-        meta = _nbgrader(cell)
-        grade_id, text = meta.get("grade_id"), _text(cell.get("source", ""))
-        if meta.get("solution") is True and isinstance(grade_id, str) and text is not None:
-            by_id.setdefault(grade_id, (cell.get("cell_type"), text))
+    for kind, grade_id, solution, text in cells:
+        if solution and isinstance(grade_id, str) and text is not None:
+            by_id.setdefault(grade_id, (kind, text))
     return by_id
 
 
@@ -106,10 +121,8 @@ def student_answers(master, path: Path | None) -> dict[int, str]:
         if kind == mine.cell_type and text is not None:
             answers[i] = text
         elif same_places:
-            theirs = cells[i]
-            text = _text(theirs.get("source", ""))
-            if theirs.get("cell_type") == mine.cell_type and _nbgrader(theirs).get("grade_id") in (None, meta.get("grade_id")) \
-                    and text is not None:
+            their_kind, their_id, _, text = cells[i]
+            if their_kind == mine.cell_type and their_id in (None, meta.get("grade_id")) and text is not None:
                 answers[i] = text
     return answers
 
