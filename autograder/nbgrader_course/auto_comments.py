@@ -16,11 +16,15 @@ from .autograded import solution_sources
 NO_RESPONSE = "No response."
 
 
-def released(gb, assignment) -> dict[tuple[str, str], str]:
-    """(notebook, cell name) -> the released source of each solution cell of ``assignment`` (nbgrader's Assignment)."""
-    solutions = {(nb.name, cell.name) for nb in assignment.notebooks for cell in nb.solution_cells}
-    return {(nb.name, cell.name): cell.source or "" for nb in assignment.notebooks for cell in nb.source_cells
-            if (nb.name, cell.name) in solutions}
+def released(gb, assignment_id: str) -> dict[tuple[str, str], str]:
+    """(notebook, cell name) -> the released source of each solution cell of the assignment, in one query."""
+    from nbgrader.api import Notebook, SolutionCell, SourceCell  # noqa: PLC0415 - an optional dependency
+
+    rows = gb.db.query(Notebook.name, SourceCell.name, SourceCell.source) \
+        .join(SourceCell, SourceCell.notebook_id == Notebook.id) \
+        .join(SolutionCell, (SolutionCell.notebook_id == Notebook.id) & (SolutionCell.name == SourceCell.name)) \
+        .filter(Notebook.assignment_id == assignment_id)
+    return {(notebook, cell): source or "" for notebook, cell, source in rows}
 
 
 def comments(folder: Path | None, sources: dict[tuple[str, str], str]) -> dict[tuple[str, str], str | None]:

@@ -66,7 +66,7 @@ def write(course_dir: Path, assignment: str, results: dict[str, dict], db_url: s
         grade_ids = _grade_ids(gb, found.id)
         notebooks = [(nb.id, nb.name, [(c.id, c.name) for c in nb.grade_cells], [(c.id, c.name) for c in nb.solution_cells],
                       [c.id for c in nb.task_cells]) for nb in found.notebooks]
-        sources = auto_comments.released(gb, found)
+        sources = auto_comments.released(gb, found.id)
         comment_ids = auto_comments.comment_ids(gb, found.id) if submitted else {}
         rows = Rows()
         for student, result in sorted(results.items()):
