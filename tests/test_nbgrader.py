@@ -926,6 +926,16 @@ def test_a_regrade_keeps_a_score_a_grader_entered_by_hand(source, tmp_path, monk
     assert kit == {"test_x_2": (2.0, 0.5, True, 0.5), "test_x_1": (1.0, None, False, 1.0)}
     assert rows["kit"][1] == rows["nbgrader"][1]
 
+    # the student hands in no simple_attention notebook this time: nbgrader's autograde sets that notebook's grades
+    # to 0 and flags none for review, a manual score or not (converters/autograde.py, "No submitted file")
+    handed_in = tmp_path / "handed-in"
+    handed_in.mkdir()
+    (handed_in / "causal_attention.ipynb").write_text("{}")
+    nbgrader_gradebook.write(tmp_path, ASSIGNMENT, {"kit": nothing}, db_url=url, submitted={"kit": handed_in})
+    kit = {cell: (auto, manual, needs) for nb, cell, _, auto, manual, _, needs, _, _ in gradebook_rows(url)["kit"][1]
+           if nb == "simple_attention" and cell in cells}
+    assert kit == {"test_x_2": (0.0, 0.5, False), "test_x_1": (0.0, None, False)}
+
 
 def test_a_solution_cell_left_as_released_is_commented_no_response_as_nbgrader_does(source, tmp_path, monkeypatch):
     """nbgrader's autograde comments "No response." on a solution cell handed in untouched and nothing on one answered
@@ -937,7 +947,7 @@ def test_a_solution_cell_left_as_released_is_commented_no_response_as_nbgrader_d
     import nbformat  # noqa: PLC0415 - optional: nbgrader's dependency
     from nbgrader import utils  # noqa: PLC0415 - optional: nbgrader is no dependency of the kit
     from nbgrader.api import Gradebook  # noqa: PLC0415 - optional: nbgrader is no dependency of the kit
-    from nbgrader.preprocessors import SaveAutoGrades  # noqa: PLC0415 - optional: nbgrader is no dependency of the kit
+    from nbgrader.preprocessors import DeduplicateIds, SaveAutoGrades  # noqa: PLC0415 - optional: nbgrader is no dependency of the kit
 
     url = small_gradebook(source, tmp_path)
     stub = "# YOUR CODE HERE\nraise NotImplementedError()"
@@ -951,22 +961,27 @@ def test_a_solution_cell_left_as_released_is_commented_no_response_as_nbgrader_d
         gb.add_student("nbgrader")
         gb.add_submission(ASSIGNMENT, "nbgrader")
 
-    def hand_in(folder: Path, answers: dict[str, str]) -> Path:
+    def hand_in(folder: Path, answers: dict[str, str | tuple[str, ...]]) -> Path:
+        """Each notebook's solution cell holding its answer; a tuple: the cell pasted again, one answer in each."""
         folder.mkdir(parents=True)
         for nb in ("simple_attention", "causal_attention"):
-            cell = nbformat.from_dict(dict(released))
-            cell.source = answers.get(nb, stub)
-            nbformat.write(v4.new_notebook(cells=[cell]), folder / f"{nb}.ipynb")
+            cells = []
+            for text in (lambda a: a if isinstance(a, tuple) else (a,))(answers.get(nb, stub)):
+                cells.append(nbformat.from_dict(dict(released)))
+                cells[-1].source = text
+            nbformat.write(v4.new_notebook(cells=cells), folder / f"{nb}.ipynb")
         return folder
 
-    def nbgrader_autograde(folder: Path) -> None:  # the control: nbgrader's own preprocessor, cell by cell
+    def nbgrader_autograde(folder: Path) -> None:  # the control: nbgrader's own preprocessors, as its autograde runs them
         with Gradebook(url) as gb:
             saver = SaveAutoGrades()
             saver.gradebook, saver.assignment_id, saver.student_id = gb, ASSIGNMENT, "nbgrader"
             for nb in ("simple_attention", "causal_attention"):
                 saver.notebook_id = nb
-                for cell in nbformat.read(folder / f"{nb}.ipynb", as_version=4).cells:
-                    saver._add_comment(cell, {})
+                kept, _ = DeduplicateIds().preprocess(nbformat.read(folder / f"{nb}.ipynb", as_version=4), {})
+                for cell in kept.cells:
+                    if utils.is_solution(cell):
+                        saver._add_comment(cell, {})
 
     def comments(student: str) -> dict:
         return {(nb, cell): auto for nb, cell, auto, _ in gradebook_rows(url)[student][2] if cell == "x"}
@@ -981,6 +996,13 @@ def test_a_solution_cell_left_as_released_is_commented_no_response_as_nbgrader_d
     nbgrader_gradebook.write(tmp_path, ASSIGNMENT, {"kit": {"tests": []}}, db_url=url, submitted={"kit": again})
     nbgrader_autograde(again)
     assert comments("kit") == {("simple_attention", "x"): None, ("causal_attention", "x"): None}
+    assert comments("kit") == comments("nbgrader")
+
+    # a solution cell pasted again (its metadata with it): nbgrader keeps the last copy, answered or not
+    pasted = hand_in(tmp_path / "pasted", {"simple_attention": (stub, "return 7"), "causal_attention": ("return 42", stub)})
+    nbgrader_gradebook.write(tmp_path, ASSIGNMENT, {"kit": {"tests": []}}, db_url=url, submitted={"kit": pasted})
+    nbgrader_autograde(pasted)
+    assert comments("kit") == {("simple_attention", "x"): None, ("causal_attention", "x"): "No response."}
     assert comments("kit") == comments("nbgrader")
 
 

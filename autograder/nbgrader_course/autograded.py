@@ -17,6 +17,7 @@ render in that HTML. So no part of a submitted notebook reaches it but the text 
 from __future__ import annotations
 
 import base64
+import collections
 import functools
 import json
 import re
@@ -58,59 +59,83 @@ def _text(source) -> str | None:
     return None
 
 
-def _student_cells(path: Path | None) -> tuple:
-    """The cells of a submitted notebook, each as ``(cell type, grade_id, whether a solution cell, source text or
-    None)``; none for a broken notebook. Read once while the file stays as it is: the feedback notebooks (built as
-    the class is graded) and nbgrader's comments (at the write-back) both ask."""
+def _identity(path: Path | None) -> tuple | None:
+    """A submitted notebook file as it is now (None for none, or a link): read again when it changes."""
     if path is None or not path.is_file() or path.is_symlink():
-        return ()
+        return None
     try:
         info = path.stat()
     except OSError:
-        return ()
-    return _cells_of(str(path), info.st_mtime_ns, info.st_size, info.st_ino)
+        return None
+    return (str(path), info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
 
 
-@functools.lru_cache(maxsize=1024)
-def _cells_of(path: str, mtime_ns: int, size: int, inode: int) -> tuple:
+def _student_cells(path: Path | None) -> list[tuple]:
+    """The cells of a submitted notebook, each as ``(cell type, grade_id, solution, source text or None, counted)``:
+    ``solution`` and ``counted`` (a grade, solution or locked cell, whose grade_id nbgrader keeps once) as nbgrader's
+    ``utils`` tell them; none for a broken notebook."""
+    if path is None or not path.is_file() or path.is_symlink():
+        return []
     try:
-        data = json.loads(Path(path).read_bytes().decode("utf-8"))
+        data = json.loads(path.read_bytes().decode("utf-8"))
     except (OSError, UnicodeDecodeError, ValueError, RecursionError):
-        return ()
+        return []
     cells = data.get("cells") if isinstance(data, dict) else None
     if not isinstance(cells, list):
-        return ()
+        return []
     read = []
     for cell in cells:
         cell = cell if isinstance(cell, dict) else {}
         meta = _nbgrader(cell)
-        read.append((cell.get("cell_type"), meta.get("grade_id"), meta.get("solution") is True,
-                     _text(cell.get("source", ""))))
-    return tuple(read)
+        read.append((cell.get("cell_type"), meta.get("grade_id"), bool(meta.get("solution")),
+                     _text(cell.get("source", "")), bool(meta.get("grade") or meta.get("solution") or meta.get("locked"))))
+    return read
 
 
-def _solutions_by_id(cells: tuple) -> dict[str, tuple[str, str]]:
-    """grade_id -> (cell type, source text) of each solution cell, the first of duplicates (as nbgrader keeps it)."""
+def _solutions_by_id(cells: list[tuple]) -> dict[str, tuple[str, str]]:
+    """grade_id -> (cell type, source text) of each solution cell. Of cells that share a grade_id, nbgrader keeps the
+    last (``DeduplicateIds``: a solution cell copied and pasted keeps its metadata) and takes the others' away."""
     by_id: dict[str, tuple[str, str]] = {}
-    for kind, grade_id, solution, text in cells:
-        if solution and isinstance(grade_id, str) and text is not None:
-            by_id.setdefault(grade_id, (kind, text))
+    for kind, grade_id, solution, text, counted in reversed(cells):
+        if not counted or not isinstance(grade_id, str) or grade_id in by_id:
+            continue
+        by_id[grade_id] = (kind, text) if solution and text is not None else None
+    return {grade_id: found for grade_id, found in by_id.items() if found is not None}
+
+
+#: the solution cells of the submitted notebooks read last, by file (``_identity``): the feedback notebooks, built as
+#: the class is graded, read each; nbgrader's comments, at the write-back, ask again (the student's code alone: small)
+_SEEN: collections.OrderedDict = collections.OrderedDict()
+SEEN_FILES = 2048
+
+
+def _remember(identity: tuple | None, by_id: dict) -> dict:
+    if identity is not None:
+        _SEEN[identity] = by_id
+        _SEEN.move_to_end(identity)
+        while len(_SEEN) > SEEN_FILES:
+            _SEEN.popitem(last=False)
     return by_id
 
 
 def solution_sources(path: Path | None) -> dict[str, str]:
     """grade_id -> the source text of each solution cell of a submitted notebook (none for a broken one)."""
-    return {grade_id: text for grade_id, (_, text) in _solutions_by_id(_student_cells(path)).items()}
+    identity = _identity(path)
+    by_id = _SEEN.get(identity) if identity is not None else None
+    if by_id is None:
+        by_id = _remember(identity, _solutions_by_id(_student_cells(path)))
+    return {grade_id: text for grade_id, (_, text) in by_id.items()}
 
 
 def student_answers(master, path: Path | None) -> dict[int, str]:
     """Index of each solution cell of ``master`` -> the source text of the student's answer to it.
 
-    By the ``grade_id`` of the student's solution cells (the first, as nbgrader keeps the first of duplicates);
+    By the ``grade_id`` of the student's solution cells (the last of those that share one, as nbgrader keeps it);
     where there is none, the student's cell at the same place, if the notebook has as many cells as the master
     and that cell is of the same type and names no other grade_id (its metadata lost, say). Only ``source``."""
+    identity = _identity(path)
     cells = _student_cells(path)
-    by_id = _solutions_by_id(cells)
+    by_id = _remember(identity, _solutions_by_id(cells))
     same_places = len(cells) == len(master.cells)
     answers = {}
     for i, mine in enumerate(master.cells):
@@ -121,7 +146,7 @@ def student_answers(master, path: Path | None) -> dict[int, str]:
         if kind == mine.cell_type and text is not None:
             answers[i] = text
         elif same_places:
-            their_kind, their_id, _, text = cells[i]
+            their_kind, their_id, _, text, _ = cells[i]
             if their_kind == mine.cell_type and their_id in (None, meta.get("grade_id")) and text is not None:
                 answers[i] = text
     return answers

@@ -43,7 +43,8 @@ def write(course_dir: Path, assignment: str, results: dict[str, dict], db_url: s
     new to the gradebook gets the rows ``Gradebook.add_submission`` would create (``_new_submission``); a scored
     cell is left as nbgrader's autograde leaves one (``SaveAutoGrades._add_score``): its auto score, no manual
     score, not waiting for manual grading (else the formgrader lists every submission as waiting for it). A regrade
-    keeps a score a grader entered by hand in the formgrader and flags that cell for review, as nbgrader does."""
+    keeps a score a grader entered by hand in the formgrader and flags that cell for review, as nbgrader does (but
+    in a notebook not handed in, which nbgrader flags for nothing)."""
     from nbgrader.api import Gradebook, MissingEntry, Student, SubmittedAssignment  # noqa: PLC0415 - an optional dependency
     from nbgrader.utils import parse_utc  # noqa: PLC0415 - optional: nbgrader is no dependency of the kit
 
@@ -74,7 +75,8 @@ def write(course_dir: Path, assignment: str, results: dict[str, dict], db_url: s
             if student not in students:
                 rows.add(Student, id=student)  # as update_or_create_student adds one
             when = (result.get("extra_data") or {}).get("submitted_at")
-            comments = auto_comments.comments((submitted or {}).get(student), sources)
+            folder = (submitted or {}).get(student)
+            comments = auto_comments.comments(folder, sources)
             if student in known_submissions:  # its grades and comments are updated
                 known = grade_ids.get(student, {})
                 if when:
@@ -91,8 +93,8 @@ def write(course_dir: Path, assignment: str, results: dict[str, dict], db_url: s
                     raise GradebookError(f"the gradebook's {assignment}/{notebook} has no test cell {grade_id}: "
                                          "regenerate the course with grade nbgrader --force and nbgrader "
                                          "generate_assignment --force")
-                if student in known_submissions:
-                    rows.score(grade, score)
+                if student in known_submissions:  # a notebook not handed in: not for review, as nbgrader has it
+                    rows.score(grade, score, handed_in=folder is None or (Path(folder) / f"{notebook}.ipynb").is_file())
                 written += 1
         rows.execute(gb.db)
         gb.db.commit()
@@ -106,6 +108,7 @@ class Rows:
         self.new: dict = {}  # a mapped class -> its new rows
         self.stamps: list[dict] = []
         self.scores: list[dict] = []
+        self.scores_missing: list[dict] = []  # of notebooks not handed in
         self.comments: list[dict] = []
 
     def add(self, table, **row) -> None:
@@ -114,8 +117,8 @@ class Rows:
     def stamp(self, submission_id: str, when) -> None:
         self.stamps.append({"row": submission_id, "when": when})
 
-    def score(self, grade_id: str, score: float) -> None:
-        self.scores.append({"row": grade_id, "score": score})
+    def score(self, grade_id: str, score: float, handed_in: bool = True) -> None:
+        (self.scores if handed_in else self.scores_missing).append({"row": grade_id, "score": score})
 
     def comment(self, comment_id: str, text: str | None) -> None:
         self.comments.append({"row": comment_id, "text": text})
@@ -136,6 +139,9 @@ class Rows:
             db.execute(update(grades).where(grades.c.id == bindparam("row"))
                        .values(auto_score=bindparam("score"), needs_manual_grade=grades.c.manual_score.isnot(None)),
                        self.scores)
+        if self.scores_missing:  # nbgrader's autograde of a notebook not handed in: no review, whatever was entered
+            db.execute(update(grades).where(grades.c.id == bindparam("row"))
+                       .values(auto_score=bindparam("score"), needs_manual_grade=False), self.scores_missing)
         if self.comments:
             db.execute(update(comments).where(comments.c.id == bindparam("row"))
                        .values(auto_comment=bindparam("text")), self.comments)
