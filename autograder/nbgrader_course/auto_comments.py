@@ -39,19 +39,3 @@ def comments(folder: Path | None, sources: dict[tuple[str, str], str]) -> dict[t
             if nb == notebook and cell in handed_in:
                 found[(nb, cell)] = NO_RESPONSE if handed_in[cell] == source else None
     return found
-
-
-def comment_ids(gb, assignment_id: str) -> dict:
-    """student -> the ids of their submission's comments on solution cells by (notebook, cell name), in one query."""
-    from nbgrader.api import Comment, Notebook, SolutionCell, SubmittedAssignment, SubmittedNotebook  # noqa: PLC0415 - an optional dependency
-
-    rows = gb.db.query(SubmittedAssignment.student_id, Notebook.name, SolutionCell.name, Comment.id) \
-        .join(SolutionCell, SolutionCell.id == Comment.cell_id) \
-        .join(SubmittedNotebook, SubmittedNotebook.id == Comment.notebook_id) \
-        .join(Notebook, Notebook.id == SubmittedNotebook.notebook_id) \
-        .join(SubmittedAssignment, SubmittedAssignment.id == SubmittedNotebook.assignment_id) \
-        .filter(SubmittedAssignment.assignment_id == assignment_id)
-    found: dict = {}
-    for student, notebook, cell, comment in rows:
-        found.setdefault(student, {})[(notebook, cell)] = comment
-    return found

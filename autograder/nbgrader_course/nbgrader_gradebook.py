@@ -45,7 +45,8 @@ def write(course_dir: Path, assignment: str, results: dict[str, dict], db_url: s
     score, not waiting for manual grading (else the formgrader lists every submission as waiting for it). A regrade
     keeps a score a grader entered by hand in the formgrader and flags that cell for review, as nbgrader does (but
     in a notebook not handed in, which nbgrader flags for nothing)."""
-    from nbgrader.api import Gradebook, MissingEntry, Student, SubmittedAssignment  # noqa: PLC0415 - an optional dependency
+    from nbgrader.api import (  # noqa: PLC0415 - an optional dependency
+        Comment, Grade, GradeCell, Gradebook, MissingEntry, SolutionCell, Student, SubmittedAssignment)
     from nbgrader.utils import parse_utc  # noqa: PLC0415 - optional: nbgrader is no dependency of the kit
 
     db_url = db_url or f"sqlite:///{Path(course_dir).resolve() / 'gradebook.db'}"
@@ -64,11 +65,11 @@ def write(course_dir: Path, assignment: str, results: dict[str, dict], db_url: s
         students = {sid for (sid,) in gb.db.query(Student.id)}
         known_submissions = dict(gb.db.query(SubmittedAssignment.student_id, SubmittedAssignment.id)
                                  .filter(SubmittedAssignment.assignment_id == found.id))
-        grade_ids = _grade_ids(gb, found.id)
+        grade_ids = _row_ids(gb, found.id, Grade, GradeCell)
         notebooks = [(nb.id, nb.name, [(c.id, c.name) for c in nb.grade_cells], [(c.id, c.name) for c in nb.solution_cells],
                       [c.id for c in nb.task_cells]) for nb in found.notebooks]
         sources = auto_comments.released(gb, found.id)
-        comment_ids = auto_comments.comment_ids(gb, found.id) if submitted else {}
+        comment_ids = _row_ids(gb, found.id, Comment, SolutionCell) if submitted else {}
         rows = Rows()
         for student, result in sorted(results.items()):
             scores = {test_cell(test["name"]): float(test["score"]) for test in result.get("tests", [])}
@@ -153,7 +154,7 @@ def _new_submission(rows: Rows, assignment_id: str, notebooks: list, student: st
     a submitted notebook per notebook of the assignment, a Grade per grade cell, a Comment per solution cell, a
     Comment and a Grade per task cell), with ``scores`` ((notebook, cell name) -> points) in their grade cells and
     ``comments`` ((notebook, cell name) -> nbgrader's auto comment, ``auto_comments.py``) in their solution cells' comments;
-    ids made as nbgrader makes them. Its grades of grade cells by (notebook, cell name), as ``_grade_ids`` gives."""
+    ids made as nbgrader makes them. Its grades of grade cells by (notebook, cell name), as ``_row_ids`` gives them."""
     from nbgrader.api import Comment, Grade, SubmittedAssignment, SubmittedNotebook, new_uuid  # noqa: PLC0415 - an optional dependency
 
     submission = new_uuid()
@@ -177,21 +178,22 @@ def _new_submission(rows: Rows, assignment_id: str, notebooks: list, student: st
     return grades
 
 
-def _grade_ids(gb, assignment_id: str) -> dict:
-    """student -> the ids of their submission's grades by (notebook, cell name), in one query for the class
-    (``find_grade`` per cell costs a query and a flush each: 12 of the 29 s that ``grade autograde --nbgrader``
-    took for 32 students, bench/RESULTS.md)."""
-    from nbgrader.api import Grade, GradeCell, Notebook, SubmittedAssignment, SubmittedNotebook  # noqa: PLC0415 - an optional dependency
+def _row_ids(gb, assignment_id: str, table, cells) -> dict:
+    """student -> the ids of their submission's rows of ``table`` (nbgrader's Grade or Comment) on cells of the kind
+    ``cells`` (GradeCell, SolutionCell) by (notebook, cell name), in one query for the class (``find_grade`` per cell
+    costs a query and a flush each: 12 of the 29 s that ``grade autograde --nbgrader`` took for 32 students,
+    bench/RESULTS.md)."""
+    from nbgrader.api import Notebook, SubmittedAssignment, SubmittedNotebook  # noqa: PLC0415 - an optional dependency
 
-    rows = gb.db.query(SubmittedAssignment.student_id, Notebook.name, GradeCell.name, Grade.id) \
-        .join(GradeCell, GradeCell.id == Grade.cell_id) \
-        .join(SubmittedNotebook, SubmittedNotebook.id == Grade.notebook_id) \
+    rows = gb.db.query(SubmittedAssignment.student_id, Notebook.name, cells.name, table.id) \
+        .join(cells, cells.id == table.cell_id) \
+        .join(SubmittedNotebook, SubmittedNotebook.id == table.notebook_id) \
         .join(Notebook, Notebook.id == SubmittedNotebook.notebook_id) \
         .join(SubmittedAssignment, SubmittedAssignment.id == SubmittedNotebook.assignment_id) \
         .filter(SubmittedAssignment.assignment_id == assignment_id)
     found: dict = {}
-    for student, notebook, cell, grade in rows:
-        found.setdefault(student, {})[(notebook, cell)] = grade
+    for student, notebook, cell, row in rows:
+        found.setdefault(student, {})[(notebook, cell)] = row
     return found
 
 
