@@ -159,7 +159,26 @@ def interrupted(client, asked: str) -> dict:
         except queue.Empty:
             continue
         return reply["content"]
-    raise AssertionError(f"no reply to the interrupted cell after stop was pressed {PRESSES} times, {PRESS_WAIT} s apart")
+    raise AssertionError(f"no reply to the interrupted cell after stop was pressed {PRESSES} times, {PRESS_WAIT} s "
+                         f"apart; {_kernel_state(client)}")
+
+
+def _kernel_state(client) -> str:
+    """What the kernel said and ran, for a test that waited in vain: its outputs since, and its processes."""
+    import psutil  # noqa: PLC0415 - ipykernel's own dependency
+    from jupyter_core.utils import run_sync  # noqa: PLC0415 - optional: Jupyter's, from the test extra
+
+    said = []
+    with contextlib.suppress(queue.Empty):
+        while len(said) < 50:
+            message = run_sync(client.kc.get_iopub_msg)(timeout=1)
+            said.append((message["msg_type"], {k: str(v)[:200] for k, v in message["content"].items()}))
+    try:
+        kernel = psutil.Process(client.km.provisioner.pid)
+        processes = [(p.pid, p.status(), " ".join(p.cmdline())[:120]) for p in [kernel, *kernel.children(True)]]
+    except (psutil.Error, AttributeError) as error:
+        processes = [repr(error)]
+    return f"the kernel said since: {said}; its processes: {processes}"
 
 
 #: how often, and how many seconds apart, ``interrupted`` presses stop: far less in all than the cells' own length
