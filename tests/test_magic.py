@@ -163,6 +163,16 @@ def interrupted(client, asked: str) -> dict:
 REPLY_WAIT = 240
 
 
+def _waited(condition, seconds: float, every: float):
+    """``condition()`` asked every ``every`` seconds until it holds or ``seconds`` have passed; its last answer."""
+    deadline = time.monotonic() + seconds
+    found = condition()
+    while not found and time.monotonic() < deadline:
+        time.sleep(every)
+        found = condition()
+    return found
+
+
 def _kernel_processes(client) -> list:
     """The kernel's process and every process under it ([] once it is gone)."""
     import psutil  # noqa: PLC0415 - ipykernel's own dependency
@@ -238,10 +248,7 @@ def test_the_stop_button_keeps_the_warm_check_and_a_shutdown_leaves_no_folder(tm
         # a cell still running when stop is pressed (one that ends first leaves nothing to interrupt); a shell line,
         # which the checks read as a comment, not as the student's code
         asked = client.kc.execute("!sleep 900", stop_on_error=False)
-        deadline = time.monotonic() + 300
-        while not _running(client, "sleep") and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert _running(client, "sleep")
+        assert _waited(lambda: _running(client, "sleep"), seconds=300, every=0.05)
         assert interrupted(client, asked)["status"] in ("ok", "error")
         assert not _running(client, "sleep")  # the press reached the shell line: it ended the sleep
         assert "public checks passed" in run("%grade check")
@@ -257,10 +264,8 @@ def test_a_killed_kernel_leaves_no_folder(tmp_path, monkeypatch):
         assert len(list(temp.iterdir())) == 1  # control: the folder is there while the kernel lives
         # as the out-of-memory killer or a crash would: no exit hook runs in the kernel, the service sees its input end
         run_sync(client.km.signal_kernel)(signal.SIGKILL)
-    deadline = time.monotonic() + 120
-    while list(temp.iterdir()) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert list(temp.iterdir()) == []
+    _waited(lambda: list(temp.iterdir()) == [], seconds=120, every=0.2)
+    assert list(temp.iterdir()) == []  # what is left, if anything, in the failure's words
 
 
 def test_the_stop_button_during_a_check_stops_it_and_the_next_check_reads_its_own_answer(tmp_path, monkeypatch):
@@ -271,11 +276,8 @@ def test_the_stop_button_during_a_check_stops_it_and_the_next_check_reads_its_ow
     with alice_in_a_kernel(tmp_path, monkeypatch) as (client, run, temp):
         run("def softmax_naive(x):\n    while True:\n        pass")
         asked = client.kc.execute("%grade check simple_attention", stop_on_error=False)
-        deadline = time.monotonic() + 300
-        looping: list = []
-        while not looping and time.monotonic() < deadline:  # until the student's loop runs in a worker
-            time.sleep(0.2)
-            looping = [p for p in _descendants(temp) if _cpu(p) > 1]
+        # until the student's loop runs in a worker
+        looping = _waited(lambda: [p for p in _descendants(temp) if _cpu(p) > 1], seconds=300, every=0.2)
         assert looping
         services = _services(temp)
         assert interrupted(client, asked)["ename"] == "KeyboardInterrupt"
@@ -293,10 +295,7 @@ def test_the_stop_button_while_the_check_starts_leaves_no_process_behind(tmp_pat
     # second beside one left running
     with alice_in_a_kernel(tmp_path, monkeypatch) as (client, run, temp):
         asked = client.kc.execute("%grade check", stop_on_error=False)
-        deadline = time.monotonic() + 300
-        while not _services(temp) and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert _services(temp)
+        assert _waited(lambda: _services(temp), seconds=300, every=0.02)
         assert interrupted(client, asked)["ename"] == "KeyboardInterrupt"
         assert "public checks passed" in run("%grade check")
         assert len(_services(temp)) == 1
