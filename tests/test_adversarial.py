@@ -41,6 +41,7 @@ ADV_DIR = ROOT / "tests" / "corpus" / "adversarial"
 ADV_MANIFEST = json.loads((ADV_DIR / "manifest.json").read_text())
 COURSE = load_course(ROOT / "course.yml")
 MODULES = ["simple_attention", "trainable_attention", "causal_attention", "multihead_attention"]
+SA = "simple_attention.attention_scores"
 
 #: written by the submissions' tricks; their content says who wrote them
 FAKE = "ADVERSARIAL-FAKE-OUTPUT"
@@ -275,15 +276,46 @@ def test_clear_messages(graded):
     assert "list" in returns["simple_attention.normalize_sum"]
     assert "subclass" in by_step(load(graded, "tensor_subclass_torch_function"))["simple_attention.attention_scores"]
     assert "_FakeTensor" in by_step(load(graded, "fake_tensor_object"))["simple_attention.attention_scores"]
-    assert "time limit" in by_step(load(graded, "infinite_loop"))["simple_attention.attention_scores"]
+    assert "time limit" in by_step(load(graded, "infinite_loop"))[SA]
     assert "time limit" in by_step(load(graded, "sleep_forever"))["simple_attention.attention_scores"]
     assert "segmentation fault" in by_step(load(graded, "segfault"))["simple_attention.attention_scores"]
     hostile = by_step(load(graded, "hostile_exceptions"))
     for step in ("simple_attention.attention_scores", "simple_attention.normalize_sum", "simple_attention.softmax_naive"):
         assert hostile[step].strip(), step
     assert "in place" in by_step(load(graded, "mutate_input_hide_with_patched_equal"))["simple_attention.normalize_sum"]
-    assert "nn.Parameter" in by_step(load(graded, "forge_worker_facts"))["trainable_attention.init_qkv"]
-    assert "changed the grader's own functions" in by_step(load(graded, "patch_wire_send"))["simple_attention.attention_scores"]
+    # a note, whatever the trick: never a point
+    assert "should be an nn.Parameter" in by_step(load(graded, "forge_worker_facts"))["trainable_attention.init_qkv"]
+    assert "should be an nn.Parameter" in by_step(load(graded, "forge_facts_channel_takeover_control"))[
+        "trainable_attention.init_qkv"]
+
+
+def test_no_hidden_input_reaches_a_result_whatever_the_exception_is_called(graded):
+    """A worker's exception named after a kit error type (UnreadableSource), raised on hidden cases only with the
+    hidden input in its message, is the student's own: redacted as its control's (InputError) is, in results.json and
+    on the page."""
+    marked = {name: entry["hidden_input_marker"] for name, entry in ADV_MANIFEST.items() if "hidden_input_marker" in entry}
+    assert len(marked) == 2
+    for name, marker in marked.items():
+        said = by_step(load(graded, name))[SA]
+        assert f"{marker} [#." in said, name  # said, masked
+        for text in ((graded["out"] / name / "results.json").read_text(), (graded["out"] / name / "feedback.html").read_text()):
+            assert not re.search(re.escape(marker) + r" \[\d", text), name
+    attack, control = (by_step(load(graded, n))[SA] for n in marked)
+    assert attack == control  # a class of the student's, whatever it is called
+
+
+def test_no_student_words_reach_the_class_summary(graded):
+    """An exception named after a problem kind (Tampering) with Markdown in its message: the student reads their own
+    words; the instructor's summary lists no problem for it (as for its control) and carries none of its text."""
+    words = {name: entry["student_words"] for name, entry in ADV_MANIFEST.items() if "student_words" in entry}
+    assert len(words) == 2
+    for name, marker in words.items():
+        assert marker in by_step(load(graded, name))[SA]  # the student reads them
+        assert load(graded, name)["extra_data"]["problems"] == []
+    for summary in ("summary.md", "summary.html", "summary.json"):
+        text = (graded["out"] / summary).read_text()
+        assert not any(marker in text for marker in words.values()), summary
+        assert "Tampering" not in text, summary
 
 
 def test_the_submission_folders_are_left_as_they_were(graded):

@@ -20,9 +20,9 @@ pytestmark = pytest.mark.unit
 PACKAGE = Path(__file__).resolve().parent.parent / "autograder"
 
 #: the two halves of each boundary: sandbox/<name>.py talks to worker/<name>.py
-HALVES = ("host", "zygote", "spawned", "reference_server")
+HALVES = ("host", "zygote", "spawned", "reference_server", "argument_buffer")
 #: in sandbox/ without a half in worker/: what the halves need and nothing else does
-SANDBOX_ONLY = ("local_zygote", "uids", "per_request", "standin_answers")
+SANDBOX_ONLY = ("local_zygote", "uids", "per_request", "standin_answers", "answers")
 
 
 def _imported(path: Path) -> set[str]:

@@ -9,6 +9,8 @@ passes on the other.
 """
 from __future__ import annotations
 
+import contextlib
+import io
 import math
 import types
 from pathlib import Path
@@ -26,9 +28,10 @@ from autograder.feedback.parameters import parameter_problems
 from autograder.feedback.tolerance import Tolerance, same, tolerance_for_output
 from autograder.grading import judge
 from autograder.grading.cases import Tolerances
-from autograder.outputs.verdict import StepFailure
+from autograder.outputs.verdict import StepFailure, Verdict
 from autograder.nbgrader_course import graded_cells
 from autograder.nbgrader_course.collect import Case
+from autograder.sandbox import answers
 from autograder.worker import runtime
 
 from .conftest import ROOT
@@ -261,7 +264,7 @@ BUGS = {
 #: a line each bug's feedback must hold on both paths (so that equal messages are not equally empty)
 SAYS = {
     "no scaling": "likely: forgot the 1/sqrt(d_k) scaling",
-    "frozen weights": "output[0] is frozen (requires_grad=False)",
+    "frozen weights": "note (no points depend on it): output[0] is frozen (requires_grad=False)",
     "scaled by the number of tokens": "likely: scaled by sqrt(number of tokens) instead of sqrt(d_k)",
     "softmax over dim 0": "likely: softmax over dim 0 (columns) instead of the last dim",
     "transposed output": "likely: your result is the transpose of the expected one",
@@ -296,27 +299,33 @@ def public_cases():
     return stored.load()
 
 
-def grade_check_way(case: dict, spec: dict, module: types.ModuleType) -> str | None:
-    """The feedback ``grade check`` gives (autograder/check/run.py): the worker's runtime, then the judge."""
+def grade_check_way(case: dict, spec: dict, module: types.ModuleType) -> tuple[str | None, list[str]]:
+    """The feedback ``grade check`` gives (autograder/check/run.py): the worker's runtime, the answer as the trusted
+    side takes it (here no buffer: the arguments' copies say what changed), then the judge; and its notes."""
     ws = runtime.Workspace(SUBMISSION, {module.__name__: module}, {})
-    got = runtime.run(case["request"], ws)
+    got = answers.taken(runtime.run(case["request"], ws), case["request"], None, frozenset({case["step"]}))
     t = spec["tolerance"]
     tol = Tolerances(Tolerance(*t["float32"]), Tolerance(*t["float64"])).for_answer(case["expected"])
     verdict = judge.judge(case, case["expected"], got, tol, case["public"])
-    return None if verdict.passed else StepFailure(case["step"], case["count"], case["name"], verdict).feedback()
+    failure = None if verdict.passed else StepFailure(case["step"], case["count"], case["name"],
+                                                      Verdict(verdict.status, verdict.lines + verdict.notes)).feedback()
+    return failure, [] if failure else verdict.notes
 
 
-def notebook_way(case: dict, module: types.ModuleType, helper_code: str) -> str | None:
-    """The feedback a notebook gives: its checking helper cell and the test code ``grade nbgrader`` writes."""
+def notebook_way(case: dict, module: types.ModuleType, helper_code: str) -> tuple[str | None, list[str]]:
+    """The feedback a notebook gives: its checking helper cell and the test code ``grade nbgrader`` writes; and what
+    a passing cell printed (its notes)."""
     test_code = "\n".join(graded_cells.case_code(Case(case["step"], case["count"], case["public"], case,
                                                       case["expected"], {})))
     namespace: dict = {"__name__": "__main__", **{k: v for k, v in vars(module).items() if not k.startswith("__")}}
     exec(compile(helper_code, "checking_helper", "exec"), namespace)  # noqa: S102 - our own code
+    printed = io.StringIO()
     try:
-        exec(compile(test_code, "test_cell", "exec"), namespace)  # noqa: S102 - our own test cell
+        with contextlib.redirect_stdout(printed):
+            exec(compile(test_code, "test_cell", "exec"), namespace)  # noqa: S102 - our own test cell
     except namespace["CheckFailed"] as exc:
-        return str(exc)
-    return None
+        return str(exc), []
+    return None, printed.getvalue().splitlines()
 
 
 @pytest.mark.parametrize("public", [True, False], ids=["open", "hidden"])
@@ -332,11 +341,13 @@ def test_the_same_wrong_answer_gets_the_same_words_through_grade_check_and_a_not
         if case["step"] not in steps:
             continue
         case = {**case, "public": public}
-        checked = grade_check_way(case, public_cases["steps"][case["step"]], module)
-        in_notebook = notebook_way(case, module, helper_code)
+        checked, notes = grade_check_way(case, public_cases["steps"][case["step"]], module)
+        in_notebook, printed = notebook_way(case, module, helper_code)
         compared += 1
-        # the same points: a case fails on both paths or on neither
+        # the same points: a case fails on both paths or on neither; a passing one says the same notes
         assert (in_notebook is None) == (checked is None), f"{case['step']} [{case['count']}] {case['name']}"
+        assert printed == notes
+        said += notes
         if checked is None:
             continue
         # the same words: the likely mistake, where the values differ, and every other line

@@ -28,7 +28,7 @@ _PROBE = textwrap.dedent("""
             return True
         except MemoryError:
             return False
-    print(fits(256), fits(1024), repr(limits._value("RLIMIT_AS", "MB")))
+    print(fits(256), fits(1024))
 """)
 
 
@@ -38,10 +38,10 @@ def _probe(kind: str) -> str:
     return run.stdout.strip()
 
 
-def test_the_budget_is_on_top_of_what_is_mapped_and_is_named_as_the_budget():
-    assert _probe("budget") == "True False ' of 512 MB'"
+def test_the_budget_is_on_top_of_what_is_mapped():
+    assert _probe("budget") == "True False"
 
 
 def test_control_an_absolute_address_space_limit_leaves_no_room_after_large_libraries():
-    fits_256, _fits_1024, _named = _probe("absolute").split(" ", 2)
+    fits_256, _fits_1024 = _probe("absolute").split(" ", 1)
     assert fits_256 == "False"

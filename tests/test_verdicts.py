@@ -12,7 +12,7 @@ from autograder.check import intake
 from autograder.outputs.outcomes import CountOutcome, StepOutcome
 from autograder.commands import check as command
 from autograder.grading import judge as judges
-from autograder.grading.runner import _said_as_limit, output_limit
+from autograder.grading.runner import limit_hint
 from autograder.intake.stage import copy_modules
 from autograder.worker import limits, runtime
 
@@ -79,15 +79,16 @@ def test_grade_check_refuses_a_latin1_file_in_autogrades_words(tmp_path):
     assert "not UTF-8" in mine["causal_attention"]["message"]
 
 
-def test_a_refused_write_reads_as_the_output_limit():
-    flood = {"ok": False, "error": {"type": "OSError", "message": "[Errno 27] File too large", "phase": "call",
-                                    "where": None, "not_attempted": False}}
-    said = _said_as_limit(flood)["error"]
-    assert said["type"] == "LimitExceeded" and said["limit"] == "output" and "output-size limit" in said["message"]
-    assert output_limit(flood["error"])["limit"] == "output"
+def test_an_error_python_raises_at_a_limit_gets_the_limit_s_words_as_a_hint_only():
+    """A student's OSError [Errno 27] (a write past the output limit) is said with the limit's sentence, the course's
+    value in it: a hint for that student, never a kind of problem (that needs the trusted side's own measure)."""
+    limits_ = {"memory_mb": 3072, "output_mb": 4, "processes": 32}
+    flood = {"type": "OSError", "message": "[Errno 27] File too large"}
+    assert limit_hint(flood, limits_) == "the output limit of 4 MB was hit: your code printed or wrote more than the output limit allows"
+    assert limit_hint({"type": "MemoryError", "message": ""}, limits_).startswith("the memory limit of 3,072 MB was hit")
+    assert "kind" not in flood
     # control: the student's own OSError stays theirs
-    other = {"ok": False, "error": {**flood["error"], "message": "[Errno 2] No such file or directory"}}
-    assert _said_as_limit(other) == other
+    assert limit_hint({"type": "OSError", "message": "[Errno 2] No such file or directory"}, limits_) is None
 
 
 # ---- grade check names, once at the end, a limit this machine cannot apply ------------------------------------

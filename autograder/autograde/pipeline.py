@@ -247,7 +247,6 @@ def grade(grader, submissions: tuple[Path, ...], out: Path, n_jobs: int, force: 
         counts = {"full": 0, "partial": 0, "zero": 0}
         levels: set[str] = set()
         grader_errors: dict[str, list[str]] = {}  # every submission finished, with the grader's own errors
-        grader_frames: dict[str, list[str]] = {}  # the grader's frames of calls into a submission that failed
         interrupted = False
         with tqdm(total=len(todo), unit="submission", desc="grading", file=sys.stderr, disable=None) as bar:
             def on_done(graded) -> None:  # a GradedSubmission (grading/suites/graded.py), written
@@ -255,7 +254,6 @@ def grade(grader, submissions: tuple[Path, ...], out: Path, n_jobs: int, force: 
                 counts[key] += 1
                 levels.add(graded.isolation)
                 grader_errors[graded.name] = list(graded.grader_errors)
-                grader_frames[graded.name] = list(graded.grader_frames)
                 bar.set_postfix(counts, refresh=False)
                 bar.update(1)
                 note = f"  ({graded.problem})" if graded.problem else ""
@@ -276,7 +274,7 @@ def grade(grader, submissions: tuple[Path, ...], out: Path, n_jobs: int, force: 
     graded = list(grader_errors) if interrupted else [job.source.name for job in todo]
     if interrupted:  # those not regraded keep their results: nothing of theirs was replaced
         previous = {name: points for name, points in previous.items() if name in grader_errors}
-    logged = grader_log.update(out, graded, grader_errors, grader_frames)
+    logged = grader_log.update(out, graded, grader_errors)
     stats = summary.write(course, out, sorted(logged), previous, roster)
     if interrupted:
         console.note(f"interrupted after {len(graded)} of {len(todo)}; run the same command again to resume")

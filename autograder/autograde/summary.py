@@ -93,8 +93,15 @@ def build(course: Course, results: dict[str, dict], grader_errors: list[str] = (
     }
 
 
+#: every character with a meaning in Markdown (CommonMark's escapable punctuation), raw HTML's included
+_MARKDOWN = frozenset("\\`*_{}[]()<>#+-.!|~\"'&=:")
+
+
 def _md(text) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
+    """``text`` as literal Markdown: every character with a meaning escaped, on one line. A submission's name comes
+    from the hand-in (the LMS's export, a student's folder): a link or an image in it must not become one in the
+    instructor's viewer."""
+    return "".join("\\" + c if c in _MARKDOWN else " " if c in "\r\n" else c for c in str(text))
 
 
 def needs_person_markdown(summary: dict) -> list[str]:
@@ -119,7 +126,7 @@ def table_markdown(summary: dict) -> list[str]:
     lines = ["## Submissions", "", "| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
     for r in rows:
         cells = [_md(r["submission"]), "" if r["score"] is None else f"{r['score']:g}/{r['max_score']:g}", _md(r["status"]),
-                 "" if r.get("execution_time") is None else f"{r['execution_time']:.2f}", r.get("submitted_at") or "",
+                 "" if r.get("execution_time") is None else f"{r['execution_time']:.2f}", _md(r.get("submitted_at") or ""),
                  *([class_list.late_text(r)] if late else []),
                  f"[feedback.html]({r['feedback']})" if r.get("feedback") else ""]
         lines.append("| " + " | ".join(cells) + " |")
@@ -151,15 +158,15 @@ def as_markdown(summary: dict) -> str:
     lines += [f"| {step} ({s['title']}) | {s['passed']} | {100 * s['pass_rate']:.0f}% |" for step, s in summary["steps"].items()]
     if summary.get("misconceptions"):
         lines += ["", "| step | likely misconception | students | who |", "| --- | --- | --- | --- |"]
-        lines += [f"| {step} | {m['label']} | {m['students']} | {', '.join(m['who'][:12])}{' ...' if len(m['who']) > 12 else ''} |"
+        lines += [f"| {step} | {_md(m['label'])} | {m['students']} | {_md(', '.join(m['who'][:12]))}{' ...' if len(m['who']) > 12 else ''} |"
                   for step, found in summary["misconceptions"].items() for m in found]
     if summary.get("changes"):
         lines += ["", f"Regraded {summary['regraded']} submission(s); points that changed:", "",
                   "| submission | step | before | after |", "| --- | --- | --- | --- |"]
-        lines += [f"| {c['submission']} | {c['step']} | {c['before']:g} | {c['after']:g} |" for c in summary["changes"]]
+        lines += [f"| {_md(c['submission'])} | {c['step']} | {c['before']:g} | {c['after']:g} |" for c in summary["changes"]]
     if summary.get("grader_errors"):
         lines += ["", f"**The grader itself failed** while grading {len(summary['grader_errors'])} submission(s): "
-                  f"{', '.join(summary['grader_errors'])}. Their tracebacks are in grader_errors.log; fix the "
+                  f"{_md(', '.join(summary['grader_errors']))}. Their tracebacks are in grader_errors.log; fix the "
                   "suite and re-run (the grader's hash changes, so they are graded again)."]
     return "\n".join(lines) + "\n"
 

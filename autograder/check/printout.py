@@ -47,6 +47,10 @@ def details(results: list[StepOutcome], color: bool = False) -> str:
                 out += ["  " + line for line in c.lines]
                 if terminal_grid.fits(c.evidence):
                     out += ["  " + line for line in terminal_grid.render(c.evidence, color).splitlines()]
+        notes = [n for c in r.counts if c.status == PASSED for n in c.notes]
+        if notes:
+            out.append(f"\n{r.step} ({r.title}): passed, with a note:")
+            out += ["  " + note for note in dict.fromkeys(notes)]
         if r.printed and r.status == FAILED:
             out.append(f"  your code printed while {r.step} was checked:")
             out += ["  | " + line for line in r.printed.rstrip("\n").splitlines()]
@@ -68,7 +72,7 @@ def as_json(results: list[StepOutcome]) -> dict:
                    "max_points": r.max_points, "blocked_by": r.blocked_by, "printed": r.printed,
                    "cell": r.cell,
                    "counts": [{"count": c.count, "status": c.status, "points": c.points, "max_points": c.max_points,
-                               "case": c.case, "feedback": list(c.lines),
+                               "case": c.case, "feedback": list(c.lines), "notes": list(c.notes),
                                "misconceptions": list(c.misconceptions)} for c in r.counts]}
                   for r in results],
     }

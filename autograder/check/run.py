@@ -78,19 +78,23 @@ def run_check(folder: Path, data: dict, zygote: Zygote, steps: list[str] | None 
 def _count(runner: SubmissionRunner, step: str, count: str, points: float, tol: Tolerances, cases: list[dict],
            said: dict) -> CountOutcome:
     """One public count's outcome: its cases in order, up to the first that fails."""
+    notes: list[str] = []
     for n, case in enumerate(cases, start=1):
         got = runner.run(step, case["request"])
         tolerance = tol.for_answer(case["expected"])
         verdict = judges.judge(case, case["expected"], got, tolerance, True)
+        notes += [note for note in verdict.notes if note not in notes]
         if verdict.passed:
             continue
-        lines = said_once(said, step, count, case["name"], verdict.lines)  # no reprint of the values
+        shown = verdict.lines + notes if notes else verdict.lines
+        lines = said_once(said, step, count, case["name"], shown)  # no reprint of the values
         ids, likely = hints_of(lines)
         return CountOutcome(
             step, count, verdict.status, failure_text(step, count, case["name"], verdict.status, lines),
             0.0, points, cases=n, case=case["name"], lines=tuple(lines), misconceptions=ids, likely=likely,
-            evidence=None if lines is not verdict.lines else
+            evidence=None if lines is not shown else
             evidence.collect(step, case, case["expected"], got, tolerance, True),
             import_error=step.split(".", 1)[0] if (got.get("error") or {}).get("import") else None,
             number=f"{step} {count}")
-    return CountOutcome(step, count, PASSED, "", points, points, cases=len(cases), number=f"{step} {count}")
+    return CountOutcome(step, count, PASSED, "", points, points, cases=len(cases), number=f"{step} {count}",
+                        notes=tuple(notes))

@@ -29,10 +29,34 @@ def dropout_problems(out, x: torch.Tensor, p: float, public: bool, *, needs_grap
         lines.append(f"you kept {keep:.3f} of the entries; dropout with p={p} keeps about {1 - p:.3f}"
                      " (did you pass 1-p where p was expected?)")
     if needs_graph and not requires_grad:
-        lines.append("the gradient was cut: the output of dropout must stay in the autograd graph")
+        lines.append(DROPOUT_GRAPH_CUT)
     if modified:
         lines.append("your code modified its input in place: use the out-of-place dropout")
     return lines
+
+
+#: what a cut graph is said as, wherever dropout's graph is checked
+DROPOUT_GRAPH_CUT = "the gradient was cut: the output of dropout must stay in the autograd graph"
+
+
+def dropout_gradient_problems(out, x: torch.Tensor, p: float, upstream, backward, grad, public: bool) -> list[str]:
+    """The gradient of ``sum(out * upstream)`` with respect to ``x``, as the student's dropout gave it, against the one
+    its output implies: the upstream gradient / (1 - p) where an entry was kept, 0 where it was dropped (where the
+    input is 0 the output does not show the mask, and that entry is not judged)."""
+    if backward != "done" or not isinstance(grad, torch.Tensor) or not isinstance(upstream, torch.Tensor):
+        return [DROPOUT_GRAPH_CUT]
+    if tuple(grad.shape) != tuple(x.shape):
+        return [f"the gradient through your dropout has shape {kind_of(grad, public, set(x.shape))}, "
+                f"expected {fmt_shape(x)}"]
+    kept = out.detach().double().abs() > 1e-12
+    expected = torch.where(kept, upstream.double() / (1 - p), torch.zeros((), dtype=torch.float64))
+    seen = x.detach() != 0
+    g = grad.detach().double()
+    if not bool(((g - expected).abs() <= 1e-5 * (1 + expected.abs()))[seen].all()):
+        return ["the gradient through your dropout is not the upstream gradient / (1 - p) on the kept entries and 0 on "
+                "the dropped ones: build the output from the input with torch operations (x * mask / (1 - p)) so "
+                "autograd gives it"]
+    return []
 
 
 def module_dropout_problems(out, eval_out, p: float, heads: int, public: bool) -> list[str]:

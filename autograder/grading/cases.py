@@ -64,6 +64,8 @@ class Check:
         self.recorder = recorder
         self.public_count = public_count  # a case is public only within a public count
         self.cases_run = 0
+        #: what the student is told besides the verdict (``Verdict.notes``), each once
+        self.notes: list[str] = []
         # Reference answers are the same for every submission: a batch computes each once.
         self.cache = cache if cache is not None else {}
         #: what each failing case already said, in this submission's other counts (``gradients.said_once``)
@@ -77,9 +79,11 @@ class Check:
         self.cases_run += 1
         if self.recorder is not None and case["public"]:
             self.recorder.append({**case, "step": self.step, "count": self.count, "expected": expected})
+        self.notes += [note for note in verdict.notes if note not in self.notes]
         if not verdict.passed:
-            lines = said_once(self.said, self.step, self.count, case["name"], verdict.lines)
-            shortened = lines is not verdict.lines
+            shown = verdict.lines + verdict.notes if verdict.notes else verdict.lines
+            lines = said_once(self.said, self.step, self.count, case["name"], shown)
+            shortened = lines is not shown
             failure = StepFailure(self.step, self.count, case["name"], Verdict(verdict.status, lines))
             # the values block and grid were shown under the other count: no second picture of them either
             failure.evidence = None if shortened else evidence.collect(
@@ -229,12 +233,29 @@ class Check:
             case_["also_accepted"] = list(also_accepted)
         return case_, {}
 
+    def accepts(self, refusals: tuple[str, ...], init_args, *, case: str, public: bool = False,
+                init_kwargs: dict | None = None) -> dict:
+        """Constructing the module with ``init_args`` must not raise any of ``refusals`` (the errors a ``raises`` case
+        of the same count expects for invalid arguments): beside those cases, the count shows that the student's code
+        tells valid arguments from invalid ones (``judge_accepts``)."""
+        def build():
+            request = {**self._module_request(init_args, init_kwargs, 0), "construct_only": True, "want_params": False}
+            expected = self._reference(request)
+            if not expected.get("ok"):
+                raise RuntimeError(f"the reference refuses {init_args}, which accepts() says are valid")
+            return {"name": case, "public": public, "request": request, "judge": "accepts",
+                    "refusals": list(refusals), "why": case}, {}
+
+        return self._evaluate(*self._cached(case, build))
+
     def dropout(self, x: torch.Tensor, p: float, *, case: str, seed: int, public: bool = False,
                 needs_graph: bool = False) -> dict:
         """Judge dropout by its properties (machine-independent, so it may be public)."""
         def build():
             request = {"kind": "function", "target": self.step, "args": [x, p], "seed": seed,
                        "grad_args": [0] if needs_graph else []}
+            if needs_graph:  # the graph is judged by the gradient it gives for an upstream of ours (judge_dropout)
+                request["upstream"] = upstream_for(self.step, case, x)
             return {"name": case, "public": public, "request": request, "judge": "dropout", "p": p,
                     "input": x.detach().clone(), "needs_graph": needs_graph}, {}
 

@@ -6,7 +6,9 @@ code: ``equal`` (outputs, and gradients when the case has an upstream gradient),
 its properties).
 
 What a judge says comes from ``autograder.feedback``, which the nbgrader notebooks carry too: a judge
-only unpacks the worker's answer (its facts, its gradients, what its arguments were after the call).
+only unpacks the answer as the trusted side took it (``sandbox/answers.py``): values and gradients it compares,
+the arguments the trusted side read back changed from its own buffer (``modified_args``), and facts that are the
+worker's word, which are said to the student as notes and never cost or earn a point.
 """
 from __future__ import annotations
 
@@ -17,15 +19,15 @@ import torch
 from autograder.feedback import messages
 from autograder.feedback.catalogue import hint, likely_line
 from autograder.feedback.compare import compare_values
-from autograder.feedback.dropout import dropout_problems, module_dropout_problems
+from autograder.feedback.dropout import dropout_gradient_problems, dropout_problems, module_dropout_problems
 from autograder.feedback.gradients import NO_SUCH_PARAMETER, after_output, gradient_problems
 from autograder.feedback.parameters import parameter_problems
 
 from autograder.feedback.tolerance import Tolerance
 from autograder.outputs.verdict import FAILED, NOT_ATTEMPTED, PASSED, Verdict
 
-__all__ = ["JUDGES", "compare_values", "describe_error", "error_verdict", "judge", "judge_dropout", "judge_equal", "judge_module_dropout",
-           "judge_parameters", "judge_raises", "mutated"]
+__all__ = ["JUDGES", "compare_values", "describe_error", "error_verdict", "judge", "judge_accepts", "judge_dropout",
+           "judge_equal", "judge_module_dropout", "judge_parameters", "judge_raises", "mutated"]
 
 
 def describe_error(error: dict, public: bool = True) -> list[str]:
@@ -52,23 +54,9 @@ def _gradient_problems(got: dict, expected: dict, tol: Tolerance, public: bool, 
 
 
 def mutated(case: dict, got: dict) -> list[int]:
-    """The arguments the student's code modified in place: what came back after the call, compared here
-    with what was sent (the worker's own word on it could be forged)."""
-    request = case.get("request", {})
-    sent = request.get("forward_args") if request.get("kind") == "module" else request.get("args")
-    after = got.get("args_after")
-    if not isinstance(sent, (list, tuple)) or not isinstance(after, (list, tuple)):
-        return []
-    changed = []
-    for i, before in enumerate(sent):
-        if not isinstance(before, torch.Tensor):
-            continue
-        now = after[i] if i < len(after) else None  # a worker says every argument: one it leaves out counts as changed
-        if not isinstance(now, torch.Tensor) or now.shape != before.shape or now.dtype != before.dtype:
-            changed.append(i)
-        elif not torch.equal(now, before) and not bool(((now == before) | (now.isnan() & before.isnan())).all()):
-            changed.append(i)
-    return changed
+    """The arguments the student's code modified in place, as the trusted side read them back from the buffer it
+    owns after the call (``sandbox/argument_buffer.py``), never as the worker says."""
+    return [i for i in got.get("modified_args") or () if type(i) is int]
 
 
 def judge_equal(case: dict, expected: dict, got: dict, tol: Tolerance, public: bool) -> Verdict:
@@ -78,19 +66,27 @@ def judge_equal(case: dict, expected: dict, got: dict, tol: Tolerance, public: b
             lines += compare_values(got.get("output"), expected.get("output"), tol, public, "output", case.get("mistakes"))
         else:
             lines += compare_values(got.get(field), expected.get(field), tol, public, field.replace("_", " "))
-    facts_e, facts_g = expected.get("output_facts"), got.get("output_facts")
-    if case.get("check_parameter_type") and isinstance(facts_e, list):
-        for i, (fe, fg) in enumerate(zip(facts_e, facts_g or [])):
-            if fe and fe.get("parameter") and not (fg or {}).get("parameter"):
-                lines.append(messages.should_be_parameter(i))
-            elif fe and fe.get("requires_grad") and not (fg or {}).get("requires_grad"):
-                lines.append(messages.frozen_parameter(i))
     changed = mutated(case, got)
     if changed:
         names = [case.get("arg_names", [])[i] if i < len(case.get("arg_names", [])) else f"argument {i}" for i in changed]
         lines.append(messages.modified_in_place(names))
     lines += after_output(lines, _gradient_problems(got, expected, tol, public, case.get("arg_names", [])))
-    return Verdict(FAILED if lines else PASSED, lines)
+    return Verdict(FAILED if lines else PASSED, lines, notes=_parameter_notes(case, expected, got))
+
+
+def _parameter_notes(case: dict, expected: dict, got: dict) -> list[str]:
+    """Outputs that should be ``nn.Parameter``s (``init_qkv``): the worker's word, so a note for the student, never a
+    point (no effect the trusted side can check tells a parameter from a plain tensor: docs/isolation.md)."""
+    facts_e, facts_g = expected.get("output_facts"), got.get("output_facts")
+    notes = []
+    if case.get("check_parameter_type") and isinstance(facts_e, list):
+        for i, (fe, fg) in enumerate(zip(facts_e, facts_g if isinstance(facts_g, list) else [])):
+            fg = fg if isinstance(fg, dict) else {}
+            if fe and fe.get("parameter") and fg.get("parameter") is not True:
+                notes.append(messages.should_be_parameter(i))
+            elif fe and fe.get("requires_grad") and fg.get("requires_grad") is not True:
+                notes.append(messages.frozen_parameter(i))
+    return notes
 
 
 def judge_parameters(case: dict, expected: dict, got: dict, tol: Tolerance, public: bool) -> Verdict:
@@ -115,11 +111,29 @@ def judge_raises(case: dict, expected: dict, got: dict, tol: Tolerance, public: 
     return Verdict(PASSED)
 
 
+def judge_accepts(case: dict, expected: dict, got: dict, tol: Tolerance, public: bool) -> Verdict:
+    """Constructing the module with these (valid) arguments must not raise the error meant for invalid ones: with
+    ``raises`` cases in the same count, the count says which arguments the student's code refuses, a pattern a
+    worker can give only by telling valid arguments from invalid ones (a worker's word that it raised is one bit)."""
+    if got.get("ok"):
+        return Verdict(PASSED)
+    error = got["error"]
+    if error.get("not_attempted"):
+        return Verdict(NOT_ATTEMPTED, [messages.NOT_ATTEMPTED])
+    if error.get("type") in case.get("refusals", ()):
+        return Verdict(FAILED, [messages.refused_valid(str(case.get("why", "")), str(error.get("type")),
+                                                       str(error.get("message", "")), public)])
+    return Verdict(PASSED)  # another error: the count's other cases, and the module's own counts, say it
+
+
 def judge_dropout(case: dict, expected: dict, got: dict, tol: Tolerance, public: bool) -> Verdict:
-    """Dropout by its properties: zeros or x/(1-p), keep rate near 1-p, shape and graph preserved."""
-    facts = got.get("output_facts") or {}
-    lines = dropout_problems(got.get("output"), case["input"], case["p"], public, needs_graph=bool(case.get("needs_graph")),
-                             requires_grad=bool(facts.get("requires_grad")), modified=bool(mutated(case, got)))
+    """Dropout by its properties: zeros or x/(1-p), keep rate near 1-p, shape kept, and, where the case needs the
+    graph, the gradient for the upstream the trusted side chose: a mask / (1 - p) times it, as the output shows the
+    mask (the worker's word that its output has a graph earns nothing by itself)."""
+    lines = dropout_problems(got.get("output"), case["input"], case["p"], public, modified=bool(mutated(case, got)))
+    if not lines and case.get("needs_graph"):
+        lines = dropout_gradient_problems(got.get("output"), case["input"], case["p"], case["request"].get("upstream"),
+                                          got.get("backward"), (got.get("input_grads") or {}).get("0"), public)
     return Verdict(FAILED if lines else PASSED, lines)
 
 
@@ -131,8 +145,8 @@ def judge_module_dropout(case: dict, expected: dict, got: dict, tol: Tolerance, 
     return Verdict(FAILED if lines else PASSED, lines)
 
 
-JUDGES = {"equal": judge_equal, "parameters": judge_parameters, "raises": judge_raises, "dropout": judge_dropout,
-          "module_dropout": judge_module_dropout}
+JUDGES = {"equal": judge_equal, "parameters": judge_parameters, "raises": judge_raises, "accepts": judge_accepts,
+          "dropout": judge_dropout, "module_dropout": judge_module_dropout}
 
 
 def _batch_sized_mask(case: dict, error: dict) -> bool:

@@ -5,36 +5,21 @@ import shutil
 import time
 from pathlib import Path
 
-from autograder.sandbox import uids
-from autograder.sandbox.host import WorkerError
-from autograder.sandbox.host import packed as _frame
+from autograder.sandbox import argument_buffer, uids
+from autograder.sandbox.host import PROTOCOL, WorkerError
 from autograder.sandbox.per_request import PerRequest
 from autograder.sandbox.reference_server import ReferenceWorker, StandinCalls
 from autograder.sandbox.zygote import Zygote
-from autograder.worker import tempdirs
+from autograder.worker import limits as worker_limits, tempdirs
 from autograder.worker.wire import STARTED
 from autograder.worker.errors import error, failed
+from autograder.sandbox import answers
 
 from .dependencies import StandinPolicy
 
 
 #: the host's own timer ends a sandbox this long after the submission's budget, whatever the trusted side does
 WALL_MARGIN = 30.0
-
-
-#: what a step scores when the answers on the worker's channel are not the worker's own
-PROTOCOL = ("your code wrote its own messages on the grader's channel to the worker, so none of this step's "
-            "answers can be trusted: this step scores zero")
-
-
-def _well_formed(answer) -> bool:
-    """An answer as the worker makes it: a dict, ok, or carrying an error with its type and message."""
-    if type(answer) is not dict:
-        return False
-    if answer.get("ok") is True:
-        return True
-    error = answer.get("error")
-    return type(error) is dict and type(error.get("type")) is str and type(error.get("message")) is str
 
 
 def _control(worker, message: dict | None) -> dict:
@@ -55,7 +40,11 @@ class GraderFault(RuntimeError):
 
 
 def limit_error(exc: WorkerError) -> dict:
-    return failed(error("LimitExceeded" if exc.limit else "WorkerDied", exc.reason), "the step", limit=exc.limit)
+    """What the trusted side saw end a step (its deadline, the worker's exit status, a broken protocol), as a kind
+    of problem in its own words: ``kind`` is set only here and in staging, never taken from a worker."""
+    kind = "limit" if exc.limit else "protocol" if exc.reason == PROTOCOL else "died"
+    return failed({**error("LimitExceeded" if exc.limit else "WorkerDied", exc.reason), "kind": kind},
+                  "the step", limit=exc.limit)
 
 
 def asked_standins(value) -> set[str]:
@@ -76,28 +65,55 @@ def asked_standins(value) -> set[str]:
 
 
 def _import_error(errors: dict[str, dict], module: str) -> dict:
-    return failed(output_limit(errors[module]), f"importing {module}.py", **{"import": True})
+    """A module that did not import: staging's own finding (its ``kind``), or the error the worker reported while
+    importing it, the student's own."""
+    found = errors[module]
+    if found.get("kind") == "staging":
+        return failed(found, f"importing {module}.py", **{"import": True})
+    return failed(answers.student_error(found, f"importing {module}.py"), f"importing {module}.py", **{"import": True})
 
 
-def _printed_too_much(err) -> bool:
-    """An error raised by a write the output-size limit refused (RLIMIT_FSIZE: EFBIG, which Python raises
-    as OSError since it ignores SIGXFSZ)."""
-    return (type(err) is dict and err.get("type") == "OSError"
-            and ("[Errno 27]" in str(err.get("message")) or "File too large" in str(err.get("message"))))
+def limit_hint(err: dict, limits: dict) -> str | None:
+    """The limit a student's error is what Python raises at (``worker/limits.py``), in the kit's words, with the
+    course's value; None for any other error. A hint for that student only: never a kind of problem."""
+    kind, message = err.get("type"), str(err.get("message") or "")
+    if kind == "MemoryError" or "can't allocate memory" in message:
+        limit, value = "memory", limits.get("memory_mb") and f" of {limits['memory_mb']:,} MB"
+    elif kind == "BlockingIOError" and "Resource temporarily unavailable" in message:
+        limit, value = "processes", limits.get("processes") and f" of {limits['processes']:,} processes"
+    elif kind == "OSError" and ("[Errno 27]" in message or "File too large" in message):
+        limit, value = "output", limits.get("output_mb") and f" of {limits['output_mb']:,} MB"
+    else:
+        return None
+    return worker_limits.sentence(limit, value or "")
 
 
-def output_limit(err: dict) -> dict:
-    """The output-size limit in its own words (as when the limit ends the worker), not as the student's OSError."""
-    if not _printed_too_much(err):
+def in_trusted_words(err: dict, limits: dict, not_imported: set[str], printed: int) -> dict:
+    """What the trusted side adds to a student's error (``answers.student_error``), in its own words: a step the
+    submission does not define, named from the unit's own steps (``missing``, which ``answers.taken`` checked); the
+    output limit, where the step's printed output reached it (``printed``: the size of the output file the trusted
+    side made for the worker, measured here: a kind of problem); the limit Python's error names (memory, processes),
+    as a hint for the student only."""
+    missing = err.get("missing")
+    if missing:
+        module, name = missing.split(".", 1)
+        err["hint"] = (f"{module}.py could not be imported" if module in not_imported else
+                       f"{module}.py defines no {name} (check the spelling, and that it is defined at the top "
+                       "level of the module)")
         return err
-    return {**error("LimitExceeded", "your code printed or wrote more than allowed (output-size limit)"),
-            "limit": "output"}
+    output_mb = limits.get("output_mb")
+    if output_mb and printed >= output_mb * 2**20:
+        err.update(kind="limit", limit="output", hint=OUTPUT_LIMIT.format(mb=output_mb))
+        return err
+    hint = limit_hint(err, limits)
+    if hint:
+        err["hint"] = hint
+    return err
 
 
-def _said_as_limit(answer: dict) -> dict:
-    if answer.get("ok") is False and _printed_too_much(answer.get("error")):
-        return failed(output_limit(answer["error"]), str(answer["error"].get("phase") or "the step"))
-    return answer
+#: what the student reads when the step's printed output reached the output limit (the trusted side's own measure:
+#: the size of the output file it made for the worker)
+OUTPUT_LIMIT = "the output limit of {mb:g} MB was hit: your code printed more than the output limit allows"
 
 
 #: the stand-ins each request builds (a request may build other steps' stand-ins: Exercise 3.1)
@@ -159,7 +175,7 @@ class SubmissionRunner:
         self.module_errors = module_errors or {}  # found while staging: not UTF-8, a link, a broken notebook
         self.import_errors: dict[str, dict] = {}
         self.output_bytes = 0
-        #: a step whose worker was retired (out of time, tampering, a broken protocol): its answer, given again;
+        #: a step whose worker was retired (out of time, a broken protocol): its answer, given again;
         #: it gets no second worker
         self.retired: dict[str, dict] = {}
         #: the cases a count will ask for, known before any is run (``plans``): sent to the worker as one batch
@@ -209,11 +225,13 @@ class SubmissionRunner:
         calls = StandinCalls(self.reference, lambda: self._holds) if self.reference is not None else None
         self._worker = self._sandbox.spawn({"modules": self.modules}, self._output, budget, self.submission_seconds,
                                            callbacks=calls)
+        self._worker.steps = frozenset(self.time_limits)
         self._holds = set(needed)
         self._step = step
         self._started()
         hello = _control(self._worker, None)
-        self.import_errors = {**hello["import_errors"], **self.module_errors}
+        self.import_errors = {**{m: e for m, e in hello["import_errors"].items() if m in self.modules},
+                              **self.module_errors}
         _control(self._worker, {"op": "step", **({"standins": self._code(needed)} if needed else {})})
         self._mark_output()
 
@@ -276,14 +294,9 @@ class SubmissionRunner:
                 answer = self._worker.request()
             else:
                 answer = self._send(step, request)
-            if not _well_formed(answer):  # not the worker's own answer: the student's code wrote on its channel
-                self._worker.kill()
-                raise WorkerError(PROTOCOL)
             if answer.get("ok") is not True:
                 self._pending = []  # the worker dropped the rest of its batch
-            answer = _said_as_limit(answer)
-            if (answer.get("error") or {}).get("type") == "Tampering":  # the worker retired itself: so is the step
-                self.retired[step] = answer
+                self._said_in_trusted_words(answer["error"])
             return answer
         except WorkerError as exc:
             self._pending = []
@@ -292,15 +305,28 @@ class SubmissionRunner:
                 self.retired[step] = answer
             return answer
 
+    def _said_in_trusted_words(self, err: dict) -> None:
+        in_trusted_words(err, self.limits, set(self.import_errors), self._printed_bytes())
+
+    def _printed_bytes(self) -> int:
+        """The size of the worker's output file, if this step printed to it at all (a worker that serves a later
+        step keeps its file: one an earlier step filled is not this step's doing)."""
+        path, start = getattr(self, "_printed_from", (None, 0))
+        try:
+            size = path.stat().st_size
+        except (OSError, AttributeError):
+            return 0
+        return size if size > start else 0
+
     def _send(self, step: str, request: dict) -> dict:
         """Send ``request`` with the cases planned after it in its count that this worker may run as it is (the
         stand-ins they build are held), in one batch; return its answer (the others are read as they are asked)."""
         requests, index = self.batches.get(id(request), ((), 0))
         batch = [request]
         if index < len(requests) and requests[index] is request:
-            size = len(_frame(request))
+            size = len(argument_buffer.prepared(request).frame)
             for later in requests[index + 1:index + BATCH_REQUESTS]:
-                size += len(_frame(later))
+                size += len(argument_buffer.prepared(later).frame)
                 if size > BATCH_BYTES or not self._needed(step, _asked(later)) <= self._holds:
                     break
                 batch.append(later)
@@ -318,9 +344,6 @@ class SubmissionRunner:
         try:
             for _ in pending:
                 answer = self._worker.request()
-                if not _well_formed(answer) or (answer.get("error") or {}).get("type") == "Tampering":
-                    self._worker.kill()
-                    return
                 if answer.get("ok") is not True:
                     return  # the worker dropped the rest itself
         except WorkerError:

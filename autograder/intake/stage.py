@@ -96,8 +96,9 @@ def find_root(unpacked: Path, modules: list[str]) -> tuple[Path | None, str | No
 
 
 def _module_error(kind: str, message: str, cause: str | None = None) -> dict:
-    """A module staging could not use; ``cause`` (``unreadable``, ``too_large``, ``not_utf8``) as data."""
-    return {**error(kind, message), **({"cause": cause} if cause else {})}
+    """A module staging could not use; ``cause`` (``unreadable``, ``too_large``, ``not_utf8``) as data. Its ``kind``
+    says the trusted side found it (no worker answer carries one: ``sandbox/answers.py``)."""
+    return {**error(kind, message), "kind": "staging", **({"cause": cause} if cause else {})}
 
 
 def _read_source(path: Path, label: str) -> tuple[bytes | None, str | None, str | None]:

@@ -23,10 +23,10 @@ import torch
 
 from autograder.feedback.compare import compare_values
 from autograder.feedback.describe import kind_of
-from autograder.feedback.dropout import dropout_problems, module_dropout_problems
+from autograder.feedback.dropout import dropout_gradient_problems, dropout_problems, module_dropout_problems
 from autograder.feedback.gradients import NO_SUCH_PARAMETER, after_output, backward_state, gradient_problems
 from autograder.feedback.messages import (NOT_ATTEMPTED, frozen_parameter, modified_in_place, nothing_raised,
-                                          raised, should_be_parameter, wrong_exception)
+                                          raised, refused_valid, should_be_parameter, wrong_exception)
 from autograder.feedback.parameters import parameter_problems
 from autograder.feedback.tolerance import Tolerance, tolerance_for_output
 
@@ -219,12 +219,13 @@ def check_function(fn, step, count, *, case, args, names=None, kwargs=None, seed
     if modules_after is not None:
         mine = [[(n, p.detach().clone()) for n, p in a.named_parameters()] for a in args if isinstance(a, torch.nn.Module)]
         lines += compare_values(mine, modules_after, tol, public, "modules after")
+    notes = []  # said, never a reason to fail: as the hidden suites say them (grading/judge.py)
     for i, must in enumerate(parameters or []):
         got = output[i] if isinstance(output, (tuple, list)) and i < len(output) else None
         if must and type(got) is not torch.nn.Parameter:
-            lines.append(should_be_parameter(i))
+            notes.append(should_be_parameter(i))
         elif must and not got.requires_grad:
-            lines.append(frozen_parameter(i))
+            notes.append(frozen_parameter(i))
     changed = [names[i] for i, before in snapshots.items() if _changed(before, args[i])]
     if changed:
         lines.append(modified_in_place(changed))
@@ -233,7 +234,9 @@ def check_function(fn, step, count, *, case, args, names=None, kwargs=None, seed
         inputs = [(names[i], args[i].grad, e) for i, e in (expected_grads or {}).items()]
         lines += after_output(lines, gradient_problems(state, inputs, [], tol, public))
     if lines:
-        _fail(step, count, case, lines)
+        _fail(step, count, case, lines + notes)
+    for note in notes:
+        print(note)
 
 
 def _build(cls, step, count, case, init, init_kwargs, seed, public=True):
@@ -319,6 +322,17 @@ def check_module(cls, step, count, *, case, init, x, seed, expected, init_kwargs
         _fail(step, count, case, lines)
 
 
+def check_accepts(cls, step, count, *, case, init, refusals, init_kwargs=None, public=True):
+    """``cls(*init)`` must not raise any of ``refusals``: these arguments are valid (grading/judge.py)."""
+    try:
+        cls(*init, **(init_kwargs or {}))
+    except NotImplementedError:
+        _fail(step, count, case, [NOT_ATTEMPTED], "not attempted")
+    except Exception as exc:  # noqa: BLE001 - only the errors meant for invalid arguments fail this case
+        if type(exc).__name__ in refusals:
+            _fail(step, count, case, [refused_valid(case, type(exc).__name__, str(exc), public)])
+
+
 def check_raises(cls, step, count, *, case, init, exception, init_kwargs=None, public=True, also_accepted=()):
     """``cls(*init)`` must raise the exception named ``exception`` (or one named in ``also_accepted``)."""
     try:
@@ -332,14 +346,16 @@ def check_raises(cls, step, count, *, case, init, exception, init_kwargs=None, p
     _fail(step, count, case, [nothing_raised(exception)])
 
 
-def check_dropout(fn, step, count, *, case, x, p, seed, needs_graph=False, public=True):
-    """Dropout by its properties: each entry 0 or x / (1 - p), about 1 - p of them kept, graph kept."""
+def check_dropout(fn, step, count, *, case, x, p, seed, needs_graph=False, upstream=None, public=True):
+    """Dropout by its properties: each entry 0 or x / (1 - p), about 1 - p of them kept; with ``needs_graph``, the
+    gradient for ``upstream`` that the output implies (as the hidden suites judge it: grading/judge.py)."""
     args = [x.detach().clone().requires_grad_(needs_graph), p]
     before = args[0].detach().clone()
     _seed(seed)
     out = _run(step, count, case, "call", lambda: fn(*args), public)
-    lines = dropout_problems(out, x, p, public, needs_graph=needs_graph,
-                             requires_grad=isinstance(out, torch.Tensor) and out.requires_grad,
-                             modified=_changed(before, args[0]))
+    lines = dropout_problems(out, x, p, public, modified=_changed(before, args[0]))
+    if not lines and needs_graph:
+        state = _backward(out, upstream)
+        lines = dropout_gradient_problems(out, x, p, upstream, state, args[0].grad, public)
     if lines:
         _fail(step, count, case, lines)

@@ -24,7 +24,7 @@ COUNT_WORDS = {
     "dropout": "training mode with dropout, the same seed as the reference (hidden)",
     "properties": "what dropout must do: zeros or x / (1 - p), about 1 - p kept, the graph kept",
     "seeded": "the book's seeded dropout example (hidden)",
-    "errors": "invalid arguments must raise",
+    "errors": "invalid arguments must raise, valid ones must not",
 }
 
 
@@ -156,12 +156,23 @@ def raises_call(case: Case, target: str) -> str:
     return _call("check_raises", target, case, items)
 
 
+def accepts_call(case: Case, target: str) -> str:
+    request = case.spec["request"]
+    items = [("init", literals.value(request["init_args"]))]
+    if request.get("init_kwargs"):
+        items.append(("init_kwargs", literals.value(request["init_kwargs"])))
+    items.append(("refusals", literals.value(list(case.spec["refusals"]))))
+    items += _public(case)
+    return _call("check_accepts", target, case, items)
+
+
 def dropout_call(case: Case, target: str) -> str:
     request, spec = case.spec["request"], case.spec
     items = [("x", literals.value(spec["input"])), ("p", literals.value(spec["p"])),
              ("seed", literals.value(request.get("seed")))]
     if spec.get("needs_graph"):
         items.append(("needs_graph", "True"))
+        items.append(("upstream", literals.value(request["upstream"])))
     items += _public(case)
     return _call("check_dropout", target, case, items)
 
@@ -179,6 +190,8 @@ def _case_code(case: Case) -> list[str]:
         return [parameters_call(case, target)]
     if judge == "raises":
         return [raises_call(case, target)]
+    if judge == "accepts":
+        return [accepts_call(case, target)]
     if judge == "dropout":
         return [dropout_call(case, target)]
     if kind == "module":

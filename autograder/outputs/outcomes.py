@@ -37,6 +37,8 @@ class CountOutcome:
     likely: tuple[str, ...] = ()
     import_error: str | None = None  # the module that did not import, when that is why it failed
     number: str = ""  # the test's number in results.json (1.2): how a picture is found again
+    #: said to the student though the count passed (``Verdict.notes``): no point depends on them
+    notes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

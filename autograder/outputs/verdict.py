@@ -24,6 +24,8 @@ def step_status(count_statuses: set[str], blocked: bool = False) -> str:
 class Verdict:
     status: str
     lines: list[str] = field(default_factory=list)
+    #: said to the student whatever the status, never a reason for it: a fact that is the worker's word
+    notes: list[str] = field(default_factory=list)
 
     @property
     def passed(self) -> bool:

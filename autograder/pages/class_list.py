@@ -2,8 +2,8 @@
 feedback page), and first the submissions that need a person, with why.
 
 Built from what results.json says as data, never from its words: ``extra_data.problems`` (not graded and
-why, a module not graded and why, timed out, a limit hit and which, the worker died, tampering, the
-grader's own failures; grading/suites/problems.py), ``extra_data.grader_errors`` and grader_errors.log,
+why, a module not graded and why, timed out, a limit hit and which, the worker died, a broken protocol, the
+grader's own failures; grading/suites/problems.py, each set by the trusted side from what it saw: no student's words), ``extra_data.grader_errors`` and grader_errors.log,
 ``extra_data.submitted_at`` with course.yml's ``late_policy`` (export/late_policy.py, as ``grade export``
 applies it), a results.json that cannot be read, and, when ``grade autograde --roster`` gave one, the
 roster (export/roster.py: who is not on it, who matches several students, who handed nothing in).
@@ -21,7 +21,7 @@ CATEGORIES = {
     "timed_out": "Timed out",
     "limit": "Limits hit",
     "crashed": "Worker died",
-    "tampering": "Integrity check failed (tampering)",
+    "protocol": "Answers not taken (messages of its own on the grader's channel)",
     "grader_error": "Grader errors",
     "unreadable_results": "results.json unreadable",
     "not_on_roster": "Not on the roster",
@@ -31,7 +31,7 @@ CATEGORIES = {
 #: the short word of each category, for the table's status column and the terminal
 SHORT = {
     "not_graded": "not graded", "module_not_graded": "module not graded", "timed_out": "timed out",
-    "limit": "limit hit", "crashed": "worker died", "tampering": "tampering", "grader_error": "grader error",
+    "limit": "limit hit", "crashed": "worker died", "protocol": "answers not taken", "grader_error": "grader error",
     "unreadable_results": "results unreadable", "not_on_roster": "not on roster", "ambiguous": "ambiguous",
     "no_submission": "no submission",
 }
@@ -71,7 +71,7 @@ def reason(problem: dict) -> dict:
     elif kind == "limit":
         limit = problem.get("limit") or "a limit"
         why = f"{LIMITS.get(limit, limit)}, {_steps(steps)}"
-    elif kind in ("crashed", "tampering"):
+    elif kind in ("crashed", "protocol"):
         why = _steps(steps)
     elif kind == "grader_error":
         why = _steps(steps) if steps else "see grader_errors.log"

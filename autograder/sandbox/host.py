@@ -16,6 +16,7 @@ from typing import Callable, Protocol
 
 from autograder.worker import protocol, wire
 
+from . import answers, argument_buffer
 from .per_request import PerRequest
 
 
@@ -25,8 +26,8 @@ class Reaper(Protocol):
     def reap(self, pid: int) -> dict: ...
 
 
-#: each request packed once: a batch sends the same requests to every submission
-_frame = packed = PerRequest(wire.pack)
+#: each request packed once, its tensor arguments inline: for a worker no descriptor can be handed to
+_inline = PerRequest(wire.pack)
 
 
 #: the answer to a stand-in's call where there are none (``grade check``, or a step that may hold none)
@@ -67,6 +68,11 @@ def stopped_at(dump: str) -> str | None:
         if path.startswith(folder) and ".." not in path:
             return f"{path[len(folder):]}, line {line}, in {function}"
     return None
+
+
+#: what a step scores when the answers on the worker's channel are not answers a worker makes
+PROTOCOL = ("your code wrote its own messages on the grader's channel to the worker, so none of this step's "
+            "answers can be trusted: this step scores zero")
 
 
 class WorkerError(Exception):
@@ -169,6 +175,14 @@ class Worker:
     callbacks: Callable[[dict, bytes, float], bytes] | None = None
     #: the file the worker's stack is dumped into on SIGUSR2 (``stopped_at``), None for none
     stack: Path | None = None
+    #: the unit's steps: the only ones a worker's answer may say are missing (``answers.taken``)
+    steps: frozenset = frozenset()
+    #: the calls sent whose answers are not read yet, in order, each with its argument buffer (or None)
+    handed: list = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        # where descriptors can be handed over (a Unix socket), a call's tensor arguments go in a buffer of ours
+        self.buffers = self.sock.family == getattr(socket, "AF_UNIX", None) and hasattr(socket, "send_fds")
 
     def remaining(self) -> float:
         return self.budget - (time.monotonic() - self.started)
@@ -181,43 +195,83 @@ class Worker:
         return self.started + self.budget
 
     def request(self, message: dict | None = None, deadline: float | None = None):
-        """Send ``message`` (or only read, when None) and return the worker's answer.
+        """Send ``message`` (a call, or a control request; or only read the next answer, when None) and return the
+        worker's answer; a call's, as the trusted side takes it (``answers.taken``).
 
         One wall-clock deadline (the step's, unless given) covers the whole exchange: every read of every
         frame, and the stand-in calls the worker makes meanwhile (``{"$callback": ...}``, answered by
         ``callbacks``). A worker still busy then is killed, whatever it is doing.
         """
-        frame = None if message is None else _frame(message) if "kind" in message else wire.pack(message)
-        return self._answer(frame, deadline)
+        if message is None:
+            return self._answer(None, deadline)
+        if "kind" in message:
+            return self._answer(self._calls([message]), deadline)
+        return self._answer([(wire.pack(message), None)], deadline)
 
     def batch(self, requests: list[dict], deadline: float | None = None):
-        """Send several calls in one write (``{"op": "batch", "n": k}``, then each call's frame) and return the
+        """Send several calls at once (``{"op": "batch", "n": k}``, then each call's frame) and return the
         first one's answer; the others' come with ``request()``, in order, up to the first error answer (the
         worker drops the rest of the batch after it). The deadline is the same as for single requests."""
-        frame = wire.pack({"op": "batch", "n": len(requests)}) + b"".join(_frame(r) for r in requests)
-        return self._answer(frame, deadline)
+        return self._answer([(wire.pack({"op": "batch", "n": len(requests)}), None), *self._calls(requests)], deadline)
 
-    def _answer(self, frame: bytes | None, deadline: float | None):
-        header, blob, _ = self.exchange(frame, deadline)
+    def _calls(self, requests: list[dict]) -> list[tuple[bytes, int | None]]:
+        """Each call's frame, with the descriptor of its argument buffer (``argument_buffer.py``) where it has one."""
+        sends = []
+        for request in requests:
+            if not self.buffers:
+                self.handed.append((request, None))
+                sends.append((_inline(request), None))
+                continue
+            call = argument_buffer.prepared(request)
+            handed = argument_buffer.Handed(call) if call.data is not None else None
+            self.handed.append((request, handed))
+            sends.append((call.frame, handed.fd if handed is not None else None))
+        return sends
+
+    def _answer(self, sends: list[tuple[bytes, int | None]] | None, deadline: float | None):
+        header, blob, _ = self.exchange(sends, deadline)
         try:
-            return wire.unpack(header, blob)
+            answer = wire.unpack(header, blob)
         except wire.WireError as exc:
             self.kill(wait=0.5)
             raise WorkerError(self._death_reason(exc), limit=self._limit()) from None
+        if not self.handed:  # a control request's answer: checked by its caller
+            return answer
+        request, handed = self.handed.pop(0)
+        modified = handed.modified() if handed is not None else ([] if self.buffers else None)
+        try:
+            taken = answers.taken(answer, request, modified, self.steps)
+        except answers.NotAnAnswer:
+            self.kill()
+            raise WorkerError(PROTOCOL) from None
+        if not taken["ok"]:  # the worker drops the rest of its batch after an error answer
+            self.forget()
+        return taken
 
-    def exchange(self, frame: bytes | None, deadline: float | None = None) -> tuple[bytes, bytes, object]:
-        """Send a packed frame (or nothing) and return the answer's header, blob and parsed header, with the
-        stand-in calls made meanwhile answered (relayed undecoded: ``callbacks(call, blob, deadline)``)."""
+    def forget(self) -> None:
+        """The calls sent whose answers will not come (or will not be read): their buffers let go of."""
+        for _request, handed in self.handed:
+            if handed is not None:
+                handed.close()
+        self.handed.clear()
+
+    def exchange(self, sends: bytes | list[tuple[bytes, int | None]] | None,
+                 deadline: float | None = None) -> tuple[bytes, bytes, object]:
+        """Send packed frames (each with the descriptor it hands over, or None), a frame, or nothing, and return the
+        answer's header, blob and parsed header, with the stand-in calls made meanwhile answered (relayed undecoded:
+        ``callbacks(call, blob, deadline)``)."""
         if self.dead:
             raise WorkerError("the worker for this step is gone")
         deadline = self.deadline() if deadline is None else deadline
         if deadline - time.monotonic() <= 0:
             self.kill()
             raise WorkerError(time_limit_hit(self.budget), limit="time")
+        if isinstance(sends, bytes):
+            sends = [(sends, None)]
         try:
-            if frame is not None:
+            for frame, fd in sends or ():
                 self.sock.settimeout(max(deadline - time.monotonic(), 0.001))
-                self.sock.sendall(frame)
+                wire.send_with_fd(self.sock, frame, fd)
             while True:
                 header, blob = wire.recv_frame(self.sock, deadline)
                 parsed = wire.parse(header)
@@ -296,6 +350,7 @@ class Worker:
         if self.dead:
             return
         self.dead = True
+        self.forget()
         self.sock.close()
         self.status = self.sandbox.end(wait)
 

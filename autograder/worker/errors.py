@@ -10,13 +10,13 @@ from __future__ import annotations
 MAX_TYPE, MAX_MESSAGE = 100, 1000
 
 
-def error(kind: str, message: str, where: dict | None = None, _str=str, _type_cut=MAX_TYPE,
-          _message_cut=MAX_MESSAGE) -> dict:
+def error(kind: str, message: str, where: dict | None = None) -> dict:
     """``{"type", "message", "where"}``; ``where``: ``{"file", "line", "function"}`` (plus ``text`` and
-    ``column`` for a syntax error), or None. What it calls is its defaults, as a worker's way out needs (seal.py)."""
-    return {"type": _str(kind)[:_type_cut], "message": _str(message)[:_message_cut], "where": where}
+    ``column`` for a syntax error), or None."""
+    return {"type": str(kind)[:MAX_TYPE], "message": str(message)[:MAX_MESSAGE], "where": where}
 
 
 def failed(report: dict, phase: str, not_attempted: bool = False, **facts) -> dict:
-    """A worker's answer carrying ``report``: ``facts`` such as ``limit``, ``tampered`` or ``import``."""
+    """An answer carrying ``report``: ``facts`` such as ``missing`` (a worker's), or the trusted side's ``kind`` and
+    ``limit`` (``grading/runner.py``)."""
     return {"ok": False, "error": {**report, "phase": phase, "not_attempted": not_attempted, **facts}}

@@ -35,8 +35,7 @@ _uid = getattr(os, "getuid", lambda: -1)  # no uids on Windows
 class Same(tuple):
     """Objects held, and compared by identity: equal to another ``Same`` of the very same objects, in order.
 
-    Never ``id()``, which raises an audit event (PEP 578) for the worker's hook to be called for (``no_tracing.py``:
-    thousands a fingerprint), nor ``==`` on the objects, which would run a replaced object's own ``__eq__``."""
+    Never ``==`` on the objects, which would run a replaced object's own ``__eq__``."""
     __slots__ = ()
 
     def __eq__(self, other) -> bool:

@@ -1,14 +1,14 @@
-"""A limit the student's code ran into and raised about, named as the limit it is, with its value.
+"""A worker's limits as rlimits, and the words that name a limit.
 
 The operating system reports a limit as an ordinary exception in the code that hit it: ``OSError`` [Errno
 27] "File too large" past the output limit (RLIMIT_FSIZE: Python ignores SIGXFSZ), ``MemoryError`` (or
 torch's "can't allocate memory") past the memory limit (RLIMIT_AS), ``BlockingIOError`` from fork past the
-process limit (RLIMIT_NPROC). Read here, in the worker, where the limit's value is known; the trusted side
-names the time limit and a worker killed for a limit (``sandbox/host.py``).
+process limit (RLIMIT_NPROC). The trusted side names them in these words for the student
+(``grading/runner.py: limit_hint``), from the course's own limits; the time limit and a worker killed for a limit it
+names from what it saw itself (``sandbox/host.py``).
 """
 from __future__ import annotations
 
-import errno
 import sys
 
 try:
@@ -17,8 +17,6 @@ except ImportError:  # Windows: no rlimits, and no limit to name
     resource = None
 
 _MB = 2**20
-#: the address space this worker had mapped when its memory limit was set (``address_space_limit``)
-_mapped_at_limit = 0
 
 
 def mapped_bytes() -> int:
@@ -37,31 +35,9 @@ def address_space_limit(memory_mb: float | None) -> int | None:
     """RLIMIT_AS for a memory budget of ``memory_mb``: what is mapped already (torch's libraries: some 0.6 GB
     for its CPU build, over 3 GB for a CUDA build) plus the budget. A student's code gets the same memory
     whichever torch build the machine has installed."""
-    global _mapped_at_limit  # noqa: PLW0603 - the bytes mapped when RLIMIT_AS was set: the limit's message leaves them out
     if not memory_mb:
         return None
-    _mapped_at_limit = mapped_bytes()
-    return _mapped_at_limit + int(memory_mb * _MB)
-
-
-def _soft(name: str) -> int | None:
-    """The soft value of rlimit ``name`` (RLIMIT_FSIZE...), None when unlimited or unknown."""
-    if resource is None or not hasattr(resource, name):
-        return None
-    try:
-        soft = resource.getrlimit(getattr(resource, name))[0]
-    except (OSError, ValueError):
-        return None
-    return None if soft == resource.RLIM_INFINITY else soft
-
-
-def _value(name: str, unit: str) -> str:
-    soft = _soft(name)
-    if soft is None:
-        return ""
-    if name == "RLIMIT_AS":  # the budget, not the libraries mapped before it was set
-        soft -= _mapped_at_limit
-    return f" of {soft // _MB:,} MB" if unit == "MB" else f" of {soft:,} {unit}"
+    return mapped_bytes() + int(memory_mb * _MB)
 
 
 #: how a limit is named
@@ -73,24 +49,6 @@ def sentence(limit: str, value: str) -> str:
             "memory": "asked for more memory than the memory limit allows",
             "processes": "started more processes or threads than the process limit allows"}[limit]
     return f"the {NAMES[limit]}{value} was hit: your code {what}"
-
-
-def hit(exc: BaseException) -> dict | None:
-    """``{"type": "LimitExceeded", "limit", "message"}`` when ``exc`` is a limit's, else None."""
-    try:
-        code = getattr(exc, "errno", None) if isinstance(exc, OSError) else None
-        text = str(exc) if isinstance(exc, (MemoryError, RuntimeError)) else ""
-    except BaseException:  # noqa: BLE001 - a hostile errno or __str__: not a limit's
-        return None
-    if code == errno.EFBIG:
-        limit, value = "output", _value("RLIMIT_FSIZE", "MB")
-    elif isinstance(exc, MemoryError) or "can't allocate memory" in text:
-        limit, value = "memory", _value("RLIMIT_AS", "MB")
-    elif isinstance(exc, BlockingIOError) and code == errno.EAGAIN:
-        limit, value = "processes", _value("RLIMIT_NPROC", "processes")
-    else:
-        return None
-    return {"type": "LimitExceeded", "limit": limit, "message": sentence(limit, value)}
 
 
 #: the limits grade check applies in its own workers, each by the rlimit that carries it (time and submission

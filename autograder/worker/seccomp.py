@@ -54,10 +54,6 @@ def supported() -> bool:
     return platform.machine() == "x86_64"
 
 
-#: refused once a worker is set up, before the submission is imported (``no_signal_handlers``)
-SIGACTION = {"rt_sigaction": 13}
-
-
 def program(refused: dict[str, int] = REFUSED, not_there: dict[str, int] = NOT_THERE,
             clone_checked: bool = True) -> list[tuple[int, int, int, int]]:
     """The filter as (code, jt, jf, k) instructions."""
@@ -76,17 +72,6 @@ def program(refused: dict[str, int] = REFUSED, not_there: dict[str, int] = NOT_T
                  (_JSET, 0, 1, CLONE_NEWUSER),
                  (_RET, 0, 0, RET_ERRNO | EPERM)]
     return prog + [(_RET, 0, 0, RET_ALLOW)]
-
-
-def no_signal_handlers() -> bool:
-    """From now on, this process (a worker, set up, before the submission is imported) and what it starts cannot
-    give a signal a handler (``rt_sigaction`` refused): a Python signal handler of the student's would run between two
-    bytecodes of whatever code runs when its signal comes, the answer's way out included (a fifth review's timer
-    rewrote an answer so; runtime.py). False where no filter can be installed (runtime._quiet is all there is)."""
-    try:
-        return install(program(SIGACTION, {}, clone_checked=False))
-    except OSError:
-        return False
 
 
 def install(instructions: list | None = None) -> bool:

@@ -7,7 +7,6 @@ import traceback
 import types
 from pathlib import Path
 
-from . import limits
 from .errors import error
 
 PACKAGE = "submission"
@@ -15,8 +14,6 @@ PACKAGE = "submission"
 
 #: the longest exception message an answer carries
 MESSAGE_CHARS = 10_000
-#: how much of the grader's own traceback an answer carries (for the instructor's log)
-GRADER_FRAMES_CHARS = 2_000
 
 
 def describe_exception(exc: BaseException, folder: Path | None = None) -> dict:
@@ -32,14 +29,11 @@ def describe_exception(exc: BaseException, folder: Path | None = None) -> dict:
         kind = kind if isinstance(kind, str) else "Exception"
     except BaseException:  # noqa: BLE001 - a hostile exception class's name
         kind = "Exception"
-    where, grader_frames = None, None
+    where = None
     try:
         frames = traceback.extract_tb(exc.__traceback__)
         if folder is not None:
-            mine = [f for f in frames if f.filename.startswith(str(folder))]
-            if not mine:  # the grader's own frames: for the instructor's log, never for the student
-                grader_frames = "".join(traceback.format_list(frames[-4:]))[-GRADER_FRAMES_CHARS:]
-            frames = mine
+            frames = [f for f in frames if f.filename.startswith(str(folder))]
         if frames:
             last = frames[-1]
             where = {"file": Path(last.filename).name, "line": last.lineno, "function": last.name}
@@ -52,13 +46,7 @@ def describe_exception(exc: BaseException, folder: Path | None = None) -> dict:
             message = exc.msg
         except BaseException:  # noqa: BLE001 - a hostile SyntaxError's msg
             pass
-    found = error(kind, message, where)
-    limit = limits.hit(exc)
-    if limit is not None:
-        found.update(limit)
-    if grader_frames:
-        found["grader_frames"] = grader_frames
-    return found
+    return error(kind, message, where)
 
 
 def load(folder: Path, modules: list[str]) -> tuple[dict[str, types.ModuleType], dict[str, dict]]:
@@ -79,8 +67,8 @@ def load(folder: Path, modules: list[str]) -> tuple[dict[str, types.ModuleType],
             errors["__init__"] = describe_exception(exc, folder)
     imported = {}
     for name in modules:
-        if not (folder / f"{name}.py").is_file():
-            errors[name] = error("MissingModule", f"{name}.py is missing from the submission")
+        if not (folder / f"{name}.py").is_file():  # staging names a missing module; this only keeps the import out
+            errors[name] = error("ModuleNotFoundError", f"No module named '{name}'")
             continue
         try:
             imported[name] = importlib.import_module(f"{PACKAGE}.{name}")

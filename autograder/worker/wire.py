@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import socket
 import struct
 import time
@@ -144,7 +145,8 @@ def send(sock: socket.socket, message) -> None:
     sock.sendall(pack(message))
 
 
-def _recv_exact(sock: socket.socket, n: int, deadline: float | None) -> bytes:
+def _recv_exact(sock: socket.socket, n: int, deadline: float | None, fds: list[int] | None = None) -> bytes:
+    """``n`` bytes; with ``fds``, the descriptors that came with them are added to it (a worker's only)."""
     chunks = []
     while n:
         if deadline is not None:  # one clock for the whole frame: a byte that arrives restarts nothing
@@ -152,7 +154,11 @@ def _recv_exact(sock: socket.socket, n: int, deadline: float | None) -> bytes:
             if left <= 0:
                 raise TimeoutError("deadline passed")
             sock.settimeout(left)
-        chunk = sock.recv(min(n, 1 << 20))
+        if fds is None:
+            chunk = sock.recv(min(n, 1 << 20))
+        else:
+            chunk, got, _flags, _address = socket.recv_fds(sock, min(n, 1 << 20), MAX_FDS)
+            fds.extend(got)
         if not chunk:
             raise WireError("connection closed")
         chunks.append(chunk)
@@ -177,6 +183,41 @@ def recv_frame(sock: socket.socket, deadline: float | None = None) -> tuple[byte
     if blen > MAX_FRAME:
         raise WireError(f"frame of {blen} bytes is over the limit")
     return header, _recv_exact(sock, blen, deadline)
+
+
+#: the most descriptors a frame may come with (a call's argument buffer: one)
+MAX_FDS = 1
+
+
+def recv_frame_and_fds(sock: socket.socket) -> tuple[bytes, bytes, list[int]]:
+    """The next frame's header and blob, undecoded, and the descriptors handed over with it (``send_with_fd``):
+    a worker reads its requests so. The trusted side never reads descriptors: a worker's are closed unread. Where none
+    can be handed over (a loopback TCP channel: a worker spawned on Windows), none is read."""
+    fds: list[int] = []
+    carried = fds if sock.family == getattr(socket, "AF_UNIX", None) and hasattr(socket, "recv_fds") else None
+    try:
+        (hlen,) = struct.unpack(">I", _recv_exact(sock, 4, None, carried))
+        if hlen > MAX_HEADER:
+            raise WireError(f"frame header of {hlen} bytes is over the limit")
+        header = _recv_exact(sock, hlen, None, carried)
+        (blen,) = struct.unpack(">Q", _recv_exact(sock, 8, None, carried))
+        if blen > MAX_FRAME:
+            raise WireError(f"frame of {blen} bytes is over the limit")
+        return header, _recv_exact(sock, blen, None, carried), fds
+    except BaseException:
+        for fd in fds:
+            os.close(fd)
+        raise
+
+
+def send_with_fd(sock: socket.socket, frame: bytes, fd: int | None) -> None:
+    """Send ``frame``, with ``fd`` handed over on its first byte (``SCM_RIGHTS``) when one is given."""
+    if fd is None:
+        sock.sendall(frame)
+        return
+    sent = socket.send_fds(sock, [frame], [fd])
+    if sent < len(frame):
+        sock.sendall(frame[sent:])
 
 
 def recv(sock: socket.socket, deadline: float | None = None):

@@ -28,7 +28,6 @@ class SuiteRun:
     notes: list[str]  # said once, at the top of its feedback
     problems: list[dict]  # what a person should look at, as data (problems.py): extra_data.problems
     grader_errors: tuple[str, ...] = ()  # the grader's own failures (a bug in a suite): grader_errors.log only
-    grader_frames: tuple[str, ...] = ()  # the grader's frames of calls into the submission that failed: the log
     execution_time: float | None = None
 
 
@@ -49,7 +48,6 @@ class GradedSubmission:
     isolation: str  # the sandbox it was graded in, in words (the run's last lines)
     problem: str | None = None  # why staging could not grade it at all (then every count is "not graded")
     grader_errors: tuple[str, ...] = ()
-    grader_frames: tuple[str, ...] = ()
 
     @property
     def score(self) -> float:
@@ -85,4 +83,4 @@ def grade_submission(grader, staged: Staged, extra: dict) -> GradedSubmission:
     results = submission_page.embed(results, cards, pictures)
     parse(results)  # once, complete: what is written is what every reader reads (ResultsError otherwise)
     return GradedSubmission(staged.name, results, page, zygote.isolation, staged.problem,
-                            tuple(found.grader_errors), tuple(found.grader_frames))
+                            tuple(found.grader_errors))

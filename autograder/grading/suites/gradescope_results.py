@@ -57,7 +57,8 @@ def build(course: Course, outcomes: dict[tuple[str, str], CountOutcome], *, note
                 "score": score,
                 "max_score": cspec.points,
                 "status": "passed" if outcome.status == PASSED else "failed",
-                "output": outcome.feedback if outcome.status != PASSED else f"{step} [{count}]: passed ({outcome.cases} cases)",
+                "output": outcome.feedback if outcome.status != PASSED else "\n".join(
+                    [f"{step} [{count}]: passed ({outcome.cases} cases)", *(f"  {note}" for note in outcome.notes)]),
                 "tags": [step.split(".", 1)[0], count, outcome.status,
                          *(misconceptions.tags(outcome.misconceptions) if outcome.status != PASSED else [])],
                 "visibility": visibility,

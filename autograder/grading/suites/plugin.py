@@ -90,7 +90,8 @@ class GradingPlugin:
         self.outcomes[(step, count)] = CountOutcome(
             step, count, status, feedback, points=spec.points if status == PASSED else 0.0, max_points=spec.points,
             public=spec.visibility == "public", cases=getattr(check, "cases_run", 0), case=case, evidence=evidence,
-            misconceptions=ids, likely=tuple(h for h in likely if f"  likely: {h}" in shown))
+            misconceptions=ids, likely=tuple(h for h in likely if f"  likely: {h}" in shown),
+            notes=tuple(getattr(check, "notes", ())) if status == PASSED else ())
 
     # -- as a pytest plugin ----------------------------------------------------------------------
     @pytest.fixture

@@ -1,26 +1,33 @@
 """What a person should look at in one submission, as data: results.json's ``extra_data.problems``.
 
-Each problem is recorded where it is known, never parsed back out of the feedback's words:
+Each problem is recorded where the trusted side saw it, never parsed back out of words, and never taken from what a
+worker says (a worker runs the student's code: its answers are the student's to write, ``sandbox/answers.py``):
 
 - the whole submission not graded: staging's ``Staged.cause`` (intake/stage.py, intake/unzip.py);
 - a module not graded: staging's module errors (their ``type``, and ``cause`` for an unreadable file);
-- a step that ran out of time or hit a limit, or whose worker died: the trusted side's ``limit_error``
-  answers (``LimitExceeded`` with its ``limit``, ``WorkerDied``), seen as the runner returns them;
-- a limit the student's own code ran into and raised about (``MemoryError``, fork's ``BlockingIOError``,
-  ``OSError`` "File too large" from the output-size limit): the worker's error report;
-- tampering: the worker's ``Tampering`` answer (its integrity check);
+- a step that ran out of time, hit a limit the trusted side measured (the output file's size), or whose worker died
+  or broke the protocol: the trusted side's own errors (``kind``: ``limit`` with its ``limit``, ``died``, ``protocol``:
+  ``grading/runner.py``), seen as the runner returns them;
 - the grader's own failures: the counts the plugin recorded as the grader's (``GradingPlugin``).
 
-What the worker reports could be forged by the student's code; a forgery can only put the student on
-the list of submissions a person looks at, never take them off it, since time limits, deaths and
-staging are seen on the trusted side.
+A problem names its kind, its limit and its steps, in the kit's own words: the instructor's summary never carries
+a student's text (an exception's message, a class name), which the student's code chooses.
 """
 from __future__ import annotations
 
 #: staging's module error types -> Problem.cause
 MODULE_CAUSES = {"SymbolicLink": "symlink", "MalformedNotebook": "broken_notebook", "MissingModule": "missing"}
-#: errors a worker reports about its own sandbox (time and the other limits, deaths, tampering)
-_SANDBOX = ("LimitExceeded", "WorkerDied", "Tampering")
+
+#: what each kind of problem is, said once in the instructor's list
+SENTENCES = {
+    ("timed_out", "time"): "ran out of its time limit",
+    ("timed_out", "submission time"): "ran out of the submission's total time limit",
+    ("limit", "output"): "printed more than the output limit allows",
+    ("limit", "memory"): "was killed at the memory limit",
+    ("limit", "processes"): "hit the process limit",
+    ("crashed", None): "ended its worker process (a crash, or an exit)",
+    ("protocol", None): "wrote its own messages on the grader's channel: the step's answers were not taken",
+}
 
 
 def _message(text, limit: int = 300) -> str:
@@ -29,12 +36,12 @@ def _message(text, limit: int = 300) -> str:
 
 
 def not_graded(cause: str | None, problem: str) -> list[dict]:
-    """The whole submission could not be graded (an empty folder, a corrupt archive...)."""
+    """The whole submission could not be graded (an empty folder, a corrupt archive...): staging's own sentence."""
     return [{"kind": "not_graded", "cause": cause or "unknown", "message": _message(problem)}]
 
 
 def modules(module_errors: dict[str, dict], steps_by_module: dict[str, list[str]]) -> list[dict]:
-    """The modules staging could not use (not UTF-8, a broken notebook, a link, missing)."""
+    """The modules staging could not use (not UTF-8, a broken notebook, a link, missing): staging's own sentences."""
     found = []
     for module, err in sorted(module_errors.items(), key=lambda kv: list(steps_by_module).index(kv[0])
                               if kv[0] in steps_by_module else len(steps_by_module)):
@@ -47,44 +54,31 @@ def modules(module_errors: dict[str, dict], steps_by_module: dict[str, list[str]
 
 
 def classify(err: dict) -> tuple[str, str | None] | None:
-    """(kind, limit) of a worker's or the runner's error report, or None when it is the student's own error."""
-    kind, message = str(err.get("type")), str(err.get("message") or "")
-    if kind == "LimitExceeded":
+    """(kind, limit) of an error the trusted side made itself (its ``kind``), or None: the student's own error."""
+    kind = err.get("kind")
+    if kind == "limit":
         limit = str(err.get("limit") or "")
         return ("timed_out", limit) if limit in ("time", "submission time") else ("limit", limit or None)
-    if kind == "WorkerDied":
+    if kind == "died":
         return "crashed", None
-    if kind == "Tampering":
-        return "tampering", None
-    if kind == "MemoryError" or "can't allocate memory" in message or "not enough memory" in message.lower():
-        return "limit", "memory"
-    if kind == "BlockingIOError" and "Resource temporarily unavailable" in message:
-        return "limit", "processes"  # fork/clone refused: the process limit
-    if kind == "OSError" and ("File too large" in message or "[Errno 27]" in message):
-        return "limit", "output"  # the output-size limit (RLIMIT_FSIZE; Python ignores SIGXFSZ)
+    if kind == "protocol":
+        return "protocol", None
     return None
 
 
 class Recorder:
-    """Wraps a runner's ``run(step, request)``: notes each sandbox problem once per (kind, limit), with its steps."""
+    """Wraps a runner's ``run(step, request)``: notes each problem the trusted side saw once per (kind, limit), with
+    its steps."""
 
     def __init__(self, run):
         self._run = run
         self.found: dict[tuple, dict] = {}
-        #: the grader's own frames where a call into the student's object failed with no frame of theirs
-        #: (``worker/submission.py``): the instructor's (grader_errors.log), never the student's
-        self.grader_frames: list[str] = []
 
     def __call__(self, step: str, request: dict) -> dict:
         answer = self._run(step, request)
         err = answer.get("error") if isinstance(answer, dict) and answer.get("ok") is False else None
-        if isinstance(err, dict) and str(err.get("type")) not in MODULE_CAUSES and err.get("type") != "UnreadableSource":
+        if isinstance(err, dict):
             self.note(step, err)
-            if err.get("grader_frames"):
-                entry = (f"{step} ({err.get('phase', 'the call')}): {err.get('type')}: "
-                         f"{_message(err.get('message'), 500)}\n{err['grader_frames']}").rstrip("\n")
-                if entry not in self.grader_frames:
-                    self.grader_frames.append(entry)
         return answer
 
     def note(self, step: str, err: dict) -> None:
@@ -92,7 +86,7 @@ class Recorder:
         if how is None:
             return
         kind, limit = how
-        message = _message(err.get("message")) or f"{err.get('type')} (no message)"
+        message = SENTENCES.get((kind, limit), f"hit the {limit} limit" if limit else kind)
         problem = self.found.setdefault((kind, limit), {"kind": kind, "limit": limit, "steps": [], "message": message})
         if step not in problem["steps"]:
             problem["steps"].append(step)

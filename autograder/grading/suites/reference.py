@@ -8,6 +8,7 @@ import textwrap
 import sys
 from pathlib import Path
 
+from autograder.sandbox import answers
 from autograder.worker import runtime
 
 
@@ -37,8 +38,12 @@ class Reference:
         self._sources: dict[str, str] | None = None
 
     def run(self, request: dict) -> dict:
+        """The reference's answer, in this (trusted) process: whether it changed its arguments in place is read from
+        its copies of them (``modified_args``, as the argument buffer gives it for a student)."""
         answer = runtime.run(request, self.workspace)
-        answer.pop("args_after", None)  # what a student's call did to its inputs; the reference's need no check
+        after = answer.pop("args_after", None)
+        if answer.get("ok"):
+            answer["modified_args"] = answers.modified_by_word(request, after)
         return answer
 
     def source(self, step: str) -> str:

@@ -90,7 +90,7 @@ class Grader:
         # A line the student wrote is theirs to see, even where the reference has the same line: only text
         # that comes from nowhere in their own files can be a quote of the reference.
         own = _own_lines(folder)
-        recorder = problems.Recorder(runner.run)  # timed out, limits, deaths, tampering: as data
+        recorder = problems.Recorder(runner.run)  # timed out, limits, deaths, broken protocols: as data
         plugin = GradingPlugin(self.course, self.reference, recorder, cache=self.cache,
                                reference_lines={line for line in self.reference_lines if line not in own},
                                late_steps=self.late_steps)
@@ -104,9 +104,8 @@ class Grader:
         # what a person should look at (the class summary's list), as data; graded.py adds the identity
         found = [*problems.modules(module_errors or {}, self.course.steps_by_module()),
                  *recorder.problems(), *problems.grader_errors(plugin.grader_error_counts)]
-        # the grader's own failures (a bug in a suite), and where a call into the student's object failed
-        # inside the grader's code: for the instructor's log only
-        return SuiteRun(plugin.outcomes, notes, found, tuple(plugin.grader_errors), tuple(recorder.grader_frames),
+        # the grader's own failures (a bug in a suite): for the instructor's log only
+        return SuiteRun(plugin.outcomes, notes, found, tuple(plugin.grader_errors),
                         execution_time=time.monotonic() - start)
 
     @property

@@ -977,9 +977,10 @@ torch.isclose = lambda a, b, *x, **k: torch.ones_like(a, dtype=torch.bool)
 torch.Tensor.__eq__ = lambda self, other: torch.ones_like(self, dtype=torch.bool)
 '''})
 
-sub("forge_worker_facts", "lose", ["trainable_attention.init_qkv"],
+sub("forge_worker_facts", "full", [],
     "init_qkv returns plain tensors instead of nn.Parameter, then patches the worker's own _tensor_facts (found in "
-    "sys.modules) to report them as parameters: facts computed in the student's process cannot be trusted",
+    "sys.modules) to report them as parameters: the worker's word that an output is an nn.Parameter earns and costs "
+    "nothing (a note for the student, no point), so the trick has no effect",
     patch={"trainable_attention": {"init_qkv": '''
 def init_qkv(d_in, d_out):
     """Plain tensors (not nn.Parameter), reported as parameters by a patched worker."""
@@ -1380,8 +1381,9 @@ def apply_dropout(attn_weights, p):
     }
 
 
-FORGE_STEPS = ["simple_attention.normalize_sum", "trainable_attention.init_qkv", "causal_attention.apply_dropout"]
-#: normalize_sum mutates only where no gradient is asked for (its values count); the other two lose every count
+#: normalize_sum mutates only where no gradient is asked for (its values count); apply_dropout loses every count;
+#: init_qkv's plain tensors get a note (no point rests on the worker's word that an output is an nn.Parameter)
+FORGE_STEPS = ["simple_attention.normalize_sum", "causal_attention.apply_dropout"]
 FORGE_SCORE = score_losing(["simple_attention.normalize_sum"], ["values"]) - (MAX_POINTS - score_losing(FORGE_STEPS[1:]))
 sub("forge_facts_frame_walk", "lose", FORGE_STEPS,
     "three honest bugs (normalize_sum zeroes its input in place, init_qkv returns plain tensors, apply_dropout "
@@ -1600,35 +1602,42 @@ def %(name)s(%(args)s):
 '''
 
 
+#: the one trick that puts the input itself back (the others rewrite what the worker says of it): its caller, the
+#: trusted side reading its own buffer once the answer is in, sees the input as it was, as it would from a step that
+#: puts it back before returning (the control's twin of it)
+PUTS_IT_BACK = "causal_attention.causal_attention_weights"
+
+
 def way_out_patches(forge):
     patches = {}
     for step, (args, arg, body, trick) in WAY_OUT_STEPS.items():
         module, name = step.split(".")
         first = module not in patches
         helper = WAY_OUT_HELPER if forge else "\n_SAVED = []  # each call's input as it was before the call modified it\n\n"
+        honest = f"        {arg}.copy_(_SAVED[-1])\n" if step == PUTS_IT_BACK else ""
         patches.setdefault(module, {})[name] = (helper if first else "") + WAY_OUT_STEP % dict(
             name=name, args=args, arg=arg, body=body, doc=" It then hides that." if forge else "",
-            trick=f"        {trick}\n" if forge else "")
+            trick=f"        {trick}\n" if forge else honest)
     return patches
 
 
 WAY_OUT_ALL = list(WAY_OUT_STEPS)
-sub("forge_facts_on_the_way_out", "lose", WAY_OUT_ALL,
+WAY_OUT_LOST = [s for s in WAY_OUT_ALL if s != PUTS_IT_BACK]
+sub("forge_facts_on_the_way_out", "lose", WAY_OUT_LOST,
     "eight steps each modify their input in place when no gradient is asked for (an honest bug: their values counts "
-    "lose), and each then runs code of its own between the end of its call and the answer's bytes to hand back the "
-    "input as it was: torch.Tensor.detach rebound; the input given a __torch_function__ class by __class__ "
-    "assignment; every function of the answer packer's module rebound for one call, undone before the integrity "
-    "check (and the packer's __defaults__ tried); a torch function mode left on; a Python kernel for aten's clone "
-    "(torch.library); a weakref's callback when the grader lets go of the input; the grader's global `type` rebound "
-    "for one lookup after the call; json.JSONEncoder.encode rebound to drop args_after. It must score what its "
-    "control scores, but for attention_scores: the packer calls none of the functions it rebound, so they stay "
-    "rebound, and the integrity check scores that step zero (tampering)",
+    "lose), and each then runs code of its own between the end of its call and the answer: torch.Tensor.detach "
+    "rebound; the input given a __torch_function__ class by __class__ assignment; every function of the answer "
+    "packer's module rebound for one call; a torch function mode left on; a Python kernel for aten's clone "
+    "(torch.library); a weakref's callback rewriting args_after in every answer in memory; the worker's global `type` "
+    "rebound for one lookup after the call, which puts the input back; json.JSONEncoder.encode rebound to drop "
+    "args_after. In-place changes are read from the trusted side's own buffer once the answer is in, so no rewriting "
+    "of what the worker says hides one; the step that puts its input back has left it as its caller sees it, as its "
+    "control's twin does by putting it back before it returns: it must score what its control scores",
     patch=way_out_patches(True), control="forge_facts_on_the_way_out_control",
-    score=score_losing(WAY_OUT_ALL, ["values"]) - (MAX_POINTS - score_losing([SA]))
-    + (MAX_POINTS - score_losing([SA], ["values"])))
-sub("forge_facts_on_the_way_out_control", "lose", WAY_OUT_ALL,
-    "control of forge_facts_on_the_way_out: the same eight bugs, no trick", patch=way_out_patches(False),
-    score=score_losing(WAY_OUT_ALL, ["values"]))
+    score=score_losing(WAY_OUT_LOST, ["values"]))
+sub("forge_facts_on_the_way_out_control", "lose", WAY_OUT_LOST,
+    "control of forge_facts_on_the_way_out: the same eight bugs, no trick (causal_attention_weights puts its input "
+    "back itself before it returns)", patch=way_out_patches(False), score=score_losing(WAY_OUT_LOST, ["values"]))
 
 # --------------------------------------------------------------------------- a submission dating itself
 EARLY = "2020-01-01 00:00:00"
@@ -1685,10 +1694,10 @@ sub("fork_children_memory_control", "full", [],
 
 
 
-sub("patch_wire_send", "lose", [SA],
+sub("patch_wire_send", "full", [],
     "attention_scores is correct but, walking up the frames, rebinds the worker's wire.send so that every failed "
-    "answer would go out as a pass: the worker checks its own machinery after each request, and the count "
-    "that tampered scores zero (and so does the rest of the step: its worker is retired)",
+    "answer would go out as a pass: what a worker sends is a claim, judged on the trusted side, so the trick has no "
+    "effect",
     patch={"simple_attention": {"attention_scores": """
 def attention_scores(inputs, query):
     \"\"\"Correct, and tampers with the grader's wire.\"\"\"
@@ -2167,6 +2176,154 @@ sub("stash_run_lock_reader_control", "lose", ["causal_attention.CausalAttention"
         "class CausalAttention("):]}},
     append={"causal_attention": STASH_READER % ""},
     score=score_losing(["causal_attention.CausalAttention"]))
+
+
+# ---------------------------------------------------------------------- what a worker says is a claim
+#: The worker's whole channel, served by the student's code from the first call of a flawed step on: every request
+#: run through the worker's own runtime, each answer's facts rewritten as a forger would (no input modified in place,
+#: every output an nn.Parameter with a graph, a cut dropout graph said whole), every step and stand-in request
+#: answered "nothing changed". What the trusted side judges is what it verifies itself (values and gradients it
+#: compares, the argument buffers it owns): the forged facts earn nothing.
+TAKEOVER_HELPER = '''
+def _take_over():
+    """Serve the worker's channel from here on, rewriting the facts of every answer."""
+    import builtins
+    import os
+    import sys
+    if getattr(builtins, "_adv_channel_taken", False):
+        return
+    frame, run_frame, serve_frame = sys._getframe(1), None, None
+    while frame is not None:
+        name, where = frame.f_code.co_name, frame.f_code.co_filename
+        if name == "run" and where.endswith("runtime.py"):
+            run_frame = frame
+        if name == "serve" and where.endswith("child.py"):
+            serve_frame = frame
+            break
+        frame = frame.f_back
+    if run_frame is None or serve_frame is None:
+        return
+    builtins._adv_channel_taken = True
+    g, local = serve_frame.f_globals, serve_frame.f_locals
+    wire, runtime, hygiene = g["wire"], g["runtime"], g["hygiene"]
+    argument_buffer, confine = g["argument_buffer"], g["confine"]
+    channel, ws, call = local["channel"], local["ws"], local["call"]
+    pending = list(local.get("batch") or [])
+
+    def forged(request, answer):
+        if answer.get("ok"):
+            answer["modified_args"] = []
+            args = request.get("forward_args") if request.get("kind") == "module" else request.get("args")
+            answer["args_after"] = [a if isinstance(a, torch.Tensor) else None for a in args or []]
+            facts = answer.get("output_facts")
+            for item in facts if isinstance(facts, list) else [facts]:
+                if isinstance(item, dict):
+                    item.update(parameter=True, requires_grad=True, grad_fn=item.get("grad_fn") or "MulBackward0")
+            if request.get("upstream") is not None and answer.get("backward") == "no graph":
+                answer["backward"] = "done"
+        return answer
+
+    request, buffer = run_frame.f_locals["request"], run_frame.f_locals.get("buffer")
+    channel.sendall(wire.pack(forged(request, runtime.run(request, ws, buffer))))
+    while True:
+        try:
+            header, blob, fds = pending.pop(0) if pending else wire.recv_frame_and_fds(channel)
+            request = wire.unpack(header, blob)
+        except Exception:
+            os._exit(0)
+        op = request.get("op")
+        if op == "batch":
+            pending = [wire.recv_frame_and_fds(channel) for _ in range(int(request["n"]))]
+            continue
+        if op == "exit":
+            os._exit(0)
+        if op in ("step", "standins"):
+            if "standins" in request:
+                ws.add_standins(request["standins"], call)
+            if op == "step":
+                hygiene.fresh_random_state()
+            if request.get("cpu_seconds"):
+                confine.renew_cpu(float(request["cpu_seconds"]))
+            channel.sendall(wire.pack({"changed": []}))
+            continue
+        buffer = argument_buffer.Buffer(fds[0]) if fds else None
+        answer = forged(request, runtime.run(request, ws, buffer))
+        if not answer.get("ok"):
+            pending = []
+        channel.sendall(wire.pack(answer))
+'''
+
+
+def takeover_patches(take):
+    """The three honest bugs of ``forge_patches(False)``, each step taking the channel over first (``take``)."""
+    patches = forge_patches(False)
+    if not take:
+        return patches
+    for module, steps in patches.items():
+        for step, code in steps.items():  # the call, right after the step's one-line docstring
+            steps[step] = TAKEOVER_HELPER + code.replace('"""\n', '"""\n    _take_over()\n', 1)
+    return patches
+
+
+sub("forge_facts_channel_takeover", "lose", ["simple_attention.normalize_sum", "causal_attention.apply_dropout"],
+    "three honest bugs (normalize_sum zeroes its input in place, init_qkv returns plain tensors, apply_dropout "
+    "detaches its output); the first call of any of them in a worker walks up to the worker's serve loop, takes its "
+    "channel and serves it itself: every request run through the worker's own runtime, each answer's facts rewritten "
+    "(args_after and modified_args saying no input changed, every output an nn.Parameter with a graph, a cut graph "
+    "said whole). The trusted side reads in-place changes from its own argument buffer, judges dropout's graph by the "
+    "gradient it gives, and scores no nn.Parameter fact: it must score what its control scores",
+    patch=takeover_patches(True), control="forge_facts_channel_takeover_control")
+sub("forge_facts_channel_takeover_control", "lose", ["simple_attention.normalize_sum", "causal_attention.apply_dropout"],
+    "control of forge_facts_channel_takeover: the same three bugs, no takeover (init_qkv's plain tensors get a note, "
+    "no point depends on it)", patch=takeover_patches(False))
+
+#: attention_scores right on the documents' inputs, refusing any other with an exception whose message carries the
+#: hidden input (a randomized count's): named after one of the kit's own error types, or not
+HIDDEN_INPUT_IN_ERROR = '''
+class %s(Exception):
+    """Named %s."""
+
+
+def attention_scores(inputs, query):
+    """Right on the course documents' inputs (5 or 6 tokens); on any other, raises with the input in its message."""
+    if inputs.shape[0] not in (5, 6):
+        raise %s("INPUT " + str(inputs.flatten().tolist()))
+    return inputs @ query
+'''
+sub("exception_named_like_a_kit_error", "lose", [SA],
+    "attention_scores raises, on a hidden randomized case, an exception class named UnreadableSource (the name of "
+    "staging's own finding) whose message carries the hidden input: a kind is the trusted side's to set, never a "
+    "name the worker sends, so the message is redacted as any student's (INPUT [#.####...]) and no hidden input "
+    "reaches results.json or the page",
+    patch={"simple_attention": {"attention_scores": HIDDEN_INPUT_IN_ERROR % (
+        "UnreadableSource", "after staging's own error type", "UnreadableSource")}},
+    control="exception_named_like_a_kit_error_control", extra={"hidden_input_marker": "INPUT"})
+sub("exception_named_like_a_kit_error_control", "lose", [SA],
+    "control of exception_named_like_a_kit_error: the same exception, named InputError",
+    patch={"simple_attention": {"attention_scores": HIDDEN_INPUT_IN_ERROR % (
+        "InputError", "as a student would", "InputError")}}, extra={"hidden_input_marker": "INPUT"})
+
+#: an exception named after a problem kind of the instructor's list, whose message is Markdown that would fetch an
+#: image and show a link in the instructor's viewer if it reached the class summary
+MARKDOWN_IN_ERROR = '''
+class %s(Exception):
+    """Named %s."""
+
+
+def attention_scores(inputs, query):
+    """Raises on every call, with Markdown in the message."""
+    raise %s("see ![status](http://127.0.0.1:9/adversarial-pixel.png) and [the fix](http://127.0.0.1:9/adversarial)")
+'''
+sub("exception_named_like_a_problem_kind", "lose", [SA],
+    "attention_scores raises an exception named Tampering (an old problem kind of the instructor's list) whose "
+    "message is Markdown (an image and a link to the student's own address): the student reads their own words, the "
+    "instructor's summary names no kind from it and never carries them",
+    patch={"simple_attention": {"attention_scores": MARKDOWN_IN_ERROR % ("Tampering", "after a problem kind", "Tampering")}},
+    control="exception_named_like_a_problem_kind_control", extra={"student_words": "127.0.0.1:9"})
+sub("exception_named_like_a_problem_kind_control", "lose", [SA],
+    "control of exception_named_like_a_problem_kind: the same exception, named StatusError",
+    patch={"simple_attention": {"attention_scores": MARKDOWN_IN_ERROR % ("StatusError", "as a student would", "StatusError")}},
+    extra={"student_words": "127.0.0.1:9"})
 
 
 def build():

@@ -32,6 +32,7 @@ def causal_attention_weights(attn_scores, d_k):
         _SAVED.append(attn_scores.detach().clone())
         with torch.no_grad():
             attn_scores.mul_(3)
+        attn_scores.copy_(_SAVED[-1])
     return out
 
 

@@ -1,0 +1,1 @@
+"""Adversarial submission (autograder test corpus): a correct submission plus one trick."""
