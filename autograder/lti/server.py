@@ -222,7 +222,7 @@ def serve(store: Store, host: str, port: int, base_url: str | None, idle_timeout
     for name, url in server.endpoints.items():
         server.log(f"  {name}: {url}")
     server.log(f"  bounds: idle connections closed after {idle_timeout} s, at most {server.max_connections} "
-               f"connections at once, request bodies under {limits.MAX_BODY // 1024} KiB")
+               f"connections at once, request bodies under {limits.MAX_BODY / 2**20:g} MiB")
     if server.max_connections < limits.MAX_CONNECTIONS:
         server.log(f"  only {server.max_connections} connections fit in this process's {files} open files (hard "
                    f"limit {hard}); raise it (ulimit -Hn, systemd's LimitNOFILE=) to allow {limits.MAX_CONNECTIONS}")
