@@ -287,6 +287,8 @@ def lti_register(**options) -> None:
 @click.option("--port", default=8000, show_default=True, type=int, help="Listen on this port.")
 @click.option("--url", metavar="URL", help="The public address the LMS reaches [default: the one grade lti keys "
                                            "recorded].")
+@click.option("--idle-timeout", type=click.IntRange(min=1), metavar="SECONDS",
+              help="Close a connection that has sent nothing for this long [default: 30].")
 def lti_serve(**options) -> None:
     """Run the tool's OIDC login, launch and JWKS endpoints: launch the kit once from each LMS course."""
     from autograder.commands import lti as verb  # noqa: PLC0415 - the verb's module on first use: start-up loads none

@@ -61,7 +61,8 @@ def register(store_dir: Path | None, issuer: str, client_id: str, login_url: str
     return 0
 
 
-def serve(store_dir: Path | None, host: str, port: int, url: str | None) -> int:
+def serve(store_dir: Path | None, host: str, port: int, url: str | None,
+          idle_timeout: int | None = None) -> int:
     from autograder.lti import server  # noqa: PLC0415 - optional: the lti extra
 
     store = _store(store_dir)
@@ -69,7 +70,7 @@ def serve(store_dir: Path | None, host: str, port: int, url: str | None) -> int:
         raise UsageError(f"no tool key in {store.dir}: run grade lti keys first")
     if not store.platforms():
         console.warn("no platform registered yet: every login is refused until grade lti register")
-    server.serve(store, host, port, url or store.tool("base_url"))
+    server.serve(store, host, port, url or store.tool("base_url"), idle_timeout=idle_timeout)
     return 0
 
 

@@ -6,7 +6,8 @@ One concept a module:
 - ``keys``: the tool's RSA key pair (private key mode 0600, never printed) and its JWKS;
 - ``tool``: the glue to pylti1p3next (its tool configuration from the store, a stdlib request, session and cookie,
   a service connector whose access tokens live in memory only);
-- ``server``: ``grade lti serve``, the OIDC login, launch and JWKS endpoints;
+- ``server``: ``grade lti serve``, the OIDC login, launch and JWKS endpoints, on waitress;
+- ``limits``: what that server bounds (idle time, connections, request size) and the open-files limit it raises;
 - ``members``: Names and Role Provisioning (NRPS) members as the roster that results are matched against;
 - ``ags``: Assignment and Grade Services: the line item found or created once by ``resourceId``, score payloads,
   requests retried with backoff on 5xx and 429;
@@ -21,10 +22,11 @@ from autograder.usage import UsageError
 
 
 def require() -> None:
-    """Raise a UsageError naming the extra when pylti1p3next is not installed."""
+    """Raise a UsageError naming the extra when pylti1p3next (or waitress, requests) is not installed."""
     try:
         import jwcrypto  # noqa: F401, PLC0415 - optional: the lti extra
         import pylti1p3  # noqa: F401, PLC0415 - optional: the lti extra
         import requests  # noqa: F401, PLC0415 - optional: the lti extra
+        import waitress  # noqa: F401, PLC0415 - optional: the lti extra
     except ImportError as exc:
         raise UsageError(f"grade lti needs the lti extra ({exc.name} is missing): pip install -e '.[lti]'") from None

@@ -4,7 +4,9 @@
 id, its login, token and JWKS URLs), its deployments, each course launched once (the AGS line-items URL and
 scopes, the NRPS memberships URL), the line item found or created per (course, resourceId), and the push ledger:
 per (course, line item, LMS user) the fingerprint of the score last posted and whether that post is confirmed.
-``DIR/tool-private.pem`` (mode 0600) is the only secret; access tokens are never stored (memory only).
+``DIR/tool-private.pem`` (mode 0600) is the only secret; access tokens are never stored (memory only). The ledger is
+private all the same (who is in which course, their scores): the database and the files sqlite keeps beside it are
+mode 0600, the folder 0700 when it is made here (an existing ``--store`` folder keeps its mode).
 
 The folder: ``--store DIR``, else ``$GRADE_LTI_STORE``, else ``~/.attention-autograder/lti`` (outside the course
 repository, so the key is never committed nor bundled).
@@ -88,11 +90,33 @@ def now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="microseconds")
 
 
+def owner_only(db: Path) -> Path:
+    """Make the ledger ``db`` mode 0600 before sqlite opens it, and the files sqlite keeps beside it.
+
+    sqlite gives the ``-wal``, ``-shm`` and ``-journal`` files it makes the mode of the database file, whatever the
+    umask, so a database created 0600 here keeps every one of them 0600, now and when they are made again later; a
+    store made 0644 by an older kit is made 0600 (tests/test_lti_ledger_files.py, as a second local user).
+    """
+    os.close(os.open(db, os.O_RDWR | os.O_CREAT, 0o600))   # a new file: 0600 less the umask, never more
+    for path in (db, *(db.with_name(db.name + suffix) for suffix in ("-wal", "-shm", "-journal"))):
+        try:
+            mode = path.stat().st_mode & 0o777
+        except FileNotFoundError:
+            continue
+        if mode & 0o077:
+            try:
+                path.chmod(0o600)
+            except PermissionError:
+                raise UsageError(f"{path} is readable by others (mode {mode:o}) and not yours to change: "
+                                 f"chmod 600 {path}") from None
+    return db
+
+
 class Store:
     def __init__(self, folder: Path | None = None):
         self.dir = Path(folder).expanduser() if folder else default_dir()
-        self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-        self.db = sqlite3.connect(self.dir / "lti.sqlite3", timeout=30, isolation_level=None,
+        self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)   # a folder made here: 0700, whatever the umask
+        self.db = sqlite3.connect(owner_only(self.dir / "lti.sqlite3"), timeout=30, isolation_level=None,
                                   check_same_thread=False)
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.executescript(SCHEMA)
