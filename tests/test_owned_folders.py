@@ -14,15 +14,18 @@ import os
 import shutil
 import stat
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
 
 from autograder.sandbox import uids
-from autograder.worker import owned_dirs
+from autograder.usage import UsageError
+from autograder.worker import locks, owned_dirs
 
 from .conftest import ROOT
-from .local_users import is_root, other_user, run_as
+from .local_users import is_root, normal_user, other_user, python_for, run_as, site_packages
+from .machine_lock import machine_to_ourselves
 
 SAMPLES = ROOT / "samples" / "submissions"
 needs_root = pytest.mark.skipif(not is_root(), reason="a folder of another user's is made by root (useradd, chown)")
@@ -110,3 +113,135 @@ def test_a_file_inside_is_never_opened_through_a_link_nor_blocked_on_by_a_fifo(t
         os.close(fd)
     os.close(os.open(folder / "1.lock", os.O_RDWR | os.O_CREAT, 0o600))  # the control: the old open
     assert target.exists()
+
+
+# -- the uid blocks' lock folder ------------------------------------------------------------------------
+@pytest.mark.unit
+@needs_root
+def test_a_lock_folder_another_user_made_first_with_a_link_per_block_makes_root_create_nothing(shared, monkeypatch,
+                                                                                               capsys):
+    """Another user makes the lock folder first, with a link ``N.lock`` for each of the 1000 blocks. Root's claim
+    says so in one line and claims a block from a folder of its own; no file appears where a link points; the
+    squatter's folder tells ``block_held`` nothing. With no folder of its own left, the claim is refused in one line.
+    The control: the lock folder's old open, as root, creates the file the link names."""
+    squatted, targets = shared / "attention-autograder-uids", _targets(shared)
+    _squat(other_user(), squatted, targets)
+    own = shared / "own-uids"
+    monkeypatch.setattr(locks, "LOCK_DIRS", [squatted, own])
+    monkeypatch.setattr(uids, "LOCKS", locks.LOCK_DIRS)
+    monkeypatch.setattr(uids, "_said", set())
+    base, fd = uids.claim()
+    try:
+        assert base >= uids.FIRST_UID and locks.block_held(base)
+        assert os.listdir(targets) == []
+        info = os.stat(own)
+        assert info.st_uid == 0 and stat.S_IMODE(info.st_mode) == 0o700
+        assert (own / f"{(base - uids.FIRST_UID) // uids.BLOCK}.lock").is_file()
+        said = capsys.readouterr().err.splitlines()
+        assert len(said) == 1 and str(squatted) in said[0] and "belongs to attn-other" in said[0], said
+    finally:
+        uids.let_go(fd)
+    monkeypatch.setattr(locks, "LOCK_DIRS", [squatted])
+    assert not locks.block_held(base)  # the squatter's folder says nothing, and nothing in it is opened
+    with pytest.raises(UsageError) as refused:
+        uids.claim()
+    assert "\n" not in str(refused.value) and "belongs to attn-other" in str(refused.value)
+    assert os.listdir(targets) == []
+    os.close(os.open(squatted / "5.lock", os.O_RDWR | os.O_CREAT, 0o600))  # the control: the old claim's open
+    assert os.listdir(targets) == ["nologin-5"]
+
+
+@pytest.mark.unit
+@needs_root
+def test_the_lock_folder_at_its_machine_path_squatted_costs_root_nothing(shared):
+    """The real paths: another user makes ``/run/lock/attention-autograder-uids`` first, full of links; root's claim
+    takes its block in ``/run/attention-autograder-uids`` (only root may make a folder in ``/run``), creates nothing
+    at the links' targets, and says nothing (the shared folder is never looked at)."""
+    with machine_to_ourselves():
+        legacy = Path("/run/lock/attention-autograder-uids")
+        if not legacy.parent.is_dir():
+            pytest.skip("no /run/lock here")
+        if os.path.lexists(legacy):
+            pytest.skip(f"{legacy} is there already (a grader's): not ours to replace")
+        targets = _targets(shared)
+        try:
+            _squat(other_user(), legacy, targets)
+            base, fd = uids.claim()
+            try:
+                assert os.listdir(targets) == []
+                folder = locks.LOCK_DIRS[0]
+                info = os.stat(folder)
+                assert info.st_uid == 0 and stat.S_IMODE(info.st_mode) == 0o700
+                assert (folder / f"{(base - uids.FIRST_UID) // uids.BLOCK}.lock").is_file()
+                assert not (os.stat("/run").st_mode & 0o022)  # nobody but root can make it first
+            finally:
+                uids.let_go(fd)
+        finally:
+            shutil.rmtree(legacy, ignore_errors=True)
+
+
+@pytest.mark.unit
+def test_a_normal_user_claims_no_uid_block_and_touches_no_lock_folder(monkeypatch):
+    """Only root's workers change uid: any other user gets uid base 0 and no lock, whatever is in the lock folders
+    (here: none that could be made at all). The control: root claims a block."""
+    monkeypatch.setattr(locks, "LOCK_DIRS", [Path("/nonexistent/attention-autograder-uids")])
+    monkeypatch.setattr(uids, "needed", lambda: False)
+    assert uids.claim() == (0, uids.NO_LOCK)
+    uids.let_go(uids.NO_LOCK)  # nothing to close
+    monkeypatch.setattr(uids, "needed", lambda: True)
+    if not is_root():
+        return
+    with pytest.raises(UsageError, match="no folder for uid block locks"):  # the control: root needs a block
+        uids.claim()
+
+
+@pytest.mark.slow
+@needs_root
+def test_a_lock_folder_left_by_root_costs_a_normal_users_autograde_nothing():
+    """Lock folders an earlier root run left (root's, 0700) in both shared places; a normal user's
+    ``grade autograde`` of a sample submission (``--trust-submissions``: a normal user has the rlimits level) exits 0
+    with its results and no traceback. The control: the lock folder's old search, run as that user, raises the
+    ``OSError`` that ended such a run in a traceback."""
+    student = normal_user()
+    python = python_for(student)
+    made = []
+    with machine_to_ourselves():
+        try:
+            for folder in (Path("/run/lock/attention-autograder-uids"), Path("/tmp/attention-autograder-uids")):
+                if not folder.parent.is_dir():
+                    pytest.skip(f"no {folder.parent} here")
+                if not os.path.lexists(folder):
+                    folder.mkdir(mode=0o700)
+                    made.append(folder)
+                assert folder.stat().st_uid == 0
+            old = ("import os\nfrom pathlib import Path\n"
+                   "for folder in [Path('/run/lock/attention-autograder-uids'), Path('/tmp/attention-autograder-uids')]:\n"
+                   "    try:\n"
+                   "        folder.mkdir(mode=0o700, parents=True, exist_ok=True)\n"
+                   "        if os.access(folder, os.W_OK):\n"
+                   "            raise SystemExit('usable: ' + str(folder))\n"
+                   "    except OSError:\n"
+                   "        continue\n"
+                   "raise OSError('no folder for uid block locks')\n")
+            control = run_as(student, [python, "-c", old], cwd="/", timeout=60)
+            assert control.returncode == 1 and "OSError: no folder for uid block locks" in control.stderr, control
+
+            work = Path(tempfile.mkdtemp(prefix="owned-autograde-", dir="/tmp"))
+            try:
+                shutil.copytree(SAMPLES / "alice", work / "subs" / "alice")
+                shutil.chown(work, student.uid, student.gid)
+                for path in work.rglob("*"):
+                    os.chown(path, student.uid, student.gid)
+                started = time.monotonic()
+                done = run_as(student, [python, "-m", "autograder.cli", "autograde", str(work / "subs"), "--out",
+                                        str(work / "out"), "--jobs", "1", "--trust-submissions"], cwd=ROOT,
+                              env={"PYTHONPATH": f"{ROOT}:{site_packages()}", "GRADE_CACHE_DIR": str(work / "cache"),
+                                   "PYTHONDONTWRITEBYTECODE": "1"}, timeout=600)
+                assert done.returncode == 0, done.stderr
+                assert "Traceback" not in done.stderr and (work / "out" / "alice" / "results.json").is_file()
+                assert time.monotonic() - started < 300
+            finally:
+                shutil.rmtree(work, ignore_errors=True)
+        finally:
+            for folder in made:
+                shutil.rmtree(folder, ignore_errors=True)
