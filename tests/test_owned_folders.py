@@ -10,10 +10,13 @@ created at its target, a FIFO blocked on, a traceback). The tests that need a se
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
 import stat
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -21,7 +24,7 @@ import pytest
 
 from autograder.sandbox import uids
 from autograder.usage import UsageError
-from autograder.worker import locks, owned_dirs
+from autograder.worker import locks, owned_dirs, tempdirs
 
 from .conftest import ROOT
 from .local_users import is_root, normal_user, other_user, python_for, run_as, site_packages
@@ -245,3 +248,43 @@ def test_a_lock_folder_left_by_root_costs_a_normal_users_autograde_nothing():
         finally:
             for folder in made:
                 shutil.rmtree(folder, ignore_errors=True)
+
+
+# -- lock files elsewhere: temporary folders, held() -----------------------------------------------------
+def _opens_at_once(path: Path) -> bool:
+    """Whether ``os.open(path, O_RDONLY | O_NOFOLLOW)`` (``locks.held``'s old open) returns within a second; a FIFO's
+    blocks until a writer comes, so one is brought after the second, which lets it end."""
+    opened = threading.Event()
+
+    def open_it():
+        with contextlib.suppress(OSError):
+            os.close(os.open(path, os.O_RDONLY | os.O_NOFOLLOW))
+        opened.set()
+
+    thread = threading.Thread(target=open_it, daemon=True)
+    thread.start()
+    at_once = opened.wait(1.0)
+    if not at_once:
+        os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))  # the writer it waits for
+    thread.join(5)
+    return at_once
+
+
+@pytest.mark.unit
+@needs_root
+def test_a_temporary_folder_of_another_user_with_a_fifo_for_a_lock_is_not_waited_on_nor_swept(shared):
+    """Another user's folder named as the grader's temporary folders are, its lock file a FIFO: a sweep neither waits
+    on it (the old ``held`` would, for ever) nor removes it, and ``held`` on such a FIFO answers at once (held: left
+    alone). The control: the old open of that lock file blocks."""
+    theirs = shared / "probe-999999-abc"
+    _as(other_user(), 'mkdir -m 755 "$1" && mkfifo -m 644 "$1/.owner.lock"', str(theirs))
+    alarm = signal.signal(signal.SIGALRM, signal.default_int_handler)
+    signal.alarm(20)  # a sweep that waits fails the test instead of hanging it
+    try:
+        tempdirs.sweep("probe-", base=str(shared))
+        assert locks.held(theirs / tempdirs.LOCK) is True
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, alarm)
+    assert theirs.is_dir()
+    assert not _opens_at_once(theirs / tempdirs.LOCK)  # the control
