@@ -15,6 +15,7 @@ import os
 import shutil
 import signal
 import stat
+import subprocess
 import tempfile
 import threading
 import time
@@ -22,12 +23,13 @@ from pathlib import Path
 
 import pytest
 
+from autograder.check import warm_server
 from autograder.sandbox import uids
 from autograder.usage import UsageError
 from autograder.worker import locks, owned_dirs, tempdirs
 
 from .conftest import ROOT
-from .local_users import is_root, normal_user, other_user, python_for, run_as, site_packages
+from .local_users import is_root, normal_user, other_user, popen_as, python_for, run_as, site_packages
 from .machine_lock import machine_to_ourselves
 
 SAMPLES = ROOT / "samples" / "submissions"
@@ -288,3 +290,117 @@ def test_a_temporary_folder_of_another_user_with_a_fifo_for_a_lock_is_not_waited
         signal.signal(signal.SIGALRM, alarm)
     assert theirs.is_dir()
     assert not _opens_at_once(theirs / tempdirs.LOCK)  # the control
+
+
+# -- the warm grade check server's folder -------------------------------------------------------------------
+@pytest.mark.unit
+@needs_root
+def test_a_warm_server_folder_another_user_made_first_is_said_in_one_line(shared, monkeypatch, capsys):
+    """``attention-grade-<uid>`` made first by another user in the temporary folder: the check is told so in one line
+    and runs in-process (``run_served`` answers None, no socket is looked for). The control: in a folder of its own,
+    nothing is said."""
+    monkeypatch.delenv(warm_server.DIR_ENV, raising=False)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(shared))
+    monkeypatch.setattr(warm_server, "key", lambda: "k")
+    assert warm_server.run_served({}) is None  # the control: a folder of ours, and no server in it
+    assert capsys.readouterr().err == ""
+    shutil.rmtree(shared / f"attention-grade-{os.getuid()}")
+    _as(other_user(), 'mkdir -m 700 "$1"', str(shared / f"attention-grade-{os.getuid()}"))
+    assert warm_server.socket_path() is None
+    assert warm_server.run_served({}) is None
+    said = capsys.readouterr().err.splitlines()
+    assert len(said) == 1 and said[0].startswith("note: no warm grade check server: ") and "attn-other" in said[0], said
+
+
+@pytest.mark.unit
+@needs_root
+def test_the_client_hands_its_terminal_to_no_server_of_another_user(shared, monkeypatch):
+    """A socket served by another user where the server's socket would be (its folder's check bypassed here): the
+    client connects, sees the peer is not itself (``SO_PEERCRED``), and sends nothing. The control: the same server
+    answered by a client of its own user hears a request."""
+    other = other_user()
+    folder = shared / "theirs"
+    _as(other, 'mkdir -m 755 "$1"', str(folder))
+    server = ("import socket, sys\n"
+              "s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(1)\n"
+              "import os; os.chmod(sys.argv[1], 0o777); print('ready', flush=True)\n"
+              "c, _ = s.accept(); c.settimeout(5)\n"
+              "try:\n    data = c.recv(8)\nexcept OSError:\n    data = b''\n"
+              "print('heard' if data else 'nothing', flush=True)\n")
+    sock_path = folder / "k.sock"
+    monkeypatch.setattr(warm_server, "_folder", lambda: (folder, None))
+    monkeypatch.setattr(warm_server, "key", lambda: "k")
+    for client_is_them in (False, True):
+        listener = popen_as(other, [python_for(other), "-c", server, str(sock_path)], cwd="/", stdout=subprocess.PIPE,
+                            text=True)
+        try:
+            assert listener.stdout.readline().strip() == "ready"
+            if client_is_them:  # the control: a client of the server's own user is heard
+                done = run_as(other, [python_for(other), "-c", "import socket, sys\n"
+                                      "c = socket.socket(socket.AF_UNIX); c.connect(sys.argv[1]); c.sendall(b'x')",
+                                      str(sock_path)], cwd="/", timeout=60)
+                assert done.returncode == 0, done.stderr
+            else:
+                assert warm_server.run_served({}) is None
+            assert listener.stdout.readline().strip() == ("heard" if client_is_them else "nothing")
+        finally:
+            listener.kill()
+            listener.wait()
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(sock_path)
+
+
+@pytest.mark.slow
+@needs_root
+def test_a_students_check_with_their_warm_server_folder_squatted_still_checks_and_says_so(shared):
+    """As a normal user whose ``attention-grade-<uid>`` another user made first in the temporary folder:
+    ``grade check`` of a sample submission exits as a check without a server does, with one line on standard error
+    that says why there is no warm server. The control: with a temporary folder of its own, the same check leaves a
+    warm server's socket behind (ended here by removing its folder)."""
+    student, other = normal_user(), other_user()
+    python = python_for(student)
+    work = Path(tempfile.mkdtemp(prefix="owned-check-", dir="/tmp"))
+    try:
+        shutil.copytree(SAMPLES / "alice", work / "alice")
+        for path in [work, *work.rglob("*")]:
+            os.chown(path, student.uid, student.gid)
+        env = {"PYTHONPATH": f"{ROOT}:{site_packages()}", "GRADE_CACHE_DIR": str(work / "cache"),
+               "PYTHONDONTWRITEBYTECODE": "1", "GRADE_CHECK_SERVER": "1", "GRADE_CHECK_SERVER_IDLE": "30"}
+        argv = [python, "-m", "autograder.cli", "check", str(work / "alice")]
+        cold = run_as(student, argv, cwd=ROOT, env={**env, "GRADE_CHECK_SERVER": "0"}, timeout=600)
+        squatted = shared / f"attention-grade-{student.uid}"
+        _as(other, 'mkdir -m 700 "$1"', str(squatted))
+        started = time.monotonic()
+        done = run_as(student, argv, cwd=ROOT, env={**env, "TMPDIR": str(shared)}, timeout=600)
+        assert done.returncode == cold.returncode and done.stdout == cold.stdout, done.stderr
+        said = [line for line in done.stderr.splitlines() if "warm grade check server" in line]
+        assert len(said) == 1 and str(squatted) in said[0] and "attn-other" in said[0], done.stderr
+        assert "Traceback" not in done.stderr and os.listdir(squatted) == []
+        assert time.monotonic() - started < 300
+
+        own_tmp = work / "tmp"  # the control: a temporary folder of the student's own
+        own_tmp.mkdir()
+        os.chown(own_tmp, student.uid, student.gid)
+        done = run_as(student, argv, cwd=ROOT, env={**env, "TMPDIR": str(own_tmp)}, timeout=600)
+        assert done.returncode == cold.returncode and "warm grade check server" not in done.stderr, done.stderr
+        served = own_tmp / f"attention-grade-{student.uid}"
+        assert any(name.endswith(".sock") for name in os.listdir(served))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)  # the warm server sees its socket gone, and ends
+        _ended(work)
+
+
+def _ended(folder: Path, seconds: float = 60) -> None:
+    """Wait until no process has ``folder`` in its command line or environment (the warm server and its checks)."""
+    marker = str(folder).encode()
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        alive = []
+        for entry in os.listdir("/proc"):
+            if entry.isdigit() and int(entry) != os.getpid():
+                with contextlib.suppress(OSError):
+                    if marker in Path(f"/proc/{entry}/environ").read_bytes():
+                        alive.append(entry)
+        if not alive:
+            return
+        time.sleep(0.2)
