@@ -136,6 +136,7 @@ def test_a_folder_root_made_under_sudo_leaves_the_users_own_folder_usable(monkey
         theirs.mkdir(mode=0o700)
         os.chown(theirs, 4321, 4321)
         monkeypatch.setattr(os, "getuid", lambda: 4321)
+        monkeypatch.setattr(os, "geteuid", lambda: 4321)  # whose a folder must be (worker/owned_dirs.py)
         path = warm_server.socket_path()
         assert path is not None and path.parent == theirs and as_root.parent != theirs
         os.chown(theirs, 0, 0)  # control: the same name, root's

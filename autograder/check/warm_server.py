@@ -16,7 +16,9 @@ the kit's files and their times, the public cases, ``AUTOGRADER_*`` settings, th
 check would inherit): reinstalling the kit or
 editing it makes a new name, and the old server, unused, ends after ``GRADE_CHECK_SERVER_IDLE`` seconds
 (default 600) like any idle one. It lives in a folder of the user's own, mode 0700 (``$XDG_RUNTIME_DIR``,
-else the temporary folder); on Linux it also answers only its own user (``SO_PEERCRED``).
+else the temporary folder), made and checked by ``worker/owned_dirs.py``: a folder of that name that another user
+made first (or a link) is never used, and each check says so in one line and runs in-process. On Linux the
+server answers only its own user, and the client hands its terminal only to a server of its own (``SO_PEERCRED``).
 
 ``GRADE_CHECK_SERVER=0`` turns it off (each check then loads torch itself, as on Windows, which has no
 ``fork``). Ctrl-C in the client ends the check's whole process group, as it would end an in-process check.
@@ -38,6 +40,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from autograder.worker import owned_dirs
 from autograder.worker.syscalls import die_with_parent
 from autograder.worker.waits import ended_children
 
@@ -57,8 +60,9 @@ def enabled() -> bool:
     return hasattr(os, "fork") and hasattr(socket, "AF_UNIX") and hasattr(socket, "send_fds")
 
 
-def _folder() -> Path | None:
-    """The user's own folder for the socket (made 0700), or None when it is not safely ours."""
+def _folder() -> tuple[Path | None, str | None]:
+    """The user's own folder for the socket (made 0700), or None and why (one line) when it is not safely ours:
+    another user's, a link, one others may enter (``worker/owned_dirs.py``)."""
     chosen = os.environ.get(DIR_ENV)
     if chosen:
         folder = Path(chosen)
@@ -67,13 +71,14 @@ def _folder() -> Path | None:
         base = os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir()
         folder = Path(base) / f"attention-grade-{os.getuid()}"
     try:
-        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        info = os.lstat(folder)
-    except OSError:
-        return None
-    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
-        return None
-    return folder
+        if chosen:
+            folder.parent.mkdir(parents=True, exist_ok=True)
+        os.close(owned_dirs.open_dir(folder, private=True))
+    except owned_dirs.Refused as exc:
+        return None, str(exc)
+    except OSError as exc:
+        return None, f"{folder}: {exc.strerror or exc}"
+    return folder, None
 
 
 def key() -> str:
@@ -123,7 +128,10 @@ def limited() -> str:
 
 
 def socket_path() -> Path | None:
-    folder = _folder()
+    return _socket_in(_folder()[0])
+
+
+def _socket_in(folder: Path | None) -> Path | None:
     if folder is None:
         return None
     path = folder / f"{key()}.sock"
@@ -146,7 +154,11 @@ def _lines(sock: socket.socket):
 
 def run_served(options: dict) -> int | None:
     """The exit status of this check, done by the warm server; None where there is none (check here, then)."""
-    path = socket_path()
+    folder, refused = _folder()
+    if refused:  # said at every check: slower, never in silence
+        print(f"note: no warm grade check server: {refused}; each check loads torch itself ({DIR_ENV} names "
+              f"another folder, {ENV}=0 turns the server off)", file=sys.stderr, flush=True)
+    path = _socket_in(folder)
     if path is None or not path.exists():
         return None
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -155,6 +167,9 @@ def run_served(options: dict) -> int | None:
     except OSError:
         sock.close()
         return None  # a server that ended: its socket is replaced by the next one
+    if not _peer_is_us(sock):  # the folder is ours alone; a server of another uid is never handed our terminal
+        sock.close()
+        return None
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
             stream.flush()

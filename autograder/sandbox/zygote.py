@@ -115,7 +115,7 @@ class Zygote:
                 raise RuntimeError("the grading zygote exited; see its output above")
         except BaseException:
             ours.close()
-            os.close(lock)
+            uids.let_go(lock)
             raise
         finally:
             theirs.close()
@@ -173,7 +173,7 @@ class Zygote:
             pass
         self._reader.close()
         self.control.close()
-        os.close(self._uid_lock)
+        uids.let_go(self._uid_lock)
         if self.process is None:
             return
         try:
@@ -187,7 +187,7 @@ class Zygote:
         self._closed = True
         self._reader.close()
         self.control.close()
-        os.close(self._uid_lock)  # (the lock stays held through the other copies)
+        uids.let_go(self._uid_lock)  # (the lock stays held through the other copies)
 
     def __enter__(self) -> "Zygote":
         return self

@@ -7,7 +7,10 @@ under that name only once locked (made under a hidden name, then renamed); where
 cannot remove its folders; so every run first sweeps away the folders of its prefix whose lock nobody
 holds. A pid is no proof of life: another grader in another PID namespace (two containers sharing
 ``/tmp``) would read a live run's pid as gone, and pids are reused. Folders of older graders, without a
-lock, fall back to their pid.
+lock, fall back to their pid. A run sweeps only its own user's folders: another user's folder of the same name
+is never looked into, and a lock file is never opened through a link nor blocked on by a FIFO in its place
+(``locks.held``; ``tests/test_owned_folders.py``). The folders themselves are made by ``mkdtemp`` (a random name,
+mode 0700), never taken as found.
 """
 from __future__ import annotations
 
@@ -55,6 +58,16 @@ def _gone(entry: os.DirEntry, pid: str) -> bool:
     return pid.isdigit() and not alive(int(pid))
 
 
+def _ours(entry: os.DirEntry) -> bool:
+    """Made by this user: folders are swept by the user who made them (root's runs by root), no one else's."""
+    if not hasattr(os, "geteuid"):
+        return True
+    try:
+        return entry.stat(follow_symlinks=False).st_uid == os.geteuid()
+    except OSError:
+        return False
+
+
 def sweep(prefix: str, base: str | None = None) -> None:
     """Remove ``prefix*`` folders whose owner is gone (and empty ones of older runs, named without a pid)."""
     base = base or tempfile.gettempdir()
@@ -66,6 +79,8 @@ def sweep(prefix: str, base: str | None = None) -> None:
     for entry in entries:
         name = entry.name[1:] if entry.name.startswith(".") else entry.name
         if not name.startswith(prefix) or not entry.is_dir(follow_symlinks=False) or entry.path in _held:
+            continue
+        if not _ours(entry):  # another user's (or a name another user took first): never looked into
             continue
         pid = name[len(prefix):].split("-", 1)[0]
         if pid.isdigit() or entry.name.startswith(".") or os.path.exists(os.path.join(entry.path, LOCK)):
