@@ -34,8 +34,8 @@ MAX_UNPACKED = 50 * MB
 MAX_ENTRIES = 2000
 #: a .zip never needs more than what it may unpack to, with its entries' headers
 MAX_ARCHIVE = MAX_UNPACKED + MB
-#: 2000 entries with names of a few hundred characters
-MAX_DIRECTORY = MAX_ENTRIES * 512
+#: the list of entries in a .zip: 2000 entries with names of a few hundred characters
+MAX_DIRECTORY = MB
 
 
 class TooLarge(Exception):
@@ -57,9 +57,9 @@ def words(size: int) -> str:
 def read_at_most(path: Path, limit: int) -> tuple[bytes | None, int]:
     """(the file's bytes, its size), or (None, its size) when it is over ``limit``: nothing is read then.
 
-    The size is the open file's own (``fstat``), and the read stops one byte past ``limit`` whatever it said
-    (a file that grows meanwhile). Only a regular file is read, and opening it never waits (a FIFO): OSError
-    otherwise, as for a file that cannot be read. (Staging refuses links before it reads anything.)"""
+    The size is the open file's own (``fstat``), and the read stops one byte past that size: a file that grew
+    meanwhile is not read on (OSError, as for a file that cannot be read). Only a regular file is read, and
+    opening it never waits (a FIFO): OSError otherwise. (Staging refuses links before it reads anything.)"""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     with open(fd, "rb") as f:
         info = os.fstat(fd)
@@ -67,8 +67,10 @@ def read_at_most(path: Path, limit: int) -> tuple[bytes | None, int]:
             raise OSError(errno.EINVAL, "not a regular file", str(path))
         if info.st_size > limit:
             return None, info.st_size
-        data = f.read(limit + 1)
-    return (None, len(data)) if len(data) > limit else (data, len(data))
+        data = f.read(info.st_size + 1)
+    if len(data) > info.st_size:
+        raise OSError(errno.EAGAIN, "it changed while it was read", str(path))
+    return data, len(data)
 
 
 def notebook_refused(label: str, size: int) -> str:
