@@ -4,8 +4,8 @@ The trusted process (the one that grades the whole class) reads every hand-in be
 bound there, one notebook padded to 200 MB took 5.3 GB of it and a memory limit ended the batch, with no result
 for anyone. So each limit below is checked with ``lstat``/``fstat``, or with a read that stops one byte past it,
 before anything is parsed. A hand-in over a limit is that submission's problem, in the words below, and the class
-goes on (``intake/stage.py``; tests/test_staging_limits.py shows each limit with a control just below it, and the
-class graded beside a 200 MB notebook with the process tree's memory measured).
+goes on (``intake/stage.py``; tests/test_staging_limits.py shows each limit with a control at it, and the class
+graded beside a 200 MB notebook with the process tree's memory measured).
 
 - ``MAX_SOURCE``: a ``.py`` file, and the code read from a notebook's cells for one module.
 - ``MAX_NOTEBOOK``: a notebook's JSON. The bundle's notebooks are 7-10 KB as released (``grade release``);
@@ -13,7 +13,7 @@ class graded beside a 200 MB notebook with the process tree's memory measured).
   outputs, 38-48 KB each), is 0.4 MB. 10 MB is 25 times that: no honest notebook of this unit reaches it,
   and one that does is almost all outputs, which the student clears before handing it in again. Parsing
   JSON takes up to about 25 times its size in Python objects (a list of empty lists), so the limit also
-  bounds one parse to about 250 MB: notebooks are read one at a time.
+  bounds one parse: 260 MB for the worst notebook at the limit, measured; notebooks are read one at a time.
 - ``MAX_ARCHIVE``: the ``.zip`` file itself, before it is opened; ``MAX_DIRECTORY``: its list of entries
   (zipfile reads it whole: a 50 MB list of empty entries took 316 MB). What it unpacks to: ``MAX_UNPACKED``
   bytes in ``MAX_ENTRIES`` entries, and no entry compressed more than ``unzip.MAX_RATIO`` to one.
@@ -40,7 +40,7 @@ MAX_DIRECTORY = MB
 
 class TooLarge(Exception):
     """A hand-in over a limit: the message says which and how to hand it in, ``cause`` as data
-    (``notebook_too_large``, ``folder_too_large``, ``too_many_files``, ``too_large`` for a module's file)."""
+    (``notebook_too_large``, ``folder_too_large``, ``too_many_files``)."""
 
     def __init__(self, message: str, cause: str):
         super().__init__(message)
