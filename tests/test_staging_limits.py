@@ -329,6 +329,19 @@ def test_the_folder_walk_stops_at_the_limit_whatever_the_folder_holds(tmp_path):
     assert len(seen) == limits.MAX_ENTRIES + 1
 
 
+# -- nbgrader's timestamp.txt, read before staging ---------------------------------------------------
+@pytest.mark.unit
+def test_a_timestamp_file_over_its_limit_is_not_read(tmp_path, monkeypatch):
+    from autograder.intake import times  # noqa: PLC0415 - the one reader of nbgrader's timestamp.txt
+
+    stamp = "2026-12-10 14:03:22.123456 UTC"
+    (tmp_path / "timestamp.txt").write_text(stamp.ljust(times.MAX_STAMP))  # the control, at the limit
+    assert times.nbgrader_stamp(tmp_path) == "2026-12-10T14:03:22.123456+00:00"
+    sparse(tmp_path / "timestamp.txt", 2**40)  # a terabyte that takes no room
+    monkeypatch.setattr(times, "parse", lambda text: pytest.fail("read"))
+    assert times.nbgrader_stamp(tmp_path) is None
+
+
 # -- anything else: the submission's problem, never the batch's --------------------------------------
 @pytest.mark.unit
 def test_a_failure_of_the_kits_own_is_the_submissions_problem_with_its_traceback_kept(tmp_path, staging, monkeypatch):
