@@ -342,6 +342,19 @@ def test_a_timestamp_file_over_its_limit_is_not_read(tmp_path, monkeypatch):
     assert times.nbgrader_stamp(tmp_path) is None
 
 
+@pytest.mark.unit
+def test_nbgraders_feedback_never_reads_a_notebook_over_the_limit(tmp_path, monkeypatch):
+    from autograder.nbgrader_course import autograded  # noqa: PLC0415 - nbgrader's side of the kit
+
+    cell = {"cell_type": "code", "execution_count": None, "outputs": [], "source": ["x = 1\n"],
+            "metadata": {"nbgrader": {"grade_id": "answer", "solution": True, "grade": False, "locked": False}}}
+    at_limit = padded_notebook(tmp_path / "at_limit.ipynb", limits.MAX_NOTEBOOK, [cell])  # the control
+    assert autograded.solution_sources(at_limit) == {"answer": "x = 1\n"}
+    over = padded_notebook(tmp_path / "over.ipynb", limits.MAX_NOTEBOOK + 1, [cell])
+    monkeypatch.setattr(autograded.json, "loads", lambda *a, **k: pytest.fail("parsed"))
+    assert autograded.solution_sources(over) == {}
+
+
 # -- anything else: the submission's problem, never the batch's --------------------------------------
 @pytest.mark.unit
 def test_a_failure_of_the_kits_own_is_the_submissions_problem_with_its_traceback_kept(tmp_path, staging, monkeypatch):
