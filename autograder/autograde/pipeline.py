@@ -270,6 +270,9 @@ def grade(grader, submissions: tuple[Path, ...], out: Path, n_jobs: int, force: 
                 interrupted = True
     finally:
         batch.cleanup(staging)
+    for job in todo:  # the kit's own failures while staging one (intake/stage.py): the grader's, in its log
+        if job.staged.kit_error and job.source.name in grader_errors:
+            grader_errors[job.source.name].insert(0, f"while staging {job.source.path}:\n{job.staged.kit_error}")
     # interrupted: only the submissions that finished (their results.json is written) count as graded
     graded = list(grader_errors) if interrupted else [job.source.name for job in todo]
     if interrupted:  # those not regraded keep their results: nothing of theirs was replaced

@@ -2,7 +2,8 @@
 
 A folder of ``.py`` files is checked where it is. A notebook (one per module, or one for all modules), a
 ``.zip``, or a folder of notebooks is staged first by ``autograder/intake/stage.py``, exactly as ``grade
-autograde`` stages a submission, into a temporary folder that ``close`` removes.
+autograde`` stages a submission, into a temporary folder that ``close`` removes. So is a folder over a size
+limit (``autograder/intake/limits.py``): the check refuses what grade autograde would, in its words.
 """
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder.intake.stage import _module_error, _read_source, stage
+from autograder.intake import limits
+from autograder.intake.stage import IGNORED_DIRS, _module_error, _read_source, stage
 
 STAGED = (".ipynb", ".zip")
 
@@ -34,12 +36,17 @@ class Checked:
 
 
 def needs_staging(path: Path, modules: list[str]) -> bool:
-    """A notebook or an archive; a folder that has notebooks but none of the module files; or a folder with a module
-    file the intake refuses (then the other modules see it missing, as they do in grade autograde)."""
+    """A notebook or an archive; a folder that has notebooks but none of the module files; a folder over a size
+    limit (staging refuses it); or a folder with a module file the intake refuses (then the other modules see it
+    missing, as they do in grade autograde)."""
     if path.is_file():
         return path.suffix.lower() in STAGED
     if not path.is_dir():
         return False
+    try:
+        limits.check_folder(path, path.name, IGNORED_DIRS)
+    except (limits.TooLarge, OSError):
+        return True
     if not any((path / f"{m}.py").exists() for m in modules):
         return any(p.suffix == ".ipynb" for p in path.iterdir() if p.is_file())
     return bool(module_errors(path, modules))

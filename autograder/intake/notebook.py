@@ -1,4 +1,7 @@
-"""Read the code cells of a Jupyter notebook (.ipynb) as module source."""
+"""Read the code cells of a Jupyter notebook (.ipynb) as module source.
+
+A notebook is read only up to ``limits.MAX_NOTEBOOK``: one over it is refused before a byte is parsed
+(tests/test_staging_limits.py)."""
 from __future__ import annotations
 
 import ast
@@ -6,9 +9,16 @@ import json
 import re
 from pathlib import Path
 
+from . import limits
+
 
 class NotebookError(Exception):
-    """The notebook cannot be read; the message says why."""
+    """The notebook cannot be read; the message says why, ``cause`` as data: ``broken_notebook`` (its JSON, or
+    no cells), ``too_large`` (over ``limits.MAX_NOTEBOOK``) or ``unreadable`` (the file cannot be opened)."""
+
+    def __init__(self, message: str, cause: str = "broken_notebook"):
+        super().__init__(message)
+        self.cause = cause
 
 
 def _kit_check_cell(cell: dict) -> bool:
@@ -22,12 +32,24 @@ def _kit_check_cell(cell: dict) -> bool:
 def _cells(path: Path) -> list[tuple[str, int, str]]:
     """(kind, number, source) of the notebook's markdown and code cells; code with IPython lines commented out."""
     try:
-        data = json.loads(path.read_bytes().decode("utf-8"))
+        raw, size = limits.read_at_most(path, limits.MAX_NOTEBOOK)
+    except OSError as exc:
+        raise NotebookError(f"{path.name} cannot be read ({exc.strerror})", "unreadable") from None
+    if raw is None:
+        raise NotebookError(limits.notebook_refused(path.name, size), "too_large")
+    try:
+        data = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
         raise NotebookError(f"{path.name} is not UTF-8 text, so it is not a valid notebook") from None
     except json.JSONDecodeError as exc:
         raise NotebookError(f"{path.name} is not a valid notebook: its JSON is broken at line {exc.lineno}, "
                             f"column {exc.colno} ({exc.msg})") from None
+    except RecursionError:
+        raise NotebookError(f"{path.name} is not a valid notebook: its JSON is nested too deeply") from None
+    except ValueError:  # a number of more digits than Python converts (sys.get_int_max_str_digits)
+        raise NotebookError(f"{path.name} is not a valid notebook: it holds a number too long to read") from None
+    finally:
+        del raw
     cells = data.get("cells") if isinstance(data, dict) else None
     if not isinstance(cells, list):
         raise NotebookError(f"{path.name} is not a valid notebook: it has no list of cells (nbformat 4 expected)")

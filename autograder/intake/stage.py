@@ -5,23 +5,28 @@ nested in a folder or two (``alice.zip/attention/simple_attention.py``). Staging
 files into a fresh folder that the sandbox mounts read-only; a notebook becomes the module it is named
 after (or, if named otherwise, every module not handed in as .py). Symbolic links are never followed.
 Files that cannot be used become per-module errors, so only the steps of that module score zero.
+
+Every size is checked before anything is read (``limits.py``), and whatever goes wrong while staging one
+submission, a hand-in over a limit or a failure of the kit's own, is that submission's problem: ``stage``
+never raises, and the batch goes on with the next (tests/test_staging_limits.py).
 """
 from __future__ import annotations
 
 import os
 import shutil
 import tempfile
+import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from autograder.worker.errors import error
 
-from . import notebook, unzip
+from . import limits, notebook, unzip
 
 IGNORED_DIRS = {"__MACOSX", "__pycache__", ".ipynb_checkpoints", ".git"}
 #: files that would configure an interpreter or a test run; the grader never reads them, nor copies them
 INERT = {"conftest.py", "sitecustomize.py", "usercustomize.py", "setup.py"}
-MAX_SOURCE = 2 * 2**20
+MAX_SOURCE = limits.MAX_SOURCE
 
 
 @dataclass
@@ -33,9 +38,12 @@ class Staged:
     problem: str | None = None
     #: why nothing could be graded, as data (the class summary's "needs a person" list): ``symlink``,
     #: ``unsupported``, ``empty_folder`` and ``empty_archive`` (no file in it), ``no_modules``,
-    #: ``several_copies``, or the archive's (``corrupt``, ``unreadable``, ``empty_archive``,
-    #: ``too_many_entries``, ``too_large``, ``zip_bomb``)
+    #: ``several_copies``, ``unreadable``, the size limits' (``notebook_too_large``, ``folder_too_large``,
+    #: ``too_many_files``), the archive's (``corrupt``, ``empty_archive``, ``archive_too_large``,
+    #: ``too_many_entries``, ``too_large``, ``zip_bomb``), or ``staging_error``: the kit's own failure
     cause: str | None = None
+    #: the traceback of the kit's own failure while staging (``staging_error``): for grader_errors.log only
+    kit_error: str | None = None
 
 
 def _has_files(root: Path) -> bool:
@@ -104,11 +112,11 @@ def _module_error(kind: str, message: str, cause: str | None = None) -> dict:
 def _read_source(path: Path, label: str) -> tuple[bytes | None, str | None, str | None]:
     """(the file's bytes, or None with what is wrong and its cause as data)."""
     try:
-        data = path.read_bytes()
+        data, size = limits.read_at_most(path, MAX_SOURCE)
     except OSError as exc:
         return None, f"{label} cannot be read ({exc.strerror})", "unreadable"
-    if len(data) > MAX_SOURCE:
-        return None, f"{label} is {len(data) // 1024} KB; source files over {MAX_SOURCE // 1024} KB are not graded", "too_large"
+    if data is None:
+        return None, _source_refused(label, size), "too_large"
     try:
         data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -118,10 +126,23 @@ def _read_source(path: Path, label: str) -> tuple[bytes | None, str | None, str 
     return data, None, None
 
 
+def _source_refused(label: str, size: int) -> str:
+    return f"{label} is {size // 1024} KB; source files over {MAX_SOURCE // 1024} KB are not graded"
+
+
+#: a module error's type, by the cause of the notebook error it comes from
+_NOTEBOOK_ERRORS = {"broken_notebook": "MalformedNotebook", "too_large": "UnreadableSource", "unreadable": "UnreadableSource"}
+
+
 def copy_modules(root: Path, dest: Path, modules: list[str], steps: dict[str, list[str]] | None = None) -> Staged:
-    """``steps`` (module -> its step names) lets one notebook for all modules be split by its structure."""
+    """``steps`` (module -> its step names) lets one notebook for all modules be split by its structure.
+
+    Each notebook is read at most once, and none over ``limits.MAX_NOTEBOOK``; the code a module gets from a
+    notebook is held to ``MAX_SOURCE``, as a .py file is. When one notebook over its limit was to give every
+    module, the submission is not graded (``notebook_too_large``), as a notebook handed in alone would be."""
     staged = Staged(dest.name, dest)
     split: dict[str, dict[str, str]] = {}
+    failed: dict[str, notebook.NotebookError] = {}
     dest.mkdir(parents=True, exist_ok=True)
     entries = {e.name: e for e in os.scandir(root)}
     notebooks = sorted(n for n, e in entries.items() if n.endswith(".ipynb") and e.is_file(follow_symlinks=False))
@@ -155,10 +176,17 @@ def copy_modules(root: Path, dest: Path, modules: list[str], steps: dict[str, li
         if not sources:
             continue
         try:
+            broken = next((failed[n] for n in sources if n in failed), None)
+            if broken is not None:
+                raise broken
             if own not in notebooks and steps:
                 for n in sources:
                     if n not in split:
-                        split[n], unclear = notebook.split(root / n, steps)
+                        try:
+                            split[n], unclear = notebook.split(root / n, steps)
+                        except notebook.NotebookError as exc:
+                            failed[n] = exc
+                            raise
                         staged.notes += unclear
                 text = "\n".join(split[n][module] for n in sources)
             elif own in notebooks and steps:
@@ -166,7 +194,15 @@ def copy_modules(root: Path, dest: Path, modules: list[str], steps: dict[str, li
             else:
                 text = "\n".join(notebook.to_source(root / n) for n in sources)
         except notebook.NotebookError as exc:
-            staged.module_errors[module] = _module_error("MalformedNotebook", str(exc))
+            if len(sources) == 1:
+                failed.setdefault(sources[0], exc)
+            cause = exc.cause if exc.cause != "broken_notebook" else None
+            staged.module_errors[module] = _module_error(_NOTEBOOK_ERRORS[exc.cause], str(exc), cause)
+            continue
+        size = len(text.encode("utf-8"))
+        if size > MAX_SOURCE:
+            staged.module_errors[module] = _module_error(
+                "UnreadableSource", _source_refused(f"the code cells of {', '.join(sources)} for {module}", size), "too_large")
             continue
         (dest / f"{module}.py").write_text(text, encoding="utf-8")
         staged.notes.append(f"{module} was read from the code cells of {', '.join(sources)}")
@@ -176,51 +212,79 @@ def copy_modules(root: Path, dest: Path, modules: list[str], steps: dict[str, li
         if not (dest / f"{module}.py").exists():
             staged.module_errors[module] = _module_error(
                 "MissingModule", f"{module}.py (or {module}.ipynb) is missing from the submission")
+    refused = {str(e) for e in failed.values() if e.cause == "too_large"}
+    if len(refused) == 1 and len(staged.module_errors) == len(modules) and \
+            all(e.get("message") in refused for e in staged.module_errors.values()):
+        shutil.rmtree(dest, ignore_errors=True)
+        return Staged(staged.name, None, staged.notes, problem=refused.pop(), cause="notebook_too_large")
     return staged
 
 
 def stage(source: Path, name: str, staging: Path, modules: list[str], steps: dict[str, list[str]] | None = None) -> Staged:
-    """Stage ``source`` (folder, .zip or .ipynb) as ``staging/name``."""
+    """Stage ``source`` (folder, .zip or .ipynb) as ``staging/name``; never raises (but on Ctrl-C).
+
+    Whatever stops it is this submission's problem, as data: a hand-in over a size limit (``limits.py``, checked
+    before it is read), one that cannot be read (``unreadable``), and any failure of the kit's own
+    (``staging_error``, its traceback in ``kit_error`` for grader_errors.log; the student reads a fixed
+    sentence, never the exception's words). tests/test_staging_limits.py shows each."""
     dest = staging / name
     try:
-        if source.is_symlink():
-            return Staged(name, None, problem=f"{source.name} is a symbolic link; hand in the folder or archive itself",
-                          cause="symlink")
-        if source.suffix.lower() == ".zip" and source.is_file():
-            unpacked = Path(tempfile.mkdtemp(prefix="unzip-", dir=staging))
-            try:
-                notes = unzip.extract(source, unpacked)
-                root, problem = find_root(unpacked, modules)
-                if problem:
-                    return Staged(name, None, notes=notes, problem=f"{source.name}: {problem}",
-                                  cause=_root_cause(problem, unpacked, "empty_archive"))
-                staged = copy_modules(root, dest, modules, steps)
-                staged.notes[:0] = notes
-            finally:
-                shutil.rmtree(unpacked, ignore_errors=True)
-        elif source.suffix.lower() == ".ipynb" and source.is_file():
-            single = Path(tempfile.mkdtemp(prefix="nb-", dir=staging))
-            try:
-                shutil.copyfile(source, single / source.name)
-                staged = copy_modules(single, dest, modules, steps)
-            finally:
-                shutil.rmtree(single, ignore_errors=True)
-        elif source.is_dir():
-            root, problem = find_root(source, modules)
-            if problem:
-                return Staged(name, None, problem=f"{source.name}/: {problem}", cause=_root_cause(problem, source, "empty_folder"))
-            staged = copy_modules(root, dest, modules, steps)
-        else:
-            return Staged(name, None, problem=f"{source.name}: expected a folder, a .zip archive or a notebook",
-                          cause="unsupported")
+        return _stage(source, name, dest, staging, modules, steps)
     except unzip.ArchiveError as exc:
-        return Staged(name, None, problem=str(exc), cause=exc.cause)
+        found = Staged(name, None, problem=str(exc), cause=exc.cause)
+    except limits.TooLarge as exc:
+        found = Staged(name, None, problem=str(exc), cause=exc.cause)
+    except OSError as exc:
+        found = Staged(name, None, problem=f"{source.name} cannot be read ({exc.strerror or 'an error of the system'})",
+                       cause="unreadable")
+    except Exception:  # noqa: BLE001 - the kit's own failure: this submission's problem, not the class's
+        found = Staged(name, None, problem=f"{source.name} could not be staged: the grader itself failed on it (its "
+                       "error, not the hand-in's); your instructor has the details", cause="staging_error",
+                       kit_error=traceback.format_exc())
+    shutil.rmtree(dest, ignore_errors=True)
+    return found
+
+
+def _stage(source: Path, name: str, dest: Path, staging: Path, modules: list[str],
+           steps: dict[str, list[str]] | None) -> Staged:
+    if source.is_symlink():
+        return Staged(name, None, problem=f"{source.name} is a symbolic link; hand in the folder or archive itself",
+                      cause="symlink")
+    if source.suffix.lower() == ".zip" and source.is_file():
+        unpacked = Path(tempfile.mkdtemp(prefix="unzip-", dir=staging))
+        try:
+            notes = unzip.extract(source, unpacked)
+            root, problem = find_root(unpacked, modules)
+            if problem:
+                return Staged(name, None, notes=notes, problem=f"{source.name}: {problem}",
+                              cause=_root_cause(problem, unpacked, "empty_archive"))
+            staged = copy_modules(root, dest, modules, steps)
+            staged.notes[:0] = notes
+        finally:
+            shutil.rmtree(unpacked, ignore_errors=True)
+    elif source.suffix.lower() == ".ipynb" and source.is_file():
+        limits.check_notebook(source, source.name)
+        single = Path(tempfile.mkdtemp(prefix="nb-", dir=staging))
+        try:
+            shutil.copyfile(source, single / source.name)
+            staged = copy_modules(single, dest, modules, steps)
+        finally:
+            shutil.rmtree(single, ignore_errors=True)
+    elif source.is_dir():
+        limits.check_folder(source, source.name, IGNORED_DIRS)
+        root, problem = find_root(source, modules)
+        if problem:
+            return Staged(name, None, problem=f"{source.name}/: {problem}", cause=_root_cause(problem, source, "empty_folder"))
+        staged = copy_modules(root, dest, modules, steps)
+    else:
+        return Staged(name, None, problem=f"{source.name}: expected a folder, a .zip archive or a notebook",
+                      cause="unsupported")
+    staged.name = name
+    if staged.folder is None:  # one notebook over its limit was to give every module
+        return staged
     for path in [dest, *dest.iterdir()]:
         os.chmod(path, 0o755 if path.is_dir() else 0o644)
-    staged.name = name
     if len(staged.module_errors) == len(modules) and all(e["type"] == "MissingModule" for e in staged.module_errors.values()):
         staged.problem = f"{source.name}: none of {', '.join(m + '.py' for m in modules)} is in it"
         staged.cause = "no_modules"
     return staged
-
-

@@ -14,6 +14,8 @@ from pathlib import Path
 
 from autograder.text_files import read_user_text
 
+from . import limits
+
 
 class TimesError(ValueError):
     """A times file that cannot be read, said in its own terms (file, line)."""
@@ -51,12 +53,18 @@ def read(path: Path) -> dict[str, str]:
     return times
 
 
+#: a time as nbgrader writes it is 32 characters: a longer timestamp.txt is not read
+MAX_STAMP = 256
+
+
 def nbgrader_stamp(folder: Path) -> str | None:
-    """The time nbgrader recorded for a submission it collected (``timestamp.txt`` beside the notebooks)."""
+    """The time nbgrader recorded for a submission it collected (``timestamp.txt`` beside the notebooks); none
+    for a file over ``MAX_STAMP`` bytes, which is not read (``limits.read_at_most``)."""
     stamp = folder / "timestamp.txt"
     if not stamp.is_file() or stamp.is_symlink():
         return None
     try:
-        return parse(stamp.read_text(errors="replace"))
-    except ValueError:
+        data, _size = limits.read_at_most(stamp, MAX_STAMP)
+        return parse(data.decode("utf-8", errors="replace")) if data is not None else None
+    except (OSError, ValueError):
         return None

@@ -1,18 +1,25 @@
-"""Unpack a student's .zip safely: no path outside the target, no links, bounded size and entry count."""
+"""Unpack a student's .zip safely: no path outside the target, no links, bounded size and entry count.
+
+The archive's own size and the size of its list of entries are checked before zipfile reads either
+(``limits.py``), so a huge archive costs the grader nothing (tests/test_staging_limits.py)."""
 from __future__ import annotations
 
+import os
 import stat
 import zipfile
 from pathlib import Path, PurePosixPath
 
-MAX_ENTRIES = 2000
-MAX_BYTES = 50 * 2**20  # uncompressed, in all
+from . import limits
+
+MAX_ENTRIES = limits.MAX_ENTRIES
+MAX_BYTES = limits.MAX_UNPACKED  # uncompressed, in all
 MAX_RATIO = 200  # a larger compression ratio on a big entry is a zip bomb, not source code
 
 
 class ArchiveError(Exception):
     """The archive cannot be used; the message says why, in the student's terms, and ``cause`` as data
-    (``corrupt``, ``unreadable``, ``empty_archive``, ``too_many_entries``, ``too_large``, ``zip_bomb``)."""
+    (``corrupt``, ``unreadable``, ``empty_archive``, ``archive_too_large`` for the file itself, ``too_many_entries``,
+    ``too_large`` for what it unpacks to, ``zip_bomb``)."""
 
     def __init__(self, message: str, cause: str = "corrupt"):
         super().__init__(message)
@@ -26,9 +33,28 @@ def _safe_name(name: str) -> PurePosixPath | None:
     return path
 
 
+def _before_opening(archive: Path) -> None:
+    """The limits zipfile cannot keep itself: the archive's size, then the size of its list of entries, which
+    zipfile reads and turns into objects whole as it opens one (the end record, 22 bytes to 64 KB at its end, says it)."""
+    size = os.lstat(archive).st_size
+    if size > limits.MAX_ARCHIVE:
+        raise ArchiveError(limits.archive_refused(archive.name, size), "archive_too_large")
+    with open(archive, "rb") as fp:
+        end = zipfile._EndRecData(fp)  # zipfile's own reader of the end record, as ZipFile uses it
+    if end is None:
+        return  # not a zip: ZipFile says so
+    entries, listed = end[zipfile._ECD_ENTRIES_TOTAL], end[zipfile._ECD_SIZE]  # (private names: the same record's fields)
+    if entries > MAX_ENTRIES:
+        raise ArchiveError(f"{archive.name} has {entries} entries; at most {MAX_ENTRIES} are accepted", "too_many_entries")
+    if listed > limits.MAX_DIRECTORY:
+        raise ArchiveError(f"{archive.name}'s list of entries is {limits.words(listed)}; at most "
+                           f"{limits.words(limits.MAX_DIRECTORY)} is accepted", "too_many_entries")
+
+
 def extract(archive: Path, target: Path) -> list[str]:
     """Extract ``archive`` into ``target``; return notes about entries left out."""
     try:
+        _before_opening(archive)
         zf = zipfile.ZipFile(archive)
     except zipfile.BadZipFile:
         raise ArchiveError(f"{archive.name} is not a valid .zip archive (it may be corrupt or truncated)") from None

@@ -27,6 +27,8 @@ import nbformat
 from nbformat import from_dict
 from nbformat.notebooknode import NotebookNode
 
+from autograder.intake import limits
+
 from . import notebook_text
 from .graded_cells import BEGIN_HIDDEN, END_HIDDEN
 
@@ -73,11 +75,13 @@ def _identity(path: Path | None) -> tuple | None:
 def _student_cells(path: Path | None) -> list[tuple]:
     """The cells of a submitted notebook, each as ``(cell type, grade_id, solution, source text or None, counted)``:
     ``solution`` and ``counted`` (a grade, solution or locked cell, whose grade_id nbgrader keeps once) as nbgrader's
-    ``utils`` tell them; none for a broken notebook."""
+    ``utils`` tell them; none for a broken notebook, nor for one over the intake's limit (``limits.MAX_NOTEBOOK``,
+    which staging refused: it is never read)."""
     if path is None or not path.is_file() or path.is_symlink():
         return []
     try:
-        data = json.loads(path.read_bytes().decode("utf-8"))
+        raw, _size = limits.read_at_most(path, limits.MAX_NOTEBOOK)
+        data = json.loads(raw.decode("utf-8")) if raw is not None else None
     except (OSError, UnicodeDecodeError, ValueError, RecursionError):
         return []
     cells = data.get("cells") if isinstance(data, dict) else None

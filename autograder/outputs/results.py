@@ -67,8 +67,9 @@ class Problem(BaseModel):
 
     kind: str  # PROBLEM_KINDS
     #: not_graded: symlink, unsupported, empty_folder, empty_archive, no_modules, several_copies, corrupt, unreadable,
-    #: too_many_entries, too_large, zip_bomb; module_not_graded: not_utf8, too_large, unreadable, symlink,
-    #: broken_notebook, missing
+    #: too_many_entries, too_large, zip_bomb, archive_too_large, notebook_too_large, folder_too_large, too_many_files,
+    #: staging_error (intake/stage.py); module_not_graded: not_utf8, too_large, unreadable, symlink, broken_notebook,
+    #: missing
     cause: str | None = None
     limit: str | None = None  # timed_out: "time" or "submission time"; limit: "memory", "output", "processes"
     module: str | None = None

@@ -14,6 +14,8 @@ from datetime import datetime
 from html import escape
 from urllib.parse import quote
 
+from autograder.intake.limits import MAX_ARCHIVE, MAX_ENTRIES, MAX_NOTEBOOK, MAX_UNPACKED, words
+
 #: the needs-a-person categories, in the order the list shows them
 CATEGORIES = {
     "not_graded": "Not graded",
@@ -40,8 +42,13 @@ NOT_GRADED = {
     "corrupt": "corrupt zip", "empty_archive": "empty zip", "empty_folder": "empty folder",
     "no_modules": "none of the module files in it", "several_copies": "several copies of the modules",
     "symlink": "a symbolic link, not the files", "unsupported": "not a folder, .zip or notebook",
-    "unreadable": "unreadable hand-in", "too_many_entries": "zip with too many entries",
-    "too_large": "zip too large", "zip_bomb": "zip bomb",
+    "unreadable": "unreadable hand-in", "too_many_entries": f"zip with too many entries (over {MAX_ENTRIES})",
+    "too_large": f"zip unpacking to over {words(MAX_UNPACKED)}", "zip_bomb": "zip bomb",
+    # the size limits, checked before a hand-in is read (intake/limits.py)
+    "notebook_too_large": f"notebook over {words(MAX_NOTEBOOK)}", "archive_too_large": f"zip over {words(MAX_ARCHIVE)}",
+    "folder_too_large": f"folder over {words(MAX_UNPACKED)}",
+    "too_many_files": f"folder of over {MAX_ENTRIES} files and folders",
+    "staging_error": "the grader failed while staging it (grader_errors.log)",
 }
 #: why a module was not graded (staging's module errors)
 MODULE = {"not_utf8": "not UTF-8", "broken_notebook": "broken notebook", "symlink": "a symbolic link",
