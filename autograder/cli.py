@@ -17,13 +17,14 @@ def _run(verb, quick_exit: bool = False, **options) -> None:
 
     from autograder import quick_exit as ending  # noqa: PLC0415 - grade release copies this function, not the file's imports
     from autograder.usage import UsageError  # noqa: PLC0415 - grade release copies this function, not the file's imports
+    from autograder.worker.owned_dirs import Refused  # noqa: PLC0415 - grade release copies this function, not the file's imports
 
     # at exit, the interpreter's last collections would walk every object torch made: 0.25 s of a `grade check`,
     # 1 s of a batch; frozen, they are freed by their counts alone (as the zygote's forks do, worker/zygote.py)
     atexit.register(gc.freeze)
     try:
         code = verb(**options)
-    except UsageError as exc:
+    except (UsageError, Refused) as exc:  # a user's mistake, or a shared folder another user made first
         click.echo(click.style("error: ", fg="red") + str(exc), err=True)
         sys.exit(2)
     if quick_exit and ending.allowed(click.get_current_context().find_root().obj):

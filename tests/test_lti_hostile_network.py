@@ -1,7 +1,7 @@
 """grade lti serve on a hostile network: the real command, started with the usual soft limit of 1,024 open files,
 answers a launch from the independent platform while 2,000 idle connections are open and stays quiet meanwhile;
 refuses a body over its cap from the Content-Length alone; closes an idle or half-sent connection after its timeout
-while a busy one stays open (autograder/lti/limits.py)."""
+while a busy one stays open (autograder/lti/connection_bounds.py)."""
 from __future__ import annotations
 
 import http.client
@@ -35,7 +35,7 @@ pytestmark = pytest.mark.slow
 IDLE = 2000                 # idle connections held open during the launch
 LAUNCH_BOUND = 60.0         # seconds for the whole launch (four requests); about 0.2 s when the machine is idle
 SERVER_SOFT_LIMIT = 1024    # the server starts with the usual soft open-files limit and must raise it itself
-MAX_BODY = 1024 * 1024      # autograder/lti/limits.py's cap, said again here so a change to it is a decision
+MAX_BODY = 1024 * 1024      # autograder/lti/connection_bounds.py's cap, said again here so a change to it is a decision
 
 
 @dataclass

@@ -25,7 +25,6 @@ import pytest
 
 from autograder.check import warm_server
 from autograder.sandbox import uids
-from autograder.usage import UsageError
 from autograder.worker import locks, owned_dirs, tempdirs
 
 from .conftest import ROOT
@@ -148,7 +147,7 @@ def test_a_lock_folder_another_user_made_first_with_a_link_per_block_makes_root_
         uids.let_go(fd)
     monkeypatch.setattr(locks, "LOCK_DIRS", [squatted])
     assert not locks.block_held(base)  # the squatter's folder says nothing, and nothing in it is opened
-    with pytest.raises(UsageError) as refused:
+    with pytest.raises(owned_dirs.Refused) as refused:
         uids.claim()
     assert "\n" not in str(refused.value) and "belongs to attn-other" in str(refused.value)
     assert os.listdir(targets) == []
@@ -196,7 +195,7 @@ def test_a_normal_user_claims_no_uid_block_and_touches_no_lock_folder(monkeypatc
     monkeypatch.setattr(uids, "needed", lambda: True)
     if not is_root():
         return
-    with pytest.raises(UsageError, match="no folder for uid block locks"):  # the control: root needs a block
+    with pytest.raises(owned_dirs.Refused, match="no folder for uid block locks"):  # the control: root needs a block
         uids.claim()
 
 

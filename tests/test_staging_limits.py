@@ -1,6 +1,6 @@
 """Staging is bounded and per submission: every hand-in's size is checked before it is read, and whatever
 stops one hand-in from staging is that submission's problem, named under "needs a person", while the class
-goes on (autograder/intake/limits.py, autograder/intake/stage.py).
+goes on (autograder/intake/hand_in_sizes.py, autograder/intake/stage.py).
 
 Each limit (notebook, source, archive, folder) is shown with its control just below it, at the kit's real
 limits (large files are sparse or written once in ``tmp_path``). The memory the trusted process keeps is
@@ -22,7 +22,7 @@ import pytest
 
 from autograder.check import intake as check_intake
 from autograder.course import load_course
-from autograder.intake import limits, notebook, stage as stage_module, unzip
+from autograder.intake import hand_in_sizes, notebook, stage as stage_module, unzip
 from autograder.intake.stage import IGNORED_DIRS, stage
 from autograder.pages import class_list
 
@@ -68,7 +68,7 @@ def padded_notebook(path: Path, size: int, cells: list[dict] | None = None) -> P
     with path.open("wb") as f:
         f.write(head)
         while room:
-            n = min(room, limits.MB)
+            n = min(room, hand_in_sizes.MB)
             f.write(b"x" * n)
             room -= n
         f.write(tail)
@@ -126,14 +126,14 @@ def assert_not_read(monkeypatch) -> list:
 def test_a_notebook_over_its_limit_is_refused_before_it_is_read_and_one_at_the_limit_is_graded(tmp_path, staging,
                                                                                              monkeypatch):
     parsed = assert_not_read(monkeypatch)
-    over = padded_notebook(tmp_path / "over.ipynb", limits.MAX_NOTEBOOK + 1)
+    over = padded_notebook(tmp_path / "over.ipynb", hand_in_sizes.MAX_NOTEBOOK + 1)
     staged = stage(over, "over", staging, MODULES, STEPS)
     assert staged.folder is None and staged.cause == "notebook_too_large"
     assert staged.problem == ("over.ipynb is 10.0 MB; notebooks over 10 MB are not graded: clear its outputs "
                               "(in Jupyter: Edit > Clear Outputs of All Cells), save it and hand it in again")
     assert parsed == [] and list(staging.iterdir()) == []  # not parsed, not even copied
 
-    at_limit = padded_notebook(tmp_path / "at_limit.ipynb", limits.MAX_NOTEBOOK)  # the control
+    at_limit = padded_notebook(tmp_path / "at_limit.ipynb", hand_in_sizes.MAX_NOTEBOOK)  # the control
     assert_all_modules_staged(stage(at_limit, "at_limit", staging, MODULES, STEPS))
     assert len(parsed) == 1  # read once for every module
 
@@ -149,14 +149,14 @@ def test_a_notebook_with_plots_is_far_below_the_limit(tmp_path, staging):
         cell["outputs"] = [plot] * 5
     path = tmp_path / "attention.ipynb"
     path.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}, indent=1))
-    assert limits.MB < path.stat().st_size < limits.MAX_NOTEBOOK / 7
+    assert hand_in_sizes.MB < path.stat().st_size < hand_in_sizes.MAX_NOTEBOOK / 7
     assert_all_modules_staged(stage(path, "alice", staging, MODULES, STEPS))
 
 
 @pytest.mark.unit
 def test_a_notebook_over_its_limit_in_a_folder_costs_its_module_or_the_submission(tmp_path, staging):
     folder = write_modules(tmp_path / "bob", MODULES[1:])
-    padded_notebook(folder / f"{MODULES[0]}.ipynb", limits.MAX_NOTEBOOK + 1)
+    padded_notebook(folder / f"{MODULES[0]}.ipynb", hand_in_sizes.MAX_NOTEBOOK + 1)
     staged = stage(folder, "bob", staging, MODULES, STEPS)
     assert staged.problem is None and list(staged.module_errors) == [MODULES[0]]
     error = staged.module_errors[MODULES[0]]
@@ -165,7 +165,7 @@ def test_a_notebook_over_its_limit_in_a_folder_costs_its_module_or_the_submissio
 
     only = tmp_path / "carol"  # one notebook for every module, over its limit: nothing to grade, said once
     only.mkdir()
-    padded_notebook(only / "attention.ipynb", limits.MAX_NOTEBOOK + 1)
+    padded_notebook(only / "attention.ipynb", hand_in_sizes.MAX_NOTEBOOK + 1)
     staged = stage(only, "carol", staging, MODULES, STEPS)
     assert staged.folder is None and staged.cause == "notebook_too_large"
     assert staged.problem.startswith("attention.ipynb is 10.0 MB; notebooks over 10 MB are not graded")
@@ -173,7 +173,7 @@ def test_a_notebook_over_its_limit_in_a_folder_costs_its_module_or_the_submissio
 
 @pytest.mark.unit
 def test_a_notebook_inside_a_zip_is_held_to_the_same_limit(tmp_path, staging):
-    data = padded_notebook(tmp_path / "attention.ipynb", limits.MAX_NOTEBOOK + 1).read_bytes()
+    data = padded_notebook(tmp_path / "attention.ipynb", hand_in_sizes.MAX_NOTEBOOK + 1).read_bytes()
     archive = tmp_path / "dave.zip"
     archive.write_bytes(zip_bytes([("attention.ipynb", data)]))
     staged = stage(archive, "dave", staging, MODULES, STEPS)
@@ -200,20 +200,20 @@ def test_a_source_file_over_its_limit_is_refused_and_one_at_the_limit_is_graded(
         return text + "x" * (size - len(text.encode()) - 1) + "\n"
 
     folder = write_modules(tmp_path / "frank", MODULES[1:])
-    (folder / f"{MODULES[0]}.py").write_text(padded_source(MODULES[0], limits.MAX_SOURCE + 1))
+    (folder / f"{MODULES[0]}.py").write_text(padded_source(MODULES[0], hand_in_sizes.MAX_SOURCE + 1))
     staged = stage(folder, "frank", staging, MODULES, STEPS)
     assert staged.module_errors[MODULES[0]]["cause"] == "too_large"
     assert staged.module_errors[MODULES[0]]["message"] == \
         f"{MODULES[0]}.py is 2048 KB; source files over 2048 KB are not graded"
 
-    (folder / f"{MODULES[0]}.py").write_text(padded_source(MODULES[0], limits.MAX_SOURCE))  # the control
+    (folder / f"{MODULES[0]}.py").write_text(padded_source(MODULES[0], hand_in_sizes.MAX_SOURCE))  # the control
     assert_all_modules_staged(stage(folder, "frank2", staging, MODULES, STEPS))
 
 
 @pytest.mark.unit
 def test_the_code_a_notebook_gives_a_module_is_held_to_the_source_limit(tmp_path, staging):
     cells = every_module_cells()
-    cells[1]["source"].append("\n# " + "x" * limits.MAX_SOURCE + "\n")  # the first module's code, over 2 MB
+    cells[1]["source"].append("\n# " + "x" * hand_in_sizes.MAX_SOURCE + "\n")  # the first module's code, over 2 MB
     path = tmp_path / "attention.ipynb"
     path.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
     staged = stage(path, "gina", staging, MODULES, STEPS)
@@ -232,7 +232,7 @@ def test_an_archive_over_its_limit_is_refused_before_it_is_opened_and_one_at_the
     monkeypatch.setattr(unzip.zipfile, "ZipFile", lambda *a, **k: opened.append(a) or real(*a, **k))
     over = tmp_path / "hana.zip"  # a valid archive after more than 51 MB of anything (a hole here)
     with over.open("wb") as f:
-        f.truncate(limits.MAX_ARCHIVE + 1 - len(data))
+        f.truncate(hand_in_sizes.MAX_ARCHIVE + 1 - len(data))
         f.seek(0, os.SEEK_END)
         f.write(data)
     staged = stage(over, "hana", staging, MODULES, STEPS)
@@ -242,10 +242,10 @@ def test_an_archive_over_its_limit_is_refused_before_it_is_opened_and_one_at_the
 
     at_limit = tmp_path / "hana2.zip"  # the control: the same archive, one byte less before it
     with at_limit.open("wb") as f:
-        f.truncate(limits.MAX_ARCHIVE - len(data))
+        f.truncate(hand_in_sizes.MAX_ARCHIVE - len(data))
         f.seek(0, os.SEEK_END)
         f.write(data)
-    assert at_limit.stat().st_size == limits.MAX_ARCHIVE
+    assert at_limit.stat().st_size == hand_in_sizes.MAX_ARCHIVE
     assert_all_modules_staged(stage(at_limit, "hana2", staging, MODULES, STEPS))
     assert len(opened) == 1
 
@@ -271,12 +271,12 @@ def test_an_archive_whose_list_of_entries_is_over_its_limit_is_refused_before_zi
 def test_a_folder_over_its_size_is_refused_and_one_at_it_is_graded(tmp_path, staging):
     folder = write_modules(tmp_path / "jack")
     used = sum(p.stat().st_size for p in folder.iterdir())
-    sparse(folder / "data.bin", limits.MAX_UNPACKED - used + 1)
+    sparse(folder / "data.bin", hand_in_sizes.MAX_UNPACKED - used + 1)
     staged = stage(folder, "jack", staging, MODULES, STEPS)
     assert staged.folder is None and staged.cause == "folder_too_large"
     assert staged.problem == "jack/ holds more than 50 MB of files; hand in only your exercise files"
 
-    sparse(folder / "data.bin", limits.MAX_UNPACKED - used)  # the control
+    sparse(folder / "data.bin", hand_in_sizes.MAX_UNPACKED - used)  # the control
     assert_all_modules_staged(stage(folder, "jack", staging, MODULES, STEPS))
 
 
@@ -288,7 +288,7 @@ def test_a_folder_of_too_many_files_is_refused_and_one_at_the_limit_is_graded(tm
         (folder / ".git" / f"{i}").touch()
     extra = folder / "extra"
     extra.mkdir()
-    for i in range(limits.MAX_ENTRIES - len(MODULES) - 2):  # the modules, .git/, extra/ and its files: 2000 entries
+    for i in range(hand_in_sizes.MAX_ENTRIES - len(MODULES) - 2):  # the modules, .git/, extra/ and its files: 2000 entries
         (extra / f"{i}.txt").touch()
     assert_all_modules_staged(stage(folder, "kim", staging, MODULES, STEPS))  # the control
 
@@ -323,10 +323,10 @@ def test_the_folder_walk_stops_at_the_limit_whatever_the_folder_holds(tmp_path):
                 yield entry
 
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(limits.os, "scandir", Counted)
-        with pytest.raises(limits.TooLarge):
-            limits.check_folder(folder, "many", IGNORED_DIRS)
-    assert len(seen) == limits.MAX_ENTRIES + 1
+        mp.setattr(hand_in_sizes.os, "scandir", Counted)
+        with pytest.raises(hand_in_sizes.TooLarge):
+            hand_in_sizes.check_folder(folder, "many", IGNORED_DIRS)
+    assert len(seen) == hand_in_sizes.MAX_ENTRIES + 1
 
 
 # -- nbgrader's timestamp.txt, read before staging ---------------------------------------------------
@@ -348,9 +348,9 @@ def test_nbgraders_feedback_never_reads_a_notebook_over_the_limit(tmp_path, monk
 
     cell = {"cell_type": "code", "execution_count": None, "outputs": [], "source": ["x = 1\n"],
             "metadata": {"nbgrader": {"grade_id": "answer", "solution": True, "grade": False, "locked": False}}}
-    at_limit = padded_notebook(tmp_path / "at_limit.ipynb", limits.MAX_NOTEBOOK, [cell])  # the control
+    at_limit = padded_notebook(tmp_path / "at_limit.ipynb", hand_in_sizes.MAX_NOTEBOOK, [cell])  # the control
     assert autograded.solution_sources(at_limit) == {"answer": "x = 1\n"}
-    over = padded_notebook(tmp_path / "over.ipynb", limits.MAX_NOTEBOOK + 1, [cell])
+    over = padded_notebook(tmp_path / "over.ipynb", hand_in_sizes.MAX_NOTEBOOK + 1, [cell])
     monkeypatch.setattr(autograded.json, "loads", lambda *a, **k: pytest.fail("parsed"))
     assert autograded.solution_sources(over) == {}
 
@@ -383,7 +383,7 @@ def test_a_hand_in_that_cannot_be_read_is_the_submissions_problem(tmp_path, stag
 @pytest.mark.unit
 def test_the_batch_stages_the_others_after_one_fails(tmp_path, staging, monkeypatch):
     from autograder.autograde import batch  # noqa: PLC0415 - the batch's own staging loop
-    from autograder.intake.discover import Source  # noqa: PLC0415
+    from autograder.intake.discover import Source  # noqa: PLC0415 - as the batch, imported where it is used
 
     real = stage_module.copy_modules
 
@@ -402,14 +402,14 @@ def test_the_batch_stages_the_others_after_one_fails(tmp_path, staging, monkeypa
 # -- grade check: the same limits, the same words ------------------------------------------------------
 @pytest.mark.unit
 def test_grade_check_refuses_what_grade_autograde_refuses_in_its_words(tmp_path, staging):
-    big = padded_notebook(tmp_path / f"{MODULES[0]}.ipynb", limits.MAX_NOTEBOOK + 1)
+    big = padded_notebook(tmp_path / f"{MODULES[0]}.ipynb", hand_in_sizes.MAX_NOTEBOOK + 1)
     with pytest.raises(ValueError) as refused:
         check_intake.prepare(big, MODULES, list(COURSE.steps))
     assert str(refused.value) == stage(big, "x", staging, MODULES, STEPS).problem
 
     folder = write_modules(tmp_path / "exercises")
     assert not check_intake.needs_staging(folder, MODULES)  # the control: checked where it is
-    sparse(folder / "data.bin", limits.MAX_UNPACKED + 1)
+    sparse(folder / "data.bin", hand_in_sizes.MAX_UNPACKED + 1)
     assert check_intake.needs_staging(folder, MODULES)
     with pytest.raises(ValueError) as refused:
         check_intake.prepare(folder, MODULES, list(COURSE.steps))
@@ -430,12 +430,12 @@ def test_the_class_list_names_each_limit_with_its_size():
 STAGE_AND_MEASURE = """
 import json, re, sys, tempfile
 from pathlib import Path
-from autograder.intake import limits
+from autograder.intake import hand_in_sizes
 from autograder.intake.stage import stage
 def peak():
     return int(re.search(r"VmHWM:\\s+(\\d+) kB", Path("/proc/self/status").read_text()).group(1))
 if sys.argv[2] == "lifted":
-    limits.MAX_NOTEBOOK = 2**40
+    hand_in_sizes.MAX_NOTEBOOK = 2**40
 before = peak()
 staged = stage(Path(sys.argv[1]), "big", Path(tempfile.mkdtemp()), json.loads(sys.argv[3]))
 print(json.dumps({"grown_mib": (peak() - before) / 1024, "cause": staged.cause}))
@@ -456,9 +456,9 @@ def test_the_worst_notebook_at_the_limit_takes_a_bounded_parse(tmp_path):
     worst = tmp_path / "worst.ipynb"
     head = '{"cells": [], "metadata": {"pad": ['
     with worst.open("w") as f:
-        f.write(head + "[]," * ((limits.MAX_NOTEBOOK - len(head) - 8) // 3) + "[]]}}")
-    assert limits.MAX_NOTEBOOK - 8 < worst.stat().st_size <= limits.MAX_NOTEBOOK
-    string = padded_notebook(tmp_path / "string.ipynb", limits.MAX_NOTEBOOK)
+        f.write(head + "[]," * ((hand_in_sizes.MAX_NOTEBOOK - len(head) - 8) // 3) + "[]]}}")
+    assert hand_in_sizes.MAX_NOTEBOOK - 8 < worst.stat().st_size <= hand_in_sizes.MAX_NOTEBOOK
+    string = padded_notebook(tmp_path / "string.ipynb", hand_in_sizes.MAX_NOTEBOOK)
     grown = {"worst": staged_in_a_process_of_its_own(worst), "string": staged_in_a_process_of_its_own(string)}
     assert grown["string"]["cause"] is None, grown  # read and staged (the worst has no code cells: read, refused)
     assert 150 < grown["worst"]["grown_mib"] < 400 and grown["string"]["grown_mib"] < 60, grown
@@ -468,7 +468,7 @@ def test_the_worst_notebook_at_the_limit_takes_a_bounded_parse(tmp_path):
 def test_staging_a_60_mb_notebook_keeps_the_memory_it_would_have_taken(tmp_path):
     """The control: with the limit lifted (the old path), staging reads the notebook whole and the process
     grows by more than the file; with it, by almost nothing."""
-    big = padded_notebook(tmp_path / "big.ipynb", 60 * limits.MB)
+    big = padded_notebook(tmp_path / "big.ipynb", 60 * hand_in_sizes.MB)
     grown = {how: staged_in_a_process_of_its_own(big, how) for how in ("limited", "lifted")}
     big.unlink()  # pytest keeps the last runs' folders
     assert grown["limited"]["cause"] == "notebook_too_large" and grown["limited"]["grown_mib"] < 10, grown
@@ -486,9 +486,9 @@ def a_class(folder: Path, big: bool) -> Path:
     (folder / "alice").mkdir()
     for module in MODULES:
         (folder / "alice" / f"{module}.py").write_text(solution(module), encoding="utf-8")
-    padded_notebook(folder / "under.ipynb", limits.MAX_NOTEBOOK)
+    padded_notebook(folder / "under.ipynb", hand_in_sizes.MAX_NOTEBOOK)
     if big:
-        padded_notebook(folder / "big.ipynb", 200 * limits.MB)
+        padded_notebook(folder / "big.ipynb", 200 * hand_in_sizes.MB)
     return folder
 
 

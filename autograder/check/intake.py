@@ -3,7 +3,7 @@
 A folder of ``.py`` files is checked where it is. A notebook (one per module, or one for all modules), a
 ``.zip``, or a folder of notebooks is staged first by ``autograder/intake/stage.py``, exactly as ``grade
 autograde`` stages a submission, into a temporary folder that ``close`` removes. So is a folder over a size
-limit (``autograder/intake/limits.py``): the check refuses what grade autograde would, in its words.
+limit (``autograder/intake/hand_in_sizes.py``): the check refuses what grade autograde would, in its words.
 """
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder.intake import limits
+from autograder.intake import hand_in_sizes
 from autograder.intake.stage import IGNORED_DIRS, _module_error, _read_source, stage
 
 STAGED = (".ipynb", ".zip")
@@ -44,8 +44,8 @@ def needs_staging(path: Path, modules: list[str]) -> bool:
     if not path.is_dir():
         return False
     try:
-        limits.check_folder(path, path.name, IGNORED_DIRS)
-    except (limits.TooLarge, OSError):
+        hand_in_sizes.check_folder(path, path.name, IGNORED_DIRS)
+    except (hand_in_sizes.TooLarge, OSError):
         return True
     if not any((path / f"{m}.py").exists() for m in modules):
         return any(p.suffix == ".ipynb" for p in path.iterdir() if p.is_file())

@@ -1,6 +1,6 @@
 """Read the code cells of a Jupyter notebook (.ipynb) as module source.
 
-A notebook is read only up to ``limits.MAX_NOTEBOOK``: one over it is refused before a byte is parsed
+A notebook is read only up to ``hand_in_sizes.MAX_NOTEBOOK``: one over it is refused before a byte is parsed
 (tests/test_staging_limits.py)."""
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ import json
 import re
 from pathlib import Path
 
-from . import limits
+from . import hand_in_sizes
 
 
 class NotebookError(Exception):
     """The notebook cannot be read; the message says why, ``cause`` as data: ``broken_notebook`` (its JSON, or
-    no cells), ``too_large`` (over ``limits.MAX_NOTEBOOK``) or ``unreadable`` (the file cannot be opened)."""
+    no cells), ``too_large`` (over ``hand_in_sizes.MAX_NOTEBOOK``) or ``unreadable`` (the file cannot be opened)."""
 
     def __init__(self, message: str, cause: str = "broken_notebook"):
         super().__init__(message)
@@ -32,11 +32,11 @@ def _kit_check_cell(cell: dict) -> bool:
 def _cells(path: Path) -> list[tuple[str, int, str]]:
     """(kind, number, source) of the notebook's markdown and code cells; code with IPython lines commented out."""
     try:
-        raw, size = limits.read_at_most(path, limits.MAX_NOTEBOOK)
+        raw, size = hand_in_sizes.read_at_most(path, hand_in_sizes.MAX_NOTEBOOK)
     except OSError as exc:
         raise NotebookError(f"{path.name} cannot be read ({exc.strerror})", "unreadable") from None
     if raw is None:
-        raise NotebookError(limits.notebook_refused(path.name, size), "too_large")
+        raise NotebookError(hand_in_sizes.notebook_refused(path.name, size), "too_large")
     try:
         data = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:

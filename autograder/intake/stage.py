@@ -6,7 +6,7 @@ files into a fresh folder that the sandbox mounts read-only; a notebook becomes 
 after (or, if named otherwise, every module not handed in as .py). Symbolic links are never followed.
 Files that cannot be used become per-module errors, so only the steps of that module score zero.
 
-Every size is checked before anything is read (``limits.py``), and whatever goes wrong while staging one
+Every size is checked before anything is read (``hand_in_sizes.py``), and whatever goes wrong while staging one
 submission, a hand-in over a limit or a failure of the kit's own, is that submission's problem: ``stage``
 never raises, and the batch goes on with the next (tests/test_staging_limits.py).
 """
@@ -21,12 +21,12 @@ from pathlib import Path
 
 from autograder.worker.errors import error
 
-from . import limits, notebook, unzip
+from . import hand_in_sizes, notebook, unzip
 
 IGNORED_DIRS = {"__MACOSX", "__pycache__", ".ipynb_checkpoints", ".git"}
 #: files that would configure an interpreter or a test run; the grader never reads them, nor copies them
 INERT = {"conftest.py", "sitecustomize.py", "usercustomize.py", "setup.py"}
-MAX_SOURCE = limits.MAX_SOURCE
+MAX_SOURCE = hand_in_sizes.MAX_SOURCE
 
 
 @dataclass
@@ -112,7 +112,7 @@ def _module_error(kind: str, message: str, cause: str | None = None) -> dict:
 def _read_source(path: Path, label: str) -> tuple[bytes | None, str | None, str | None]:
     """(the file's bytes, or None with what is wrong and its cause as data)."""
     try:
-        data, size = limits.read_at_most(path, MAX_SOURCE)
+        data, size = hand_in_sizes.read_at_most(path, MAX_SOURCE)
     except OSError as exc:
         return None, f"{label} cannot be read ({exc.strerror})", "unreadable"
     if data is None:
@@ -137,7 +137,7 @@ _NOTEBOOK_ERRORS = {"broken_notebook": "MalformedNotebook", "too_large": "Unread
 def copy_modules(root: Path, dest: Path, modules: list[str], steps: dict[str, list[str]] | None = None) -> Staged:
     """``steps`` (module -> its step names) lets one notebook for all modules be split by its structure.
 
-    Each notebook is read at most once, and none over ``limits.MAX_NOTEBOOK``; the code a module gets from a
+    Each notebook is read at most once, and none over ``hand_in_sizes.MAX_NOTEBOOK``; the code a module gets from a
     notebook is held to ``MAX_SOURCE``, as a .py file is. When one notebook over its limit was to give every
     module, the submission is not graded (``notebook_too_large``), as a notebook handed in alone would be."""
     staged = Staged(dest.name, dest)
@@ -223,7 +223,7 @@ def copy_modules(root: Path, dest: Path, modules: list[str], steps: dict[str, li
 def stage(source: Path, name: str, staging: Path, modules: list[str], steps: dict[str, list[str]] | None = None) -> Staged:
     """Stage ``source`` (folder, .zip or .ipynb) as ``staging/name``; never raises (but on Ctrl-C).
 
-    Whatever stops it is this submission's problem, as data: a hand-in over a size limit (``limits.py``, checked
+    Whatever stops it is this submission's problem, as data: a hand-in over a size limit (``hand_in_sizes.py``, checked
     before it is read), one that cannot be read (``unreadable``), and any failure of the kit's own
     (``staging_error``, its traceback in ``kit_error`` for grader_errors.log; the student reads a fixed
     sentence, never the exception's words). tests/test_staging_limits.py shows each."""
@@ -232,7 +232,7 @@ def stage(source: Path, name: str, staging: Path, modules: list[str], steps: dic
         return _stage(source, name, dest, staging, modules, steps)
     except unzip.ArchiveError as exc:
         found = Staged(name, None, problem=str(exc), cause=exc.cause)
-    except limits.TooLarge as exc:
+    except hand_in_sizes.TooLarge as exc:
         found = Staged(name, None, problem=str(exc), cause=exc.cause)
     except OSError as exc:
         found = Staged(name, None, problem=f"{source.name} cannot be read ({exc.strerror or 'an error of the system'})",
@@ -263,7 +263,7 @@ def _stage(source: Path, name: str, dest: Path, staging: Path, modules: list[str
         finally:
             shutil.rmtree(unpacked, ignore_errors=True)
     elif source.suffix.lower() == ".ipynb" and source.is_file():
-        limits.check_notebook(source, source.name)
+        hand_in_sizes.check_notebook(source, source.name)
         single = Path(tempfile.mkdtemp(prefix="nb-", dir=staging))
         try:
             shutil.copyfile(source, single / source.name)
@@ -271,7 +271,7 @@ def _stage(source: Path, name: str, dest: Path, staging: Path, modules: list[str
         finally:
             shutil.rmtree(single, ignore_errors=True)
     elif source.is_dir():
-        limits.check_folder(source, source.name, IGNORED_DIRS)
+        hand_in_sizes.check_folder(source, source.name, IGNORED_DIRS)
         root, problem = find_root(source, modules)
         if problem:
             return Staged(name, None, problem=f"{source.name}/: {problem}", cause=_root_cause(problem, source, "empty_folder"))

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from autograder.text_files import read_user_text
 
-from . import limits
+from . import hand_in_sizes
 
 
 class TimesError(ValueError):
@@ -59,12 +59,12 @@ MAX_STAMP = 256
 
 def nbgrader_stamp(folder: Path) -> str | None:
     """The time nbgrader recorded for a submission it collected (``timestamp.txt`` beside the notebooks); none
-    for a file over ``MAX_STAMP`` bytes, which is not read (``limits.read_at_most``)."""
+    for a file over ``MAX_STAMP`` bytes, which is not read (``hand_in_sizes.read_at_most``)."""
     stamp = folder / "timestamp.txt"
     if not stamp.is_file() or stamp.is_symlink():
         return None
     try:
-        data, _size = limits.read_at_most(stamp, MAX_STAMP)
+        data, _size = hand_in_sizes.read_at_most(stamp, MAX_STAMP)
         return parse(data.decode("utf-8", errors="replace")) if data is not None else None
     except (OSError, ValueError):
         return None

@@ -1,7 +1,7 @@
 """Unpack a student's .zip safely: no path outside the target, no links, bounded size and entry count.
 
 The archive's own size and the size of its list of entries are checked before zipfile reads either
-(``limits.py``), so a huge archive costs the grader nothing (tests/test_staging_limits.py)."""
+(``hand_in_sizes.py``), so a huge archive costs the grader nothing (tests/test_staging_limits.py)."""
 from __future__ import annotations
 
 import os
@@ -9,10 +9,10 @@ import stat
 import zipfile
 from pathlib import Path, PurePosixPath
 
-from . import limits
+from . import hand_in_sizes
 
-MAX_ENTRIES = limits.MAX_ENTRIES
-MAX_BYTES = limits.MAX_UNPACKED  # uncompressed, in all
+MAX_ENTRIES = hand_in_sizes.MAX_ENTRIES
+MAX_BYTES = hand_in_sizes.MAX_UNPACKED  # uncompressed, in all
 MAX_RATIO = 200  # a larger compression ratio on a big entry is a zip bomb, not source code
 
 
@@ -37,8 +37,8 @@ def _before_opening(archive: Path) -> None:
     """The limits zipfile cannot keep itself: the archive's size, then the size of its list of entries, which
     zipfile reads and turns into objects whole as it opens one (the end record, 22 bytes to 64 KB at its end, says it)."""
     size = os.lstat(archive).st_size
-    if size > limits.MAX_ARCHIVE:
-        raise ArchiveError(limits.archive_refused(archive.name, size), "archive_too_large")
+    if size > hand_in_sizes.MAX_ARCHIVE:
+        raise ArchiveError(hand_in_sizes.archive_refused(archive.name, size), "archive_too_large")
     with open(archive, "rb") as fp:
         end = zipfile._EndRecData(fp)  # zipfile's own reader of the end record, as ZipFile uses it
     if end is None:
@@ -46,9 +46,9 @@ def _before_opening(archive: Path) -> None:
     entries, listed = end[zipfile._ECD_ENTRIES_TOTAL], end[zipfile._ECD_SIZE]  # (private names: the same record's fields)
     if entries > MAX_ENTRIES:
         raise ArchiveError(f"{archive.name} has {entries} entries; at most {MAX_ENTRIES} are accepted", "too_many_entries")
-    if listed > limits.MAX_DIRECTORY:
-        raise ArchiveError(f"{archive.name}'s list of entries is {limits.words(listed)}; at most "
-                           f"{limits.words(limits.MAX_DIRECTORY)} is accepted", "too_many_entries")
+    if listed > hand_in_sizes.MAX_DIRECTORY:
+        raise ArchiveError(f"{archive.name}'s list of entries is {hand_in_sizes.words(listed)}; at most "
+                           f"{hand_in_sizes.words(hand_in_sizes.MAX_DIRECTORY)} is accepted", "too_many_entries")
 
 
 def extract(archive: Path, target: Path) -> list[str]:

@@ -8,7 +8,7 @@ Why waitress and not the standard library's ThreadingHTTPServer: that one gives 
 for its request with no timeout, accepts with no bound and reads whatever Content-Length says; with 1,021 idle
 connections (the usual 1,024 descriptors) the LMS's JWKS fetch got no answer and accept() failed in a busy loop.
 waitress holds idle connections in one poll() loop, reads each request whole before a thread sees it, and times out,
-bounds and caps as limits.py sets (tests/test_lti_hostile_network.py).
+bounds and caps as connection_bounds.py sets (tests/test_lti_hostile_network.py).
 """
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ import waitress
 from pylti1p3.exception import LtiException, OIDCException, ToolConfException
 from waitress import wasyncore
 
-from . import keys, limits
+from . import connection_bounds, keys
 from .store import Course, Store, now
 from .tool import Launch, Login, HttpRequest, Sessions, tool_config
 
@@ -116,7 +116,7 @@ class ToolApp:
     # -- plumbing -------------------------------------------------------------------------------------------------
     def _request(self, environ: dict) -> tuple[HttpRequest, str]:
         params = dict(parse_qsl(environ.get("QUERY_STRING", "")))
-        if environ["REQUEST_METHOD"] == "POST":   # waitress has read it whole, under limits.MAX_BODY
+        if environ["REQUEST_METHOD"] == "POST":   # waitress has read it whole, under connection_bounds.MAX_BODY
             body = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
             params.update(parse_qsl(body.decode("utf-8")))
         cookies = {k: m.value for k, m in SimpleCookie(environ.get("HTTP_COOKIE", "")).items()}
@@ -170,13 +170,13 @@ class ToolApp:
 
 
 class ToolServer:
-    """The application on waitress, listening on ``host:port`` (IPv4, as before), within limits.py's bounds: idle
+    """The application on waitress, listening on ``host:port`` (IPv4, as before), within connection_bounds.py's bounds: idle
     connections closed after ``idle_timeout`` seconds, at most ``max_connections`` at once (by default what the
-    open-files limit leaves room for), request bodies under ``limits.MAX_BODY``."""
+    open-files limit leaves room for), request bodies under ``connection_bounds.MAX_BODY``."""
 
     def __init__(self, store: Store, host: str, port: int, base_url: str | None = None, log=None,
-                 idle_timeout: int = limits.IDLE_TIMEOUT, max_connections: int | None = None):
-        self.max_connections = max_connections or limits.max_connections(limits.open_files())
+                 idle_timeout: int = connection_bounds.IDLE_TIMEOUT, max_connections: int | None = None):
+        self.max_connections = max_connections or connection_bounds.max_connections(connection_bounds.open_files())
         self.idle_timeout = idle_timeout
         listening = socket.create_server((host, port), family=socket.AF_INET, backlog=1024)
         self.server_address = listening.getsockname()
@@ -184,7 +184,7 @@ class ToolServer:
         self.log = log or (lambda line: print(line, file=sys.stderr, flush=True))
         self.app = ToolApp(store, self.base_url, self.log)
         self._server = waitress.create_server(self.app, sockets=[listening],
-                                              **limits.waitress_settings(self.max_connections, idle_timeout))
+                                              **connection_bounds.waitress_settings(self.max_connections, idle_timeout))
         self._stopped = threading.Event()
 
     @property
@@ -214,18 +214,18 @@ class ToolServer:
 
 
 def serve(store: Store, host: str, port: int, base_url: str | None, idle_timeout: int | None = None) -> None:
-    files, hard = limits.raise_open_files()
-    idle_timeout = idle_timeout or limits.IDLE_TIMEOUT
+    files, hard = connection_bounds.raise_open_files()
+    idle_timeout = idle_timeout or connection_bounds.IDLE_TIMEOUT
     server = ToolServer(store, host, port, base_url, idle_timeout=idle_timeout)
     server.log(f"serving the LTI tool on http://{host}:{server.server_address[1]} "
                f"(public address {server.base_url}); Ctrl-C stops")
     for name, url in server.endpoints.items():
         server.log(f"  {name}: {url}")
     server.log(f"  bounds: idle connections closed after {idle_timeout} s, at most {server.max_connections} "
-               f"connections at once, request bodies under {limits.MAX_BODY / 2**20:g} MiB")
-    if server.max_connections < limits.MAX_CONNECTIONS:
+               f"connections at once, request bodies under {connection_bounds.MAX_BODY / 2**20:g} MiB")
+    if server.max_connections < connection_bounds.MAX_CONNECTIONS:
         server.log(f"  only {server.max_connections} connections fit in this process's {files} open files (hard "
-                   f"limit {hard}); raise it (ulimit -Hn, systemd's LimitNOFILE=) to allow {limits.MAX_CONNECTIONS}")
+                   f"limit {hard}); raise it (ulimit -Hn, systemd's LimitNOFILE=) to allow {connection_bounds.MAX_CONNECTIONS}")
     try:
         server.serve_forever()
     except KeyboardInterrupt:

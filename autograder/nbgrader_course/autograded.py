@@ -27,7 +27,7 @@ import nbformat
 from nbformat import from_dict
 from nbformat.notebooknode import NotebookNode
 
-from autograder.intake import limits
+from autograder.intake import hand_in_sizes
 
 from . import notebook_text
 from .graded_cells import BEGIN_HIDDEN, END_HIDDEN
@@ -75,12 +75,12 @@ def _identity(path: Path | None) -> tuple | None:
 def _student_cells(path: Path | None) -> list[tuple]:
     """The cells of a submitted notebook, each as ``(cell type, grade_id, solution, source text or None, counted)``:
     ``solution`` and ``counted`` (a grade, solution or locked cell, whose grade_id nbgrader keeps once) as nbgrader's
-    ``utils`` tell them; none for a broken notebook, nor for one over the intake's limit (``limits.MAX_NOTEBOOK``,
+    ``utils`` tell them; none for a broken notebook, nor for one over the intake's limit (``hand_in_sizes.MAX_NOTEBOOK``,
     which staging refused: it is never read)."""
     if path is None or not path.is_file() or path.is_symlink():
         return []
     try:
-        raw, _size = limits.read_at_most(path, limits.MAX_NOTEBOOK)
+        raw, _size = hand_in_sizes.read_at_most(path, hand_in_sizes.MAX_NOTEBOOK)
         data = json.loads(raw.decode("utf-8")) if raw is not None else None
     except (OSError, UnicodeDecodeError, ValueError, RecursionError):
         return []

@@ -14,7 +14,7 @@ from datetime import datetime
 from html import escape
 from urllib.parse import quote
 
-from autograder.intake.limits import MAX_ARCHIVE, MAX_ENTRIES, MAX_NOTEBOOK, MAX_UNPACKED, words
+from autograder.intake.hand_in_sizes import MAX_ARCHIVE, MAX_ENTRIES, MAX_NOTEBOOK, MAX_UNPACKED, words
 
 #: the needs-a-person categories, in the order the list shows them
 CATEGORIES = {
@@ -44,7 +44,7 @@ NOT_GRADED = {
     "symlink": "a symbolic link, not the files", "unsupported": "not a folder, .zip or notebook",
     "unreadable": "unreadable hand-in", "too_many_entries": f"zip with too many entries (over {MAX_ENTRIES})",
     "too_large": f"zip unpacking to over {words(MAX_UNPACKED)}", "zip_bomb": "zip bomb",
-    # the size limits, checked before a hand-in is read (intake/limits.py)
+    # the size limits, checked before a hand-in is read (intake/hand_in_sizes.py)
     "notebook_too_large": f"notebook over {words(MAX_NOTEBOOK)}", "archive_too_large": f"zip over {words(MAX_ARCHIVE)}",
     "folder_too_large": f"folder over {words(MAX_UNPACKED)}",
     "too_many_files": f"folder of over {MAX_ENTRIES} files and folders",

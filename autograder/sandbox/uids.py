@@ -13,8 +13,8 @@ is said in one line and passed over, its links never followed (``tests/test_owne
 from __future__ import annotations
 
 import os
+import sys
 
-from autograder.usage import UsageError
 from autograder.worker import owned_dirs
 from autograder.worker.locks import BLOCK, BLOCKS, FIRST_UID, LOCK_DIRS as LOCKS, block_held, lock_dir
 
@@ -31,9 +31,7 @@ def needed() -> bool:
 def _say_once(line: str) -> None:
     if line not in _said:
         _said.add(line)
-        from autograder import console  # noqa: PLC0415 - only when a folder is refused
-
-        console.warn(line)
+        sys.stderr.write(f"warning: {line}\n")  # as console.warn says it; the sandbox imports nothing of the rest
 
 
 def claim() -> tuple[int, int]:
@@ -44,8 +42,8 @@ def claim() -> tuple[int, int]:
     refused: list[str] = []
     try:
         folder, folder_fd = lock_dir(said=refused.append)
-    except owned_dirs.Refused as exc:
-        raise UsageError(f"{exc}; remove one of them, or let root write in {LOCKS[0].parent}") from None
+    except owned_dirs.Refused as exc:  # said in one line by the command line (cli._run), as a user's mistake is
+        raise owned_dirs.Refused(f"{exc}; remove one of them, or let root write in {LOCKS[0].parent}") from None
     for line in refused:  # passed over for the next: said once a run
         _say_once(line)
     import fcntl  # noqa: PLC0415 - POSIX: only a grader with its own uids (never grade check) gets here
