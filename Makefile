@@ -14,6 +14,7 @@ $(STAMP): pyproject.toml
 	@echo "installing the kit, torch 2.13.0 (CPU) and the test tools into $(VENV) (first run: about 2 minutes)..."
 	@$(PYTHON) -m venv $(VENV)
 	@if [ -t 1 ]; then quiet=; else quiet=--quiet; fi; \
+	  $(BIN)/python autograder/release/torch_cpu.py $$quiet && \
 	  $(BIN)/python -m pip install $$quiet --disable-pip-version-check -e '.[test]'
 	@touch $(STAMP)
 	@echo "installed: $(BIN)/grade"

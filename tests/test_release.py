@@ -58,9 +58,12 @@ def test_bundle_layout(release):
     for name in (release / "exercises").glob("*.py"):  # exactly what `grade assign` writes
         assert name.read_text() == (ROOT / "exercises" / name.name).read_text()
     requirements = (release / "requirements.txt").read_text()
-    assert "torch==2.13.0\n" in requirements and "download.pytorch.org/whl/cpu" in requirements
+    # torch's CPU build comes from install_torch.py, first; no index line that pip would try for every package
+    assert "torch==2.13.0\n" in requirements and not any(line.startswith("--") for line in requirements.splitlines())
+    assert (release / "install_torch.py").read_text() == (ROOT / "autograder" / "release" / "torch_cpu.py").read_text()
     readme = (release / "README.md").read_text()
-    assert "pip install -r requirements.txt" in readme and "grade check" in readme
+    assert readme.index("python install_torch.py") < readme.index("pip install -r requirements.txt")
+    assert "grade check" in readme
 
 
 def test_every_package_the_bundle_imports_is_in_its_requirements(release):
@@ -317,16 +320,13 @@ def _reachable(url: str, seconds: float = 5.0) -> bool:
         return False
 
 
-def _requirements_here(bundle: Path) -> str:
-    """requirements.txt as written, or, where the PyTorch CPU index cannot be reached (a machine with no network
-    but the package registries, as CI's), a copy without its --extra-index-url line: the pins are what is
-    tested here, and pip would otherwise wait out its timeout on that index for every package."""
-    if _reachable(TORCH_CPU_INDEX):
-        return "requirements.txt"
-    text = (bundle / "requirements.txt").read_text()
-    (bundle / "requirements-here.txt").write_text(
-        "".join(line for line in text.splitlines(True) if not line.startswith("--extra-index-url")))
-    return "requirements-here.txt"
+def _torch_first(python: Path, bundle: Path) -> str:
+    """The README's first install step: install_torch.py, in the bundle's venv; what it said."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
+    run = subprocess.run([str(python), "install_torch.py"], cwd=bundle, env=env, capture_output=True, text=True,
+                         timeout=1200)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-3000:]
+    return run.stdout
 
 
 def _pip(python: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -353,7 +353,11 @@ def test_the_bundle_installs_on_the_pythons_it_claims_and_refuses_the_others(rel
         bundle = tmp_path / f"{version}" / BUNDLE
         shutil.copytree(release, bundle)
         python = _venv(here[version], bundle / ".venv")
-        requirements = _pip(python, "-r", _requirements_here(bundle), cwd=bundle)
+        said = _torch_first(python, bundle)
+        assert said.startswith("torch 2.13.0+cpu (CPU build), ") and said.count("\n") == 1, said
+        if not _reachable(TORCH_CPU_INDEX):  # said once, in its one line, with what was installed instead
+            assert "cannot be reached" in said, said
+        requirements = _pip(python, "-r", "requirements.txt", cwd=bundle)
         assert requirements.returncode == 0, f"{version}: " + requirements.stdout[-2000:] + requirements.stderr[-3000:]
         package = _pip(python, "--no-deps", ".", cwd=bundle)
         assert package.returncode == 0, package.stdout[-2000:] + package.stderr[-3000:]
@@ -375,7 +379,7 @@ def test_the_bundle_installs_on_the_pythons_it_claims_and_refuses_the_others(rel
         assert package.returncode != 0 and "requires a different Python" in package.stdout + package.stderr, (
             f"{version}: " + package.stdout[-2000:] + package.stderr[-2000:])
         assert not (bundle / ".venv" / "bin" / "grade").exists()
-        requirements = _pip(python, "-r", _requirements_here(bundle), cwd=bundle)
+        requirements = _pip(python, "-r", "requirements.txt", cwd=bundle)
         assert requirements.returncode != 0, f"{version}: the pins install here, so the range could be wider"
 
 

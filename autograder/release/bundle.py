@@ -3,7 +3,8 @@
 Layout of the bundle::
 
     README.md            install step and grade check usage
-    requirements.txt     pinned versions (torch==2.13.0, CPU index)
+    install_torch.py     torch 2.13.0, the CPU build, from PyTorch's CPU index where it answers (release/torch_cpu.py)
+    requirements.txt     pinned versions (torch==2.13.0: installed already)
     pyproject.toml       the student package: a `grade` command with `check` only
     exercises/           the stubs, stripped from solutions/ exactly as `grade assign` does
     notebooks/           the same stubs as one notebook per module, with the course's prose and %grade check
@@ -101,6 +102,7 @@ def _stage(stage: Path, course_file: Path) -> dict:
     write_notebooks(data["title"], data["modules"], stage / "exercises", data["steps"], stage / "notebooks")
     (stage / "README.md").write_text(readme(data["title"], data["modules"], len(public_steps), public_points, python),
                                      encoding="utf-8")
+    shutil.copyfile(Path(__file__).with_name("torch_cpu.py"), stage / "install_torch.py")
     (stage / "requirements.txt").write_text(
         requirements_txt(pins, "grade check for the attention exercises: pip install -r requirements.txt"),
         encoding="utf-8")

@@ -55,8 +55,9 @@ def installed_closure(roots: list[str]) -> dict[str, str]:
 
 def requirements_txt(pins: dict[str, str], purpose: str) -> str:
     lines = [f"# {purpose}",
-             "# Exact versions the kit was tested with. torch is the CPU build (no CUDA download):",
-             f"--extra-index-url {TORCH_CPU_INDEX}"]
+             "# Exact versions the kit was tested with. torch, the CPU build, comes first from install_torch.py: an",
+             f"# index line here ({TORCH_CPU_INDEX}) would be tried for every package, minutes each where it cannot be",
+             "# reached, and then give PyPI's CUDA build in silence."]
     lines += [f"{name}=={version}" for name, version in pins.items()]
     return "\n".join(lines) + "\n"
 

@@ -25,7 +25,7 @@ description = "Exercises on attention mechanisms, with grade check (public check
 # another, rather than leave a `grade` without its dependencies
 requires-python = "{python}"
 dependencies = [
-    # The CPU build of torch: pip install -r requirements.txt installs it from {TORCH_CPU_INDEX}
+    # The CPU build of torch: install_torch.py installs it from {TORCH_CPU_INDEX} first
 {deps}
 ]
 
@@ -66,7 +66,8 @@ older one, `pip install` stops and says so), on Linux, macOS or Windows, from th
 ```
 python3 -m venv .venv                # python3 --version: {words}; else name one (python{low}, py -{low})
 source .venv/bin/activate            # Windows: .venv\\Scripts\\activate
-pip install -r requirements.txt      # the exact versions the checks were made with (torch CPU build)
+python install_torch.py              # torch 2.13.0, the CPU build; it says which build it installed
+pip install -r requirements.txt      # the exact versions the checks were made with
 pip install --no-deps .              # the `grade` command
 ```
 
