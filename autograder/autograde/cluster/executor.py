@@ -21,7 +21,7 @@ from autograder.sandbox.zygote import ClonesForForks
 from autograder.worker import tempdirs
 from autograder.autograde.run_policy import RunPolicy
 
-from . import inherited, stalls
+from . import inherited, stalls, tls
 from .payload import Payload
 
 
@@ -102,22 +102,26 @@ def _ctrl_c_for_the_client_only():
         signal.signal(signal.SIGINT, before)
 
 
-def connect(scheduler: str | None, local_workers: int | None, grader=None, grader_hash=None, zygote=None):
-    """A Client on the scheduler at ``scheduler``, or on a LocalCluster of ``local_workers`` processes."""
+def connect(scheduler: str | None, local_workers: int | None, grader=None, grader_hash=None, zygote=None,
+            tls_found: dict | None = None):
+    """A Client on the scheduler at ``scheduler`` (with the course's certificate: ``tls.py``), or on a
+    LocalCluster of ``local_workers`` processes."""
     from distributed import Client  # noqa: PLC0415 - optional: the cluster extra
 
     if scheduler:
-        return contextlib.closing(Client(scheduler, timeout=60))
+        return contextlib.closing(Client(scheduler, timeout=60, security=tls.for_a_scheduler(scheduler, tls_found or {})))
     return local_cluster(local_workers or 1, grader, grader_hash, zygote)
 
 
 def run(grader, grader_hash: str, jobs: list, out: Path, on_done, *, scheduler: str | None = None,
-        local_workers: int | None = None, policy: RunPolicy = RunPolicy(), zygote=None) -> None:
+        local_workers: int | None = None, policy: RunPolicy = RunPolicy(), zygote=None,
+        tls_found: dict | None = None) -> None:
     """Grade ``jobs`` (batch.Job) on Dask; write each results.json here and call ``on_done`` with each
     ``GradedSubmission``.
 
     ``policy``: the run's (each worker checks it against its own zygote). ``zygote``: the client's, for a
-    LocalCluster whose workers are forked from the client.
+    LocalCluster whose workers are forked from the client. ``tls_found``: the certificate shown to
+    ``scheduler`` (``tls.credentials``; ``tls.refusal`` has said yes to it).
     """
     from distributed import wait  # noqa: PLC0415 - optional: the cluster extra
     from distributed.client import FutureCancelledError  # noqa: PLC0415 - optional: the cluster extra
@@ -130,7 +134,7 @@ def run(grader, grader_hash: str, jobs: list, out: Path, on_done, *, scheduler: 
         return
     warm_pictures()  # before a LocalCluster's workers are forked from us: see batch.warm_pictures
     lost = []
-    with connect(scheduler, local_workers, grader, grader_hash, zygote) as client:
+    with connect(scheduler, local_workers, grader, grader_hash, zygote, tls_found) as client:
         client.register_plugin(WarmGrader(str(grader.course_file), grader_hash))
         # One key per submission and content: a resubmitted task (worker lost) is the same task.
         futures = {client.submit(grade, Payload.pack(job, policy), pure=False,
