@@ -17,11 +17,12 @@ import threading
 from pathlib import Path
 
 from autograder.autograde.batch import children, warm_pictures, write
+from autograder.sandbox import uids
 from autograder.sandbox.zygote import ClonesForForks
 from autograder.worker import tempdirs
 from autograder.autograde.run_policy import RunPolicy
 
-from . import inherited, stalls, tls
+from . import inherited, stalls, tls, unprivileged
 from .payload import Payload
 
 
@@ -39,8 +40,11 @@ class Unfinished(RuntimeError):
 #: Idle, a LocalCluster of 2 workers then costs 1% of a core instead of 7% (bench/RESULTS.md).
 QUIET = {"distributed.worker.profile.enabled": False, "distributed.admin.tick.interval": "1s",
          "distributed.admin.system-monitor.interval": "2s", "distributed.worker.memory.monitor-interval": "1s"}
+#: Dask's web pages and metrics, off: they have no login, and would list the submissions, the workers' logs and
+#: the stacks of what they run to anyone who can reach the port (tls.py)
+NO_PAGES = {"distributed.scheduler.http.routes": [], "distributed.worker.http.routes": []}
 #: A LocalCluster's workers are also forked warm from the client (inherited.py).
-LOCAL_CONFIG = {**QUIET, "distributed.worker.multiprocessing-method": "fork"}
+LOCAL_CONFIG = {**QUIET, **NO_PAGES, "distributed.worker.multiprocessing-method": "fork"}
 
 
 @contextlib.contextmanager
@@ -49,21 +53,32 @@ def local_cluster(n_workers: int, grader=None, grader_hash: str | None = None, z
 
     Given the client's warm ``grader`` and ``zygote``, the workers are forked from this process and each
     takes a clone of the zygote (inherited.py); without them, each worker starts its own.
+
+    Only this process and its workers can talk to the cluster: TLS with a key made for the run, in memory
+    (``tls.for_a_local_cluster``), and no web pages. Run as root, the workers drop root as they start
+    (``unprivileged.py``): their zygote clones keep it. tests/test_cluster_security.py shows both.
     """
     import dask  # noqa: PLC0415 - optional: the cluster extra
     from distributed import Client, LocalCluster  # noqa: PLC0415 - optional: the cluster extra
 
     clones: ClonesForForks | None = None
-    scratch = tempdirs.make("grade-dask-")  # the workers' scratch space, removed with the run (swept if killed)
+    # the workers' scratch space, removed with the run (swept if killed), where their uid can reach it
+    scratch = tempdirs.make("grade-dask-", unprivileged.scratch_base() if unprivileged.wanted() else None)
+    uid_lock = None
     try:
+        config = {**LOCAL_CONFIG, "temporary-directory": str(scratch)}
+        if unprivileged.wanted():  # the workers run as the first uid of a block held for the run
+            uid, uid_lock = uids.claim()
+            unprivileged.give_scratch(scratch, uid)
+            config[unprivileged.UID_KEY] = uid
         if grader is not None and zygote is not None:
             grader.warm_cache()  # reference answers, computed once here and inherited by every worker
             clones = ClonesForForks(zygote, n_workers)
             inherited.offer(grader, grader_hash, clones)
-        with dask.config.set({**LOCAL_CONFIG, "temporary-directory": str(scratch)}), \
-                _ctrl_c_for_the_client_only(), \
+        with dask.config.set(config), _ctrl_c_for_the_client_only(), \
                 LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None,
-                             host="127.0.0.1") as cluster:
+                             host="127.0.0.1", security=tls.for_a_local_cluster(),
+                             preload=[unprivileged.__name__]) as cluster:
             inherited.withdraw()  # the clones are the workers' now: nothing left for us to close
             with Client(cluster) as client:
                 yield client
@@ -71,6 +86,8 @@ def local_cluster(n_workers: int, grader=None, grader_hash: str | None = None, z
         if clones is not None:
             clones.close()
         shutil.rmtree(scratch, ignore_errors=True)
+        if uid_lock is not None:
+            os.close(uid_lock)
 
 
 @contextlib.contextmanager
@@ -105,7 +122,7 @@ def _ctrl_c_for_the_client_only():
 def connect(scheduler: str | None, local_workers: int | None, grader=None, grader_hash=None, zygote=None,
             tls_found: dict | None = None):
     """A Client on the scheduler at ``scheduler`` (with the course's certificate: ``tls.py``), or on a
-    LocalCluster of ``local_workers`` processes."""
+    LocalCluster of ``local_workers`` processes (secured with a key of the run's own)."""
     from distributed import Client  # noqa: PLC0415 - optional: the cluster extra
 
     if scheduler:

@@ -28,7 +28,7 @@ from autograder.sandbox.zygote import Zygote
 from autograder.worker import tempdirs
 from autograder.worker.syscalls import die_with_parent
 
-from . import inherited
+from . import inherited, unprivileged
 
 NAME = "attention-autograder"
 
@@ -104,9 +104,13 @@ class WarmGrader(WorkerPlugin):
         self._grader = grader
 
     def _restart_if_dead(self) -> None:
-        """A zygote that died (killed from outside) is replaced: the next submission gets a fresh one."""
+        """A zygote that died (killed from outside) is replaced: the next submission gets a fresh one. A worker
+        that dropped root cannot start one with the sandbox's privileges: it ends, and its nanny starts it again
+        (as root, until it drops root again: ``unprivileged.py``); Dask gives its task to a worker."""
         zygote = self._grader.zygote
         if zygote.process is not None and zygote.process.poll() is not None:
+            if unprivileged.dropped():
+                os._exit(75)
             zygote.close()
             self._grader.adopt(Zygote())
 
