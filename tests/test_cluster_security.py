@@ -8,6 +8,9 @@
 - docs/cluster.md's Slurm set-up (its certificates made by its own commands, its SLURMCluster, one node's
   worker): the same user is refused, and served once given a copy of the course's grader certificate.
 - A scheduler that is not tls:// is refused unless ``--insecure-scheduler``; a tls:// one needs the certificate.
+- After a run (graded, interrupted, or stopped by an error), a client with the course's certificate finds
+  nothing of the grader on the workers (``executor.withdraw``); the control: with the warm grader registered,
+  the same look finds it.
 """
 from __future__ import annotations
 
@@ -23,17 +26,23 @@ import dask
 import pytest
 from distributed import Client, LocalCluster
 
+from autograder.autograde import content_hashes
+from autograder.autograde.cluster.warm_grader import NAME, WarmGrader
+from autograder.course import load_course
 
 from . import course_certificates
 from .ways_in import attempt, listening_ports, successes
 from .conftest import ROOT, run_grade
 from .documented_slurm import documented_cluster
 from .local_users import other_user
-from .test_cluster import ADVERSARIAL, SAMPLES, TOP, CliCluster, results, wait_for
+from .test_cluster import ADVERSARIAL, SAMPLES, TOP, CliCluster, class_folder, results, wait_for
 
 pytest.importorskip("distributed", reason="the [cluster] extra (pip install -e '.[cluster]')")
 
 pytestmark = pytest.mark.slow
+COURSE = load_course(ROOT / "course.yml")
+#: what a warm grader loads from the course: the reference solutions and the hidden suites
+COURSE_FOLDERS = [str((ROOT / COURSE.solutions).resolve()), str((ROOT / COURSE.suites).resolve())]
 
 
 @pytest.fixture(scope="module")
@@ -186,3 +195,114 @@ def test_a_tls_scheduler_needs_the_course_certificate(tmp_path, certificates):
     readable = run_grade("autograde", str(SAMPLES / "alice"), "--out", str(tmp_path / "out"), "--executor", "dask",
                          "--scheduler", address, *args, timeout=120)
     assert readable.returncode == 2 and "chmod 600" in readable.stderr, readable.stderr
+
+
+# -- nothing of the grader is left on the workers ----------------------------------------------------
+def what_is_left(folders: list[str]):
+    """A function to run on each worker (``client.run``): what a warm grader would have left there. Made here, so
+    that it travels by value: a worker cannot import the tests."""
+    def look(dask_worker=None) -> dict:
+        import gc  # noqa: PLC0415 - on the worker
+        import linecache  # noqa: PLC0415 - on the worker
+        import os  # noqa: PLC0415 - on the worker
+        import sys  # noqa: PLC0415 - on the worker
+        from pathlib import Path  # noqa: PLC0415 - on the worker
+
+        def of_the_course(path) -> bool:
+            return isinstance(path, str) and any(path == f or path.startswith(f + os.sep) for f in folders)
+
+        gc.unfreeze()  # what was frozen (Grader.warm_cache) is listed too
+        tasks = Path(f"/proc/{os.getpid()}/task")
+        return {"plugin": "attention-autograder" in dask_worker.plugins,
+                "graders": sum(type(o).__name__ in ("Grader", "Reference", "WarmGrader") for o in gc.get_objects()),
+                "modules": sorted(n for n, m in list(sys.modules.items())
+                                  if of_the_course(getattr(m, "__file__", None)) or n.startswith("_reference_")),
+                "lines": sorted(p for p in linecache.cache if of_the_course(p)),
+                "children": sorted(c for t in tasks.iterdir() for c in (t / "children").read_text().split())}
+    return look
+
+
+NOTHING = {"plugin": False, "graders": 0, "modules": [], "lines": [], "children": []}
+
+
+def _left(cluster: CliCluster) -> dict:
+    on_workers = cluster.client.run(what_is_left(COURSE_FOLDERS))
+    on_scheduler = cluster.client.run_on_scheduler(lambda dask_scheduler: sorted(dask_scheduler.worker_plugins))
+    return {"workers": on_workers, "scheduler": on_scheduler}
+
+
+def _nothing_left(cluster: CliCluster) -> bool:
+    left = _left(cluster)
+    return bool(left["workers"]) and all(v == NOTHING for v in left["workers"].values()) \
+        and "attention-autograder" not in left["scheduler"]
+
+
+@pytest.fixture(scope="module")
+def tls_cluster(tmp_path_factory, certificates):
+    cluster = CliCluster(tmp_path_factory.mktemp("dask-tls"), certificates, workers=1)
+    yield cluster
+    cluster.close()
+
+
+def test_the_look_finds_a_warm_grader_where_there_is_one(tls_cluster):
+    """The control for the tests below: the warm grader registered by hand, the same look finds it."""
+    client = tls_cluster.client
+    course_file = ROOT / "course.yml"
+    client.register_plugin(WarmGrader(str(course_file), content_hashes.grader(course_file, COURSE)))
+    try:
+        def warm(dask_worker):
+            plugin = dask_worker.plugins[NAME]
+            plugin._ready.result(timeout=300)
+            return plugin.busy_seconds()
+
+        client.run(warm)
+        left = _left(tls_cluster)
+        for found in left["workers"].values():
+            assert found["plugin"] and found["graders"] >= 2 and found["children"], found
+            assert any(n.startswith("_reference_") for n in found["modules"]), found
+            assert any(n.endswith("test_simple_attention") for n in found["modules"]), found
+        assert NAME in left["scheduler"]
+    finally:
+        client.unregister_worker_plugin(NAME)
+    assert wait_for(lambda: _nothing_left(tls_cluster), 60, "the grader to leave the worker")
+
+
+def test_after_a_run_nothing_of_the_grader_is_left_on_the_workers(tls_cluster, tmp_path):
+    out = tmp_path / "out"
+    graded = run_grade("autograde", str(SAMPLES / "alice"), str(SAMPLES / "dave"), "--out", str(out),
+                       *tls_cluster.grade_args(), timeout=600)
+    assert graded.returncode == 0, graded.stdout[-2000:] + graded.stderr[-4000:]
+    assert results(out)["alice"]["score"] == TOP
+    assert _nothing_left(tls_cluster), _left(tls_cluster)
+
+
+def test_after_an_interrupted_run_nothing_of_the_grader_is_left_on_the_workers(tls_cluster, tmp_path):
+    subs = class_folder(tmp_path / "subs", copies=2)
+    out = tmp_path / "out"
+    run = subprocess.Popen([sys.executable, "-m", "autograder.cli", "autograde", str(subs), "--out", str(out),
+                            *tls_cluster.grade_args()], cwd=ROOT, text=True, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        wait_for(lambda: len(list(out.glob("*/results.json"))) >= 1, 300, "the first result")
+        run.send_signal(signal.SIGINT)
+        stdout, stderr = run.communicate(timeout=120)
+    finally:
+        if run.poll() is None:
+            os.killpg(run.pid, signal.SIGKILL)
+            run.communicate()
+    assert run.returncode == 130, stdout[-2000:] + stderr[-4000:]
+    assert len(list(out.glob("*/results.json"))) < 16  # interrupted mid-batch
+    # the worker finishes the submission it had, then drops the grader
+    assert wait_for(lambda: _nothing_left(tls_cluster), 120, "the grader to leave the worker"), _left(tls_cluster)
+
+
+def test_after_a_run_stopped_by_an_error_nothing_of_the_grader_is_left_on_the_workers(tmp_path, certificates):
+    """A worker below the required isolation refuses: the run stops (exit 2), and its grader leaves the worker."""
+    cluster = CliCluster(tmp_path, certificates, workers=1, env={"AUTOGRADER_ISOLATION": "rlimits"})
+    try:
+        refused = run_grade("autograde", str(SAMPLES / "alice"), "--out", str(tmp_path / "out"),
+                            *cluster.grade_args(), "--require-isolation", "namespaces", timeout=600)
+        assert refused.returncode == 2 and "below the required namespaces" in refused.stderr, refused.stderr
+        assert wait_for(lambda: _nothing_left(cluster), 60, "the grader to leave the worker"), _left(cluster)
+    finally:
+        cluster.close()

@@ -40,6 +40,9 @@ class Unfinished(RuntimeError):
 #: Idle, a LocalCluster of 2 workers then costs 1% of a core instead of 7% (bench/RESULTS.md).
 QUIET = {"distributed.worker.profile.enabled": False, "distributed.admin.tick.interval": "1s",
          "distributed.admin.system-monitor.interval": "2s", "distributed.worker.memory.monitor-interval": "1s"}
+#: How long the end of a run waits for the workers to drop their warm grader (``withdraw``): they are idle
+#: then, unless the run was interrupted, when each first finishes the submission it has.
+WITHDRAW_SECONDS, WITHDRAW_SECONDS_INTERRUPTED = 60, 5
 #: Dask's web pages and metrics, off: they have no login, and would list the submissions, the workers' logs and
 #: the stacks of what they run to anyone who can reach the port (tls.py)
 NO_PAGES = {"distributed.scheduler.http.routes": [], "distributed.worker.http.routes": []}
@@ -134,7 +137,7 @@ def run(grader, grader_hash: str, jobs: list, out: Path, on_done, *, scheduler: 
         local_workers: int | None = None, policy: RunPolicy = RunPolicy(), zygote=None,
         tls_found: dict | None = None) -> None:
     """Grade ``jobs`` (batch.Job) on Dask; write each results.json here and call ``on_done`` with each
-    ``GradedSubmission``.
+    ``GradedSubmission``. However the run ends, the warm grader leaves the workers (``withdraw``).
 
     ``policy``: the run's (each worker checks it against its own zygote). ``zygote``: the client's, for a
     LocalCluster whose workers are forked from the client. ``tls_found``: the certificate shown to
@@ -153,12 +156,15 @@ def run(grader, grader_hash: str, jobs: list, out: Path, on_done, *, scheduler: 
     lost = []
     with connect(scheduler, local_workers, grader, grader_hash, zygote, tls_found) as client:
         client.register_plugin(WarmGrader(str(grader.course_file), grader_hash))
-        # One key per submission and content: a resubmitted task (worker lost) is the same task.
-        futures = {client.submit(grade, Payload.pack(job, policy), pure=False,
-                                 key=f"grade-{job.source.name}-{job.digest}"): job for job in jobs}
-        watch = stalls.Watch(client, [f.key for f in futures], stalls.bound(grader.course.limits.submission_seconds))
-        pending = set(futures)
+        futures: dict = {}
+        killed, end = False, WITHDRAW_SECONDS
         try:
+            # One key per submission and content: a resubmitted task (worker lost) is the same task.
+            futures = {client.submit(grade, Payload.pack(job, policy), pure=False,
+                                     key=f"grade-{job.source.name}-{job.digest}"): job for job in jobs}
+            watch = stalls.Watch(client, [f.key for f in futures],
+                                 stalls.bound(grader.course.limits.submission_seconds))
+            pending = set(futures)
             while pending:
                 try:  # never a wait without an end: a stuck worker is restarted (stalls.py)
                     finished, pending = wait(pending, timeout=watch.interval(), return_when="FIRST_COMPLETED")
@@ -177,10 +183,12 @@ def run(grader, grader_hash: str, jobs: list, out: Path, on_done, *, scheduler: 
                     write(out, answer["graded"])
                     on_done(answer["graded"])
         except KeyboardInterrupt:  # Ctrl-C: a LocalCluster's workers are killed now, not after their task
-            kill_local_workers(client, zygote)
+            killed, end = kill_local_workers(client, zygote), WITHDRAW_SECONDS_INTERRUPTED
             raise
         finally:
             client.cancel(list(futures))
+            if not killed:
+                withdraw(client, end)
     if lost:
         names = ", ".join(name for name, _exc in lost)
         raise Unfinished(f"{len(lost)} submission(s) not graded: the Dask workers grading them were lost "
@@ -188,14 +196,31 @@ def run(grader, grader_hash: str, jobs: list, out: Path, on_done, *, scheduler: 
                          "submission has its results.json; run the same command again to grade these.")
 
 
-def kill_local_workers(client, zygote=None) -> None:
+def withdraw(client, seconds: float) -> None:
+    """Unregister the WarmGrader: the scheduler no longer gives it to a worker that joins, and each worker's
+    teardown stops its zygote and forgets the grader, its course and its reference answers
+    (``warm_grader.forget``), once its submission in progress, if any, is graded. Waited for up to
+    ``seconds``; the workers go on without us after that (an interrupted run does not wait for them).
+
+    Stops: a warm grader left on a cluster that outlives the run, for any later client to read.
+    Shown by tests/test_cluster_security.py (after a run, nothing of the grader is left on the workers)."""
+    from .warm_grader import NAME  # noqa: PLC0415 - optional: the cluster extra
+
+    try:
+        client.sync(client._unregister_worker_plugin, name=NAME, callback_timeout=seconds)
+    except Exception as exc:  # noqa: BLE001 - the scheduler lost, or slow: said, and the run's outcome stands
+        logging.getLogger(__name__).warning("could not remove the warm grader from the workers: %s: %s",
+                                            type(exc).__name__, exc)
+
+
+def kill_local_workers(client, zygote=None) -> bool:
     """Kill the worker processes of the client's LocalCluster at once, telling their nannies not to start them
     again; a remote cluster's workers are not ours to kill (the client's futures are cancelled: each worker
     finishes the submission it has and takes no other).
 
     As ``batch.halt`` does for --jobs: the workers are frozen first, then their zygote clones (children of
     the client's ``zygote``) are killed, which takes their sandboxes down, then the workers: no worker sees
-    its sandbox die, no sandbox answers a worker that is gone.
+    its sandbox die, no sandbox answers a worker that is gone. Whether it killed any (a LocalCluster's).
     """
     logging.getLogger("distributed").setLevel(logging.ERROR)  # workers lost, tasks cancelled: as we meant
     cluster = getattr(client, "cluster", None)
@@ -215,3 +240,4 @@ def kill_local_workers(client, zygote=None) -> None:
     for pid in pids:
         with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGKILL)
+    return bool(pids)

@@ -56,3 +56,8 @@ def take(grader_hash: str):
     grader, clones = _STATE["grader"], _STATE["clones"]
     _STATE.clear()
     return grader, clones.take()
+
+
+def forget() -> None:
+    """In a worker, at the end of a run: nothing inherited is kept (the Grader, if it was never taken)."""
+    _STATE.clear()
