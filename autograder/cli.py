@@ -130,7 +130,17 @@ def assign(course_file: Path) -> None:
 @click.option("--executor", type=click.Choice(["local", "dask"]), default="local", show_default=True,
               help="local: --jobs processes on this machine; dask: a Dask cluster (pip install -e '.[cluster]', "
                    "docs/cluster.md).")
-@click.option("--scheduler", metavar="ADDRESS", help="With --executor dask: the scheduler (tcp://host:8786).")
+@click.option("--scheduler", metavar="ADDRESS",
+              help="With --executor dask: the scheduler (tls://host:8786, with the course's certificate: --tls-*).")
+@click.option("--tls-ca-file", type=click.Path(path_type=Path, dir_okay=False), metavar="FILE",
+              help="With --scheduler: the course's CA certificate (or Dask's distributed.comm.tls.ca-file).")
+@click.option("--tls-cert", type=click.Path(path_type=Path, dir_okay=False), metavar="FILE",
+              help="With --scheduler: this client's certificate (or Dask's distributed.comm.tls.client.cert).")
+@click.option("--tls-key", type=click.Path(path_type=Path, dir_okay=False), metavar="FILE",
+              help="With --scheduler: this client's key, mode 600 (or Dask's distributed.comm.tls.client.key).")
+@click.option("--insecure-scheduler", is_flag=True,
+              help="Allow a --scheduler without TLS (tcp://): anyone who reaches its port runs code on the workers; "
+                   "only on a network private to you.")
 @click.option("--local-workers", type=click.IntRange(min=1), metavar="N",
               help="With --executor dask: a LocalCluster of N worker processes  [default: the number of cores]")
 @click.option("--roster", "roster_file", metavar="FILE", type=click.Path(path_type=Path, exists=True, dir_okay=False),

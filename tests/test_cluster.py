@@ -1,9 +1,10 @@
 """`grade autograde --executor dask` on real Dask clusters on loopback: the same results as ``--jobs``, and faults.
 
 Each cluster is started here: a ``dask scheduler`` and two ``dask worker`` processes through Dask's own CLI
-(random free ports, one process and one thread each), and a ``LocalCluster`` (``--local-workers 2``). Grading
-goes through the real ``grade`` CLI. The comparisons are against a local ``--jobs 2`` run of the same
-submissions: every results.json must be equal apart from the timing field.
+(random free ports, one process and one thread each, over TLS with the course's certificates made as
+docs/cluster.md says: tests/course_certificates.py), and a ``LocalCluster`` (``--local-workers 2``, secured with a
+key of the run's own). Grading goes through the real ``grade`` CLI. The comparisons are against a local
+``--jobs 2`` run of the same submissions: every results.json must be equal apart from the timing field.
 """
 from __future__ import annotations
 
@@ -24,7 +25,9 @@ from distributed import Client
 
 from autograder.course import load_course
 
+from . import course_certificates
 from .conftest import ROOT, run_grade
+from .documented_slurm import documented_cluster, worker_command
 from .processes import alive, descendants
 
 pytest.importorskip("distributed", reason="the [cluster] extra (pip install -e '.[cluster]')")
@@ -96,20 +99,34 @@ def wait_for(predicate, timeout: float, what: str):
 
 
 class CliCluster:
-    """``dask scheduler`` and ``dask worker`` processes, each in a process group of its own."""
+    """``dask scheduler`` and ``dask worker`` processes, each in a process group of its own: over TLS with the
+    course's ``certificates`` (the cluster's for them, the grader's for the clients), or, given None, plain TCP
+    (``--insecure-scheduler``)."""
 
-    def __init__(self, base: Path, workers: int = 2, env: dict | None = None, worker_args: tuple[str, ...] = ()):
+    def __init__(self, base: Path, certificates: course_certificates.Certificates | None, workers: int = 2,
+                 env: dict | None = None, worker_args: tuple[str, ...] = ()):
         self.port = free_port()
-        self.address = f"tcp://127.0.0.1:{self.port}"
+        self.certificates = certificates
+        scheme, tls = ("tls", certificates.dask_args()) if certificates else ("tcp", [])
+        self.address = f"{scheme}://127.0.0.1:{self.port}"
         self.base = base
         self.env = {**os.environ, "DASK_TEMPORARY_DIRECTORY": str(base), **(env or {})}
-        self.procs = [self._start("scheduler", "--host", "127.0.0.1", "--port", str(self.port), "--no-dashboard")]
+        self.procs = [self._start("scheduler", "--host", "127.0.0.1", "--port", str(self.port), "--no-dashboard",
+                                  "--protocol", scheme, *tls)]
         for i in range(workers):
             self.procs.append(self._start("worker", self.address, "--nworkers", "1", "--nthreads", "1",
-                                          "--host", "127.0.0.1", "--no-dashboard", "--name", f"w{i}", *worker_args))
+                                          "--host", "127.0.0.1", "--no-dashboard", "--name", f"w{i}", *tls,
+                                          *worker_args))
 
-        self.client = Client(self.address, timeout=60)
+        self.client = Client(self.address, timeout=60,
+                             security=certificates.client_security() if certificates else None)
         self.client.wait_for_workers(workers, timeout=120)
+
+    def grade_args(self) -> list[str]:
+        """``grade autograde``'s options for this cluster: the address, and the grader's certificate (or
+        ``--insecure-scheduler``)."""
+        tls = self.certificates.grade_args() if self.certificates else ["--insecure-scheduler"]
+        return ["--executor", "dask", "--scheduler", self.address, *tls]
 
     def _start(self, *args: str) -> subprocess.Popen:
         log = open(self.base / f"{args[0]}-{len(getattr(self, 'procs', []))}.log", "wb")  # noqa: SIM115 - the process writes it until it is stopped
@@ -136,8 +153,14 @@ class CliCluster:
 
 
 @pytest.fixture(scope="module")
-def cli_cluster(tmp_path_factory):
-    cluster = CliCluster(tmp_path_factory.mktemp("dask-cli"))
+def certificates(tmp_path_factory) -> course_certificates.Certificates:
+    """The course's certificates, made by docs/cluster.md's commands."""
+    return course_certificates.make(tmp_path_factory.mktemp("shared") / "attention")
+
+
+@pytest.fixture(scope="module")
+def cli_cluster(tmp_path_factory, certificates):
+    cluster = CliCluster(tmp_path_factory.mktemp("dask-cli"), certificates)
     yield cluster
     cluster.close()
 
@@ -169,7 +192,7 @@ def _without_times(text: str) -> str:
 
 def test_the_cli_cluster_grades_exactly_as_jobs_does(cli_cluster, local_run, tmp_path):
     out = tmp_path / "out"
-    run = autograde(str(local_run["subs"]), "--out", str(out), "--executor", "dask", "--scheduler", cli_cluster.address)
+    run = autograde(str(local_run["subs"]), "--out", str(out), *cli_cluster.grade_args())
     assert_same_as_local(out, local_run, CLASS)
     assert results(out)["alice"]["score"] == TOP and results(out)["dave"]["score"] == 0
     assert sorted(progress_lines(run.stdout)) == sorted(CLASS)
@@ -180,7 +203,7 @@ def test_the_cli_cluster_grades_exactly_as_jobs_does(cli_cluster, local_run, tmp
     # Dask's worker processes are daemonic (no multiprocessing children): the kit's forking works under them
     assert all(cli_cluster.client.run(lambda: __import__("multiprocessing").current_process().daemon).values())
 
-    again = autograde(str(local_run["subs"]), "--out", str(out), "--executor", "dask", "--scheduler", cli_cluster.address)
+    again = autograde(str(local_run["subs"]), "--out", str(out), *cli_cluster.grade_args())
     assert f"{len(CLASS)} submission(s) already graded with the same inputs: skipped" in again.stdout
     assert progress_lines(again.stdout) == []
 
@@ -206,7 +229,7 @@ def test_a_worker_killed_mid_batch_loses_nothing_and_grades_nothing_twice(cli_cl
     out = tmp_path / "out"
     before = cli_cluster.worker_pids()
     proc = subprocess.Popen([sys.executable, "-m", "autograder.cli", "autograde", str(subs), "--out", str(out),
-                             "--executor", "dask", "--scheduler", cli_cluster.address],
+                             *cli_cluster.grade_args()],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         wait_for(lambda: len(list(out.glob("*/results.json"))) >= 2, 300, "the first results")
@@ -265,7 +288,7 @@ def test_submissions_that_crash_or_hang_their_worker_get_a_fair_zero_and_others_
     for name in ("alice", "bob"):
         shutil.copytree(SAMPLES / name, subs / name)
     out = tmp_path / "out"
-    run = autograde(str(subs), "--out", str(out), "--executor", "dask", "--scheduler", cli_cluster.address)
+    run = autograde(str(subs), "--out", str(out), *cli_cluster.grade_args())
     got = results(out)
     assert sorted(progress_lines(run.stdout)) == sorted([*hostile, "alice", "bob"])
     for name in hostile:
@@ -278,23 +301,23 @@ def test_submissions_that_crash_or_hang_their_worker_get_a_fair_zero_and_others_
 
 
 # -- isolation -----------------------------------------------------------------------------------
-def test_a_worker_below_the_required_isolation_refuses_and_reports_its_level(tmp_path):
+def test_a_worker_below_the_required_isolation_refuses_and_reports_its_level(tmp_path, certificates):
     """One node without namespaces (capped to rlimits here): it says so in each result, and refuses to go below a level."""
-    cluster = CliCluster(tmp_path, workers=1, env={"AUTOGRADER_ISOLATION": "rlimits"})
+    cluster = CliCluster(tmp_path, certificates, workers=1, env={"AUTOGRADER_ISOLATION": "rlimits"})
     try:
         out = tmp_path / "out"
-        refused = run_grade("autograde", str(SAMPLES / "alice"), "--out", str(out), "--executor", "dask",
-                            "--scheduler", cluster.address, "--require-isolation", "uid+rlimits", timeout=600)
+        refused = run_grade("autograde", str(SAMPLES / "alice"), "--out", str(out), *cluster.grade_args(),
+                            "--require-isolation", "uid+rlimits", timeout=600)
         assert refused.returncode == 2, refused.stdout + refused.stderr
         assert "rlimits, below the required uid+rlimits" in refused.stderr
         assert not list(out.glob("*/results.json"))
 
-        two = run_grade("autograde", str(SAMPLES / "alice"), str(SAMPLES / "bob"), "--out", str(out), "--executor",
-                        "dask", "--scheduler", cluster.address, timeout=600)
+        two = run_grade("autograde", str(SAMPLES / "alice"), str(SAMPLES / "bob"), "--out", str(out),
+                        *cluster.grade_args(), timeout=600)
         assert two.returncode == 2 and "--trust-submissions" in two.stderr  # as with --jobs: one per run at rlimits
         assert not list(out.glob("*/results.json"))
 
-        one = autograde(str(SAMPLES / "alice"), "--out", str(out), "--executor", "dask", "--scheduler", cluster.address)
+        one = autograde(str(SAMPLES / "alice"), "--out", str(out), *cluster.grade_args())
         result = results(out)["alice"]
         assert result["extra_data"]["isolation"] == "rlimits" and "rlimits" in result["extra_data"]["isolation_detail"]
         assert "Isolation" not in result["output"]  # the sandbox is the instructor's to read, not the student's
@@ -319,36 +342,24 @@ def test_dask_options_need_the_dask_executor(tmp_path):
 
 # -- the documented Slurm configuration ----------------------------------------------------------
 def test_the_documented_slurm_configuration_starts_workers_that_grade(tmp_path):
-    """docs/cluster.md's SLURMCluster: its job script's worker command, run here as a Slurm node would, grades."""
-    text = (ROOT / "docs" / "cluster.md").read_text()
-    code = re.search(r"```python\n(# slurm_grading\.py.*?)```", text, re.S).group(1)
-    code = code.replace("/shared/attention/.venv/bin/python", sys.executable).replace("/shared/attention", str(tmp_path))
-    code = code.replace('"dashboard_address": ":8787"', '"dashboard_address": None')  # the machine may be shared
-    namespace = {"__name__": "slurm_grading"}
-    exec(compile(code, "slurm_grading.py", "exec"), namespace)  # noqa: S102 - the documentation's own code
-    cluster = namespace["make_cluster"](port=free_port())
-    worker = None
-    try:
-        script = cluster.job_script()
+    """docs/cluster.md's SLURMCluster, over TLS with the certificates its commands make: its job script's worker
+    command, run here as a Slurm node would, grades for a client with the grader's certificate."""
+    with documented_cluster(tmp_path) as documented:
+        script, course = documented.script, documented.course
         for directive in ("#SBATCH -p grading", "#SBATCH -A cs-llm-course", "#SBATCH --cpus-per-task=8",
-                          "#SBATCH -t 00:45:00", f"#SBATCH -e {tmp_path}/dask-logs/"):
+                          "#SBATCH -t 00:45:00", f"#SBATCH -e {course}/dask-logs/"):
             assert directive in script, script
         assert re.search(r"#SBATCH --mem=(29|30|32)G", script), script
-        command = script.strip().splitlines()[-1]
+        command = worker_command(script)
         assert "--nthreads 1" in command and "--nworkers 8" in command and "--lifetime 40m" in command, command
-        # one node's job, with one worker instead of eight (this machine has two cores)
-        scratch = tmp_path / "node-tmp"
-        scratch.mkdir()
-        prologue = script.split(command)[0].split("\n\n", 1)[-1]
-        worker = subprocess.Popen(["bash", "-c", prologue + "\n" + command.replace("--nworkers 8", "--nworkers 1")],
-                                  env={**os.environ, "TMPDIR": str(scratch)}, cwd=tmp_path, start_new_session=True,
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        # the workers speak TLS only, with the cluster's certificate
+        cert, key = documented.certificates.cluster
+        assert documented.cluster.scheduler_address.startswith("tls://"), documented.cluster.scheduler_address
+        for option in ("--protocol tls://", f"--tls-ca-file {documented.certificates.ca}", f"--tls-cert {cert}",
+                       f"--tls-key {key}"):
+            assert option in command, command
         out = tmp_path / "results"
         run = autograde(str(SAMPLES / "alice"), "--out", str(out), "--executor", "dask",
-                        "--scheduler", cluster.scheduler_address, "--require-isolation", "namespaces")
+                        "--scheduler", documented.cluster.scheduler_address, "--require-isolation", "namespaces",
+                        *documented.certificates.grade_args())
         assert results(out)["alice"]["score"] == TOP and "alice: " in run.stdout
-    finally:
-        if worker is not None:
-            os.killpg(worker.pid, signal.SIGTERM)
-            worker.wait(timeout=30)
-        cluster.close()

@@ -16,6 +16,7 @@ import time
 
 import pytest
 
+from . import course_certificates
 from .conftest import ROOT
 from .test_cluster import SAMPLES, TOP, CliCluster, progress_lines, results
 
@@ -55,25 +56,31 @@ def _class(tmp_path):
     return subs
 
 
-def _cluster(tmp_path) -> tuple[CliCluster, object]:
+@pytest.fixture(scope="module")
+def certificates(tmp_path_factory) -> course_certificates.Certificates:
+    return course_certificates.make(tmp_path_factory.mktemp("shared") / "attention")
+
+
+def _cluster(tmp_path, certificates) -> tuple[CliCluster, object]:
     (tmp_path / "stuck_once.py").write_text(STUCK_ONCE)
     marker = tmp_path / "stuck.pid"
-    cluster = CliCluster(tmp_path, workers=2, env={"STALL_MARKER": str(marker), "PYTHONPATH": str(ROOT)},
+    cluster = CliCluster(tmp_path, certificates, workers=2,
+                         env={"STALL_MARKER": str(marker), "PYTHONPATH": str(ROOT)},
                          worker_args=("--preload", str(tmp_path / "stuck_once.py")))
     return cluster, marker
 
 
-def _autograde(subs, out, address: str, stall_seconds: int) -> subprocess.Popen:
+def _autograde(subs, out, cluster: CliCluster, stall_seconds: int) -> subprocess.Popen:
     env = {**os.environ, "DASK_AUTOGRADER__STALL_SECONDS": str(stall_seconds)}
     return subprocess.Popen([sys.executable, "-m", "autograder.cli", "autograde", str(subs), "--out", str(out),
-                             "--executor", "dask", "--scheduler", address], cwd=ROOT, env=env, text=True,
+                             *cluster.grade_args()], cwd=ROOT, env=env, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
 
 
-def test_a_stuck_worker_is_restarted_and_its_submission_graded_once(tmp_path):
-    cluster, marker = _cluster(tmp_path)
+def test_a_stuck_worker_is_restarted_and_its_submission_graded_once(tmp_path, certificates):
+    cluster, marker = _cluster(tmp_path, certificates)
     try:
-        run = _autograde(_class(tmp_path), tmp_path / "out", cluster.address, stall_seconds=60)
+        run = _autograde(_class(tmp_path), tmp_path / "out", cluster, stall_seconds=60)
         stdout, stderr = run.communicate(timeout=900)
     finally:
         cluster.close()
@@ -85,11 +92,11 @@ def test_a_stuck_worker_is_restarted_and_its_submission_graded_once(tmp_path):
     assert sorted(progress_lines(stdout)) == ["alice", "bob", "carol"]  # each graded once
 
 
-def test_control_without_the_restart_dask_waits_for_the_stuck_worker_for_ever(tmp_path):
-    cluster, marker = _cluster(tmp_path)
+def test_control_without_the_restart_dask_waits_for_the_stuck_worker_for_ever(tmp_path, certificates):
+    cluster, marker = _cluster(tmp_path, certificates)
     run = None
     try:
-        run = _autograde(_class(tmp_path), tmp_path / "out", cluster.address, stall_seconds=100_000)
+        run = _autograde(_class(tmp_path), tmp_path / "out", cluster, stall_seconds=100_000)
         deadline = time.monotonic() + 600
         while len(list((tmp_path / "out").glob("*/results.json"))) < 2 and time.monotonic() < deadline:
             assert run.poll() is None, run.communicate()[1][-4000:]

@@ -1,12 +1,15 @@
-"""The pieces of --executor dask that need no cluster: the isolation order, and a payload's round trip."""
+"""The pieces of --executor dask that need no cluster: the isolation order, a payload's round trip, and which
+scheduler addresses and certificates a client accepts (cluster/tls.py)."""
 from __future__ import annotations
 
 import pickle
 import stat
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
+from autograder.autograde.cluster import tls
 from autograder.autograde.cluster.payload import Payload
 from autograder.autograde.run_policy import RunPolicy, refusal
 from autograder.intake.stage import Staged
@@ -87,3 +90,50 @@ def test_where_an_escaping_file_name_would_land(tmp_path):
     assert (staged.folder / "../escape.py").resolve().parent == tmp_path.resolve()
     (staged.folder / "../escape.py").write_bytes(b"x")
     assert sorted(p.name for p in tmp_path.rglob("*") if not p.is_dir()) == ["escape.py", "ok.py"]
+
+
+def _course_files(folder: Path, key_mode: int = 0o600) -> dict:
+    found = {"ca_file": folder / "ca.pem", "cert": folder / "grader.pem", "key": folder / "grader.key"}
+    for path in found.values():
+        path.write_text("-----BEGIN CERTIFICATE-----\n")
+    found["key"].chmod(key_mode)
+    return {field: str(path) for field, path in found.items()}
+
+
+def test_a_scheduler_that_is_not_tls_is_refused_in_one_line_naming_the_way_out(tmp_path):
+    for address in ("tcp://login1:8786", "login1:8786", "ws://login1:8786", "TCP://login1:8786"):
+        why = tls.refusal(address, insecure=False, found=_course_files(tmp_path))
+        assert why and "\n" not in why and "--insecure-scheduler" in why and address in why, why
+        assert tls.refusal(address, insecure=True, found={"ca_file": None, "cert": None, "key": None}) is None
+
+
+def test_a_tls_scheduler_needs_every_file_of_the_course_certificate(tmp_path):
+    files = _course_files(tmp_path)
+    assert tls.refusal("tls://login1:8786", False, files) is None
+    for field, option in tls.OPTIONS.items():
+        why = tls.refusal("tls://login1:8786", False, {**files, field: None})
+        assert option in why and tls.CONFIG[field] in why, why
+    why = tls.refusal("tls://login1:8786", False, {**files, "cert": str(tmp_path / "nowhere.pem")})
+    assert "--tls-cert" in why and "nowhere.pem" in why
+
+
+def test_a_key_others_may_read_is_refused(tmp_path):
+    why = tls.refusal("tls://login1:8786", False, _course_files(tmp_path, key_mode=0o640))
+    assert "chmod 600" in why and "0640" in why
+
+
+def test_the_certificate_comes_from_the_options_else_from_dasks_configuration(tmp_path):
+    import dask  # noqa: PLC0415 - the cluster extra
+
+    with dask.config.set({"distributed.comm.tls.ca-file": "/etc/course/ca.pem",
+                          "distributed.comm.tls.client.cert": "/etc/course/grader.pem"}):
+        found = tls.credentials(ca_file=None, cert=tmp_path / "mine.pem", key=None)
+    assert found == {"ca_file": "/etc/course/ca.pem", "cert": str(tmp_path / "mine.pem"), "key": None}
+
+
+def test_a_tls_client_shows_the_course_certificate_and_requires_encryption(tmp_path):
+    files = _course_files(tmp_path)
+    security = tls.for_a_scheduler("tls://login1:8786", files)
+    assert security.require_encryption
+    assert (security.tls_ca_file, security.tls_client_cert, security.tls_client_key) == \
+        (files["ca_file"], files["cert"], files["key"])

@@ -26,9 +26,11 @@ folder: the hub's global config), ``~/attention-course`` for docs/similarity.md 
 students' notebooks), and, after each ``nbgrader release_assignment``, a student who fetches the assignment and
 submits it through that exchange (what the comment "students: ... Fetch, work, Submit" says happens).
 
-**Placeholders substituted** (``SUBSTITUTE``, each with its reason): ``tcp://login1:8786`` (a scheduler the test
-starts on loopback, with one ``dask worker``), ``/shared/attention`` (the copy), ``/tmp/ag`` (a temporary
-folder: a fixed path in /tmp is shared by everyone on the machine), and README's ``--nbgrader
+**Placeholders substituted** (``SUBSTITUTE``, each with its reason): ``tls://login1:8786`` (a scheduler the test
+starts on loopback, with one ``dask worker``, both over TLS with the certificates the document's own commands
+made, started once they are made), ``/shared/attention`` (the copy; so the certificates' ``/shared/attention-tls``
+is a folder beside it), ``/tmp/ag`` (a temporary folder: a fixed path in /tmp is shared by everyone on the
+machine), and README's ``--nbgrader
 ~/attention-course`` in "Grade a class" (an nbgrader course prepared with submissions, since the README's
 nbgrader section, later, creates ``~/attention-course`` from scratch).
 
@@ -79,7 +81,8 @@ SKIP_LINES = {
 }
 #: (document or None for all, old, new, reason): applied to every line of the document
 SUBSTITUTE = [
-    (None, "tcp://login1:8786", "{scheduler}", "a real scheduler, started by the test on loopback"),
+    (None, "tls://login1:8786", "{scheduler}", "a real scheduler, started by the test on loopback over TLS with the "
+                                               "certificates the document's commands made"),
     (None, "/shared/attention", "{course}", "the shared folder of a cluster: the copy itself"),
     (None, "/tmp/ag", "{tmp}/ag", "a fixed path in /tmp is shared by everyone on the machine"),
     ("README.md", "--nbgrader ~/attention-course --out results",
@@ -126,7 +129,7 @@ class Block:
         out, pending = [], ""
         for raw in self.text.splitlines():
             if raw.rstrip().endswith("\\"):
-                pending += raw.rstrip()[:-1].rstrip() + " "
+                pending += raw.strip()[:-1].strip() + " "
                 continue
             line = (pending + raw.strip()).strip()
             pending = ""
@@ -200,10 +203,12 @@ def test_every_block_is_classified():
 @pytest.mark.unit
 def test_the_parser_sees_blocks_as_written():
     """The control for the tables above: a known block, split as a shell would."""
-    block = next(b for b in command_blocks("docs/cluster.md") if "cd /shared/attention" in b.text)
+    block = next(b for b in command_blocks("docs/cluster.md") if b.first == "cd /shared/attention")
     assert block.commands() == ["cd /shared/attention",
                                 "grade autograde /shared/attention/submissions --out /shared/attention/results "
-                                "--executor dask --scheduler tcp://login1:8786 --require-isolation namespaces"]
+                                "--executor dask --scheduler tls://login1:8786 --require-isolation namespaces "
+                                "--tls-ca-file /shared/attention-tls/ca.pem --tls-cert /shared/attention-tls/grader.pem "
+                                "--tls-key /shared/attention-tls/grader.key"]
     assert [b.language for b in blocks("docs/export.md")].count("csv") == 1
 
 
@@ -247,14 +252,18 @@ def _layered_venv(course: Path) -> Path:
 
 
 class Scheduler:
-    """A ``dask scheduler`` and one ``dask worker`` on loopback, run by the copy's venv in the copy."""
+    """A ``dask scheduler`` and one ``dask worker`` on loopback, run by the copy's venv in the copy, over TLS with the
+    cluster's certificate in ``tls`` (docs/cluster.md's commands made it)."""
 
-    def __init__(self, python: Path, cwd: Path, env: dict, logs: Path):
-        self.address = f"tcp://127.0.0.1:{_free_port()}"
+    def __init__(self, python: Path, cwd: Path, env: dict, logs: Path, tls: Path):
+        self.address = f"tls://127.0.0.1:{_free_port()}"
         self.procs = []
-        for args in (["scheduler", "--host", "127.0.0.1", "--port", self.address.rsplit(":", 1)[1], "--no-dashboard"],
+        certificate = ["--tls-ca-file", str(tls / "ca.pem"), "--tls-cert", str(tls / "cluster.pem"),
+                       "--tls-key", str(tls / "cluster.key")]
+        for args in (["scheduler", "--host", "127.0.0.1", "--port", self.address.rsplit(":", 1)[1], "--no-dashboard",
+                      "--protocol", "tls", *certificate],
                      ["worker", self.address, "--nworkers", "1", "--nthreads", "1", "--host", "127.0.0.1",
-                      "--no-dashboard"]):
+                      "--no-dashboard", *certificate]):
             log = open(logs / f"dask-{args[0]}.log", "wb")  # noqa: SIM115 - the process writes it until it is stopped
             self.procs.append(subprocess.Popen([str(python), "-m", "dask", *args], cwd=cwd, env=env, stdout=log,
                                                stderr=subprocess.STDOUT, start_new_session=True))
@@ -354,12 +363,13 @@ def _run_document(document: str, tmp: Path, prepared: Path) -> None:
     # but the registries) runs as written; pip is only told not to retry it, package after package.
     env.setdefault("PIP_RETRIES", "0")
     todo = command_blocks(document)
-    needs_dask = any("tcp://login1:8786" in b.text for b in todo)
-    scheduler = Scheduler(venv / "bin" / "python", course, env, tmp) if needs_dask else None
-    values = {"course": str(course), "tmp": str(tmp), "prepared": str(prepared),
-              "scheduler": scheduler.address if scheduler else ""}
+    scheduler = None
+    values = {"course": str(course), "tmp": str(tmp), "prepared": str(prepared), "scheduler": ""}
     try:
         for block in todo:
+            if scheduler is None and "tls://login1:8786" in block.text:  # its certificates are made by now
+                scheduler = Scheduler(venv / "bin" / "python", course, env, tmp, Path(f"{course}-tls"))
+                values["scheduler"] = scheduler.address
             script, plan = _script(block, values)
             log = tmp / f"block-{block.line}.log"
             with open(log, "w") as out:

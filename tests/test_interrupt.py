@@ -292,15 +292,16 @@ def test_ctrl_c_stops_a_local_dask_cluster(tmp_path, batch_of, to):
 def test_ctrl_c_on_a_running_scheduler_cancels_the_rest(tmp_path, batch_of):
     """The workers are not ours: Ctrl-C cancels what is left; the cluster is unharmed and the re-run uses it."""
     pytest.importorskip("distributed")
+    from . import course_certificates  # noqa: PLC0415 - optional: the cluster extra
     from .test_cluster import CliCluster  # noqa: PLC0415 - optional: the cluster extra
 
     base = tmp_path / "cluster"
     base.mkdir()
-    cluster = CliCluster(base)
+    cluster = CliCluster(base, course_certificates.make(tmp_path / "shared" / "attention"))
     try:
         subs = tmp_path / "subs"
         names = make_class(subs)
-        batch = batch_of(subs, "--executor", "dask", "--scheduler", cluster.address)
+        batch = batch_of(subs, *cluster.grade_args())
         batch.wait_for_results()
         batch.interrupt("group")
         seconds = batch.wait(timeout=120)

@@ -24,12 +24,14 @@ def main(submissions: tuple[Path, ...] = (), out: Path = Path("results"), course
          n_jobs: int | None = None, force: bool = False, times_file: Path | None = None,
          nbgrader_course: Path | None = None, assignment: str | None = None,
          trust_submissions: bool = False, require: Level | str | None = None, executor: str = "local",
-         scheduler: str | None = None, local_workers: int | None = None, roster_file: Path | None = None) -> int:
+         scheduler: str | None = None, local_workers: int | None = None, roster_file: Path | None = None,
+         scheduler_tls: dict | None = None) -> int:
     """Grade ``submissions`` (or an nbgrader course's submitted/ notebooks) into ``out``; the options are
     ``grade autograde``'s, checked (``autograder/commands/autograde.py``).
 
     ``executor``: ``local`` (``n_jobs`` processes here) or ``dask`` (a scheduler at ``scheduler``, or a
-    LocalCluster of ``local_workers``; docs/cluster.md). ``require``: the lowest isolation level to grade at.
+    LocalCluster of ``local_workers``; docs/cluster.md), ``scheduler_tls`` the certificate shown to
+    ``scheduler`` (``cluster/tls.py``). ``require``: the lowest isolation level to grade at.
     ``roster_file``: the class list; the summary then names who is not on it and who handed nothing in.
 
     0 when every submission was graded; 3 when the grader itself failed on some (grader_errors.log); 130 when
@@ -39,7 +41,7 @@ def main(submissions: tuple[Path, ...] = (), out: Path = Path("results"), course
         try:
             return _main(submissions, out, course_file, n_jobs, force, times_file, nbgrader_course, assignment,
                          trust_submissions, Level(require) if require else None, executor, scheduler, local_workers,
-                         roster_file)
+                         roster_file, scheduler_tls)
         except (KeyboardInterrupt, Interrupted) as exc:
             ctrl_c.pressed = True  # a second Ctrl-C from now on ends the process at once
             if not isinstance(exc, Interrupted):  # before any submission was graded
@@ -48,13 +50,14 @@ def main(submissions: tuple[Path, ...] = (), out: Path = Path("results"), course
 
 
 def _main(submissions, out, course_file, n_jobs, force, times_file, nbgrader_course, assignment, trust_submissions,
-          require, executor, scheduler, local_workers, roster_file) -> int:
+          require, executor, scheduler, local_workers, roster_file, scheduler_tls=None) -> int:
     from autograder.sandbox.zygote import Zygote  # noqa: PLC0415 - no torch: the zygote starts first
     from autograder.intake import times  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
     from autograder.intake.discover import nbgrader_submissions  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
 
     cluster = None if executor == "local" else {
-        "scheduler": scheduler, "local_workers": None if scheduler else local_workers or os.cpu_count() or 1}
+        "scheduler": scheduler, "local_workers": None if scheduler else local_workers or os.cpu_count() or 1,
+        "tls": scheduler_tls}
     roster = _roster(roster_file) if roster_file else None
     try:
         submitted = times.read(times_file) if times_file else {}
@@ -304,7 +307,7 @@ def _on_dask(grader, grader_hash: str, todo, out: Path, on_done, cluster: dict, 
 
     try:
         executor.run(grader, grader_hash, todo, out, on_done, scheduler=cluster["scheduler"],
-                     local_workers=cluster["local_workers"], policy=policy, zygote=zygote)
+                     local_workers=cluster["local_workers"], policy=policy, zygote=zygote, tls_found=cluster["tls"])
     except GraderMismatch as exc:
         raise UsageError(str(exc)) from None
     except executor.Refused as exc:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -28,7 +29,7 @@ from autograder.sandbox.zygote import Zygote
 from autograder.worker import tempdirs
 from autograder.worker.syscalls import die_with_parent
 
-from . import inherited
+from . import inherited, unprivileged
 
 NAME = "attention-autograder"
 
@@ -53,19 +54,36 @@ class WarmGrader(WorkerPlugin):
             die_with_parent(os.getppid())
         self.graded = 0  # submissions this worker graded
         self.worker_address = getattr(worker, "address", "?")
-        self._staging = tempdirs.make("grade-staging-", mode=0o711)
-        self._grader = None
+        self._grader = self._staging = None
         self._busy_since = time.monotonic()  # the start-up counts: a thread stuck there is stuck (stalls.py)
-        self._thread = ThreadPoolExecutor(1, thread_name_prefix="attention-grader")
+        self._thread = ThreadPoolExecutor(1, thread_name_prefix="attention-grader")  # first: teardown needs it
+        self._staging = tempdirs.make("grade-staging-", mode=0o711)
         self._ready = self._thread.submit(self._start)
 
-    def teardown(self, worker=None) -> None:
-        def close() -> None:
-            if self._grader is not None:
-                self._grader.close()
-        self._thread.submit(close)
-        self._thread.shutdown(wait=True)
-        shutil.rmtree(self._staging, ignore_errors=True)
+    async def teardown(self, worker=None) -> None:
+        """The plugin unregistered (the end of a run: ``executor.run``), replaced, or its worker closing: the
+        zygote stops, and the grader, its course and its reference answers leave this worker (``forget``),
+        once the submission in progress, if any, is graded. Awaited, not waited for: the worker's event
+        loop goes on answering the scheduler meanwhile."""
+        import asyncio  # noqa: PLC0415 - the worker's event loop
+
+        closed = self._thread.submit(self._close)
+        self._thread.shutdown(wait=False)
+        try:
+            await asyncio.wrap_future(closed)
+        finally:
+            if self._staging is not None:
+                shutil.rmtree(self._staging, ignore_errors=True)
+
+    def _close(self) -> None:
+        grader, self._grader = self._grader, None
+        self._ready = None  # its start-up's error, if any, holds the grader's frames
+        inherited.forget()
+        if grader is not None:
+            try:
+                grader.close()
+            finally:
+                forget(grader)
 
     def busy_seconds(self) -> float | None:
         """How long the grading thread has been starting up or grading its current submission; None if idle."""
@@ -104,9 +122,13 @@ class WarmGrader(WorkerPlugin):
         self._grader = grader
 
     def _restart_if_dead(self) -> None:
-        """A zygote that died (killed from outside) is replaced: the next submission gets a fresh one."""
+        """A zygote that died (killed from outside) is replaced: the next submission gets a fresh one. A worker
+        that dropped root cannot start one with the sandbox's privileges: it ends, and its nanny starts it again
+        (as root, until it drops root again: ``unprivileged.py``); Dask gives its task to a worker."""
         zygote = self._grader.zygote
         if zygote.process is not None and zygote.process.poll() is not None:
+            if unprivileged.dropped():
+                os._exit(75)
             zygote.close()
             self._grader.adopt(Zygote())
 
@@ -133,3 +155,30 @@ class WarmGrader(WorkerPlugin):
             payload.discard(staged)
         self.graded += 1
         return {"graded": done, "worker": self.worker_address}
+
+
+def forget(grader) -> None:
+    """Drop what a grader loaded into this process from the course: the modules of its solutions and hidden
+    suites (``sys.modules``, and their names in their packages) and the source lines read from them
+    (``linecache``: ``inspect.getsource`` of the reference). Then a client on this worker finds neither,
+    and the next run loads the course as it is then, not as an earlier run left it."""
+    import gc  # noqa: PLC0415 - once per run
+    import linecache  # noqa: PLC0415 - once per run
+
+    folders = [str(Path(grader.suites).resolve()), str((grader.root / grader.course.solutions).resolve())]
+
+    def of_the_course(path) -> bool:
+        return isinstance(path, str) and any(path == f or path.startswith(f + os.sep) for f in folders)
+
+    for name, module in list(sys.modules.items()):
+        if of_the_course(getattr(module, "__file__", None)):
+            del sys.modules[name]
+            parent, _, child = name.rpartition(".")
+            if parent and getattr(sys.modules.get(parent), child, None) is module:
+                delattr(sys.modules[parent], child)
+    for path in [p for p in linecache.cache if of_the_course(p)]:
+        del linecache.cache[path]
+    # The grader froze what it loaded (Grader.warm_cache: gc.freeze), and a frozen cycle is never collected: the
+    # reference answers would stay in memory, unreachable but still listed by the collector. Not any more.
+    gc.unfreeze()
+    gc.collect()
