@@ -53,7 +53,7 @@ class WarmGrader(WorkerPlugin):
             die_with_parent(os.getppid())
         self.graded = 0  # submissions this worker graded
         self.worker_address = getattr(worker, "address", "?")
-        self._staging = tempdirs.make("grade-staging-", mode=0o711)
+        self._staging = tempdirs.make("grade-staging-", mode=0o700)  # no worker's uid enters it (batch.staging_dir)
         self._grader = None
         self._busy_since = time.monotonic()  # the start-up counts: a thread stuck there is stuck (stalls.py)
         self._thread = ThreadPoolExecutor(1, thread_name_prefix="attention-grader")
