@@ -45,13 +45,18 @@ def _chown(path: Path, user) -> None:
 
 @pytest.fixture(scope="module")
 def classroom(tmp_path_factory):
-    """The user's kit and class in their home, a second user's kit beside; removed afterwards."""
+    """The user's kit and class in their home, a second user's kit beside, which that user graded with before;
+    removed afterwards."""
     user, other = normal_user(), other_user()
     home, theirs = user.home / "agx-course", other.home / "agx-course"
     for folder in (home, theirs):
         shutil.rmtree(folder, ignore_errors=True)
     attacks.kit_copy(theirs / "kit")
+    attacks.correct(theirs / "alice")
     _chown(theirs, other)  # as that user's clone: world-readable, like a fresh one
+    # that user has graded with it before (and root has, in this suite): whatever they left is theirs
+    before, _ = _grade(other, theirs / "kit", theirs / "alice", theirs / "out", {})
+    assert before.returncode == 0, before.stdout + before.stderr
     kit = attacks.kit_copy(home / "kit")
     places = [str(user.home), str(kit / "solutions"), "/tmp", "/dev/shm"]
     service = attacks.Service()

@@ -39,6 +39,7 @@ except ImportError:  # pragma: no cover - tested by hiding it (tests/test_portab
 import shutil
 import signal
 import sysconfig
+import tempfile
 from dataclasses import dataclass, field
 
 from . import cgroups, landlock, leftovers, seccomp, tempdirs
@@ -292,6 +293,9 @@ def confine_step(plan: Plan, uid: int, output_fd: int, workdir: str, limits: dic
         os.chown(workdir, uid, uid)
     os.chdir(workdir)
     os.umask(0o077)  # what a step writes is its own uid's alone
+    if plan.level.landlocked:  # the one folder it may write in: its temporary files go there, as to a private /tmp
+        os.environ["TMPDIR"] = workdir
+        tempfile.tempdir = None
     own_ipc = False
     if plan.level != Level.LANDLOCK and plan.level != Level.RLIMITS:
         try:  # an IPC namespace per worker: its System V objects and POSIX queues die with it
