@@ -474,6 +474,12 @@ def _ipc_owned_by_workers() -> list[str]:
     return found
 
 
+def _trusted_at(level: str) -> list[str]:
+    """At uid+rlimits the checkout's files are readable to every uid, so untrusted code is refused there
+    (tests/test_isolation.py shows it); what these tests look at, the leftovers between submissions, is the same."""
+    return ["--trust-submissions"] if level == "uid+rlimits" else []
+
+
 @pytest.mark.parametrize("level", ["namespaces", "uid+rlimits"])
 def test_a_stash_reaches_no_later_submission(tmp_path, level):
     """The stash trick, then its reader, in one batch and in that order: neither gains a point, and no IPC
@@ -483,7 +489,8 @@ def test_a_stash_reaches_no_later_submission(tmp_path, level):
         shutil.copytree(ADV_DIR / name, subs / f"{order}_{name}")
     out = tmp_path / "out"
     with machine_to_ourselves():  # the machine's IPC objects are counted: another suite's stash takes its turn
-        result = run_grade("autograde", str(subs), "--out", str(out), "--jobs", "1", env={"AUTOGRADER_ISOLATION": level})
+        result = run_grade("autograde", str(subs), "--out", str(out), "--jobs", "1", *_trusted_at(level),
+                           env={"AUTOGRADER_ISOLATION": level})
         left = _ipc_owned_by_workers()
     assert result.returncode == 0, result.stderr[-2000:]
     if level not in result.stdout:
@@ -634,7 +641,7 @@ def _stash_in_run_lock(tmp_path, level) -> None:
     try:
         run = _run_batch({"0_stash_run_lock": "stash_run_lock", "1_stash_run_lock_reader": "stash_run_lock_reader",
                           "2_stash_run_lock_reader_control": "stash_run_lock_reader_control"},
-                         tmp_path, "--jobs", "1", env={"AUTOGRADER_ISOLATION": level})
+                         tmp_path, "--jobs", "1", *_trusted_at(level), env={"AUTOGRADER_ISOLATION": level})
         assert run["result"] is not None, _hung(run)
         assert run["result"].returncode == 0, run["result"].stderr[-2000:]
         if level not in run["result"].stdout:

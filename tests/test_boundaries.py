@@ -71,10 +71,12 @@ def test_no_two_modules_share_a_basename_but_the_two_halves_of_a_boundary():
 
 
 def test_the_isolation_level_is_one_enum_and_reads_as_its_plain_name():
-    assert [level.value for level in ORDER] == ["rlimits", "uid+rlimits", "namespaces"]  # weakest first
-    assert NAMES == ("namespaces", "uid+rlimits", "rlimits")  # as --require-isolation lists them
+    assert [level.value for level in ORDER] == ["rlimits", "uid+rlimits", "landlock", "uid+landlock", "userns",
+                                                "namespaces"]  # weakest first
+    assert NAMES == ("namespaces", "userns", "uid+landlock", "landlock", "uid+rlimits", "rlimits")  # as --require-isolation lists them
     assert json.dumps({"isolation": Level.UID}) == '{"isolation": "uid+rlimits"}'  # the wire, results.json
     assert f"{Level.UID}, below the required {Level.NAMESPACES}" == "uid+rlimits, below the required namespaces"
     assert Level.UID == "uid+rlimits" and Level("rlimits") is Level.RLIMITS
     assert Level.NAMESPACES.at_least(Level.UID) and Level.UID.at_least("uid+rlimits")
     assert not Level.RLIMITS.at_least(Level.UID)
+    assert Level.USERNS.at_least(Level.LANDLOCK) and not Level.LANDLOCK.at_least(Level.UID_LANDLOCK)

@@ -27,10 +27,11 @@ def test_a_level_is_refused_only_below_the_required_one():
 
 
 def test_one_run_policy_decides_for_either_executor():
-    several = RunPolicy(None, several_untrusted=True)
-    assert several.refusal(Level.UID, "uid+rlimits (...)") is None
-    assert "grades one submission per run" in several.refusal(Level.RLIMITS, "rlimits (...)")
-    assert RunPolicy(None, several_untrusted=False).refusal(Level.RLIMITS, "rlimits (...)") is None
+    untrusted = RunPolicy(None, untrusted=True)
+    for level in (Level.NAMESPACES, Level.USERNS, Level.UID_LANDLOCK, Level.LANDLOCK, Level.UID):
+        assert untrusted.refusal(level, f"{level} (...)") is None  # (uid+rlimits: the files are checked apart)
+    assert "could read the reference solutions" in untrusted.refusal(Level.RLIMITS, "rlimits (...)")
+    assert RunPolicy(None, untrusted=False).refusal(Level.RLIMITS, "rlimits (...)") is None
     assert "below the required namespaces" in RunPolicy(Level.NAMESPACES).refusal(Level.UID, "uid+rlimits (...)")
 
 
@@ -53,7 +54,7 @@ def test_a_payload_carries_the_staged_files_to_a_folder_of_the_workers_own(tmp_p
     (staged / "causal_attention.py").write_bytes("# \u00e9\n".encode())
     job = _Job(_Source("ana"), Staged("ana", staged, ["a note"], {"trainable_attention": {"type": "MissingModule"}}),
                {"submission": "ana", "submission_hash": "x"})
-    payload = Payload.pack(job, RunPolicy(Level.NAMESPACES, several_untrusted=True))
+    payload = Payload.pack(job, RunPolicy(Level.NAMESPACES, untrusted=True))
     (staged / "simple_attention.py").write_bytes(b"changed after packing")
     node = tmp_path / "node"
     node.mkdir()

@@ -13,6 +13,7 @@ import shutil
 import stat
 import subprocess
 import sys
+import tempfile
 import zipfile
 from pathlib import Path
 
@@ -21,6 +22,7 @@ import pytest
 from autograder.course import load_course
 from autograder.gradescope.autograder_zip import build_gradescope
 
+from . import isolation_attacks as attacks
 from .conftest import CORPUS, ROOT, run_grade
 from .submission_forms import module_notebooks, one_notebook, zipped
 
@@ -204,3 +206,46 @@ def test_every_form_grades_as_grade_autograde_grades_the_folder(autograder_zip, 
         assert [(t["name"], t["status"]) for t in results["tests"]] == \
             [(t["name"], t["status"]) for t in expected["tests"]], form
         assert results["extra_data"]["submitted_at"] == "2026-12-10T14:03:22.500000-08:00", form
+
+
+# -- the reference out of the workers' reach, in Gradescope's layout -----------------------------------------------
+@pytest.mark.slow
+@pytest.mark.skipif(os.geteuid() != 0, reason="Gradescope runs the autograder as root; its workers take other uids")
+def test_setup_sh_keeps_the_source_from_a_thief_at_uid_rlimits(autograder_zip):
+    """/autograder as Gradescope lays it out, where every user may enter (as in its image), the zip's files as it
+    unpacks them (0644). At uid+rlimits (a container without namespaces or Landlock) a thief of the reference makes
+    the run refuse while the source is readable, naming it; after setup.sh's own chmod line it is graded, and gains
+    nothing over the stubs (0). Under uid+landlock the source's modes do not matter."""
+    from autograder.gradescope.scripts import SETUP_SH  # noqa: PLC0415 - this test's alone
+
+    base = Path(tempfile.mkdtemp(prefix="agx-gradescope-", dir="/tmp"))
+    try:
+        base.chmod(0o755)
+        root = gradescope_root(base, autograder_zip)
+        attacks.reference_thief(base / "thief", token=base.name)
+        for path in (base / "thief").glob("*.py"):
+            shutil.copyfile(path, root / "submission" / path.name)
+        for level in ("uid+landlock", "uid+rlimits"):
+            os.environ["AUTOGRADER_ISOLATION"] = level
+            try:
+                done, results = run_autograder(root)
+            finally:
+                del os.environ["AUTOGRADER_ISOLATION"]
+            if level == "uid+landlock":
+                if results.get("extra_data", {}).get("isolation") != level:
+                    continue  # no Landlock here: the other level is the test
+                assert results["score"] == 0 and results["tests"], results["output"][:2000]
+            else:
+                assert results["score"] == 0 and not results["tests"], results["output"][:2000]
+                assert "a worker's uid could read" in results["output"] and str(root / "source") in results["output"]
+        chmod = next(line for line in SETUP_SH.splitlines() if line.startswith("chmod -R go-rwx"))
+        subprocess.run(["bash", "-c", chmod], env={"SOURCE": str(root / "source")}, check=True)
+        os.environ["AUTOGRADER_ISOLATION"] = "uid+rlimits"
+        try:
+            done, results = run_autograder(root)
+        finally:
+            del os.environ["AUTOGRADER_ISOLATION"]
+        assert results["extra_data"]["isolation"] == "uid+rlimits", results["output"][:2000]
+        assert results["tests"] and results["score"] == 0, done.stdout[-2000:]
+    finally:
+        shutil.rmtree(base, ignore_errors=True)

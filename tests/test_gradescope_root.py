@@ -371,7 +371,7 @@ exit 0
 
 def _setup_sh_calls(tmp: Path, env: dict) -> list[str]:
     root, bin_dir, log = tmp / "autograder", tmp / "bin", tmp / "calls.log"
-    (root / "source").mkdir(parents=True)
+    (root / "source").mkdir(parents=True, exist_ok=True)
     bin_dir.mkdir()
     (root / "source" / "requirements.txt").write_text(
         f"# pins\n--extra-index-url {TORCH_CPU_INDEX}\nnumpy==2.0.0\ntorch==2.13.0\n")
@@ -405,3 +405,22 @@ def test_setup_sh_uses_the_cpu_index_unless_told_otherwise(tmp_path):
         assert call.count("--find-links /opt/wheels ") == 1, call
         assert call.count("--find-links https://mirror.example/w/ ") == 1, call
         assert call.count("--find-links") == 2, call
+
+
+@pytest.mark.unit
+@pytest.mark.skipif(shutil.which("bash") is None, reason="setup.sh is a bash script")
+def test_setup_sh_leaves_the_source_to_root_alone(tmp_path):
+    """The zip unpacks world-readable (the reference at 0644); after setup.sh nobody but its owner (root) may read or
+    enter anything in the source, while the venv the workers import from stays readable."""
+    source = tmp_path / "modes" / "autograder" / "source"
+    (source / "solutions").mkdir(parents=True)
+    (source / "solutions" / "simple_attention.py").write_text("reference\n")
+    for path in (source, source / "solutions"):
+        path.chmod(0o755)
+    (source / "solutions" / "simple_attention.py").chmod(0o644)
+    loose = [p for p in [source, *source.rglob("*")] if p.stat().st_mode & 0o077]
+    assert loose  # the control: as unpacked, others may read them
+    _setup_sh_calls(tmp_path / "modes", {})
+    assert [p for p in [source, *source.rglob("*")] if p.stat().st_mode & 0o077] == []
+    venv = tmp_path / "modes" / "autograder" / "venv"
+    assert venv.stat().st_mode & 0o005 == 0o005 and (venv / "bin" / "python").stat().st_mode & 0o005 == 0o005

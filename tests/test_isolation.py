@@ -11,12 +11,18 @@ import subprocess
 import sys
 import threading
 
+import socket
+import tempfile
+from pathlib import Path
+
 import pytest
 
-from autograder.sandbox import uids
+from autograder.sandbox import reach, uids
 from autograder.worker import confine as sandbox, seccomp
 
+from . import isolation_attacks as attacks
 from .conftest import ROOT, run_grade
+from .machine_lock import machine_to_ourselves
 
 SAMPLES = ROOT / "samples" / "submissions"
 
@@ -48,7 +54,7 @@ def test_namespaces_work_when_the_interpreter_lives_under_tmp(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("level", ["uid+rlimits", "rlimits"])
+@pytest.mark.parametrize("level", ["uid+landlock", "uid+rlimits", "rlimits"])
 def test_every_level_grades_alike_and_says_which_it_used(tmp_path, level):
     subs = tmp_path / "subs"
     for name in ("alice", "bob"):
@@ -93,7 +99,7 @@ def test_a_reused_worker_gets_each_step_s_cpu_budget_within_the_submission_s():
     assert os.waitstatus_to_exitcode(status) == 0
 
 
-def _in_a_child(install: bool) -> dict:
+def _in_a_child(install: bool, **without) -> dict:
     """Run a few system calls in a forked child, with or without the workers' seccomp filter."""
     read, write = os.pipe()
     pid = os.fork()
@@ -101,9 +107,25 @@ def _in_a_child(install: bool) -> dict:
         try:
             os.close(read)
             if install:
-                seccomp.install()
+                seccomp.install(**without)
             libc = ctypes.CDLL(None, use_errno=True)
             found = {"unshare": libc.unshare(0)}
+            for name, family, kind in (("tcp", socket.AF_INET, socket.SOCK_STREAM), ("udp", socket.AF_INET, socket.SOCK_DGRAM),
+                                       ("netlink", socket.AF_NETLINK, socket.SOCK_RAW),
+                                       ("unix_stream", socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC),
+                                       ("unix_dgram", socket.AF_UNIX, socket.SOCK_DGRAM)):
+                fd = libc.socket(family, kind, 0)
+                found[name] = fd >= 0
+                if fd >= 0:
+                    os.close(fd)
+            pair = socket.socketpair()
+            pair[0].sendall(b"x")
+            found["socketpair"] = pair[1].recv(1) == b"x"
+            found["connect"] = libc.connect(pair[0].fileno(), None, 0) != -1 or ctypes.get_errno() != 1
+            found["shmget"] = libc.shmget(0, 4096, 0o1600) >= 0  # IPC_PRIVATE, IPC_CREAT | 0600
+            if found["shmget"]:
+                libc.shmctl(libc.shmget(0, 4096, 0o1600), 0, None)
+            found["setsid"] = libc.setsid() != -1 or ctypes.get_errno() != 1
             if install:  # (a raw clone that went through would leave two of us here)
                 found["ptrace"] = libc.syscall(101, 0, 0, 0, 0)
                 found["clone_newuser"] = libc.syscall(56, 0x10000000 | 17, 0, 0, 0, 0)
@@ -130,3 +152,138 @@ def test_the_seccomp_filter_refuses_what_grading_never_needs():
     assert without["unshare"] == 0  # the control: unshare(0) is allowed without the filter
     assert with_filter["unshare"] == -1 and with_filter["ptrace"] == -1 and with_filter["clone_newuser"] == -1
     assert with_filter["fork"] == 7  # fork and threads still work
+
+
+def test_without_a_namespace_the_filter_refuses_what_it_would_have_kept_apart():
+    """Without a network namespace: no socket but a Unix stream one, no connect; without an IPC namespace: no System
+    V IPC; without a PID namespace or a uid of its own: no new session. The control: the same calls without it."""
+    if not seccomp.supported():
+        pytest.skip("the filter is described for x86_64 only")
+    plain = _in_a_child(True)
+    confined = _in_a_child(True, network=True, ipc=True, sessions=True)
+    assert plain["tcp"] and plain["udp"] and plain["netlink"] and plain["unix_dgram"] and plain["shmget"]
+    assert plain["connect"] and plain["setsid"]
+    assert not (confined["tcp"] or confined["udp"] or confined["netlink"] or confined["unix_dgram"])
+    assert not (confined["connect"] or confined["shmget"] or confined["setsid"])
+    assert confined["unix_stream"] and confined["socketpair"] and confined["fork"] == 7  # what grading uses stays
+
+
+# -- the instructor's files, out of a worker's reach at every level ---------------------------------------------
+ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="root's levels: workers of uids of their own")
+
+
+@pytest.fixture
+def course(tmp_path):
+    """A copy of the kit and the course in a folder of its own in /tmp, and a class of five beside it: alice, a
+    thief of the reference and a reader of alice's staged files, and their honest control (the stubs)."""
+    with machine_to_ourselves():
+        base = Path(tempfile.mkdtemp(prefix="agx-course-", dir="/tmp"))
+        try:
+            kit = attacks.kit_copy(base / "kit")
+            hand_ins = base / "hand-ins"
+            # named for this test alone: a shared machine may be grading another alice meanwhile
+            alice = f"alice-{base.name}"
+            attacks.correct(hand_ins / alice)
+            attacks.reference_thief(hand_ins / "thief", token=base.name)
+            attacks.classmate_reader(hand_ins / "reader", alice)
+            attacks.stubs(hand_ins / "control")
+            yield base, kit, hand_ins
+        finally:
+            shutil.rmtree(base, ignore_errors=True)
+
+
+def _grade_as_root(kit: Path, hand_ins: Path, out: Path, level: str, *extra: str):
+    done = subprocess.run([sys.executable, "-m", "autograder.cli", "autograde", str(hand_ins), "--out", str(out),
+                           "--jobs", "1", *extra], cwd=kit, capture_output=True, text=True, timeout=900,
+                          env={**os.environ, "AUTOGRADER_ISOLATION": level, "PYTHONPATH": str(kit)})
+    scores = {p.parent.name: json.loads(p.read_text())["score"] for p in out.glob("*/results.json")}
+    return done, scores
+
+
+@ROOT_ONLY
+@pytest.mark.slow
+def test_at_uid_rlimits_the_reference_and_the_classmates_are_out_of_reach(course):
+    """Root without namespaces or Landlock: a worker's uid could read whatever the machine lets every user read, so
+    the run refuses untrusted code while any of the instructor's files is readable, naming each and the fix; made
+    unreadable, it grades, and neither attack gains anything over its control. The control that the attacks work:
+    the same class, trusted, with the files readable."""
+    base, kit, hand_ins = course
+    base.chmod(0o755)
+    done, scores = _grade_as_root(kit, hand_ins, base / "refused", "uid+rlimits")
+    assert done.returncode == 2 and scores == {}, done.stdout + done.stderr
+    refusal = done.stderr.strip()
+    assert len(refusal.splitlines()) == 1 and "a worker's uid could read" in refusal
+    for named in ("the reference solutions", str(kit / "solutions"), "the hidden suites", "course.yml",
+                  "the class's hand-ins", "chmod -R go-rwx"):
+        assert named in refusal, refusal
+
+    trusted, scores = _grade_as_root(kit, hand_ins, base / "trusted", "uid+rlimits", "--trust-submissions")
+    assert trusted.returncode == 0, trusted.stderr
+    assert scores["thief"] == 81 and scores["control"] == 0  # the attack works where it can read
+    plain, scores = _grade_as_root(kit, hand_ins, base / "plain", "rlimits", "--trust-submissions")
+    assert plain.returncode == 0 and scores["reader"] == 81, plain.stderr  # and the reader, where it may enter staging
+
+    base.chmod(0o700)  # the instructor's files (the kit, the course, the hand-ins, the results) theirs alone
+    done, scores = _grade_as_root(kit, hand_ins, base / "out", "uid+rlimits")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "isolation: uid+rlimits" in done.stdout
+    assert scores == {f"alice-{base.name}": 81, "thief": 0, "reader": 0, "control": 0}
+
+
+@ROOT_ONLY
+@pytest.mark.slow
+def test_at_uid_landlock_the_reference_and_the_classmates_are_out_of_reach_whatever_their_modes(course):
+    base, kit, hand_ins = course
+    base.chmod(0o755)  # everything readable by every uid: Landlock keeps the workers from it all the same
+    done, scores = _grade_as_root(kit, hand_ins, base / "out", "uid+landlock")
+    if "isolation: uid+landlock" not in done.stdout:
+        pytest.skip(f"no Landlock here: {done.stdout.strip().splitlines()[-2:]}")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert scores == {f"alice-{base.name}": 81, "thief": 0, "reader": 0, "control": 0}
+
+
+@ROOT_ONLY
+@pytest.mark.parametrize("level", ["namespaces", "uid+landlock", "uid+rlimits", "rlimits"])
+@pytest.mark.slow
+def test_a_worker_reaches_no_service_on_loopback(tmp_path, level):
+    """A loopback service that hands out the reference (as a careless local service would): the thief connects to
+    it at import; at every level, with or without a network namespace, it gets nothing and the service sees no
+    visit. The control: the test's own connection is served."""
+    service = attacks.Service()
+    try:
+        with socket.create_connection(("127.0.0.1", service.port)) as sock:
+            sock.sendall(b"simple_attention\n")
+            assert b"def attention_scores" in b"".join(iter(lambda: sock.recv(65536), b""))
+        assert service.visits == 1
+        attacks.reference_thief(tmp_path / "subs" / "thief", token="no-such-folder", port=service.port)
+        attacks.stubs(tmp_path / "subs" / "control")
+        done = run_grade("autograde", str(tmp_path / "subs"), "--out", str(tmp_path / "out"), "--trust-submissions",
+                         env={"AUTOGRADER_ISOLATION": level})
+        assert done.returncode == 0, done.stderr
+        assert f"isolation: {level}" in done.stdout, done.stdout
+        scores = {p.parent.name: json.loads(p.read_text())["score"] for p in (tmp_path / "out").glob("*/results.json")}
+        assert scores == {"thief": 0, "control": 0} and service.visits == 1
+    finally:
+        service.close()
+
+
+@pytest.mark.unit
+def test_reach_names_what_another_uid_could_read_and_nothing_else(tmp_path):
+    if os.geteuid() != 0:
+        pytest.skip("trying another uid needs root")
+    base = Path(tempfile.mkdtemp(prefix="agx-reach-", dir="/tmp"))
+    try:
+        (base / "public").mkdir(mode=0o755)
+        (base / "public" / "answers.py").write_text("x = 1\n")
+        (base / "public" / "answers.py").chmod(0o644)
+        (base / "private").mkdir(mode=0o700)
+        (base / "private" / "answers.py").write_text("x = 1\n")
+        base.chmod(0o755)
+        roots = {base / "public": "the public copy", base / "private": "the private copy"}
+        said = reach.unreadable(2_000_777, roots)
+        assert "the public copy" in said and "2 of 2 readable" in said and "the private copy" not in said
+        assert reach.unreadable(2_000_777, {base / "private": "the private copy"}) is None
+        assert "under /usr" in reach.under_allow_list({Path("/usr/local/course"): "the course"}, ["/usr"])
+        assert reach.under_allow_list({base: "the course"}, ["/usr"]) is None
+    finally:
+        shutil.rmtree(base, ignore_errors=True)

@@ -203,7 +203,7 @@ def test_a_normal_user_claims_no_uid_block_and_touches_no_lock_folder(monkeypatc
 @needs_root
 def test_a_lock_folder_left_by_root_costs_a_normal_users_autograde_nothing():
     """Lock folders an earlier root run left (root's, 0700) in both shared places; a normal user's
-    ``grade autograde`` of a sample submission (``--trust-submissions``: a normal user has the rlimits level) exits 0
+    ``grade autograde`` of a sample submission (``--trust-submissions``: at rlimits, where a normal user may be, untrusted code is refused) exits 0
     with its results and no traceback. The control: the lock folder's old search, run as that user, raises the
     ``OSError`` that ended such a run in a traceback."""
     student = normal_user()

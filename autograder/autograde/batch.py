@@ -290,11 +290,12 @@ def _quit(clones, seconds: float) -> None:
 def staging_dir(out: Path) -> Path:
     """A staging folder in the system's temporary folder; those of batches that were killed are removed.
 
-    Not inside ``out``: without namespaces, workers read the staged files as an unprivileged uid, which
-    must be able to reach them (``out`` may sit in a private folder).
+    Mode 0700: no worker's uid enters it. A worker reaches its own submission only: bind-mounted (namespaces), through
+    its host's descriptor (``uid+landlock``, ``uid+rlimits``: ``worker/confine.enter``), or, keeping the user's uid
+    (``userns``, ``landlock``), as the one folder beside the allow-list that its sandbox lets it read.
     """
     out.mkdir(parents=True, exist_ok=True)
-    return tempdirs.make("grade-staging-", mode=0o711)  # traversable, not listable
+    return tempdirs.make("grade-staging-", mode=0o700)
 
 
 def cleanup(path: Path) -> None:

@@ -239,8 +239,11 @@ def grade(grader, submissions: tuple[Path, ...], out: Path, n_jobs: int, force: 
     try:
         todo, done = batch.prepare(sources, staging, course.modules, out, grader_hash, force, submitted,
                                    course.steps_by_module())
-        policy = RunPolicy(require, several_untrusted=len(todo) > 1 and not trust_submissions)  # one, for either executor
-        why = policy.refusal(zygote.level, zygote.isolation) \
+        # one, for either executor; the hand-ins are the class's only when there are several
+        policy = RunPolicy(require, untrusted=not trust_submissions,
+                           protected=(*((str(s), "the class's hand-ins") for s in submissions if len(sources) > 1),
+                                      (str(out), "the results")))
+        why = (policy.refusal(zygote.level, zygote.isolation) or policy.files_refusal(zygote, grader, staging)) \
             if zygote is not None and todo else None  # (on Dask, each worker checks its own)
         if why:
             raise UsageError(f"{len(todo)} submission(s) to grade, but {why}")

@@ -1,13 +1,16 @@
-"""The check behind ``grade autograde --require-isolation``.
+"""The check behind ``grade autograde --require-isolation``, and whether untrusted code may be graded here at all.
 
-The levels are ``worker/isolation.Level``: ``namespaces`` > ``uid+rlimits`` > ``rlimits`` (docs/isolation.md).
-The zygote finds its level at start-up (``Zygote.level``); a grader asked for at least a level refuses to grade below it, and at
-``rlimits`` it grades several submissions only for code the instructor trusts. Both the local executor and
-every Dask worker ask it, through the run's one ``RunPolicy``, so the rules are written once.
+The levels are ``worker/isolation.Level``, strongest first ``namespaces``, ``userns``, ``uid+landlock``, ``landlock``,
+``uid+rlimits``, ``rlimits`` (docs/isolation.md). The zygote finds its level at start-up (``Zygote.level``); a grader
+asked for at least a level refuses to grade below it. Untrusted code (no ``--trust-submissions``) is graded at every
+level that keeps it from the instructor's files, the user's and the other submissions': all but ``rlimits``, and
+``uid+rlimits`` only where a worker's uid can read none of the instructor's files (``sandbox/reach.py``). Both the
+local executor and every Dask worker ask it, through the run's one ``RunPolicy``, so the rules are written once.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from autograder.worker.isolation import Level
 
@@ -17,20 +20,20 @@ def refusal(level: Level, required: Level | None) -> str | None:
     if required is None or Level(level).at_least(required):
         return None
     return (f"the isolation here is {level}, below the required {required} (--require-isolation): "
-            "nothing was graded at this level. Run the grader as root on Linux for namespaces "
-            "(docs/isolation.md), or lower --require-isolation.")
+            "nothing was graded at this level. Run the grader as root on Linux for namespaces, or as a user where "
+            "unprivileged user namespaces or Landlock are allowed (docs/isolation.md), or lower --require-isolation.")
 
 
-def may_grade(level: Level, isolation: str, required: Level | None, several_untrusted: bool) -> str | None:
+def may_grade(level: Level, isolation: str, required: Level | None, untrusted: bool) -> str | None:
     """Why grading must not start at ``level`` (described as ``isolation``); None if it may.
 
-    ``several_untrusted``: more than one submission, and no ``--trust-submissions``."""
+    ``untrusted``: no ``--trust-submissions``."""
     why = refusal(level, required)
-    if why is None and several_untrusted and level == Level.RLIMITS:
-        why = (f"the isolation here is only {isolation}.\nAt this level student code runs as the grader's user: what "
-               "one submission leaves (files, IPC objects, processes) could reach the next, so grade autograde "
-               "grades one submission per run. Run it as root on Linux (namespaces), or pass --trust-submissions "
-               "for code you trust.")
+    if why is None and untrusted and level == Level.RLIMITS:
+        why = (f"the isolation here is only {isolation}.\nAt this level student code runs as you, with nothing between "
+               "it and your files: it could read the reference solutions, and what one submission leaves could reach "
+               "the next. Grade as root, or where unprivileged user namespaces or Landlock (ABI 6, Linux 6.12) are "
+               "allowed (docs/isolation.md), or pass --trust-submissions for code you trust.")
     return why
 
 
@@ -43,8 +46,23 @@ class RunPolicy:
     worker checks it against its own zygote."""
 
     require: Level | None = None  # --require-isolation: the lowest level to grade at
-    several_untrusted: bool = False  # more than one submission and no --trust-submissions: refuse level rlimits
+    untrusted: bool = False  # no --trust-submissions: refuse rlimits, and uid+rlimits where the instructor's files are readable
+    #: (path, what) of the class's hand-ins (when there are several) and the results folder: the instructor's too
+    protected: tuple[tuple[str, str], ...] = ()
 
     def refusal(self, level: Level, isolation: str) -> str | None:
         """Why grading must not start at ``level`` (described as ``isolation``); None if it may."""
-        return may_grade(level, isolation, self.require, self.several_untrusted)
+        return may_grade(level, isolation, self.require, self.untrusted)
+
+    def files_refusal(self, zygote, grader, staging: Path | None) -> str | None:
+        """Why untrusted code must not be graded with ``zygote`` where the instructor's files are (``grader``'s course,
+        ``staging``, ``protected``): a worker's uid could read some of them; None if it may."""
+        if not self.untrusted:
+            return None
+        from autograder.sandbox import reach  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
+        from autograder.sandbox.zygote import site_dirs  # noqa: PLC0415 - imported when needed, as above
+        from autograder.worker.confine import allow_list  # noqa: PLC0415 - imported when needed, as above
+
+        roots = reach.protected(grader, staging, self.protected)
+        why = reach.refusal(zygote.level, zygote.uid_base, roots, allow_list(site_dirs()))
+        return why and f"at {zygote.level}, {why}."

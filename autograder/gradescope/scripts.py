@@ -44,6 +44,10 @@ grep -v '^--' "$SOURCE/requirements.txt" > "$VENV/requirements.txt"
 # The course's reference answers, computed once here: each run reads them instead of computing them again
 # (a speed-up only: where they cannot be kept, each run computes its own, as it would without this line).
 "$VENV/bin/python" -m autograder.gradescope.reference_answers || echo "setup.sh: reference answers not kept" >&2
+# The source (the reference solutions, the hidden suites, course.yml, the kit) is root's alone: the grader runs as
+# root, its workers as other uids, which read none of it whatever the isolation the container allows (docs/gradescope.md).
+# The venv the workers import torch from stays readable.
+chmod -R go-rwx "$SOURCE"
 """
 
 RUN_AUTOGRADER = """#!/usr/bin/env bash

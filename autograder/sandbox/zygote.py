@@ -1,14 +1,17 @@
 """Start the zygote: the preloaded interpreter that forks one host per submission.
 
-The zygote is a separate interpreter started with ``sys.executable -I -S``: it imports torch and the
+The zygote is a separate interpreter started with the base interpreter (``-I -S``): it imports torch and the
 ``autograder.worker`` package only, so nothing it or its children can read holds the reference
-solutions or the hidden suites. Starting it needs no torch here: ``grade autograde`` starts it first
+solutions or the hidden suites. Its command line and environment name none of the instructor's folders (a worker
+may read every process's command line under ``uid+rlimits``): where the worker package and site-packages are comes
+on its standard input, and it starts in ``/``. Starting it needs no torch here: ``grade autograde`` starts it first
 thing, so its ``import torch`` runs beside the grader's own. A batch's jobs each get a clone, forked
 from the warm zygote in milliseconds, with a uid block of its own.
 """
 from __future__ import annotations
 
 import importlib.util
+import json
 import multiprocessing
 import os
 import socket
@@ -31,8 +34,10 @@ WORKER_PACKAGE = Path(__file__).resolve().parent.parent / "worker"
 _BOOT = """
 import gc
 gc.disable()  # until all it loads (torch) is frozen: zygote.main
-import sys, importlib.util
-control_fd, parent, uid_base, most, package_dir, *site_dirs = sys.argv[1:]
+import sys, importlib.util, json
+control_fd, parent, uid_base, most = sys.argv[1:]
+where = json.loads(sys.stdin.readline())  # not on the command line: it names the kit's folder
+package_dir, site_dirs = where["package"], where["site_dirs"]
 sys.path.extend(site_dirs)
 spec = importlib.util.spec_from_file_location("attention_worker", package_dir + "/__init__.py",
                                               submodule_search_locations=[package_dir])
@@ -61,8 +66,15 @@ def site_dirs() -> list[str]:
     return sorted(dirs)
 
 
+def interpreter() -> str:
+    """The interpreter the zygote runs: the base one a virtual environment was made from (site-packages come on its
+    standard input), so that its command line names no folder of the instructor's (a ``.venv`` in the course's)."""
+    base = getattr(sys, "_base_executable", None)
+    return base if base and os.access(base, os.X_OK) else sys.executable
+
+
 def most_isolation() -> Level:
-    """The strongest isolation to try: AUTOGRADER_ISOLATION (namespaces, uid+rlimits, rlimits) caps it."""
+    """The strongest isolation to try: AUTOGRADER_ISOLATION (one of ``isolation.NAMES``) caps it."""
     wanted = os.environ.get("AUTOGRADER_ISOLATION", Level.NAMESPACES.value)
     if wanted not in NAMES:
         raise ValueError(f"AUTOGRADER_ISOLATION={wanted!r}: expected {', '.join(NAMES[:-1])} or {NAMES[-1]}")
@@ -87,11 +99,16 @@ class Zygote:
             if key in os.environ:
                 env[key] = os.environ[key]
         self.process: subprocess.Popen | None = subprocess.Popen(
-            [sys.executable, "-I", "-S", "-c", _BOOT, str(theirs.fileno()), str(os.getpid()), str(uid_base), most_isolation().value,
-             str(WORKER_PACKAGE), *site_dirs()],
-            pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, env=env, start_new_session=True,
+            [interpreter(), "-I", "-S", "-c", _BOOT, str(theirs.fileno()), str(os.getpid()), str(uid_base),
+             most_isolation().value],
+            pass_fds=[theirs.fileno()], stdin=subprocess.PIPE, env=env, start_new_session=True, cwd="/",
         )
         theirs.close()
+        try:
+            self.process.stdin.write(json.dumps({"package": str(WORKER_PACKAGE), "site_dirs": site_dirs()}).encode() + b"\n")
+            self.process.stdin.close()
+        except OSError:  # it died at once: its start-up line says so (isolation)
+            pass
         self._connect(ours, uid_base)
 
     def _connect(self, control: socket.socket, uid_base: int) -> None:
@@ -135,7 +152,7 @@ class Zygote:
 
     @property
     def level(self) -> Level:
-        """The isolation level alone: ``namespaces``, ``uid+rlimits`` or ``rlimits``."""
+        """The isolation level alone (``isolation.Level``)."""
         self.isolation  # noqa: B018 - the start-up line
         return Level(self._hello["level"])
 

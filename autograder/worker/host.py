@@ -19,14 +19,15 @@ import socket
 import time
 
 from . import child, protocol, confine, tempdirs, waits
-from .isolation import Level
 
 
 def run(control: socket.socket, request: dict, plan: confine.Plan) -> None:
     tempdirs.close_inherited()  # the zygote's folder locks: no worker (student code) may hold or release them
     limits = request.get("limits", {})
     folder = confine.enter(request["folder"], plan, limits)  # with namespaces the watcher stays outside
-    workdir = "/tmp/work" if plan.level == Level.NAMESPACES else request["scratch"]
+    if plan.level.namespaced:  # PID 1: a signal from a worker (under userns, of the same uid) is not delivered to
+        signal.signal(signal.SIGINT, signal.SIG_DFL)  # a handler-less init, and Python's own is one
+    workdir = "/tmp/work" if plan.level.namespaced else request["scratch"]
     os.makedirs(workdir, mode=0o755, exist_ok=True)
     uid_base, spawned, current = int(request.get("uid_base", 0)), 0, None
     uid_count = max(1, int(request.get("uids", 1000)))  # sandbox/uids.py: which uids of the block are ours
@@ -70,7 +71,7 @@ def run(control: socket.socket, request: dict, plan: confine.Plan) -> None:
                     control.close()
                     spawn, step_limits = op["spawn"], {**limits, **op.get("limits", {})}
                     del op, fds, request  # the requests do not outlive the fork in a frame
-                    confine.confine_step(plan, uid, output_fd, workdir, step_limits)
+                    confine.confine_step(plan, uid, output_fd, workdir, step_limits, folder)
                     child.serve(socket.socket(fileno=channel_fd), folder, spawn, plan.shared_dirs(), stack_fd=stack_fd)
                 finally:
                     os._exit(0)
@@ -111,7 +112,7 @@ def _end(plan: confine.Plan, current: tuple[int, int], wait: float, workdir: str
     if status == protocol.RUNNING:
         status = protocol.ended(os.waitpid(pid, 0)[1])
     _reap_orphans(plan)
-    if plan.level == Level.NAMESPACES:  # all of the sandbox's /tmp: nothing a step wrote reaches the next
+    if plan.level.namespaced:  # all of the sandbox's /tmp: nothing a step wrote reaches the next
         confine.clear("/tmp", keep=plan.under_tmp())
         os.makedirs(workdir, mode=0o755, exist_ok=True)
     else:
@@ -124,7 +125,7 @@ def _reap_orphans(plan: confine.Plan) -> None:
     namespace, whatever children have already ended."""
     while True:
         try:
-            pid, _ = os.waitpid(-1, 0 if plan.level == Level.NAMESPACES else os.WNOHANG)
+            pid, _ = os.waitpid(-1, 0 if plan.level.namespaced else os.WNOHANG)
         except ChildProcessError:
             return
         if pid == 0:

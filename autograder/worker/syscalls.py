@@ -1,4 +1,4 @@
-"""The few Linux system calls Python 3.11 does not wrap: unshare, mount, pivot_root, prctl."""
+"""The few Linux system calls Python 3.11 does not wrap: unshare, mount, pivot_root, prctl, capset."""
 from __future__ import annotations
 
 import ctypes
@@ -10,6 +10,7 @@ CLONE_NEWUTS = 0x04000000
 CLONE_NEWIPC = 0x08000000
 CLONE_NEWPID = 0x20000000
 CLONE_NEWNET = 0x40000000
+CLONE_NEWUSER = 0x10000000
 
 MS_RDONLY = 1
 MS_NOSUID = 2
@@ -19,6 +20,9 @@ MS_REMOUNT = 32
 MS_BIND = 4096
 MS_REC = 16384
 MS_PRIVATE = 1 << 18
+MS_NOATIME = 1024
+MS_NODIRATIME = 2048
+MS_RELATIME = 1 << 21
 MNT_DETACH = 2
 
 PR_SET_PDEATHSIG = 1
@@ -27,6 +31,8 @@ PR_SET_CHILD_SUBREAPER = 36
 PR_SET_NO_NEW_PRIVS = 38
 
 _PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}.get(platform.machine())
+_CAPSET = {"x86_64": 126, "aarch64": 91}.get(platform.machine())
+_CAPABILITY_VERSION_3 = 0x20080522
 _libc = ctypes.CDLL(None, use_errno=True) if os.name == "posix" else None  # Linux only; never called elsewhere
 
 
@@ -78,3 +84,35 @@ def die_with_parent(parent: int) -> None:
         return
     if os.getppid() != parent:  # it died before we asked
         os._exit(1)
+
+
+def locked_flags(path: str) -> int:
+    """The flags of the mount ``path`` is on that a read-only bind of it must keep: in a user namespace the kernel
+    refuses a remount that would drop ``noexec`` or change how access times are kept (locked flags)."""
+    try:
+        flags = os.statvfs(path).f_flag
+    except OSError:
+        return 0
+    kept = 0
+    for st, ms in ((getattr(os, "ST_NOEXEC", 0), MS_NOEXEC), (getattr(os, "ST_NOATIME", 0), MS_NOATIME),
+                   (getattr(os, "ST_NODIRATIME", 0), MS_NODIRATIME), (getattr(os, "ST_RELATIME", 0), MS_RELATIME)):
+        if st and flags & st:
+            kept |= ms
+    return kept
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+
+def drop_capabilities() -> None:
+    """Give up every capability (effective, permitted, inheritable; the ambient set goes with them): a worker in a
+    user namespace of the grader's keeps the uid it had, and with it every capability the namespace gave."""
+    if _CAPSET is None:
+        raise OSError(38, f"capset: unknown system call number on {platform.machine()}")
+    header, data = _CapHeader(_CAPABILITY_VERSION_3, 0), (_CapData * 2)()
+    _check(_libc.syscall(ctypes.c_long(_CAPSET), ctypes.byref(header), ctypes.byref(data)), "capset")

@@ -55,9 +55,10 @@ class WarmGrader(WorkerPlugin):
         self.graded = 0  # submissions this worker graded
         self.worker_address = getattr(worker, "address", "?")
         self._grader = self._staging = None
+        self._checked: dict = {}  # RunPolicy.files_refusal's answers, per policy and zygote
         self._busy_since = time.monotonic()  # the start-up counts: a thread stuck there is stuck (stalls.py)
         self._thread = ThreadPoolExecutor(1, thread_name_prefix="attention-grader")  # first: teardown needs it
-        self._staging = tempdirs.make("grade-staging-", mode=0o711)
+        self._staging = tempdirs.make("grade-staging-", mode=0o700)  # no worker's uid enters it (batch.staging_dir)
         self._ready = self._thread.submit(self._start)
 
     async def teardown(self, worker=None) -> None:
@@ -137,13 +138,20 @@ class WarmGrader(WorkerPlugin):
         """Grade ``payload`` in the plugin's thread; the task's thread waits for it."""
         return self._thread.submit(self._grade, payload).result()
 
+    def _files_refusal(self, policy, zygote) -> str | None:
+        """``RunPolicy.files_refusal`` for this worker's course and staging folder, once per policy and zygote."""
+        key = (policy, id(zygote))
+        if key not in self._checked:
+            self._checked[key] = policy.files_refusal(zygote, self._grader, self._staging)
+        return self._checked[key]
+
     def _grade(self, payload) -> dict:
         from autograder.grading.suites import graded  # noqa: PLC0415 - imported on first use: torch is slow to load
 
         self._ready.result()  # the start-up's error, if any, is every task's
         self._restart_if_dead()
         zygote = self._grader.zygote
-        why = payload.policy.refusal(zygote.level, zygote.isolation)
+        why = payload.policy.refusal(zygote.level, zygote.isolation) or self._files_refusal(payload.policy, zygote)
         if why:
             return {"refused": f"worker {self.worker_address}: {why}", "level": zygote.level}
         staged = payload.unpack(self._staging)
