@@ -287,3 +287,19 @@ def test_reach_names_what_another_uid_could_read_and_nothing_else(tmp_path):
         assert reach.under_allow_list({base: "the course"}, ["/usr"]) is None
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.mark.unit
+def test_a_host_refuses_uids_outside_its_zygote_s_block():
+    """What asks a zygote for a sandbox may hold less than root (a Dask worker that dropped it): the uids its workers
+    run as are the zygote's own block's, never root's (0) nor another grader's."""
+    from autograder.worker import confine, host, locks  # noqa: PLC0415 - the worker package, as the zygote loads it
+    from autograder.worker.isolation import Level  # noqa: PLC0415 - as above
+
+    plan = confine.Plan(Level.UID, uid_base=locks.FIRST_UID + 5 * locks.BLOCK)
+    assert host.within_block(plan, plan.uid_base, locks.BLOCK - 1)  # control: a student's uids of the block
+    assert host.within_block(plan, plan.uid_base + locks.BLOCK - 1, 1)  # control: the reference worker's
+    assert not host.within_block(plan, 0, 1)  # root
+    assert not host.within_block(plan, plan.uid_base - locks.BLOCK, locks.BLOCK - 1)  # another grader's block
+    assert not host.within_block(plan, plan.uid_base, locks.BLOCK + 1)  # past the block's end
+    assert host.within_block(confine.Plan(Level.USERNS), 0, 1000)  # workers keep the zygote's own uid

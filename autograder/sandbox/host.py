@@ -93,7 +93,10 @@ class Sandbox:
         self.zygote = zygote
         self.dead = False
         self._reader = control.makefile("rb")
-        self._ask(None, 30)  # the host says it is ready once confined
+        ready = self._ask(None, 30)  # the host says it is ready once confined, or why it refused the request
+        if ready.get("error"):
+            self.close()
+            raise WorkerError(str(ready["error"]))
 
     def _ask(self, message: dict | None, timeout: float, fds: list[int] = ()) -> dict:
         if self.dead:

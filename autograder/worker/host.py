@@ -14,23 +14,37 @@ from __future__ import annotations
 
 import gc
 import os
+import shutil
 import signal
 import socket
 import time
 
-from . import child, protocol, confine, tempdirs, waits
+from . import child, confine, locks, protocol, tempdirs, waits
+
+
+def within_block(plan: confine.Plan, uid_base: int, uid_count: int) -> bool:
+    """Whether the uids a request asks workers to run as are this zygote's own: its block, never root's, never
+    another grader's. What asks may hold less than root (a Dask worker that dropped it): the zygote decides."""
+    if not plan.level.own_uids:
+        return True  # its workers keep the zygote's own uid
+    return plan.uid_base > 0 and plan.uid_base <= uid_base and uid_base + uid_count <= plan.uid_base + locks.BLOCK
 
 
 def run(control: socket.socket, request: dict, plan: confine.Plan) -> None:
     tempdirs.close_inherited()  # the zygote's folder locks: no worker (student code) may hold or release them
     limits = request.get("limits", {})
+    uid_base, spawned, current = int(request.get("uid_base", 0)), 0, None
+    uid_count = max(1, int(request.get("uids", 1000)))  # sandbox/uids.py: which uids of the block are ours
+    if not within_block(plan, uid_base, uid_count):
+        protocol.reply(control, {"error": f"uids {uid_base}+{uid_count} are not this grader's block"})
+        os._exit(2)
+    # the step's scratch folder, made here (never a path the request names: the host chowns it to a worker's uid)
+    scratch = None if plan.level.namespaced else tempdirs.make("grade-work-", mode=0o711)
     folder = confine.enter(request["folder"], plan, limits)  # with namespaces the watcher stays outside
     if plan.level.namespaced:  # PID 1: a signal from a worker (under userns, of the same uid) is not delivered to
         signal.signal(signal.SIGINT, signal.SIG_DFL)  # a handler-less init, and Python's own is one
-    workdir = "/tmp/work" if plan.level.namespaced else request["scratch"]
+    workdir = "/tmp/work" if scratch is None else str(scratch / "work")
     os.makedirs(workdir, mode=0o755, exist_ok=True)
-    uid_base, spawned, current = int(request.get("uid_base", 0)), 0, None
-    uid_count = max(1, int(request.get("uids", 1000)))  # sandbox/uids.py: which uids of the block are ours
     # uid+rlimits: a uid that owns a file or a process serves no one (only ours: the reference worker's is not)
     dirty = confine.dirty_uids(plan, uid_base, uid_count)
     gc.freeze()  # see zygote.main: forked workers must not copy the host's heap by collecting it
@@ -69,6 +83,7 @@ def run(control: socket.socket, request: dict, plan: confine.Plan) -> None:
                 try:
                     confine.die_with(host_pid)
                     control.close()
+                    tempdirs.close_inherited()  # the host's lock on its scratch folder: never a worker's to release
                     spawn, step_limits = op["spawn"], {**limits, **op.get("limits", {})}
                     del op, fds, request  # the requests do not outlive the fork in a frame
                     confine.confine_step(plan, uid, output_fd, workdir, step_limits, folder)
@@ -101,6 +116,8 @@ def run(control: socket.socket, request: dict, plan: confine.Plan) -> None:
             break
     if current is not None:
         _end(plan, current, 0, workdir)
+    if scratch is not None:
+        shutil.rmtree(scratch, ignore_errors=True)
     os._exit(0)
 
 
