@@ -292,7 +292,7 @@ def test_reach_names_what_another_uid_could_read_and_nothing_else(tmp_path):
 @pytest.mark.unit
 def test_a_host_refuses_uids_outside_its_zygote_s_block():
     """What asks a zygote for a sandbox may hold less than root (a Dask worker that dropped it): the uids its workers
-    run as are the zygote's own block's, never root's (0) nor another grader's."""
+    run as lie in one block of the kit's own range, never root's (0) nor a user's of the machine."""
     from autograder.worker import confine, host, locks  # noqa: PLC0415 - the worker package, as the zygote loads it
     from autograder.worker.isolation import Level  # noqa: PLC0415 - as above
 
@@ -300,6 +300,7 @@ def test_a_host_refuses_uids_outside_its_zygote_s_block():
     assert host.within_block(plan, plan.uid_base, locks.BLOCK - 1)  # control: a student's uids of the block
     assert host.within_block(plan, plan.uid_base + locks.BLOCK - 1, 1)  # control: the reference worker's
     assert not host.within_block(plan, 0, 1)  # root
-    assert not host.within_block(plan, plan.uid_base - locks.BLOCK, locks.BLOCK - 1)  # another grader's block
+    assert not host.within_block(plan, 1000, 1)  # a user's of the machine
     assert not host.within_block(plan, plan.uid_base, locks.BLOCK + 1)  # past the block's end
+    assert not host.within_block(plan, locks.FIRST_UID + locks.BLOCKS * locks.BLOCK, 1)  # past the kit's range
     assert host.within_block(confine.Plan(Level.USERNS), 0, 1000)  # workers keep the zygote's own uid

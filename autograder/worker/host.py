@@ -23,11 +23,13 @@ from . import child, confine, locks, protocol, tempdirs, waits
 
 
 def within_block(plan: confine.Plan, uid_base: int, uid_count: int) -> bool:
-    """Whether the uids a request asks workers to run as are this zygote's own: its block, never root's, never
-    another grader's. What asks may hold less than root (a Dask worker that dropped it): the zygote decides."""
+    """Whether the uids a request asks workers to run as lie in one block of the kit's own uid range
+    (``locks.FIRST_UID`` on): never root's, never a user's of the machine. What asks may hold less than root (a Dask
+    worker that dropped it): the zygote decides. Which block is the trusted side's to claim (``sandbox/uids.py``)."""
     if not plan.level.own_uids:
         return True  # its workers keep the zygote's own uid
-    return plan.uid_base > 0 and plan.uid_base <= uid_base and uid_base + uid_count <= plan.uid_base + locks.BLOCK
+    first, last = uid_base - locks.FIRST_UID, uid_base + uid_count - 1 - locks.FIRST_UID
+    return 0 <= first and last < locks.BLOCKS * locks.BLOCK and first // locks.BLOCK == last // locks.BLOCK
 
 
 def run(control: socket.socket, request: dict, plan: confine.Plan) -> None:
