@@ -118,12 +118,12 @@ def test_a_hang_and_an_exit_cost_only_their_steps(graded):
 
 
 def test_each_misconception_is_named(graded):
-    """The corpus entries with a ``likely`` key: their feedback names that misconception (issue 10's four, and
-    the frozen weight that passed before)."""
+    """The corpus entries with a ``likely`` key: their feedback names that misconception (a failing count's words,
+    or a passing count's note: the frozen weight, which no point rests on)."""
     named = {name: spec["likely"] for name, spec in MANIFEST.items() if spec.get("likely")}
     assert len(named) >= 5
     for name, phrase in named.items():
-        text = "\n".join(t["output"] for t in load(graded, name)["tests"] if t["status"] == "failed")
+        text = "\n".join(t["output"] for t in load(graded, name)["tests"])
         assert phrase in text, f"{name}: no {phrase!r} in its feedback"
 
 
@@ -147,17 +147,15 @@ def test_no_student_message_names_a_file_of_the_kit(graded):
     assert scan(graded) == {}
 
 
-def test_the_grader_s_frames_go_to_the_instructor_s_log(graded):
-    """A call into the student's object that failed inside the grader (no W_query to load the reference weights
-    into): the student reads what the grader could not do; the grader's traceback is in grader_errors.log, under
-    an entry that does not count as the grader's own failure (the run exits 0)."""
+def test_a_failure_in_the_worker_is_the_student_s_to_read_and_never_the_grader_s_log(graded):
+    """A call into the student's object that failed inside the worker (no W_query to load the reference weights
+    into): the student reads what the grader could not do with their object; the worker's traceback is the worker's
+    word, so nothing of it reaches grader_errors.log, which holds the trusted side's own failures only."""
     out = "\n".join(t["output"] for t in load(graded, "bug_renamed_query")["tests"])
     assert "loading the reference weights into your module failed: your module has no parameter named W_query.weight" in out
     assert "runtime.py" not in out and "your code raised" not in out
-    log = (graded / "grader_errors.log").read_text()
-    entry = log.split("=== bug_renamed_query (calls into the submission) ===\n", 1)[1].split("\n===", 1)[0]
-    assert entry.startswith("causal_attention.CausalAttention (loading the reference weights): LookupError: ")
-    assert "runtime.py" in entry  # control: the frames the scan above keeps out of the student's words exist
+    log = graded / "grader_errors.log"
+    assert not log.exists() or "bug_renamed_query" not in log.read_text()
 
 
 def test_a_gradients_count_says_only_what_is_new(graded):

@@ -1,4 +1,5 @@
-"""The red team's attacks on the stand-in channel (tests/corpus/redteam/), each with what a sound grader does.
+"""Attacks on the stand-in channel and the worker's answers (tests/corpus/redteam/), each with what a sound grader
+does.
 
 * ``standin_root_class_oracle``: a call sent under a held stand-in's step, with a module tree whose root
   names the graded step itself, would have the reference worker compute the graded step: it scores no more
@@ -10,12 +11,11 @@
 * ``reference_worker_memory_fill``: filling the shared reference worker's memory leaves nothing for the
   next submission: a correct submission graded after all of them in the same job keeps full marks.
 * ``trace_forges_facts``: a trace function set at import rewrites the worker's answers after the student's call
-  returned (no input modified in place, says the forged answer): the worker refuses ``sys.settrace``
-  (``worker/no_tracing.py``), so the module that tries scores zero, and no more than its control
-  (``forges_facts_control``, the same bug, no tracer); the student is told why.
+  returned (no input modified in place, says the forged answer): what a worker says is a claim, and in-place
+  changes are read from the trusted side's own argument buffer, so it scores what its control
+  (``forges_facts_control``, the same bug, no tracer) scores, the in-place modification named.
 * ``gc_callback_forges_facts``, ``finalizer_forges_facts``: the same forgery from a ``gc`` callback or a ``__del__``,
-  which run while the worker builds its answer: the answer is sealed with the collector off (``runtime.run``), so
-  they score what the control scores, and the in-place modification is named.
+  which run while the worker builds its answer: the same, for the same reason.
 """
 from __future__ import annotations
 
@@ -74,14 +74,12 @@ def test_the_next_submission_keeps_full_marks(graded):
     assert results["zz_after_them_all"]["score"] == 81
 
 
-def test_a_trace_function_forges_nothing_and_is_named(graded):
+def test_a_trace_function_forges_nothing(graded):
     _, results = graded
     attack, control = results["trace_forges_facts"], results["forges_facts_control"]
-    assert attack["score"] < control["score"]
-    said = [t["output"] for t in attack["tests"] if t["name"].startswith("simple_attention.normalize_sum")]
-    assert said and all("sys.settrace is not allowed while your code is graded" in s for s in said)
-    # the control's own bug is judged as it was: its input modified in place
-    assert any("modified its input in place" in t["output"] for t in control["tests"])
+    assert attack["score"] == control["score"]
+    for result in (attack, control):  # the bug judged alike: its input modified in place
+        assert any("modified its input in place" in t["output"] for t in result["tests"])
 
 
 @pytest.mark.parametrize("name", ["gc_callback_forges_facts", "finalizer_forges_facts"])

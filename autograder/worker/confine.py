@@ -40,6 +40,7 @@ import shutil
 import signal
 import sysconfig
 import tempfile
+import time
 from dataclasses import dataclass, field
 
 from . import cgroups, landlock, leftovers, seccomp, tempdirs
@@ -390,8 +391,19 @@ def dirty_uids(plan: Plan, uid_base: int, count: int = 1000) -> dict[int, list[s
         for uid in found:
             _kill_uid(uid)
             leftovers.sweep(uid, plan.shared)
+        # a process sent SIGKILL is gone only once the kernel has ended it (on a busy machine, not at once): looked
+        # for again until none is left, for at most KILLED_WITHIN seconds
+        ends = time.monotonic() + KILLED_WITHIN
         found = leftovers.owners(uid_base, count, plan.shared)
+        while found and time.monotonic() < ends and all(thing.startswith("process ") for things in found.values()
+                                                         for thing in things):
+            time.sleep(0.01)
+            found = leftovers.owners(uid_base, count, plan.shared)
     return found
+
+
+#: how long a uid's killed processes may take to end before the uid is taken as still owning one
+KILLED_WITHIN = 5.0
 
 
 def _kill_uid(uid: int) -> None:
