@@ -97,6 +97,11 @@ def build(course: Course, results: dict[str, dict], grader_errors: list[str] = (
 _MARKDOWN = frozenset("\\`*_{}[]()<>#+-.!|~\"'&=:")
 
 
+def _cell(text) -> str:
+    """The kit's own words in a table cell: on one line, its pipes escaped (Markdown of the kit's, shown as such)."""
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
 def _md(text) -> str:
     """``text`` as literal Markdown: every character with a meaning escaped, on one line. A submission's name comes
     from the hand-in (the LMS's export, a student's folder): a link or an image in it must not become one in the
@@ -158,7 +163,7 @@ def as_markdown(summary: dict) -> str:
     lines += [f"| {step} ({s['title']}) | {s['passed']} | {100 * s['pass_rate']:.0f}% |" for step, s in summary["steps"].items()]
     if summary.get("misconceptions"):
         lines += ["", "| step | likely misconception | students | who |", "| --- | --- | --- | --- |"]
-        lines += [f"| {step} | {_md(m['label'])} | {m['students']} | {_md(', '.join(m['who'][:12]))}{' ...' if len(m['who']) > 12 else ''} |"
+        lines += [f"| {step} | {_cell(m['label'])} | {m['students']} | {_md(', '.join(m['who'][:12]))}{' ...' if len(m['who']) > 12 else ''} |"
                   for step, found in summary["misconceptions"].items() for m in found]
     if summary.get("changes"):
         lines += ["", f"Regraded {summary['regraded']} submission(s); points that changed:", "",
