@@ -459,7 +459,7 @@ def test_two_hand_ins_with_the_same_name_are_one_hand_in_not_graded(tmp_path, st
     assert sources == [Source("alice", subs / "alice", (subs / "alice.zip",)), Source("bob", subs / "bob")]
     alice = stage(sources[0].path, "alice", staging, MODULES, others=sources[0].others)
     assert (alice.folder, alice.cause) == (None, "several_hand_ins")
-    assert "alice/" in alice.problem and "alice.zip" in alice.problem and "grade decide" in alice.problem
+    assert "alice/" in alice.problem and "alice.zip" in alice.problem and "decides which one counts" in alice.problem
 
 
 def test_discover_then_stage_every_kind(tmp_path, staging):

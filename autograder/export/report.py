@@ -49,7 +49,8 @@ def summary(book: Gradebook, options: ExportOptions, fmt: str) -> list[str]:
                          f"{number(e.raw * scale)} -> {number(e.final * scale)} / {number(options.points)}")
     for e in book.decided:
         if not e.excused:
-            lines.append(f"  decided: {e.student.label} ({e.submission.name}): {e.decision.words(options.course_points)}")
+            named = "" if e.submission.name.lower() in e.student.label.lower() else f" (hand-in {e.submission.name})"
+            lines.append(f"  decided: {e.student.label}{named}: {e.decision.words(options.course_points)}")
     return lines  # undated students are named once, among the warnings
 
 

@@ -252,9 +252,8 @@ def _staged(source: Path, name: str, staging: Path, modules: list[str], steps: d
     dest = staging / name
     if others:
         handed = ", ".join(p.name + ("/" if p.is_dir() else "") for p in (source, *others))
-        return Staged(name, None, problem=f"{name} handed in {len(others) + 1} things under one name ({handed}); "
-                      "none was graded: keep the one to grade, or record a decision (grade decide)",
-                      cause="several_hand_ins")
+        return Staged(name, None, problem=f"{len(others) + 1} hand-ins under one name ({handed}); none was graded: "
+                      "your instructor decides which one counts", cause="several_hand_ins")
     try:
         return _stage(source, name, dest, staging, modules, steps)
     except unzip.ArchiveError as exc:
