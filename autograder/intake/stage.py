@@ -1,7 +1,9 @@
 """Stage one submission: find its modules, copy only regular source files, say what was wrong.
 
-What a student hands in may be a folder, a .zip archive or notebooks, with the files at the top or
-nested in a folder or two (``alice.zip/attention/simple_attention.py``). Staging copies the module
+What a student hands in may be a folder, a .zip or tar archive (``untar.py``), notebooks or a single module file,
+with the files at the top or nested in a folder or two (``alice.zip/attention/simple_attention.py``); any other
+entry (a note, an archive of another kind, several hand-ins under one name) is named with its reason
+(``hand_in_kinds.py``, ``discover.py``). Staging copies the module
 files into a fresh folder that the sandbox mounts read-only; a notebook becomes the module it is named
 after (or, if named otherwise, every module not handed in as .py). Symbolic links are never followed.
 Files that cannot be used become per-module errors, so only the steps of that module score zero.
