@@ -80,8 +80,10 @@ LINE_CHARS = 200
 def student_line(folder: Path, where: dict, read: dict[str, list[str] | None] | None = None) -> dict:
     """``where`` with ``source``: the line it names, read on this side from the submission's own file in ``folder``
     (the staged copy), so its digits are the student's own and shown whole even on a hidden count; the worker's
-    ``text`` (its claim of that line) is dropped. The worker chooses only which line of the student's own files is
+    ``text`` (its claim of that line: a syntax error's) is dropped. Where the worker showed no line, none is. The worker chooses only which line of the student's own files is
     shown, as it chooses the line number already shown beside it. ``read``: files read so far (name -> lines)."""
+    if "text" not in where:  # the worker showed no line (an exception raised at run time): none is shown
+        return where
     out = {k: v for k, v in where.items() if k != "text"}
     name, line = where.get("file"), where.get("line")
     if type(name) is not str or type(line) is not int or line < 1 or Path(name).name != name or \
