@@ -176,6 +176,9 @@ def autograde(**options) -> None:
               help="Rescale scores so that a full score is worth this much (default: course.yml's points).")
 @click.option("--missing", type=click.Choice(["blank", "zero"]), default="blank", show_default=True,
               help="Roster students without a submission: no grade, or 0.")
+@click.option("--ungraded", type=click.Choice(["blank", "zero"]), default="blank", show_default=True,
+              help="Hand-ins the kit never graded (a corrupt archive, an empty folder, a broken notebook) and no person "
+                   "decided (grade decide): no grade, or the kit's score (0 for what it could not grade).")
 @click.option("--times", "times_file", metavar="FILE", type=click.Path(path_type=Path, exists=True, dir_okay=False),
               help="CSV 'submission,submitted_at' from the LMS: these times win over the ones in results.json.")
 @click.option("--moodle-user", type=click.Choice(["email", "idnumber", "username"]), default="email",
@@ -183,6 +186,26 @@ def autograde(**options) -> None:
 def export(**options) -> None:
     """Write the grades of DIR's results.json files as a Canvas, Moodle or plain CSV gradebook file."""
     from autograder.commands import export as verb  # noqa: PLC0415 - the verb's module on first use: start-up loads none
+
+    options["course_file"] = _course(options["course_file"])
+    _run(verb.main, **options)
+
+
+@main.command()
+@click.argument("name")
+@click.option("--results", "results_dir", default=Path("results"), metavar="DIR", type=click.Path(path_type=Path),
+              show_default=True, help="The folder grade autograde wrote: DIR/NAME/results.json.")
+@click.option("--score", type=float, metavar="POINTS", help="The score to give, in course.yml's points (the late "
+                                                              "policy applies to it as to the kit's).")
+@click.option("--excuse", is_flag=True, help="Excuse the hand-in: no grade (Canvas: EX).")
+@click.option("--reason", metavar="TEXT", help="Why (required): kept with the decision, shown in the summary and reports.")
+@click.option("--clear", is_flag=True, help="Remove the decision: the kit's result counts again.")
+@click.option("--course", "course_file", default=Path("course.yml"), metavar="FILE", type=click.Path(path_type=Path),
+              show_default=True, help="The course definition (its points).")
+def decide(**options) -> None:
+    """Record a person's decision on hand-in NAME (a score or an excuse, with the reason): grade export and grade lti
+    push use it in place of the kit's result; a regrade keeps it."""
+    from autograder.commands import decide as verb  # noqa: PLC0415 - the verb's module on first use: start-up loads none
 
     options["course_file"] = _course(options["course_file"])
     _run(verb.main, **options)
@@ -310,7 +333,7 @@ def lti_serve(**options) -> None:
 @lti.command("courses")
 @_STORE
 def lti_courses(**options) -> None:
-    """List the courses launched so far (the names --course takes)."""
+    """List the LMS courses launched so far (the names --lms-course takes)."""
     from autograder.commands import lti as verb  # noqa: PLC0415 - the verb's module on first use: start-up loads none
 
     _run(verb.courses, **options)
@@ -318,20 +341,26 @@ def lti_courses(**options) -> None:
 
 @lti.command("push")
 @click.argument("results_dir", metavar="RESULTS", type=click.Path(path_type=Path))
-@click.option("--course", "course", required=True, help="The LMS course, as grade lti courses names it.")
+@click.option("--lms-course", "course", required=True, metavar="NAME",
+              help="The LMS course, as grade lti courses names it.")
 @_STORE
-@click.option("--course-yml", "course_file", default=Path("course.yml"), metavar="FILE",
-              type=click.Path(path_type=Path), show_default=True, help="The course definition (points, late_policy, lti).")
+@click.option("--course", "course_file", default=Path("course.yml"), metavar="FILE",
+              type=click.Path(path_type=Path), show_default=True,
+              help="The course definition (points, late_policy, lti), as for every other verb.")
 @click.option("--match", type=click.Choice(["email", "login", "sourcedid", "user_id"]), default=None,
               help="The LMS member field a submission name is [default: course.yml's lti.match, else email].")
 @click.option("--resource-id", default=None, help="The line item's stable resourceId [default: course.yml's unit].")
 @click.option("--label", default=None, help="The gradebook column's title when it is created [default: course.yml's "
                                             "title].")
 @click.option("--dry-run", is_flag=True, help="Show what would be posted; post nothing, create nothing.")
+@click.option("--ungraded", type=click.Choice(["blank", "zero"]), default="blank", show_default=True,
+              help="Hand-ins the kit never graded and no person decided (grade decide): post nothing, or the kit's "
+                   "score (0 for what it could not grade).")
 def lti_push(**options) -> None:
     """Post RESULTS' scores to the LMS course's gradebook (NRPS to match, AGS to post); only what changed."""
     from autograder.commands import lti as verb  # noqa: PLC0415 - the verb's module on first use: start-up loads none
 
+    options["course_file"] = _course(options["course_file"])
     _run(verb.push, **options)
 
 

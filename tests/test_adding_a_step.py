@@ -55,12 +55,14 @@ def test_a_toy_step_added_in_three_places_is_graded(tmp_path):
     # grade assign: the exercises and the public cases (written here, not into the kit)
     code = ("import sys; from pathlib import Path; from autograder.assign.build import assign; "
             "print(assign(Path(sys.argv[1]), cases_dir=Path(sys.argv[2])))")
-    done = subprocess.run([sys.executable, "-c", code, str(course / "course.yml"), str(tmp_path)], cwd=ROOT,
+    cases = course / "autograder" / "check"  # the copy's own kit folder, where grade autograde finds its cases
+    cases.mkdir(parents=True)
+    done = subprocess.run([sys.executable, "-c", code, str(course / "course.yml"), str(cases)], cwd=ROOT,
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     stub = (course / "exercises" / "simple_attention.py").read_text()
     assert "def scale_by_two(x):" in stub and "return 2 * x" not in stub and "NotImplementedError" in stub
-    public = json.loads((tmp_path / "public_cases.json").read_text())
+    public = json.loads((cases / "public_cases.json").read_text())
     assert "simple_attention.scale_by_two" in public["steps"]
 
     # a submission that has it, and one that does not

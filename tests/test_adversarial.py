@@ -231,8 +231,13 @@ def test_no_forged_results_anywhere(graded):
         assert 0 <= result["score"] <= COURSE.max_points(), path
     # the class summary, and the instructor's log of the grader's frames where a submission made them fail
     summary = {"summary.json", "summary.md", "summary.html", "grader_errors.log"}
-    stray = [p for p in graded["out"].iterdir()
-             if p.name not in ADV_MANIFEST and p.name not in summary and not p.name.startswith(".")]
+    # the corpus's own files beside the submissions are entries of the folder too: each named, never run or graded
+    tooling = {"build_corpus": "single_file", "conftest": "single_file", "manifest": "not_code"}
+    for name, cause in tooling.items():
+        first = load(graded, name)["extra_data"]["problems"][0]
+        assert (first["kind"], first["cause"], load(graded, name)["score"]) == ("not_graded", cause, 0), name
+    stray = [p for p in graded["out"].iterdir() if p.name not in ADV_MANIFEST and p.name not in summary
+             and p.name not in tooling and not p.name.startswith(".")]
     assert stray == [], "the grader wrote results for submissions that do not exist"
 
 

@@ -205,7 +205,14 @@ def test_deadline_day(tmp_path):
     rows = {r["name"]: r for r in csv.DictReader(io.StringIO(grades.read_text()))}
     assert len(rows) == SIZE + 1
     assert rows["Absent, Alex"]["status"] == "no_submission" and rows["Absent, Alex"]["final_score"] == ""
+    never_graded = {"frank", "eve", "non_utf8_module"}  # a corrupt zip, an empty folder, a module not read
+    for name in never_graded:  # no grade the kit never gave: blank, named in the report
+        row = rows[f"Student, {name}"]
+        assert (row["submission"], row["raw_score"], row["final_score"], row["status"]) == (name, "", "", "not_graded")
+        assert any(name in line and "never graded" in line for line in exported.stderr.splitlines()), name
     for name in names:
+        if name in never_graded:
+            continue
         row = rows[f"Student, {name}"]
         assert row["submission"] == name
         assert float(row["raw_score"]) == pytest.approx(graded[name])

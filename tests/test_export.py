@@ -158,7 +158,7 @@ def test_plain_csv_shows_the_arithmetic(setup):
     rows = {r["name"]: r for r in csv.DictReader(io.StringIO(text))}
     assert list(next(csv.reader(io.StringIO(text)))) == [
         "student_id", "name", "email", "section", "submission", "submitted_at", "raw_score", "max_score",
-        "late_days", "penalty_percent", "final_score", "status"]
+        "late_days", "penalty_percent", "final_score", "status", "note"]
     got = {name: (r["submission"], r["raw_score"], r["max_score"], r["late_days"], r["penalty_percent"],
                   r["final_score"], r["status"]) for name, r in rows.items()}
     assert got == {

@@ -420,9 +420,10 @@ def test_discover_a_folder_of_submissions(tmp_path):
     write_modules(subs / "__pycache__")
     sources, problems = discover([subs], MODULES)
     assert problems == []
+    # every entry handed in is a hand-in, graded or named: roster.csv too (not code: named, not graded)
     assert sources == [Source("alice", subs / "alice"), Source("bob", subs / "bob.zip"),
                        Source("carol", subs / "carol.ipynb"), Source("dan", subs / "dan"),
-                       Source("eve", subs / "eve")]
+                       Source("eve", subs / "eve"), Source("roster", subs / "roster.csv")]
 
 
 def test_discover_single_submissions_named_on_the_command_line(tmp_path, monkeypatch):
@@ -435,26 +436,30 @@ def test_discover_single_submissions_named_on_the_command_line(tmp_path, monkeyp
     assert all(s.path.is_absolute() for s in sources)
 
 
-def test_discover_says_what_is_not_a_submission(tmp_path):
+def test_discover_names_only_a_path_that_does_not_exist(tmp_path, staging):
+    """A note and an empty folder named on the command line are hand-ins (named, not graded, with their reason);
+    only a path that is not there is a line of its own."""
     (tmp_path / "notes.txt").write_text("x")
     (tmp_path / "empty").mkdir()
     sources, problems = discover([tmp_path / "missing", tmp_path / "notes.txt", tmp_path / "empty"], MODULES)
-    assert sources == []
-    assert problems[0] == f"{tmp_path / 'missing'}: no such file or folder"
-    assert problems[1].startswith(f"{tmp_path / 'notes.txt'}: expected a submission folder")
-    assert problems[2].startswith(f"{tmp_path / 'empty'}: neither a submission")
+    assert sources == [Source("empty", tmp_path / "empty"), Source("notes", tmp_path / "notes.txt")]
+    assert problems == [f"{tmp_path / 'missing'}: no such file or folder"]
+    staged = {s.name: stage(s.path, s.name, staging, MODULES) for s in sources}
+    assert (staged["empty"].folder, staged["empty"].cause) == (None, "empty_folder")
+    assert (staged["notes"].folder, staged["notes"].cause) == (None, "not_code")
 
 
-def test_discover_refuses_two_submissions_with_the_same_name(tmp_path):
+def test_two_hand_ins_with_the_same_name_are_one_hand_in_not_graded(tmp_path, staging):
     subs = tmp_path / "subs"
     write_modules(subs / "alice")
     make_zip(subs / "alice.zip", module_entries())
     write_modules(subs / "bob")
     sources, problems = discover([subs], MODULES)
-    assert sources == [Source("bob", subs / "bob")]
-    assert len(problems) == 1
-    assert "'alice'" in problems[0] and str(subs / "alice") + "," in problems[0] and str(subs / "alice.zip") in problems[0]
-    assert "none of them was graded" in problems[0]
+    assert problems == []
+    assert sources == [Source("alice", subs / "alice", (subs / "alice.zip",)), Source("bob", subs / "bob")]
+    alice = stage(sources[0].path, "alice", staging, MODULES, others=sources[0].others)
+    assert (alice.folder, alice.cause) == (None, "several_hand_ins")
+    assert "alice/" in alice.problem and "alice.zip" in alice.problem and "decides which one counts" in alice.problem
 
 
 def test_discover_then_stage_every_kind(tmp_path, staging):

@@ -30,8 +30,8 @@ def lms(tmp_path):
 
 
 def push(lms, *extra):
-    return run_grade("lti", "push", str(lms.tmp / "results"), "--course", "ATT101", "--store", str(lms.store_dir),
-                     "--course-yml", str(lms.tmp / "course.yml"), *extra, timeout=300)
+    return run_grade("lti", "push", str(lms.tmp / "results"), "--lms-course", "ATT101", "--store", str(lms.store_dir),
+                     "--course", str(lms.tmp / "course.yml"), *extra, timeout=300)
 
 
 def column(lms) -> dict[str, float]:
@@ -48,7 +48,7 @@ def test_round_trip(lms):
     assert "no course launched yet" in run_grade("lti", "courses", "--store", str(lms.store_dir)).stderr
     page = lms.launch("u-teacher")
     assert page.status_code == 200, page.text
-    assert "grade lti push RESULTS --course ATT101" in page.text
+    assert "grade lti push RESULTS --lms-course ATT101" in page.text
     listed = run_grade("lti", "courses", "--store", str(lms.store_dir)).stdout
     assert listed.startswith("ATT101\tAttention mechanisms, spring term") and "services: AGS, NRPS" in listed
 

@@ -8,6 +8,7 @@ from autograder.course import load_course
 from autograder.grading.suites.suite_runner import validate_suites
 from autograder.grading.suites.reference import Reference
 
+from . import recorded_from
 from .record import record_public_cases
 from .strip import strip_tree
 
@@ -22,5 +23,8 @@ def assign(course_file: Path, exercises: Path | None = None, cases_dir: Path | N
     suites = root / course.suites
     validate_suites(course, suites, reference)
     data = record_public_cases(course, reference, suites)
-    public_cases.save(data, cases_dir or public_cases.HERE)
+    folder = cases_dir or recorded_from.cases_folder(course_file)
+    public_cases.save(data, folder)
+    # what they were recorded from: grade release, gradescope, nbgrader and autograde compare it with what is there
+    recorded_from.stamp(folder, recorded_from.sources(course_file, course))
     return {"files": sorted(stripped), "public_cases": len(data["cases"])}

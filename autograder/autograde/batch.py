@@ -58,8 +58,9 @@ def prepare(sources: list[Source], staging: Path, modules: list[str], out: Path,
     """
     todo, done = [], []
     for source in sources:
-        staged = stage(source.path, source.name, staging, modules, steps)
-        digest = content_hashes.submission(staged.folder, {"errors": staged.module_errors, "problem": staged.problem})
+        staged = stage(source.path, source.name, staging, modules, steps, source.others, source.beside)
+        digest = content_hashes.submission(staged.folder, {"errors": staged.module_errors, "problem": staged.problem,
+                                                           **({"beside": staged.beside} if staged.beside else {})})
         job = Job(source, staged, digest, {"submission": source.name, "submitted_at": (times or {}).get(source.name, (times or {}).get("*")),
                                            "submission_hash": digest, "grader_hash": grader_hash})
         before = _previous(out / source.name / "results.json")

@@ -84,7 +84,7 @@ def _main(submissions, out, course_file, n_jobs, force, times_file, nbgrader_cou
     try:
         grader = _load(course_file)
         logged = grade(grader, tuple(submissions), out, n_jobs or os.cpu_count() or 1, force, zygote,
-                       trust_submissions, submitted, found, require, cluster, roster,
+                       trust_submissions, submitted, found, require, cluster, roster, roster_file=roster_file,
                        forked=import_nbgrader_api if notebooks else None,
                        graded_one=notebooks.add if notebooks and cluster is None else None)
         if notebooks:
@@ -198,23 +198,31 @@ def _roster(path: Path):
 
 
 def _load(course_file: Path):
-    """The grader: torch, the course and the reference, loaded for the process's whole life (``long_lived.py``)."""
+    """The grader: torch, the course and the reference, loaded for the process's whole life (``long_lived.py``).
+    Refused, with the command to run, when the public checks students have were recorded from other sources
+    (assign/recorded_from.py)."""
     from autograder import long_lived  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
+    from autograder.assign import recorded_from  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
     from autograder.course import CourseError  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
 
     with long_lived.loading():
         from autograder.grading.suites.session import Grader  # noqa: PLC0415 - imports torch
 
         try:
-            return Grader(course_file)
+            grader = Grader(course_file)
         except CourseError as exc:
             raise UsageError(str(exc)) from None
+    stale = recorded_from.refusal(course_file, grader.course, then="grade release (and grade gradescope) again")
+    if stale:
+        grader.close()
+        raise UsageError(f"{stale}; nothing was graded")
+    return grader
 
 
 def grade(grader, submissions: tuple[Path, ...], out: Path, n_jobs: int, force: bool, zygote,
           trust_submissions: bool = False, submitted: dict[str, str] | None = None, found=None,
           require: Level | None = None, cluster: dict | None = None, roster=None, forked=None,
-          graded_one=None) -> dict[str, str]:
+          graded_one=None, roster_file: Path | None = None) -> dict[str, str]:
     """Stage, skip what is graded, grade the rest; write the class summary. The submissions the grader failed on.
 
     ``forked``: called once the local jobs are started (``batch.run``); not on Dask. ``graded_one``: called with
@@ -284,7 +292,7 @@ def grade(grader, submissions: tuple[Path, ...], out: Path, n_jobs: int, force: 
     if interrupted:  # those not regraded keep their results: nothing of theirs was replaced
         previous = {name: points for name, points in previous.items() if name in grader_errors}
     logged = grader_log.update(out, graded, grader_errors)
-    stats = summary.write(course, out, sorted(logged), previous, roster)
+    stats = summary.write(course, out, sorted(logged), previous, roster, roster_file)
     if interrupted:
         console.note(f"interrupted after {len(graded)} of {len(todo)}; run the same command again to resume")
         raise Interrupted

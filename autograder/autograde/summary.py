@@ -11,6 +11,7 @@ from pathlib import Path
 
 from autograder.course import Course
 
+from autograder.outputs import decision
 from autograder.outputs.results import ResultsError, read, write_atomic
 from autograder.pages import changes as regrade_changes, dashboard
 from autograder.pages import class_list
@@ -50,11 +51,13 @@ def slowest(results: dict[str, dict], n: int = 5) -> list[dict]:
 
 
 def build(course: Course, results: dict[str, dict], grader_errors: list[str] = (), previous: dict | None = None,
-          *, unreadable: dict[str, str] | None = None, pages: set[str] | None = None, roster=None) -> dict:
+          *, unreadable: dict[str, str] | None = None, pages: set[str] | None = None, roster=None,
+          decisions: dict | None = None) -> dict:
     """``unreadable``: submission -> why its results.json cannot be read; ``pages``: the submissions with a
-    feedback.html (None: all); ``roster``: the roster's students when ``grade autograde --roster`` gave one."""
+    feedback.html (None: all); ``roster``: the roster's students when ``grade autograde --roster`` gave one;
+    ``decisions``: submission -> what a person recorded (decision.json: outputs/decision.py)."""
     top = course.max_points()
-    rows, needs = class_list.build(course, results, grader_errors, unreadable, pages, roster)
+    rows, needs = class_list.build(course, results, grader_errors, unreadable, pages, roster, decisions)
     scores = sorted(r.get("score", 0.0) for r in results.values())
     steps = {}
     for step, spec in course.steps.items():
@@ -71,7 +74,9 @@ def build(course: Course, results: dict[str, dict], grader_errors: list[str] = (
         "submissions": len(results),
         "max_score": top,
         # who needs a person, and why (autograder/pages/class_list.py); each reason's category, why and detail
-        "needs_person": needs,
+        "needs_person": [e for e in needs if not e.get("decision")],
+        # the hand-ins a person decided (grade decide: decision.json), with what the kit found
+        "decided": [e for e in needs if e.get("decision")],
         "roster": None if roster is None else len(roster),
         # every submission: score, status, grading time, submitted_at, late days, its feedback page
         "table": rows,
@@ -109,17 +114,31 @@ def _md(text) -> str:
     return "".join("\\" + c if c in _MARKDOWN else " " if c in "\r\n" else c for c in str(text))
 
 
+def _reason_markdown(why: dict) -> str:
+    return " ".join(filter(None, [_md(why["why"]), why["detail"] and (
+        f"({_md(why['detail'])})" if why["why"] else _md(why["detail"]))]))
+
+
 def needs_person_markdown(summary: dict) -> list[str]:
     needs = summary.get("needs_person") or []
+    decided = summary.get("decided") or []
     if not needs:
-        return ["## Needs a person", "", "None: every submission was graded in full, within its limits."
-                + (" Every roster student handed one in." if summary.get("roster") is not None else ""), ""]
-    lines = [f"## Needs a person: {len(needs)}", ""]
-    for category, found in class_list.by_category(needs).items():
-        lines += [f"### {class_list.CATEGORIES[category]} ({len(found)})", ""]
-        lines += [f"- **{_md(class_list.who(entry))}**: " + " ".join(filter(None, [_md(why["why"]), why["detail"] and (
-                      f"({_md(why['detail'])})" if why["why"] else _md(why["detail"]))]))
-                  + (f" [feedback]({entry['feedback']})" if entry.get("feedback") else "") for entry, why in found]
+        lines = ["## Needs a person", "", "None: every submission was graded in full, within its limits"
+                 + (", or decided by a person." if decided else ".")
+                 + (" Every roster student handed one in." if summary.get("roster") is not None else ""), ""]
+    else:
+        lines = [f"## Needs a person: {len(needs)}", ""]
+        for category, found in class_list.by_category(needs).items():
+            lines += [f"### {class_list.CATEGORIES[category]} ({len(found)})", ""]
+            lines += [f"- **{_md(class_list.who(entry))}**: " + "; ".join(_reason_markdown(why) for why in reasons)
+                      + (f" [feedback]({entry['feedback']})" if entry.get("feedback") else "") for entry, reasons in found]
+            lines.append("")
+    if decided:
+        lines += [f"### {class_list.DECIDED} ({len(decided)})", ""]
+        for entry in decided:
+            was = "; ".join(_reason_markdown(why) for why in entry["reasons"])
+            lines.append(f"- **{_md(class_list.who(entry))}**: {_md(entry['decision'])}" + (f" (the kit: {was})" if was else "")
+                         + (f" [feedback]({entry['feedback']})" if entry.get("feedback") else ""))
         lines.append("")
     return lines
 
@@ -139,11 +158,15 @@ def table_markdown(summary: dict) -> list[str]:
 
 
 def terminal_lines(summary: dict, out: Path, most: int = 10) -> list[str]:
-    """The last lines of ``grade autograde``: who needs a person and why (at most ``most``, then where the rest are)."""
+    """The last lines of ``grade autograde``: who a person decided, then who needs a person and why (at most
+    ``most``, then where the rest are)."""
     needs = summary.get("needs_person") or []
+    decided = summary.get("decided") or []
+    lines = [f"decided by a person: {len(decided)} ({', '.join(class_list.who(e) for e in decided[:most])}"
+             f"{' ...' if len(decided) > most else ''})"] if decided else []
     if not needs:
-        return ["needs a person: none"]
-    lines = [f"needs a person: {len(needs)} (see {out / 'summary.html'})"]
+        return [*lines, "needs a person: none"]
+    lines.append(f"needs a person: {len(needs)} (see {out / 'summary.html'})")
     lines += [f"  {class_list.one_line(entry)}" for entry in needs[:most]]
     if len(needs) > most:
         lines.append(f"  and {len(needs) - most} more: see {out / 'summary.html'}")
@@ -202,14 +225,55 @@ def add_similar_pairs(out: Path) -> bool:
     return True
 
 
-def write(course: Course, out: Path, grader_errors: list[str] = (), previous: dict | None = None, roster=None) -> dict:
+def decisions_in(out: Path, unreadable: dict[str, str] | None = None) -> dict:
+    """Every decision a person recorded in ``out`` (``*/decision.json``); one that cannot be read goes to
+    ``unreadable`` (name -> why), as a results.json that cannot be."""
+    found = {}
+    for path in sorted(out.glob(f"*/{decision.FILE}")):
+        try:
+            found[path.parent.name] = decision.read(path.parent)
+        except decision.DecisionError as exc:
+            if unreadable is not None:
+                unreadable[path.parent.name] = str(exc)
+    return found
+
+
+def write(course: Course, out: Path, grader_errors: list[str] = (), previous: dict | None = None, roster=None,
+          roster_file: Path | None = None) -> dict:
     """``previous``: submission -> step -> points before this run regraded it (pages/changes.snapshot);
-    ``roster``: the roster's students (export/roster.py), or None: then nothing is said about a roster."""
+    ``roster``: the roster's students (export/roster.py), or None: then nothing is said about a roster;
+    ``roster_file``: where it was read, kept in summary.json for ``refresh``."""
     unreadable: dict[str, str] = {}
     results = collect(out, unreadable)
+    decided = decisions_in(out, unreadable)
     pages = {p.parent.name for p in out.glob("*/feedback.html")}
     summary = with_similar_pairs(out, build(course, results, grader_errors, previous, unreadable=unreadable,
-                                            pages=pages, roster=roster))
+                                            pages=pages, roster=roster, decisions=decided))
+    if roster_file is not None:
+        summary["roster_file"] = str(Path(roster_file).resolve())
+    _store(out, summary)
+    return summary
+
+
+def refresh(course: Course, out: Path) -> dict | None:
+    """The class summary of ``out`` written again from its results and decisions (``grade decide``), keeping what
+    only the run knew: the grader's failures, the regrade's changes, the roster it was given. None when ``out``
+    holds no summary yet."""
+    try:
+        before = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    roster = None
+    if before.get("roster_file"):
+        from autograder.export.roster import RosterError, read_roster  # noqa: PLC0415 - only when a roster was given
+
+        try:
+            roster = read_roster(Path(before["roster_file"]))
+        except RosterError:
+            roster = None
+    summary = write(course, out, list(before.get("grader_errors") or []), roster=roster,
+                    roster_file=before.get("roster_file") if roster is not None else None)
+    summary.update(changes=before.get("changes") or [], regraded=before.get("regraded") or 0)
     _store(out, summary)
     return summary
 

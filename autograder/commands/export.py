@@ -23,8 +23,12 @@ FORMATS = ("canvas", "moodle", "csv")
 
 def main(results_dir: Path, roster_file: Path, fmt: str, out: Path | None = None,
          course_file: Path = Path("course.yml"), assignment: str | None = None, points: float | None = None,
-         missing: str = "blank", moodle_user: str = "email", times_file: Path | None = None) -> int:
-    """Write the grades of ``results_dir``'s results.json files as a ``fmt`` gradebook (to ``out`` or stdout)."""
+         missing: str = "blank", moodle_user: str = "email", times_file: Path | None = None,
+         ungraded: str = "blank") -> int:
+    """Write the grades of ``results_dir``'s results.json files as a ``fmt`` gradebook (to ``out`` or stdout).
+
+    ``ungraded``: a hand-in the kit never graded (export/ungraded.py) is left ``blank`` unless a person decided
+    (decision.json), or given the kit's score with ``zero``; either way the report names each."""
     if fmt not in FORMATS:
         raise UsageError(f"--format {fmt}: the formats are {', '.join(FORMATS)}")
     try:
@@ -44,10 +48,10 @@ def main(results_dir: Path, roster_file: Path, fmt: str, out: Path | None = None
 
     course_points = course.max_points()
     options = ExportOptions(assignment=assignment or course.title, points=points or course_points,
-                            course_points=course_points, missing=missing, moodle_user=moodle_user)
-    book = gradebook.build(students, submissions, unreadable, course.late_policy, course_points)
+                            course_points=course_points, missing=missing, moodle_user=moodle_user, ungraded=ungraded)
+    book = gradebook.build(students, submissions, unreadable, course.late_policy, course_points, ungraded)
     console.note(f"late policy: {describe(course.late_policy)}")
-    if not book.graded:
+    if not book.handed_in:
         for line in report.warnings(book, options, fmt):
             console.warn(line)
         console.error(f"no submission in {results_dir} matches a student of {roster_file}; nothing written "

@@ -87,15 +87,28 @@ def courses(store_dir: Path | None) -> int:
     return 0
 
 
+def _lms_course_named_as_course(store, course_file: Path) -> None:
+    """``--course ATT101`` where ATT101 is a launched LMS course and no file: said in one line, with the option meant
+    (``--course`` is course.yml in every verb; the LMS course is ``--lms-course``)."""
+    if Path(course_file).exists() or Path(course_file).suffix in (".yml", ".yaml"):
+        return
+    if str(course_file) in {c.name for c in store.courses()}:
+        raise UsageError(f"--course {course_file}: no such file; --course names the course definition (course.yml), "
+                         f"as in every verb: the LMS course is --lms-course {course_file}")
+
+
 def push(results_dir: Path, course: str, store_dir: Path | None = None, course_file: Path = Path("course.yml"),
          match: str | None = None, resource_id: str | None = None, label: str | None = None,
-         dry_run: bool = False) -> int:
+         dry_run: bool = False, ungraded: str = "blank") -> int:
+    """``course``: the LMS course (``--lms-course``); ``course_file``: course.yml (``--course``); ``ungraded``:
+    ``blank`` posts nothing for a hand-in the kit never graded and no person decided, ``zero`` posts the kit's score."""
     from autograder.lti import push as pushing  # noqa: PLC0415 - optional: the lti extra
 
     store = _store(store_dir)
+    _lms_course_named_as_course(store, course_file)
     try:
         summary = pushing.push(store, course, results_dir, course_file, match=match, resource_id=resource_id,
-                               label=label, dry_run=dry_run, say=console.say)
+                               label=label, dry_run=dry_run, say=console.say, ungraded=ungraded)
     except pushing.Interrupted as exc:
         for line in exc.summary.lines():
             console.note(line)

@@ -12,6 +12,8 @@ from .roster import RosterIndex, Student
 
 NO_SUBMISSION = "no_submission"
 UNREADABLE = "unreadable"
+NOT_GRADED = "not_graded"    # the kit never gave its score (export/ungraded.py) and no person decided: left blank
+EXCUSED = "excused"          # a person excused it (decision.json): left blank, or Canvas's EX
 
 
 @dataclass
@@ -21,19 +23,45 @@ class Entry:
     submission: Submission | None = None
     lateness: Lateness | None = None
     unreadable: Unreadable | None = None
+    #: ``--ungraded zero``: a hand-in the kit never graded is exported with the kit's score (0 for what it could
+    #: not grade) instead of left blank
+    zero_ungraded: bool = False
+
+    @property
+    def decision(self):
+        """What a person recorded for the submission (outputs/decision.py), or None."""
+        return self.submission.decision if self.submission is not None else None
+
+    @property
+    def excused(self) -> bool:
+        return self.decision is not None and self.decision.excused
+
+    @property
+    def withheld(self) -> bool:
+        """The kit's score is not exported: it never gave it, no person decided, and zeros were not asked for."""
+        sub = self.submission
+        return sub is not None and sub.decision is None and bool(sub.ungraded) and not self.zero_ungraded
+
+    @property
+    def raw(self) -> float | None:
+        """The score before the late policy: a person's decision, else the kit's."""
+        if self.submission is None or self.excused:
+            return None
+        return self.decision.score if self.decision is not None else self.submission.score
 
     @property
     def status(self) -> str:
         if self.submission is not None:
-            return self.lateness.status
+            return EXCUSED if self.excused else NOT_GRADED if self.withheld else self.lateness.status
         return UNREADABLE if self.unreadable is not None else NO_SUBMISSION
 
     @property
     def final(self) -> float | None:
-        """Raw score minus the late penalty; None when there is nothing to grade."""
-        if self.submission is None:
+        """Raw score minus the late penalty; None when there is nothing to export (no submission, excused, never
+        graded by the kit and not decided)."""
+        if self.submission is None or self.excused or self.withheld or self.raw is None:
             return None
-        return self.lateness.apply(self.submission.score)
+        return self.lateness.apply(self.raw)
 
 
 @dataclass
@@ -48,7 +76,22 @@ class Gradebook:
 
     @property
     def graded(self) -> list[Entry]:
+        """The entries exported with a grade."""
+        return [e for e in self.entries if e.final is not None]
+
+    @property
+    def handed_in(self) -> list[Entry]:
+        """The entries with a submission (graded or not, decided or not)."""
         return [e for e in self.entries if e.submission is not None]
+
+    @property
+    def not_graded(self) -> list[Entry]:
+        """Submissions the kit never graded, with no decision: blank unless ``--ungraded zero``."""
+        return [e for e in self.entries if e.submission is not None and e.submission.ungraded and e.decision is None]
+
+    @property
+    def decided(self) -> list[Entry]:
+        return [e for e in self.entries if e.decision is not None]
 
     @property
     def missing(self) -> list[Entry]:
@@ -60,9 +103,12 @@ def _latest_first(sub: Submission) -> tuple:
 
 
 def build(students: list[Student], submissions: list[Submission], unreadable: list[Unreadable],
-          policy: LatePolicy | None, max_points: float) -> Gradebook:
+          policy: LatePolicy | None, max_points: float, ungraded: str = "blank") -> Gradebook:
+    """``ungraded``: ``blank`` (a hand-in the kit never graded gets no grade) or ``zero`` (its score, 0 for what
+    was not graded)."""
     index = RosterIndex(students)
-    book = Gradebook(max_points, [Entry(s) for s in students], unreadable=list(unreadable))
+    book = Gradebook(max_points, [Entry(s, zero_ungraded=ungraded == "zero") for s in students],
+                     unreadable=list(unreadable))
     by_student = {id(e.student): e for e in book.entries}
     claimed: dict[int, list[Submission]] = {}
     for item in [*submissions, *unreadable]:

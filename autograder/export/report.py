@@ -15,6 +15,19 @@ MISSING_CELL = {
 }
 
 
+#: a hand-in the kit never graded (export/ungraded.py), in each format
+UNGRADED_CELL = {
+    ("canvas", "blank"): "left blank in the Canvas file",
+    ("moodle", "blank"): "left out of the Moodle file",
+    ("csv", "blank"): "listed with an empty final_score",
+    ("canvas", "zero"): "given the kit's score in the Canvas file (--ungraded zero)",
+    ("moodle", "zero"): "given the kit's score in the Moodle file (--ungraded zero)",
+    ("csv", "zero"): "listed with the kit's score (--ungraded zero)",
+}
+EXCUSED_CELL = {"canvas": "marked EX (excused) in the Canvas file", "moodle": "left out of the Moodle file (Moodle's "
+                "import has no excuse: mark it by hand)", "csv": "listed as excused, with an empty final_score"}
+
+
 def _names(items) -> str:
     return ", ".join(items)
 
@@ -33,7 +46,11 @@ def summary(book: Gradebook, options: ExportOptions, fmt: str) -> list[str]:
         if e.status == LATE:
             lines.append(f"  late: {e.student.label} submitted {e.submission.submitted_at.isoformat()}, "
                          f"{number(e.lateness.late_days)} day(s) late, -{number(e.lateness.penalty * 100)}%: "
-                         f"{number(e.submission.score * scale)} -> {number(e.final * scale)} / {number(options.points)}")
+                         f"{number(e.raw * scale)} -> {number(e.final * scale)} / {number(options.points)}")
+    for e in book.decided:
+        if not e.excused:
+            named = "" if e.submission.name.lower() in e.student.label.lower() else f" (hand-in {e.submission.name})"
+            lines.append(f"  decided: {e.student.label}{named}: {e.decision.words(options.course_points)}")
     return lines  # undated students are named once, among the warnings
 
 
@@ -56,7 +73,23 @@ def warnings(book: Gradebook, options: ExportOptions, fmt: str) -> list[str]:
         who = next((e.student.label for e in book.entries if e.unreadable is bad), None)
         tail = f" ({who}: no grade exported)" if who else ""
         lines.append(f"unreadable {bad.path}: {bad.reason}{tail}")
-    undated = [e.student.label for e in book.entries if e.status == UNDATED]
+    ungraded = book.not_graded
+    if ungraded:
+        lines.append(f"{len(ungraded)} hand-in(s) the kit never graded, {UNGRADED_CELL[fmt, options.ungraded]}"
+                     + ("" if options.ungraded == "zero" else "; record a decision for each (grade decide NAME --score N "
+                        "--reason ...) or export the kit's zeros with --ungraded zero")
+                     + ": " + _names(f"{e.student.label} ({e.submission.name}: {'; '.join(e.submission.ungraded)})"
+                                     for e in ungraded))
+    excused = [e for e in book.entries if e.excused]
+    if excused:
+        lines.append(f"{len(excused)} excused by a person, {EXCUSED_CELL[fmt]}: "
+                     + _names(f"{e.student.label} ({e.decision.reason})" if e.decision.reason else e.student.label
+                              for e in excused))
+    for e in book.decided:
+        if e.submission.changed_since_decision:
+            lines.append(f"{e.student.label}: the decision in {e.submission.name}/decision.json was recorded for an "
+                         "earlier hand-in than the one graded now: check that it still holds")
+    undated = [e.student.label for e in book.entries if e.status == UNDATED and e.submission.score is not None]
     if undated:
         lines.append(f"{len(undated)} student(s) undated, counted on time: no submission time from the platform "
                      f"(results.json has no extra_data.submitted_at), so no late penalty was applied: "

@@ -63,7 +63,9 @@ def raised(error: dict, public: bool = True) -> list[str]:
             return [f"{doing}: {message}"[:600]]
         return [f"{doing}: {redact_type(name, public)}: {message}"[:600]]
     lines = [f"your code raised {redact_type(name, public)}{f' ({at})' if at else ''} during {phase}: {message}"[:600]]
-    if where.get("text"):
+    if where.get("source"):  # the student's own line, read by the trusted side from their file: shown whole
+        lines.append(f"    {str(where['source'])[:200]}")
+    elif where.get("text"):
         lines.append(f"    {redact_text(str(where['text']), public, 200)}")
     return lines
 

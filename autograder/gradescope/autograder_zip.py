@@ -4,6 +4,7 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
+from autograder.assign import recorded_from
 from autograder.course import load_course
 from autograder.release.reproducible_zip import tree_entries, write_zip
 from autograder.release.pins import installed_closure, requirement_name, requirements_txt
@@ -27,6 +28,9 @@ def entries(course_file: Path) -> list[tuple[str, Path | bytes]]:
     package = root / "autograder"
     if not package.is_dir() or package not in suites.parents:
         raise ValueError(f"course.yml: suites {course.suites!r} must be inside {package}")
+    stale = recorded_from.refusal(course_file, course, package / "check", then="grade gradescope again")
+    if stale:  # the zip would grade with other public checks than the students' grade check
+        raise ValueError(f"{stale}; nothing was written")
     pins = installed_closure(grading_roots(root / "pyproject.toml"))
     found: list[tuple[str, Path | bytes]] = [
         ("setup.sh", SETUP_SH.encode()),

@@ -73,6 +73,34 @@ def _import_error(errors: dict[str, dict], module: str) -> dict:
     return failed(answers.student_error(found, f"importing {module}.py"), f"importing {module}.py", **{"import": True})
 
 
+#: the longest student line shown under an error
+LINE_CHARS = 200
+
+
+def student_line(folder: Path, where: dict, read: dict[str, list[str] | None] | None = None) -> dict:
+    """``where`` with ``source``: the line it names, read on this side from the submission's own file in ``folder``
+    (the staged copy), so its digits are the student's own and shown whole even on a hidden count; the worker's
+    ``text`` (its claim of that line: a syntax error's) is dropped. Where the worker showed no line, none is. The worker chooses only which line of the student's own files is
+    shown, as it chooses the line number already shown beside it. ``read``: files read so far (name -> lines)."""
+    if "text" not in where:  # the worker showed no line (an exception raised at run time): none is shown
+        return where
+    out = {k: v for k, v in where.items() if k != "text"}
+    name, line = where.get("file"), where.get("line")
+    if type(name) is not str or type(line) is not int or line < 1 or Path(name).name != name or \
+            not name.endswith(".py"):
+        return out
+    read = {} if read is None else read
+    if name not in read:
+        try:
+            read[name] = (folder / name).read_bytes()[: 4 * 2**20].decode("utf-8", "replace").splitlines()
+        except OSError:
+            read[name] = None
+    lines = read[name]
+    if lines and line <= len(lines) and lines[line - 1].strip():
+        out["source"] = lines[line - 1].strip()[:LINE_CHARS]
+    return out
+
+
 def limit_hint(err: dict, limits: dict) -> str | None:
     """The limit a student's error is what Python raises at (``worker/limits.py``), in the kit's words, with the
     course's value; None for any other error. A hint for that student only: never a kind of problem."""
@@ -182,6 +210,8 @@ class SubmissionRunner:
         self.batches = batches or {}
         #: the calls of the current batch whose answers are not read yet, in order
         self._pending: list[dict] = []
+        #: the submission's files as read here, for the line a student's error points at (``student_line``)
+        self._sources: dict[str, list[str] | None] = {}
 
     def _needed(self, step: str, asked: set[str] = frozenset()) -> set[str]:
         """The stand-ins ``step``'s worker holds: chosen by the reference and the suite, never the student."""
@@ -288,7 +318,7 @@ class SubmissionRunner:
             elif not self._needed(step, asked) <= self._holds:
                 self._start(step, self._needed(step, asked), self._worker.remaining())
             if module in self.import_errors:
-                return _import_error(self.import_errors, module)
+                return self._with_own_line(_import_error(self.import_errors, module))
             if self._pending:  # sent with an earlier case of its count: its answer is on its way
                 self._pending.pop(0)
                 answer = self._worker.request()
@@ -297,6 +327,7 @@ class SubmissionRunner:
             if answer.get("ok") is not True:
                 self._pending = []  # the worker dropped the rest of its batch
                 self._said_in_trusted_words(answer["error"])
+                self._with_own_line(answer)
             return answer
         except WorkerError as exc:
             self._pending = []
@@ -304,6 +335,14 @@ class SubmissionRunner:
             if exc.limit == "time" or exc.reason == PROTOCOL:
                 self.retired[step] = answer
             return answer
+
+    def _with_own_line(self, answer: dict) -> dict:
+        """The line a student's error points at, read here from the submission's own file (``student_line``) in place
+        of the worker's copy of it (a claim). Returns ``answer``."""
+        err = answer.get("error") if isinstance(answer, dict) else None
+        if isinstance(err, dict) and err.get("kind") is None and isinstance(err.get("where"), dict):
+            err["where"] = student_line(self.folder, err["where"], self._sources)
+        return answer
 
     def _said_in_trusted_words(self, err: dict) -> None:
         in_trusted_words(err, self.limits, set(self.import_errors), self._printed_bytes())

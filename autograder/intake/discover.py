@@ -1,18 +1,40 @@
-"""Find the submissions named on the command line: submissions, or folders of them."""
+"""Find the hand-ins named on the command line: submissions, or folders of them.
+
+Every entry a student handed in becomes one hand-in, graded or named with its reason, never left out without a
+word (tests/test_hand_ins.py):
+
+- a folder, a ``.zip``, a tar archive (``.tar.gz``, ``.tgz``, ``.tar``, ``.tar.bz2``, ``.tar.xz``), a notebook and a
+  single ``.py`` file are graded (``stage.py`` says what it could not use);
+- an archive of another kind (``.7z``, ``.rar``...) and any other file (a ``.txt`` note, a PDF) are hand-ins too, each
+  named, not graded, with its reason;
+- a file that shares its name with a gradable hand-in (``alice.txt`` beside ``alice.zip``) is a note handed in with it:
+  counted once, with that hand-in, and named for a person to read;
+- several gradable entries with one name (``alice/`` and ``alice.zip``) are one hand-in that is not graded: which one
+  counts is a person's decision;
+- a folder named on the command line that holds no hand-in (empty, or loose files only) is one hand-in itself.
+
+Only a path that does not exist is a line of its own (``problems``): nothing was handed in there.
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
 
+from .hand_in_kinds import NOTEBOOK, OTHER_ARCHIVES, TAR, ZIP, gradable, hand_in_name, suffix
 from .times import nbgrader_stamp
 
-KINDS = (".zip", ".ipynb")
+#: what discovery never counts: the system's and the tools' own files
+IGNORED = frozenset({"__MACOSX", "__pycache__", ".ipynb_checkpoints", ".git", "Thumbs.db", "desktop.ini"})
 
 
 @dataclass(frozen=True)
 class Source:
     name: str
     path: Path
+    #: more gradable entries of the same name (``alice/`` beside ``alice.zip``): the hand-in is not graded
+    others: tuple[Path, ...] = ()
+    #: files handed in beside it under its name that are not graded (``alice.txt``): named for a person to read
+    beside: tuple[Path, ...] = ()
 
 
 def is_submission(folder: Path, modules: list[str]) -> bool:
@@ -21,34 +43,45 @@ def is_submission(folder: Path, modules: list[str]) -> bool:
                for m in modules for ext in (".py", ".ipynb")) or (folder / "__init__.py").exists()
 
 
-def _name(path: Path) -> str:
-    return path.name[: -len(path.suffix)] if path.suffix.lower() in KINDS and path.is_file() else path.name
+def _counted(path: Path) -> bool:
+    return not path.name.startswith(".") and not path.name.startswith("__") and path.name not in IGNORED
+
+
+def _holds_hand_ins(folder: Path) -> list[Path]:
+    """The entries of a folder of submissions, or [] when the folder is one hand-in itself (it holds no folder,
+    archive or notebook: it is empty, or holds loose files only)."""
+    try:
+        entries = [p for p in sorted(folder.iterdir()) if _counted(p)]
+    except OSError:
+        return []
+    if not any(p.is_dir() or suffix(p) in (*ZIP, *TAR, *NOTEBOOK, *OTHER_ARCHIVES) for p in entries):
+        return []
+    return entries
 
 
 def discover(paths: list[Path], modules: list[str]) -> tuple[list[Source], list[str]]:
-    """Expand ``paths`` into submissions; return them and a problem per path that is none."""
-    found: list[Source] = []
+    """Expand ``paths`` into hand-ins (one per name); return them and a line per path that does not exist."""
+    entries: list[Path] = []
     problems: list[str] = []
     for path in map(Path, paths):
         if not path.exists() and not path.is_symlink():
             problems.append(f"{path}: no such file or folder")
-        elif path.is_file() and path.suffix.lower() not in KINDS:
-            problems.append(f"{path}: expected a submission folder, a .zip archive, a notebook, or a folder of them")
-        elif path.is_file() or is_submission(path, modules):
-            found.append(Source(_name(path), path.absolute()))
+        elif path.is_dir() and not path.is_symlink() and not is_submission(path, modules) and _holds_hand_ins(path):
+            entries += _holds_hand_ins(path)
         else:
-            inner = [p for p in sorted(path.iterdir()) if not p.name.startswith((".", "__"))
-                     and (p.is_dir() or p.suffix.lower() in KINDS)]
-            if not inner:
-                problems.append(f"{path}: neither a submission (no {modules[0]}.py ...) nor a folder of submissions")
-            found += [Source(_name(p), p.absolute()) for p in inner]
-    names = [s.name for s in found]
-    dupes = sorted({n for n in names if names.count(n) > 1})
-    for name in dupes:
-        paths_ = ", ".join(str(s.path) for s in found if s.name == name)
-        problems.append(f"several submissions are named {name!r} ({paths_}); their results would overwrite "
-                        "each other, so none of them was graded: rename all but one")
-    return [s for s in found if s.name not in dupes], problems
+            entries.append(path)
+    by_name: dict[str, list[Path]] = {}
+    for path in entries:
+        by_name.setdefault(hand_in_name(path), []).append(path.absolute())
+    found = []
+    for name, paths_ in by_name.items():
+        graded = [p for p in paths_ if gradable(p)]
+        rest = [p for p in paths_ if not gradable(p)]
+        if graded:
+            found.append(Source(name, graded[0], tuple(graded[1:]), tuple(rest)))
+        else:  # notes alone, or an archive of a kind not unpacked: a hand-in that says why it is not graded
+            found.append(Source(name, rest[0], (), tuple(rest[1:])))
+    return sorted(found, key=lambda s: (s.name, str(s.path))), problems
 
 
 def nbgrader_submissions(course_dir: Path, assignment: str | None) -> tuple[list[Source], dict[str, str], list[str]]:

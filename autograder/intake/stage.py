@@ -1,7 +1,9 @@
 """Stage one submission: find its modules, copy only regular source files, say what was wrong.
 
-What a student hands in may be a folder, a .zip archive or notebooks, with the files at the top or
-nested in a folder or two (``alice.zip/attention/simple_attention.py``). Staging copies the module
+What a student hands in may be a folder, a .zip or tar archive (``untar.py``), notebooks or a single module file,
+with the files at the top or nested in a folder or two (``alice.zip/attention/simple_attention.py``); any other
+entry (a note, an archive of another kind, several hand-ins under one name) is named with its reason
+(``hand_in_kinds.py``, ``discover.py``). Staging copies the module
 files into a fresh folder that the sandbox mounts read-only; a notebook becomes the module it is named
 after (or, if named otherwise, every module not handed in as .py). Symbolic links are never followed.
 Files that cannot be used become per-module errors, so only the steps of that module score zero.
@@ -21,7 +23,7 @@ from pathlib import Path
 
 from autograder.worker.errors import error
 
-from . import hand_in_sizes, notebook, unzip
+from . import hand_in_kinds as kinds, hand_in_sizes, near_miss, notebook, untar, unzip
 
 IGNORED_DIRS = {"__MACOSX", "__pycache__", ".ipynb_checkpoints", ".git"}
 #: files that would configure an interpreter or a test run; the grader never reads them, nor copies them
@@ -40,10 +42,14 @@ class Staged:
     #: ``unsupported``, ``empty_folder`` and ``empty_archive`` (no file in it), ``no_modules``,
     #: ``several_copies``, ``unreadable``, the size limits' (``notebook_too_large``, ``folder_too_large``,
     #: ``too_many_files``), the archive's (``corrupt``, ``empty_archive``, ``archive_too_large``,
-    #: ``too_many_entries``, ``too_large``, ``zip_bomb``), or ``staging_error``: the kit's own failure
+    #: ``too_many_entries``, ``too_large``, ``zip_bomb``), the hand-in's kind (``unsupported_archive``, ``not_code``,
+    #: ``single_file``, ``empty_file``, ``several_hand_ins``: discover.py), ``broken_notebook`` (the one notebook
+    #: that was to give every module), or ``staging_error``: the kit's own failure
     cause: str | None = None
     #: the traceback of the kit's own failure while staging (``staging_error``): for grader_errors.log only
     kit_error: str | None = None
+    #: files handed in beside it under its name that are not graded (a note): named for a person to read
+    beside: list[str] = field(default_factory=list)
 
 
 def _has_files(root: Path) -> bool:
@@ -210,24 +216,46 @@ def copy_modules(root: Path, dest: Path, modules: list[str], steps: dict[str, li
         if module in staged.module_errors:
             continue
         if not (dest / f"{module}.py").exists():
+            missed = near_miss.find(root, module, modules)
             staged.module_errors[module] = _module_error(
-                "MissingModule", f"{module}.py (or {module}.ipynb) is missing from the submission")
-    refused = {str(e) for e in failed.values() if e.cause == "too_large"}
-    if len(refused) == 1 and len(staged.module_errors) == len(modules) and \
-            all(e.get("message") in refused for e in staged.module_errors.values()):
-        shutil.rmtree(dest, ignore_errors=True)
-        return Staged(staged.name, None, staged.notes, problem=refused.pop(), cause="notebook_too_large")
+                "MissingModule", f"{module}.py (or {module}.ipynb) is missing from the submission"
+                + (f"; {near_miss.rename(missed, module)}" if missed else ""))
+            if missed:
+                staged.module_errors[module]["near_miss"] = missed
+    for cause, whole in (("too_large", "notebook_too_large"), ("broken_notebook", "broken_notebook")):
+        refused = {str(e) for e in failed.values() if e.cause == cause}
+        if len(refused) == 1 and len(staged.module_errors) == len(modules) and \
+                all(e.get("message") in refused for e in staged.module_errors.values()):
+            # the one notebook that was to give every module: the hand-in is not graded, said once
+            shutil.rmtree(dest, ignore_errors=True)
+            return Staged(staged.name, None, staged.notes, problem=refused.pop(), cause=whole)
     return staged
 
 
-def stage(source: Path, name: str, staging: Path, modules: list[str], steps: dict[str, list[str]] | None = None) -> Staged:
-    """Stage ``source`` (folder, .zip or .ipynb) as ``staging/name``; never raises (but on Ctrl-C).
+def stage(source: Path, name: str, staging: Path, modules: list[str], steps: dict[str, list[str]] | None = None,
+          others: tuple[Path, ...] = (), beside: tuple[Path, ...] = ()) -> Staged:
+    """Stage ``source`` (a folder, an archive, a notebook or a .py file) as ``staging/name``; never raises (but on
+    Ctrl-C). ``others``: more gradable hand-ins of the same name (then none is graded); ``beside``: files handed in
+    under its name that are not graded (a note), named for a person to read (``Staged.beside``).
 
     Whatever stops it is this submission's problem, as data: a hand-in over a size limit (``hand_in_sizes.py``, checked
     before it is read), one that cannot be read (``unreadable``), and any failure of the kit's own
     (``staging_error``, its traceback in ``kit_error`` for grader_errors.log; the student reads a fixed
     sentence, never the exception's words). tests/test_staging_limits.py shows each."""
+    found = _staged(source, name, staging, modules, steps, others)
+    if beside:
+        found.beside = [p.name for p in beside]
+        found.notes.append(f"Handed in beside it, not graded: {', '.join(found.beside)} (your instructor reads it)")
+    return found
+
+
+def _staged(source: Path, name: str, staging: Path, modules: list[str], steps: dict[str, list[str]] | None,
+            others: tuple[Path, ...]) -> Staged:
     dest = staging / name
+    if others:
+        handed = ", ".join(p.name + ("/" if p.is_dir() else "") for p in (source, *others))
+        return Staged(name, None, problem=f"{len(others) + 1} hand-ins under one name ({handed}); none was graded: "
+                      "your instructor decides which one counts", cause="several_hand_ins")
     try:
         return _stage(source, name, dest, staging, modules, steps)
     except unzip.ArchiveError as exc:
@@ -245,24 +273,34 @@ def stage(source: Path, name: str, staging: Path, modules: list[str], steps: dic
     return found
 
 
+def _unpacked(source: Path, name: str, dest: Path, staging: Path, modules: list[str],
+              steps: dict[str, list[str]] | None, extract) -> Staged:
+    """An archive's hand-in: unpacked by ``extract`` into a folder of its own, then staged as a folder is."""
+    unpacked = Path(tempfile.mkdtemp(prefix="unpack-", dir=staging))
+    try:
+        notes = extract(source, unpacked)
+        root, problem = find_root(unpacked, modules)
+        if problem:
+            return Staged(name, None, notes=notes, problem=f"{source.name}: {problem}",
+                          cause=_root_cause(problem, unpacked, "empty_archive"))
+        staged = copy_modules(root, dest, modules, steps)
+        staged.notes[:0] = notes
+        return staged
+    finally:
+        shutil.rmtree(unpacked, ignore_errors=True)
+
+
 def _stage(source: Path, name: str, dest: Path, staging: Path, modules: list[str],
            steps: dict[str, list[str]] | None) -> Staged:
     if source.is_symlink():
         return Staged(name, None, problem=f"{source.name} is a symbolic link; hand in the folder or archive itself",
                       cause="symlink")
-    if source.suffix.lower() == ".zip" and source.is_file():
-        unpacked = Path(tempfile.mkdtemp(prefix="unzip-", dir=staging))
-        try:
-            notes = unzip.extract(source, unpacked)
-            root, problem = find_root(unpacked, modules)
-            if problem:
-                return Staged(name, None, notes=notes, problem=f"{source.name}: {problem}",
-                              cause=_root_cause(problem, unpacked, "empty_archive"))
-            staged = copy_modules(root, dest, modules, steps)
-            staged.notes[:0] = notes
-        finally:
-            shutil.rmtree(unpacked, ignore_errors=True)
-    elif source.suffix.lower() == ".ipynb" and source.is_file():
+    kind = kinds.suffix(source)
+    if kind in kinds.ZIP and source.is_file():
+        staged = _unpacked(source, name, dest, staging, modules, steps, unzip.extract)
+    elif kind in kinds.TAR and source.is_file():
+        staged = _unpacked(source, name, dest, staging, modules, steps, untar.extract)
+    elif kind in kinds.NOTEBOOK and source.is_file():
         hand_in_sizes.check_notebook(source, source.name)
         single = Path(tempfile.mkdtemp(prefix="nb-", dir=staging))
         try:
@@ -270,21 +308,47 @@ def _stage(source: Path, name: str, dest: Path, staging: Path, modules: list[str
             staged = copy_modules(single, dest, modules, steps)
         finally:
             shutil.rmtree(single, ignore_errors=True)
+    elif kind in kinds.SOURCE and source.is_file():
+        staged = _single_file(source, name, dest, staging, modules, steps)
     elif source.is_dir():
         hand_in_sizes.check_folder(source, source.name, IGNORED_DIRS)
         root, problem = find_root(source, modules)
         if problem:
             return Staged(name, None, problem=f"{source.name}/: {problem}", cause=_root_cause(problem, source, "empty_folder"))
         staged = copy_modules(root, dest, modules, steps)
+    elif kind in kinds.OTHER_ARCHIVES:
+        return Staged(name, None, problem=f"{source.name}: a {kind} archive, which is not unpacked here; hand in a .zip "
+                      "(or a .tar.gz) of your exercise files", cause="unsupported_archive")
     else:
-        return Staged(name, None, problem=f"{source.name}: expected a folder, a .zip archive or a notebook",
-                      cause="unsupported")
-    staged.name = name
-    if staged.folder is None:  # one notebook over its limit was to give every module
+        return Staged(name, None, problem=f"{source.name}: a {kind or 'file'} file, not your exercise code; hand in "
+                      "your exercise files (a folder, a .zip or a notebook)", cause="not_code")
+    if isinstance(staged, Staged) and staged.folder is None:
         return staged
+    staged.name = name
     for path in [dest, *dest.iterdir()]:
         os.chmod(path, 0o755 if path.is_dir() else 0o644)
     if len(staged.module_errors) == len(modules) and all(e["type"] == "MissingModule" for e in staged.module_errors.values()):
         staged.problem = f"{source.name}: none of {', '.join(m + '.py' for m in modules)} is in it"
         staged.cause = "no_modules"
     return staged
+
+
+def _single_file(source: Path, name: str, dest: Path, staging: Path, modules: list[str],
+                 steps: dict[str, list[str]] | None) -> Staged:
+    """One ``.py`` file handed in alone: the module it is named after (the others are missing); a file named
+    otherwise holds no module by name (``no_modules``), said with what to hand in."""
+    size = os.lstat(source).st_size
+    if size > MAX_SOURCE:
+        return Staged(name, None, problem=_source_refused(source.name, size), cause="too_large")
+    if source.stem not in modules:
+        if size == 0:
+            return Staged(name, None, problem=f"{source.name} is empty", cause="empty_file")
+        return Staged(name, None, problem=f"{source.name}: a single .py file not named after a module ("
+                      f"{', '.join(m + '.py' for m in modules)}); hand in the module files (a folder or a .zip) or "
+                      "one notebook", cause="single_file")
+    single = Path(tempfile.mkdtemp(prefix="py-", dir=staging))
+    try:
+        shutil.copyfile(source, single / source.name, follow_symlinks=False)
+        return copy_modules(single, dest, modules, steps)
+    finally:
+        shutil.rmtree(single, ignore_errors=True)

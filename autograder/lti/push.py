@@ -57,6 +57,10 @@ class Summary:
     unmatched_results: list[str] = field(default_factory=list)
     unmatched_members: list[str] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)
+    #: hand-ins the kit never graded and no person decided: nothing posted (``--ungraded zero`` posts their score)
+    not_graded: list[str] = field(default_factory=list)
+    excused: list[str] = field(default_factory=list)         # excused by a person (decision.json): nothing posted
+    decided: list[str] = field(default_factory=list)         # a score a person recorded, posted in the kit's place
     notes: list[str] = field(default_factory=list)
     retries: int = 0
     dry_run: bool = False
@@ -79,6 +83,14 @@ class Summary:
             out.append(f"  results with no learner in the LMS course: {', '.join(self.unmatched_results)}")
         if self.unmatched_members:
             out.append(f"  learners in the LMS course with no results: {', '.join(self.unmatched_members)}")
+        if self.not_graded:
+            out.append(f"  not posted, never graded by the kit (record a decision with grade decide NAME, or post the "
+                       f"kit's score with --ungraded zero): {', '.join(self.not_graded)}")
+        if self.excused:
+            out.append(f"  not posted, excused by a person (mark it excused in the LMS): {', '.join(self.excused)}")
+        if self.decided:
+            out.append(f"  a person's decision {'would be ' if self.dry_run else ''}posted in the kit's place: "
+                       f"{', '.join(self.decided)}")
         out += [f"  refused: {r}" for r in self.refused]
         if self.retries:
             out.append(f"  {self.retries} request(s) retried after a 5xx, a 429 or a dropped connection")
@@ -91,8 +103,8 @@ def fingerprint(payload: dict, submission: str) -> str:
     return hashlib.sha256(json.dumps([core, submission], sort_keys=True).encode()).hexdigest()
 
 
-def comment_for(raw: float, final: float, maximum: float, lateness) -> str:
-    text = f"attention autograder: {final:g}/{maximum:g} points"
+def comment_for(raw: float, final: float, maximum: float, lateness, decided: bool = False) -> str:
+    text = f"attention autograder: {final:g}/{maximum:g} points" + (", recorded by your instructor" if decided else "")
     if lateness is not None and lateness.penalty > 0:
         text += f" ({raw:g} less {lateness.penalty * 100:g}% for {lateness.late_days:g} late day(s))"
     return text
@@ -120,7 +132,10 @@ def _results_match(result: dict | None, payload: dict) -> bool:
 
 def push(store: Store, course_name: str, results_dir: Path, course_file: Path, match: str | None = None,
          resource_id: str | None = None, label: str | None = None, dry_run: bool = False,
-         retry: services.Retry | None = None, progress: bool | None = None, say=print) -> Summary:
+         retry: services.Retry | None = None, progress: bool | None = None, say=print, ungraded: str = "blank") -> Summary:
+    """``ungraded``: ``blank`` posts nothing for a hand-in the kit never graded that no person decided (export/
+    ungraded.py), ``zero`` posts its score; a person's decision (decision.json) is posted in the kit's place, an
+    excuse posts nothing. Each is named in the summary."""
     course = store.require_course(course_name)
     if not results_dir.is_dir():
         raise UsageError(f"{results_dir}: no such folder (give the --out folder of grade autograde)")
@@ -160,7 +175,7 @@ def push(store: Store, course_name: str, results_dir: Path, course_file: Path, m
     if not students:
         raise UsageError(f"course {course.name}: no learner of the LMS course has a {match} to match results by "
                          f"({len(members)} learners; does the LMS share it with the tool? see docs/lti.md)")
-    book = gradebook.build(students, submissions, unreadable, unit.late_policy, maximum)
+    book = gradebook.build(students, submissions, unreadable, unit.late_policy, maximum, ungraded)
 
     ags = platform.ags(course.lineitems_url, course.ags_scopes)
     try:
@@ -189,6 +204,16 @@ def push(store: Store, course_name: str, results_dir: Path, course_file: Path, m
         summary.notes.append(f"{student.label} handed in {', '.join(names)}: the newest, {kept}, is posted")
 
     ledger = store.posts(course.name, lineitem_url) if item else {}
+    for entry in book.handed_in:
+        who = f"{entry.submission.name} ({entry.student.name or user_of[id(entry.student)]})"
+        before = ledger.get(user_of[id(entry.student)])
+        kept = " (a score posted before stays in the LMS)" if before is not None and before.state == POSTED else ""
+        if entry.excused:
+            summary.excused.append(who + kept)
+        elif entry.withheld:
+            summary.not_graded.append(f"{who}: {'; '.join(entry.submission.ungraded)}{kept}")
+        elif entry.decision is not None:
+            summary.decided.append(f"{who}: {entry.decision.words(maximum)}")
     plans = _plan(book, user_of, maximum, ledger)
     for plan in plans:
         if plan.action == "refused":
@@ -252,19 +277,19 @@ def _plan(book, user_of: dict, maximum: float, ledger: dict[str, Post]) -> list[
         user_id = user_of[id(entry.student)]
         who = f"{sub.name} ({entry.student.name or user_id})"
         submitted = sub.submitted_at.isoformat() if sub.submitted_at else None
-        final = entry.final
+        final, raw = entry.final, entry.raw
         previous = ledger.get(user_id)
-        payload = services.score_payload(user_id, final, maximum, comment_for(sub.score, final, maximum,
-                                                                               entry.lateness),
+        payload = services.score_payload(user_id, final, maximum, comment_for(raw, final, maximum, entry.lateness,
+                                                                               entry.decision is not None),
                                          submitted, stamp, new_submission=previous is None)
         print_ = fingerprint(payload, sub.name)
-        if sub.score > maximum + 1e-9:
+        if raw > maximum + 1e-9:
             plans.append(Plan(user_id, who, sub.name, payload, print_, "refused",
-                              f"score {sub.score:g} is above the maximum {maximum:g}: not posted (is course.yml's "
+                              f"score {raw:g} is above the maximum {maximum:g}: not posted (is course.yml's "
                               "points right, or the results from another course?)"))
-        elif sub.score < 0:
+        elif raw < 0:
             plans.append(Plan(user_id, who, sub.name, payload, print_, "refused",
-                              f"score {sub.score:g} is negative: not posted"))
+                              f"score {raw:g} is negative: not posted"))
         elif previous and previous.fingerprint == print_ and previous.state == POSTED:
             plans.append(Plan(user_id, who, sub.name, previous.payload, print_, "unchanged"))
         elif previous and previous.fingerprint == print_ and previous.state == PENDING:

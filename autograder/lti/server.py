@@ -40,7 +40,7 @@ STAFF_ROLES = ("Instructor", "Administrator", "ContentDeveloper", "TeachingAssis
 
 
 def course_name(context: dict) -> str:
-    """A short name for ``--course``: the context's label (course code), else its title, else its id."""
+    """A short name for ``--lms-course``: the context's label (course code), else its title, else its id."""
     raw = context.get("label") or context.get("title") or context.get("id") or "course"
     return re.sub(r"[^A-Za-z0-9._-]+", "-", raw).strip("-") or "course"
 
@@ -163,7 +163,7 @@ class ToolApp:
                  f"{' and '.join(services) or 'no service'}")
         missing = [s for s, ok in (("Assignment and Grade Services", course.lineitems_url),
                                    ("Names and Role Provisioning", course.memberships_url)) if not ok]
-        text = (f"Course {course.context_title!r} is ready: grade lti push RESULTS --course {course.name}" if not missing
+        text = (f"Course {course.context_title!r} is ready: grade lti push RESULTS --lms-course {course.name}" if not missing
                 else f"Course stored as {course.name}, but the launch gave no {' and no '.join(missing)}: enable them "
                      "in the tool's configuration in the LMS and launch again")
         return page(200, "Attention autograder", text)

@@ -25,6 +25,7 @@ CATEGORIES = {
     "crashed": "Worker died",
     "protocol": "Answers not taken (messages of its own on the grader's channel)",
     "grader_error": "Grader errors",
+    "beside": "Handed in beside the code, not graded (for a person to read)",
     "unreadable_results": "results.json unreadable",
     "not_on_roster": "Not on the roster",
     "ambiguous": "Matches several roster students",
@@ -35,8 +36,10 @@ SHORT = {
     "not_graded": "not graded", "module_not_graded": "module not graded", "timed_out": "timed out",
     "limit": "limit hit", "crashed": "worker died", "protocol": "answers not taken", "grader_error": "grader error",
     "unreadable_results": "results unreadable", "not_on_roster": "not on roster", "ambiguous": "ambiguous",
-    "no_submission": "no submission",
+    "no_submission": "no submission", "beside": "a file beside it",
 }
+#: the list of hand-ins a person has decided (decision.json: outputs/decision.py), apart from those still to look at
+DECIDED = "Decided by a person"
 #: why a submission was not graded at all (intake/stage.py's Staged.cause)
 NOT_GRADED = {
     "corrupt": "corrupt zip", "empty_archive": "empty zip", "empty_folder": "empty folder",
@@ -49,6 +52,10 @@ NOT_GRADED = {
     "folder_too_large": f"folder over {words(MAX_UNPACKED)}",
     "too_many_files": f"folder of over {MAX_ENTRIES} files and folders",
     "staging_error": "the grader failed while staging it (grader_errors.log)",
+    # what was handed in (intake/discover.py, intake/stage.py)
+    "unsupported_archive": "an archive of a kind not unpacked (not .zip or .tar.gz)", "not_code": "not code (a note?)",
+    "single_file": "a single .py not named after a module", "empty_file": "an empty file",
+    "several_hand_ins": "several hand-ins under one name", "broken_notebook": "broken notebook",
 }
 #: why a module was not graded (staging's module errors)
 MODULE = {"not_utf8": "not UTF-8", "broken_notebook": "broken notebook", "symlink": "a symbolic link",
@@ -70,7 +77,11 @@ def reason(problem: dict) -> dict:
         why = NOT_GRADED.get(problem.get("cause"), str(problem.get("cause") or "unknown"))
     elif kind == "module_not_graded":
         why = f"{problem.get('module')}: {MODULE.get(problem.get('cause'), problem.get('cause'))}"
+        if problem.get("near_miss"):
+            why += f" ({problem['near_miss']} is there: rename it)"
         detail = f"{detail} ({len(steps)} step(s) score zero)" if steps else detail
+    elif kind == "beside":
+        why = ", ".join(str(f) for f in problem.get("files") or [])
     elif kind == "timed_out":
         limit = problem.get("limit") or "time"
         why = f"{LIMITS.get(limit, limit)}, " + (f"from {steps[0]} on ({len(steps)} step(s))" if limit == "submission time"
@@ -86,12 +97,28 @@ def reason(problem: dict) -> dict:
     else:
         why = str(problem.get("cause") or kind)
     entry = {"category": kind if kind in CATEGORIES else "crashed", "why": why, "detail": detail}
-    for key in ("cause", "limit", "module"):
+    for key in ("cause", "limit", "module", "near_miss"):
         if problem.get(key):
             entry[key] = problem[key]
     if steps:
         entry["steps"] = steps
     return entry
+
+
+def merged(problems: list[dict]) -> list[dict]:
+    """A hand-in's problems, each said once: modules not graded for the same cause in the same words (one broken
+    notebook that was to give several modules) become one problem naming them all, their steps counted once."""
+    out: list[dict] = []
+    for problem in problems:
+        same = next((p for p in out if problem.get("kind") == "module_not_graded" == p.get("kind")
+                     and problem.get("cause") == p.get("cause") != "missing"
+                     and problem.get("message") == p.get("message")), None)
+        if same is None:
+            out.append(dict(problem))
+            continue
+        same["module"] = f"{same.get('module')}, {problem.get('module')}"
+        same["steps"] = list(dict.fromkeys([*(same.get("steps") or []), *(problem.get("steps") or [])]))
+    return out
 
 
 def lateness(policy, submitted_at: str | None) -> dict:
@@ -105,12 +132,15 @@ def lateness(policy, submitted_at: str | None) -> dict:
 
 
 def build(course, results: dict[str, dict], grader_errors=(), unreadable: dict[str, str] | None = None,
-          pages: set[str] | None = None, roster=None) -> tuple[list[dict], list[dict]]:
+          pages: set[str] | None = None, roster=None, decisions: dict | None = None) -> tuple[list[dict], list[dict]]:
     """(every submission's row, the needs-a-person entries, most urgent category first).
 
     ``unreadable``: submission -> why its results.json cannot be read; ``pages``: the submissions with a
-    feedback.html (None: all); ``roster``: the roster's students (export/roster.py), or None when unknown.
+    feedback.html (None: all); ``roster``: the roster's students (export/roster.py), or None when unknown;
+    ``decisions``: submission -> what a person recorded (outputs/decision.py): such an entry carries its
+    ``decision`` in words (the summary lists it apart, as decided), and a decision alone (no hand-in) is a row too.
     """
+    decisions = decisions or {}
     top = course.max_points()
     logged = set(grader_errors)
     index = None
@@ -119,14 +149,14 @@ def build(course, results: dict[str, dict], grader_errors=(), unreadable: dict[s
 
         index = RosterIndex(roster)
     rows, reasons = [], {}
-    for name in sorted({*results, *(unreadable or {})}, key=str.lower):
+    for name in sorted({*results, *(unreadable or {}), *decisions}, key=str.lower):
         result = results.get(name)
         found = []
-        if result is None:
+        if result is None and name in (unreadable or {}):
             found.append({"category": "unreadable_results", "why": "cannot be read", "detail": (unreadable or {})[name]})
         else:
             extra = result.get("extra_data") or {}
-            found += [reason(p) for p in extra.get("problems") or []]
+            found += [reason(p) for p in merged(extra.get("problems") or [])]
             if (name in logged or extra.get("grader_errors")) and not any(r["category"] == "grader_error" for r in found):
                 found.append(reason({"kind": "grader_error"}))
         matches = index.lookup(name) if index is not None else None
@@ -138,39 +168,55 @@ def build(course, results: dict[str, dict], grader_errors=(), unreadable: dict[s
         order = list(CATEGORIES)
         found.sort(key=lambda r: order.index(r["category"]))
         extra = (result or {}).get("extra_data") or {}
+        decided = decisions.get(name)
+        status = ", ".join(dict.fromkeys(SHORT[r["category"]] for r in found)) or "graded"
+        if decided is not None:
+            status = "decided by a person" + ("" if result is not None or name in (unreadable or {}) else " (no hand-in)")
         row = {"submission": name,
                "student": matches[0].label if matches and len(matches) == 1 else None,
                "score": result.get("score") if result else None, "max_score": top,
-               "status": ", ".join(dict.fromkeys(SHORT[r["category"]] for r in found)) or "graded",
+               "status": status,
                "status_rank": order.index(found[0]["category"]) if found else len(order),
                "execution_time": result.get("execution_time") if result else None,
                "submitted_at": extra.get("submitted_at"),
                **lateness(course.late_policy, extra.get("submitted_at")),
                "feedback": f"{quote(name)}/feedback.html" if result is not None and (pages is None or name in pages) else None}
+        if decided is not None:
+            row["decision"] = decided.words(top)
+            changed = decided.submission_hash and extra.get("submission_hash") and \
+                decided.submission_hash != extra.get("submission_hash")
+            if changed:
+                row["decision"] += "; recorded for an earlier hand-in: check that it still holds"
         rows.append(row)
-        if found:
+        if found or decided is not None:
             reasons[name] = found
-    needs = [{"submission": name, "feedback": next(r["feedback"] for r in rows if r["submission"] == name),
-              "reasons": found} for name, found in reasons.items()]
+    needs = []
+    for name, found in reasons.items():
+        row = next(r for r in rows if r["submission"] == name)
+        entry = {"submission": name, "feedback": row["feedback"], "reasons": found}
+        if row.get("decision"):
+            entry["decision"] = row["decision"]
+        needs.append(entry)
     if roster is not None:
-        handed = {id(s) for name in {*results, *(unreadable or {})} for s in index.lookup(name)}
+        handed = {id(s) for name in {*results, *(unreadable or {}), *decisions} for s in index.lookup(name)}
         needs += [{"submission": None, "student": s.label, "feedback": None,
                    "reasons": [{"category": "no_submission", "why": "",
                                 "detail": "nothing handed in under this student's login, id or e-mail"}]}
                   for s in roster if id(s) not in handed]
     order = list(CATEGORIES)
-    needs.sort(key=lambda e: (order.index(e["reasons"][0]["category"]), (e["submission"] or e["student"]).lower()))
+    needs.sort(key=lambda e: (order.index(e["reasons"][0]["category"]) if e["reasons"] else len(order),
+                              (e["submission"] or e["student"]).lower()))
     return rows, needs
 
 
-def by_category(needs: list[dict]) -> dict[str, list[tuple[dict, dict]]]:
-    """The needs-a-person entries per category, in CATEGORIES' order: (entry, its reason of that category)."""
-    grouped: dict[str, list[tuple[dict, dict]]] = {}
+def by_category(needs: list[dict]) -> dict[str, list[tuple[dict, list[dict]]]]:
+    """The needs-a-person entries, each once, under the category of its most urgent reason, in CATEGORIES' order:
+    (entry, all its reasons)."""
+    grouped: dict[str, list[tuple[dict, list[dict]]]] = {}
     for category in CATEGORIES:
         for entry in needs:
-            for why in entry["reasons"]:
-                if why["category"] == category:
-                    grouped.setdefault(category, []).append((entry, why))
+            if entry["reasons"] and entry["reasons"][0]["category"] == category:
+                grouped.setdefault(category, []).append((entry, entry["reasons"]))
     return grouped
 
 
@@ -179,9 +225,12 @@ def who(entry: dict) -> str:
 
 
 def one_line(entry: dict) -> str:
-    """``frank: not graded (corrupt zip); timed out (...)``: for the terminal and summary.md."""
-    return f"{who(entry)}: " + "; ".join(SHORT[r["category"]] + (f" ({r['why']})" if r["why"] else "")
-                                         for r in entry["reasons"])
+    """``frank: not graded (corrupt zip); timed out (...)``: for the terminal and summary.md; a decided entry says
+    the decision first (``frank: decided: 70/81 recorded by a person (...); was: not graded (corrupt zip)``)."""
+    said = "; ".join(SHORT[r["category"]] + (f" ({r['why']})" if r["why"] else "") for r in entry["reasons"])
+    if entry.get("decision"):
+        return f"{who(entry)}: decided: {entry['decision']}" + (f"; was: {said}" if said else "")
+    return f"{who(entry)}: {said}"
 
 
 def has_late_policy(rows: list[dict]) -> bool:
@@ -262,21 +311,37 @@ def _link(name: str, href: str | None) -> str:
     return f"<a href=\"{escape(href)}\">{escape(name)}</a>" if href else escape(name)
 
 
+def _reason_html(why: dict) -> str:
+    short = f"<span class=\"why\">{escape(why['why'])}</span>" if why["why"] else ""
+    if not why["detail"]:
+        return short
+    return f"{short} &mdash; <span class=\"detail\">{escape(why['detail'])}</span>" if short else \
+        f"<span class=\"detail\">{escape(why['detail'])}</span>"
+
+
 def needs_person_html(summary: dict) -> str:
     needs = summary.get("needs_person") or []
+    decided = summary.get("decided") or []
     if not needs:
         roster = " Every roster student handed one in." if summary.get("roster") is not None else ""
-        return ("<section id=\"needs-a-person\" class=\"none\"><h2>Needs a person: none</h2><p>Every submission was "
-                f"graded in full, within its limits.{roster}</p></section>")
-    out = [f"<section id=\"needs-a-person\"><h2>Needs a person: {len(needs)}</h2>"]
-    for category, found in by_category(needs).items():
-        out.append(f"<h3>{escape(CATEGORIES[category])} ({len(found)})</h3><ul class=\"{category}\">")
-        for entry, why in found:
-            detail = f" &mdash; <span class=\"detail\">{escape(why['detail'])}</span>" if why["detail"] else ""
-            short = f"<span class=\"why\">{escape(why['why'])}</span>" if why["why"] else ""
-            detail = detail if short else f" <span class=\"detail\">{escape(why['detail'])}</span>"
+        out = [f"<section id=\"needs-a-person\" class=\"none\"><h2>Needs a person: none</h2><p>Every submission was "
+               f"graded in full, within its limits{', or decided by a person' if decided else ''}.{roster}</p>"]
+    else:
+        out = [f"<section id=\"needs-a-person\"><h2>Needs a person: {len(needs)}</h2>"]
+        for category, found in by_category(needs).items():
+            out.append(f"<h3>{escape(CATEGORIES[category])} ({len(found)})</h3><ul class=\"{category}\">")
+            for entry, reasons in found:
+                said = "; ".join(_reason_html(why) for why in reasons)
+                out.append(f"<li data-submission=\"{escape(who(entry))}\">{_link(who(entry), entry.get('feedback'))}: "
+                           f"{said}</li>")
+            out.append("</ul>")
+    if decided:
+        out.append(f"<h3>{escape(DECIDED)} ({len(decided)})</h3><ul class=\"decided\">")
+        for entry in decided:
+            was = "; ".join(_reason_html(why) for why in entry["reasons"])
             out.append(f"<li data-submission=\"{escape(who(entry))}\">{_link(who(entry), entry.get('feedback'))}: "
-                       f"{short}{detail}</li>")
+                       f"<span class=\"why\">{escape(entry['decision'])}</span>" + (f" (the kit: {was})" if was else "")
+                       + "</li>")
         out.append("</ul>")
     out.append("</section>")
     return "\n".join(out)

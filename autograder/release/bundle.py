@@ -20,6 +20,7 @@ import tempfile
 from pathlib import Path
 
 from autograder import __version__
+from autograder.assign import recorded_from
 from autograder.assign.strip import strip_tree
 from autograder.course import load_course
 
@@ -79,9 +80,12 @@ def check_no_leak(folder: Path, solutions: Path, suites: Path) -> None:
 def _stage(stage: Path, course_file: Path) -> dict:
     course = load_course(course_file)
     root = course_file.parent
-    strip_tree(root / course.solutions, stage / "exercises")
     # the kit next to course.yml (the repository being released), else the one running
     package = root / "autograder" if (root / "autograder" / "cli.py").is_file() else PACKAGE_DIR
+    stale = recorded_from.refusal(course_file, course, package / "check", then="grade release again")
+    if stale:  # the bundle's grade check would check other answers than grading does
+        raise ReleaseError(f"{stale}; nothing was written")
+    strip_tree(root / course.solutions, stage / "exercises")
     files = student_package(package)
     for rel, source in files.items():
         target = stage / "autograder" / rel

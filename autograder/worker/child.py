@@ -28,7 +28,7 @@ import sys
 
 from pathlib import Path
 
-from . import argument_buffer, asked_before, confine, hygiene, reference_server, runtime, submission, wire
+from . import argument_buffer, asked_before, confine, hygiene, importable, reference_server, runtime, submission, wire
 from .errors import error, failed
 
 
@@ -55,6 +55,7 @@ def serve(channel: socket.socket, folder: str, spawn: dict, shared: tuple[str, .
     # The first frame, written before any student code runs here: a worker that ends before it failed in the
     # grader's own start (its confinement), never in the student's code (grading/runner.py reads it).
     channel.sendall(wire.pack(wire.STARTED))
+    importable.install()  # the packages installed wherever code is graded, and no other (importable.py)
     modules, errors = submission.load(folder, spawn["modules"])
     ws = runtime.prepare(folder, modules)
     baseline = hygiene.fingerprint(modules, shared)

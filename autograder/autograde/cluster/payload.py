@@ -25,6 +25,7 @@ class Payload:
     problem: str | None = None
     policy: RunPolicy = RunPolicy()  # the run's, checked by the worker against its own zygote
     cause: str | None = None  # why nothing could be graded, as data (Staged.cause)
+    beside: list[str] = field(default_factory=list)  # files handed in beside it, not graded (Staged.beside)
 
     @classmethod
     def pack(cls, job, policy: RunPolicy = RunPolicy()) -> "Payload":
@@ -33,7 +34,7 @@ class Payload:
         if staged.folder is not None:
             files = {path.name: path.read_bytes() for path in sorted(staged.folder.iterdir()) if path.is_file()}
         return cls(job.source.name, dict(job.extra), files, list(staged.notes), dict(staged.module_errors),
-                   staged.problem, policy, staged.cause)
+                   staged.problem, policy, staged.cause, list(staged.beside))
 
     def unpack(self, base: Path) -> Staged:
         """The staged submission again, in a fresh folder under ``base`` (remove it with ``discard``)."""
@@ -46,7 +47,8 @@ class Payload:
                 (folder / name).write_bytes(data)
                 (folder / name).chmod(0o644)
             folder.chmod(0o755)
-        return Staged(self.name, folder, list(self.notes), dict(self.module_errors), self.problem, self.cause)
+        return Staged(self.name, folder, list(self.notes), dict(self.module_errors), self.problem, self.cause,
+                      beside=list(self.beside))
 
     @staticmethod
     def discard(staged: Staged) -> None:

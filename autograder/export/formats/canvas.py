@@ -8,7 +8,9 @@ user number), else ``SIS User ID``, else ``SIS Login ID``, else by name. An assi
 ``Title (12345)`` updates assignment 12345; a title Canvas does not know creates a new assignment.
 
 A blank cell is "no score": roster students without a submission get a blank cell (or 0 with
-``--missing zero``); Canvas's import preview lists every cell that would change before it saves.
+``--missing zero``), and so does a hand-in the kit never graded (or its score with ``--ungraded zero``); a hand-in a
+person excused (``grade decide --excuse``) gets ``EX``, Canvas's own mark for it. Canvas's import preview lists every
+cell that would change before it saves.
 """
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from .options import ExportOptions, number
 
 HEADER = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
 POINTS_POSSIBLE = "    Points Possible"   # Canvas's export writes it indented; the importer matches the words
+EXCUSED = "EX"   # what Canvas's gradebook shows and its importer takes for an excused submission
 
 
 def write(book: Gradebook, options: ExportOptions, out: TextIO) -> list[str]:
@@ -29,7 +32,7 @@ def write(book: Gradebook, options: ExportOptions, out: TextIO) -> list[str]:
     name_only = []
     for entry in book.entries:
         s = entry.student
-        cell = options.grade_cell(entry) or ""
+        cell = EXCUSED if entry.excused else options.grade_cell(entry) or ""
         writer.writerow([s.name, s.id, s.sis_id, s.login, s.section, cell])
         if not (s.id or s.sis_id or s.login):
             name_only.append(s.label)

@@ -7,7 +7,9 @@ useridnumber, "Username" -> username), then map the grade column to the grade it
 
 Moodle aborts the whole import when a row names a user it does not know, and a blank or ``-`` grade
 would *erase* a grade already entered by hand; so students without a submission are left out of the
-file (``--missing zero`` writes 0 for them instead), as are roster students without the identifier.
+file (``--missing zero`` writes 0 for them instead), as are roster students without the identifier, hand-ins the
+kit never graded (``--ungraded zero`` writes their score) and hand-ins a person excused (Moodle's import has no
+excuse: ``grade export`` names them, to mark by hand).
 """
 from __future__ import annotations
 

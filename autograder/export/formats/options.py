@@ -16,12 +16,14 @@ class ExportOptions:
     def scale(self) -> float:
         return self.points / self.course_points if self.course_points else 1.0
 
+    ungraded: str = "blank"      # hand-ins the kit never graded (export/ungraded.py): "blank" or "zero"
+
     def grade_cell(self, entry) -> str | None:
-        """A roster entry's grade as exported: its final score scaled, "0" for a missing submission when asked
-        for zeros, else None (blank)."""
+        """A roster entry's grade as exported: its final score scaled (a person's decision first), "0" for a missing
+        submission when asked for zeros, else None (blank: no submission, excused, never graded by the kit)."""
         if entry.final is not None:
             return number(entry.final * self.scale)
-        if self.missing == "zero" and entry.unreadable is None:
+        if entry.submission is None and self.missing == "zero" and entry.unreadable is None:
             return "0"
         return None
 

@@ -10,7 +10,7 @@ Gradescope's format, the submission's identity and isolation in ``extra_data``, 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from autograder.course import Course
 from autograder.outputs.outcomes import CountOutcome
@@ -74,6 +74,8 @@ def grade_submission(grader, staged: Staged, extra: dict) -> GradedSubmission:
         found = rejected(course, staged.problem, staged.notes, staged.cause)
     else:
         found = grader.run(staged.folder, notes=staged.notes, module_errors=staged.module_errors)
+    if staged.beside:  # a note handed in with it: a person reads it (discovery saw it, not a worker)
+        found = replace(found, problems=[*found.problems, *problem_list.beside(staged.beside)])
     results = gradescope_results.build(course, found.outcomes, notes=found.notes, execution_time=found.execution_time)
     cards, pictures = submission_page.cards_and_pictures(results, found.outcomes)
     page = FeedbackPage(cards, pictures, results["output"].splitlines())

@@ -40,16 +40,66 @@ def not_graded(cause: str | None, problem: str) -> list[dict]:
     return [{"kind": "not_graded", "cause": cause or "unknown", "message": _message(problem)}]
 
 
-def modules(module_errors: dict[str, dict], steps_by_module: dict[str, list[str]]) -> list[dict]:
-    """The modules staging could not use (not UTF-8, a broken notebook, a link, missing): staging's own sentences."""
+def modules(module_errors: dict[str, dict], steps_by_module: dict[str, list[str]],
+            blocked: dict[str, list[str]] | None = None) -> list[dict]:
+    """The modules staging could not use (not UTF-8, a broken notebook, a link, missing): staging's own sentences.
+
+    ``blocked``: module -> the steps of other modules that score zero because they import it (``importers``), which
+    the problem costs too; ``near_miss``: the file that was most likely meant to be the module (intake/near_miss.py)."""
     found = []
     for module, err in sorted(module_errors.items(), key=lambda kv: list(steps_by_module).index(kv[0])
                               if kv[0] in steps_by_module else len(steps_by_module)):
         kind = str(err.get("type"))
         cause = MODULE_CAUSES.get(kind) or str(err.get("cause") or "unreadable")
-        found.append({"kind": "module_not_graded", "cause": cause, "module": module,
-                      "steps": [s if s.startswith(module + ".") else f"{module}.{s}" for s in steps_by_module.get(module, [])],
-                      "message": _message(err.get("message"))})
+        steps = [s if s.startswith(module + ".") else f"{module}.{s}" for s in steps_by_module.get(module, [])]
+        problem = {"kind": "module_not_graded", "cause": cause, "module": module,
+                   "steps": [*steps, *(s for s in (blocked or {}).get(module, []) if s not in steps)],
+                   "message": _message(err.get("message"))}
+        if type(err.get("near_miss")) is str:
+            problem["near_miss"] = err["near_miss"]
+        found.append(problem)
+    return found
+
+
+def beside(files: list[str]) -> list[dict]:
+    """Files handed in beside the code under its name that are not graded (a note): for a person to read."""
+    return [{"kind": "beside", "files": list(files),
+             "message": _message(f"handed in beside the code, not graded: {', '.join(files)}")}] if files else []
+
+
+def importers(folder, modules: list[str]) -> dict[str, set[str]]:
+    """module -> the staged modules that import it (``from .m import``, ``from m import``, ``import m``), directly or
+    through another: read from the staged files on this side (parsed, never run), never from what a worker says."""
+    import ast  # noqa: PLC0415 - only when a module was not graded
+    from pathlib import Path  # noqa: PLC0415 - only when a module was not graded
+
+    direct: dict[str, set[str]] = {m: set() for m in modules}
+    for module in modules:
+        try:
+            tree = ast.parse((Path(folder) / f"{module}.py").read_bytes())
+        except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):  # from .causal_attention import ...; from . import causal_attention
+                names = [node.module] if node.module else [a.name for a in node.names]
+            else:
+                continue
+            for name in names:
+                parts = name.split(".")
+                target = parts[1] if parts[0] == "submission" and len(parts) > 1 else parts[0]
+                if target in direct and target != module:
+                    direct[target].add(module)
+    found: dict[str, set[str]] = {}
+    for module in modules:
+        seen, todo = set(), list(direct[module])
+        while todo:
+            other = todo.pop()
+            if other not in seen:
+                seen.add(other)
+                todo += direct.get(other, set())
+        found[module] = seen
     return found
 
 

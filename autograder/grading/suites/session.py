@@ -17,6 +17,7 @@ from autograder.sandbox.reference_server import ReferenceWorker
 from autograder.sandbox.standin_answers import StandinAnswers
 from autograder.grading.runner import SubmissionRunner, asked_standins, plans
 from autograder.sandbox.zygote import Zygote
+from autograder.outputs.verdict import PASSED
 
 from . import direct, gradescope_results, problems, stored_answers
 from .graded import SuiteRun
@@ -102,11 +103,26 @@ class Grader:
         if runner.output_bytes:
             notes.append(f"Your code printed {runner.output_bytes} bytes while being graded; printed output is not shown here.")
         # what a person should look at (the class summary's list), as data; graded.py adds the identity
-        found = [*problems.modules(module_errors or {}, self.course.steps_by_module()),
+        found = [*problems.modules(module_errors or {}, self.course.steps_by_module(),
+                                   self._blocked(folder, module_errors or {}, plugin.outcomes)),
                  *recorder.problems(), *problems.grader_errors(plugin.grader_error_counts)]
         # the grader's own failures (a bug in a suite): for the instructor's log only
         return SuiteRun(plugin.outcomes, notes, found, tuple(plugin.grader_errors),
                         execution_time=time.monotonic() - start)
+
+    def _blocked(self, folder: Path, module_errors: dict, outcomes: dict) -> dict[str, list[str]]:
+        """Per module not graded: the steps of the modules that import it (read from the staged files here) that
+        score nothing, which that module's problem costs too."""
+        if not module_errors:
+            return {}
+        zero = {step for step in self.course.steps
+                if not any(o.status == PASSED for (s, _), o in outcomes.items() if s == step)}
+        by_module = self.course.steps_by_module()
+        importing = problems.importers(folder, self.course.modules)
+        return {module: [f"{other}.{name}" for other in self.course.modules
+                         if other in importing.get(module, set()) and other not in module_errors
+                         for name in by_module.get(other, []) if f"{other}.{name}" in zero]
+                for module in module_errors}
 
     @property
     def reference_worker(self) -> ReferenceWorker:
