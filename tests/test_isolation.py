@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from autograder.sandbox import reach, uids
+from autograder.autograde import reach
+from autograder.sandbox import uids
 from autograder.worker import confine as sandbox, seccomp
 
 from . import isolation_attacks as attacks

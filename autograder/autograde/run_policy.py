@@ -4,7 +4,7 @@ The levels are ``worker/isolation.Level``, strongest first ``namespaces``, ``use
 ``uid+rlimits``, ``rlimits`` (docs/isolation.md). The zygote finds its level at start-up (``Zygote.level``); a grader
 asked for at least a level refuses to grade below it. Untrusted code (no ``--trust-submissions``) is graded at every
 level that keeps it from the instructor's files, the user's and the other submissions': all but ``rlimits``, and
-``uid+rlimits`` only where a worker's uid can read none of the instructor's files (``sandbox/reach.py``). Both the
+``uid+rlimits`` only where a worker's uid can read none of the instructor's files (``autograde/reach.py``). Both the
 local executor and every Dask worker ask it, through the run's one ``RunPolicy``, so the rules are written once.
 """
 from __future__ import annotations
@@ -59,7 +59,7 @@ class RunPolicy:
         ``staging``, ``protected``): a worker's uid could read some of them; None if it may."""
         if not self.untrusted:
             return None
-        from autograder.sandbox import reach  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
+        from autograder.autograde import reach  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
         from autograder.sandbox.zygote import site_dirs  # noqa: PLC0415 - imported when needed, as above
         from autograder.worker.confine import allow_list  # noqa: PLC0415 - imported when needed, as above
 

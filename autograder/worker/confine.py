@@ -23,7 +23,7 @@ itself further (``confine_step``).
     alone).
 ``uid+rlimits`` (root, neither)
     A fresh uid per worker, rlimits, the seccomp filter; the filesystem is whatever that uid may read, which the
-    trusted side checks before it grades untrusted code (``sandbox/reach.py``).
+    trusted side checks before it grades untrusted code (``autograde/reach.py``).
 ``rlimits``
     Neither (``grade check`` on a student's own code): memory, file-size, CPU, open-file limits and the seccomp
     filter only.
@@ -112,7 +112,7 @@ class Plan:
 def allow_list(site_dirs: list[str]) -> list[str]:
     """What a worker may read besides its submission, at every level with an allow-list (bind-mounted or Landlock):
     the system's libraries, the interpreter's standard library, ``site_dirs`` (site-packages). The trusted side asks
-    it too: an instructor's file under one of these would be readable (``sandbox/reach.py``)."""
+    it too: an instructor's file under one of these would be readable (``autograde/reach.py``)."""
     paths = ["/usr", "/lib", "/lib64", "/lib32", "/bin", "/etc/ld.so.cache",
              sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"], *site_dirs]
     seen: list[str] = []

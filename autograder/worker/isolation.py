@@ -16,7 +16,7 @@ Strongest first (docs/isolation.md says what each guarantees, as tested):
     the worker (the kernel's ABI 6 or later), seccomp, ``no_new_privs``; the worker keeps the user's uid.
 ``uid+rlimits``
     root without namespaces or Landlock: a fresh uid per worker; the filesystem is whatever that uid may read, so
-    untrusted code is graded only where none of the instructor's files is readable to it (``sandbox/reach.py``).
+    untrusted code is graded only where none of the instructor's files is readable to it (``autograde/reach.py``).
 ``rlimits``
     limits only (``grade check`` on a student's own code).
 
