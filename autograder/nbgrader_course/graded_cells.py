@@ -75,6 +75,8 @@ def function_call(case: Case, target: str) -> str:
     if "modules_after" in spec.get("fields", []):
         # as the worker answers it: each module argument's (name, value) parameters, in argument order
         items.append(("modules_after", "[" + ", ".join(literals.named(p) for p in expected["modules_after"]) + "]"))
+        if spec.get("modules_before"):  # as they were built: a parameter the call left so was never copied into
+            items.append(("modules_before", "[" + ", ".join(literals.named(p) for p in spec["modules_before"]) + "]"))
     if request.get("upstream") is not None:
         items.append(("grad", literals.value(request.get("grad_args", []))))
         items.append(("upstream", literals.value(request["upstream"])))
