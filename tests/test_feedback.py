@@ -358,7 +358,8 @@ def grade_check_way(case: dict, spec: dict, module: types.ModuleType, folder: Pa
                     warned: list) -> tuple[str | None, list[str]]:
     """The feedback ``grade check`` gives (autograder/check/run.py): the worker's runtime, the answer as the trusted
     side takes it (here no buffer: the arguments' copies say what changed) and adds to it from the student's files
-    (as grading/runner.py does), then the judge; and its notes, and the warnings (said once: none said before)."""
+    (as grading/runner.py does), then the judge; and its notes. Its warnings are said with a failure (none said
+    before); a passing case's wait for the count's failure (grade check), or for a failing check (a notebook)."""
     from autograder.grading.own_source import OwnSource  # noqa: PLC0415 - the trusted side's half
 
     ws = runtime.Workspace(folder, {module.__name__: module}, {})
@@ -371,7 +372,7 @@ def grade_check_way(case: dict, spec: dict, module: types.ModuleType, folder: Pa
     verdict = judge.judge(case, case["expected"], got, tol, case["public"])
     failure = None if verdict.passed else StepFailure(case["step"], case["count"], case["name"], Verdict(
         verdict.status, verdict.lines + verdict.notes + verdict.warnings)).feedback()
-    return failure, [] if failure else verdict.notes + verdict.warnings
+    return failure, [] if failure else verdict.notes
 
 
 def notebook_way(case: dict, module: types.ModuleType, helper_code: str) -> tuple[str | None, list[str]]:

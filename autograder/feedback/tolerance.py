@@ -12,7 +12,7 @@ class Tolerance:
     atol: float
     #: the tolerance of float32 answers, beside a float64 answer's own: the values of a float32 result for a float64
     #: expected one are compared within it (``within_lower_precision``)
-    lower: "Tolerance | None" = field(default=None, compare=False, repr=False)
+    lower: object = field(default=None, compare=False, repr=False)  # a Tolerance, or None
 
     def close(self, got: torch.Tensor, expected: torch.Tensor) -> torch.Tensor:
         """Element-wise closeness, NaN equal to NaN, computed in float64."""

@@ -163,8 +163,9 @@ def _fail(step, count, case, lines, status="failed", notes=()):
 
 
 def _passed(notes=()):
-    """A passing check's notes, and the warnings its calls raised (each once in the kernel), printed."""
-    for note in [*notes, *unsaid(warning_lines(_CHECK["warnings"], _CHECK["public"]), _SAID)]:
+    """A passing check's notes, printed. The warnings its calls raised are kept for a check that fails (each is said
+    once in the kernel, where it explains a failure): a passing test cell says nothing of them."""
+    for note in notes:
         print(note)
 
 
@@ -176,7 +177,8 @@ def _functions_of(target):
 
 
 def _own_files(target):
-    """The files (cells) that define ``target`` and what its code refers to: the student's, not torch's or ours."""
+    """The files (cells) that define ``target`` and what its code refers to: the student's, not Python's, torch's, an
+    installed package's or ours."""
     code = []
     for fn in _functions_of(target):
         code.append(fn.__code__)
@@ -186,7 +188,8 @@ def _own_files(target):
             elif isinstance(value, type) and not value.__module__.startswith(("torch", "builtins")):
                 code += [v.__code__ for v in vars(value).values() if hasattr(v, "__code__")]
     skip = (_own_files.__code__.co_filename, os.path.dirname(torch.__file__), os.path.dirname(os.__file__))
-    return sorted({c.co_filename for c in code if not c.co_filename.startswith(skip)})
+    return sorted({c.co_filename for c in code if not c.co_filename.startswith(skip)
+                   and "site-packages" not in c.co_filename and "dist-packages" not in c.co_filename})
 
 
 def _compiled(target):

@@ -34,7 +34,7 @@ ALLOWED_IMPORTS = {"torch", "math", "re", "builtins", "base64", "dataclasses", "
 MODULE = "checking_helper"
 FILE = f"{MODULE}.py"
 #: what the test cells use of it: the one name the notebook's cell imports with ``*``
-EXPORTS = ("check_function", "check_module", "check_parameters", "check_raises", "check_dropout",
+EXPORTS = ("check_function", "check_module", "check_parameters", "check_raises", "check_accepts", "check_dropout",
            "T", "D", "B", "Digest", "Gen", "Holder", "CheckFailed")
 
 
