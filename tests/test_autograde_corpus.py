@@ -1,6 +1,7 @@
 """`grade autograde` on the sample corpus: correct variants get full marks, each bug costs its step only."""
 from __future__ import annotations
 
+import html
 import json
 import re
 
@@ -230,3 +231,132 @@ def test_grade_check_names_each_public_misconception(name, test, mid, words):
     assert words in run.stdout, run.stdout
     control = run_grade("check", str(CORPUS / "correct_loops"), "--step", test.split(" ")[0], env={"NO_COLOR": "1"})
     assert "likely:" not in control.stdout and control.returncode == 0  # a correct module: no likely line
+
+
+#: the mistakes beginners make most, as readers of the book write them (tests/corpus/variants/make_variants.py), each
+#: with a control that passes: the count whose feedback names it (public counts are checked by grade check too), its
+#: id, and the "likely:" line, in the student's own names
+STUDENT_MISTAKES = [
+    ("bug_transfer_key_not_copied", "correct_transfer_loop", "trainable_attention.transfer_weights values", "not-copied",
+     "likely: sa_v1.W_key still holds the values it was created with: the call never copies into it (copy_ the "
+     "transposed weight into it under torch.no_grad())"),
+    ("bug_mha_assert_tuple", "correct_mha_assert", "multihead_attention.MultiHeadAttention errors", "assert-on-a-tuple",
+     "likely: assert (condition, message) asserts a tuple, which is always true, so it never fails: write assert "
+     "condition, message (or raise ValueError(message))"),
+    ("bug_wrapper_plain_list", "correct_wrapper_appended_heads", "multihead_attention.MultiHeadAttentionWrapper parameters",
+     "modules-in-a-plain-list", "likely: self.heads is a plain Python list of modules, which nn.Module does not "
+     "register: its layers' parameters are not your module's (and .eval() and .to() miss them); use "
+     "nn.ModuleList([...]) (or nn.ModuleDict)"),
+    ("bug_causal_keys_T", "correct_causal_keys_mT", "causal_attention.CausalAttention forward", "batch-transposed-with-T",
+     "likely: keys.T reverses every dimension of a batch ([b, num_tokens, d] becomes [d, num_tokens, b]): transpose "
+     "the last two only, keys.transpose(1, 2) (or keys.mT)"),
+    ("bug_mha_view_no_contiguous", "correct_mha_reshape", "multihead_attention.MultiHeadAttention forward",
+     "view-not-contiguous", "likely: context_vec.view(...) on a tensor that is not contiguous (a transpose leaves its "
+     "memory in the old order): context_vec.contiguous().view(...), or context_vec.reshape(...)"),
+    ("bug_mask_not_sliced", "correct_causal_mask_sliced_apart", "causal_attention.CausalAttention forward",
+     "mask-not-sliced", "likely: the mask is not sliced to the input's length: it is [context_length, context_length] "
+     "and the scores are [num_tokens, num_tokens]; slice it: self.mask.bool()[:num_tokens, :num_tokens]"),
+    ("bug_causal_mask_hides_diagonal", "correct_causal_tril_mask", "causal_attention.CausalAttention forward",
+     "mask-hides-diagonal", "likely: the mask also hides each token from itself (triu(..., diagonal=0) or tril(..., "
+     "diagonal=-1)): mask only the future, j > i (triu(..., diagonal=1))"),
+    ("bug_mha_divide_by_head_dim", "correct_mha_sqrt_head_dim", "multihead_attention.MultiHeadAttention forward",
+     "divided-by-head-dim", "likely: scores divided by head_dim instead of sqrt(head_dim)"),
+    ("bug_causal_dropout_masked_scores", "correct_causal_dropout_inline", "causal_attention.CausalAttention forward",
+     "dropout-missing-or-on-scores", "likely: dropout is missing, or applied to the scores before the softmax, which "
+     "with one token changes nothing (the softmax of one score is 1 whatever dropout did to it): dropout belongs on "
+     "the attention weights, after the softmax"),
+    ("bug_causal_dropout_masked_scores", "correct_causal_dropout_inline", "causal_attention.CausalAttention dropout",
+     "dropout-on-masked-scores", "likely: dropout applied to the masked scores, before the softmax: a dropped -inf "
+     "becomes NaN (-inf times 0); dropout belongs on the attention weights, after the softmax"),
+    ("bug_dropout_ignores_eval", "correct_causal_dropout_follows_mode", "causal_attention.CausalAttention forward",
+     "dropout-in-eval", "likely: dropout is applied in eval mode too: it must follow self.training (nn.Dropout, or "
+     "F.dropout(..., training=self.training))"),
+    ("bug_book_loops_float32", "correct_book_loops_dtype", "simple_attention.attention_scores values",
+     "float32-by-default", "likely: your result is float32 for float64 inputs (its values are right): torch.zeros, "
+     "torch.empty, torch.ones and torch.tensor make float32 unless given a dtype; create the result with "
+     "dtype=<the input>.dtype (or torch.zeros_like), so that it keeps the input's precision"),
+]
+
+
+def _count_lines(output: str) -> list[str]:
+    return [line.strip() for line in output.splitlines()]
+
+
+@pytest.mark.parametrize("name, control, test, mid, words", STUDENT_MISTAKES,
+                         ids=[f"{n}-{t.rsplit(' ', 1)[1]}" for n, _, t, *_ in STUDENT_MISTAKES])
+def test_autograde_names_each_students_mistake_in_their_names(graded, name, control, test, mid, words):
+    """The count's feedback says the likely line once, tagged with its id (the dashboard counts it), on the page too;
+    the control passes, with no likely line anywhere."""
+    tests = {t["name"].split(":", 1)[0]: t for t in load(graded, name)["tests"]}
+    assert _count_lines(tests[test]["output"]).count(words) == 1, tests[test]["output"]
+    assert f"misconception:{mid}" in tests[test]["tags"]
+    assert html.escape(words, quote=True) in (graded / name / "feedback.html").read_text()
+    summary = json.loads((graded / "summary.json").read_text())["misconceptions"]
+    assert any(m["id"] == mid and name in m["who"] for m in summary[test.split(" ")[0]])
+    passed = load(graded, control)
+    assert passed["score"] == COURSE.max_points() and "likely:" not in json.dumps(passed["tests"])
+
+
+PUBLIC_MISTAKES = [entry for entry in STUDENT_MISTAKES if COURSE.steps[entry[2].split(" ")[0]]
+                   .counts[entry[2].split(" ")[1]].visibility == "public"]
+
+
+@pytest.mark.parametrize("name, control, test, mid, words", PUBLIC_MISTAKES,
+                         ids=[f"{n}-{t.rsplit(' ', 1)[1]}" for n, _, t, *_ in PUBLIC_MISTAKES])
+def test_grade_check_names_each_students_mistake_in_the_same_words(graded, name, control, test, mid, words):
+    """grade check says the likely line of autograde's count, with the count's other lines the same too (the grid
+    aside); the control passes with no likely line."""
+    step, count = test.split(" ")
+    run = run_grade("check", str(CORPUS / name), "--step", step, env={"NO_COLOR": "1"})
+    block = run.stdout.split(f"{step} [{count}] (", 1)[1].split("\n\n", 1)[0].splitlines()[1:]
+    grid = re.compile(r"\s+(\d+ |\(\* marks|[\w.]+, row )")  # the grid under the words: grade check's own
+    said = [line.strip() for line in block if not grid.match(line) and not line.lstrip().startswith(("| ", "your code printed"))]
+    assert words in said, run.stdout
+    autograde = _count_lines({t["name"].split(":", 1)[0]: t for t in load(graded, name)["tests"]}[test]["output"])[1:]
+    assert said == autograde  # the same words, line for line
+    passed = run_grade("check", str(CORPUS / control), "--step", step, env={"NO_COLOR": "1"})
+    assert passed.returncode == 0 and "likely:" not in passed.stdout
+
+
+def test_a_hidden_count_says_the_students_own_class_name(graded):
+    """A hidden count's error names the student's own class (their source has it), where it read "…" before; the
+    control, a name their source does not have, masked all the same, is tests/test_student_words.py's (and the leak
+    scan above searches every page for the hidden values)."""
+    out = {t["name"].split(":", 1)[0]: t["output"] for t in load(graded, "bug_wrapper_no_qkv_bias")["tests"]}
+    said = out["multihead_attention.MultiHeadAttentionWrapper randomized"]
+    assert "MultiHeadAttentionWrapper.__init__() got an unexpected keyword argument 'qkv_bias'" in said
+    assert "…" not in said
+
+
+def test_the_students_warning_is_shown_once_at_its_line_never_as_printed_output(graded):
+    """Python's SyntaxWarning about the student's assert, once, under the count it explains, with the line read from
+    their file; nothing said as printed output. Control: a submission without it says no warning."""
+    result = load(graded, "bug_mha_assert_tuple")
+    everything = "\n".join(t["output"] for t in result["tests"])
+    warning = ("warning about your code: multihead_attention.py, line 41: SyntaxWarning: assertion is always true, "
+               "perhaps remove parentheses?")
+    assert everything.count(warning) == 1
+    errors = {t["name"].split(":", 1)[0]: t["output"] for t in result["tests"]}["multihead_attention.MultiHeadAttention errors"]
+    assert warning in errors and 'assert (d_out % num_heads == 0, "d_out must be divisible by num_heads")' in errors
+    assert "printed" not in result["output"]
+    assert "warning about your code" not in json.dumps(load(graded, "correct_mha_assert"))
+
+
+def test_no_count_says_values_differ_that_its_printed_values_do_not_show(graded):
+    """Every failing count of the corpus that prints an expected and a got row prints them differently, and every
+    mismatch table on a page shows a difference in each of its rows; the control: an equal pair is found."""
+    rows = re.compile(r"^\s*expected (row \[[\d, ]*\]|values): (.*)\n\s*got +(?:row \[[\d, ]*\]|values): (.*)$", re.M)
+    cells = re.compile(r"<tr><td>\[[\d, ]+\]</td><td>([^<]*)</td><td>([^<]*)</td>")
+    found, shown = [], 0
+    for name in MANIFEST:
+        for test in load(graded, name)["tests"]:
+            for _, expected, got in rows.findall(test["output"]):
+                shown += 1
+                if expected == got:
+                    found.append((name, test["name"]))
+        for expected, yours in cells.findall((graded / name / "feedback.html").read_text()):
+            shown += 1
+            if expected == yours:
+                found.append((name, "feedback.html"))
+    assert shown > 50 and found == []
+    assert rows.findall("  expected values: [0.5000]\n  got      values: [0.5000]") == [("values", "[0.5000]", "[0.5000]")]

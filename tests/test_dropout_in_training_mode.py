@@ -39,9 +39,11 @@ def train_and_eval(cls, p=0.5, batch=64, seed=0):
 def test_dropout_on_the_weights_passes_and_dropout_elsewhere_says_where():
     assert module_dropout_problems(*train_and_eval(causal_attention("solutions")), 0.5, 1, True) == []
     scores = module_dropout_problems(*train_and_eval(causal_attention("bug_dropout_on_scores")), 0.5, 1, True)
-    assert len(scores) == 1 and "your output equals the eval-mode output" in scores[0]
+    assert len(scores) == 2 and "your output equals the eval-mode output" in scores[0]
+    assert scores[1].mid == "dropout-missing-or-on-scores" and "applied to the scores before the softmax" in scores[1]
     values = module_dropout_problems(*train_and_eval(causal_attention("bug_dropout_on_values")), 0.5, 1, True)
-    assert len(values) == 1 and "neither" in values[0] and "the values" in values[0]
+    assert len(values) == 2 and "neither" in values[0] and values[1].mid == "dropout-on-values"
+    assert values[1].startswith("likely: dropout applied to the values")
     got, expected = train_and_eval(causal_attention("solutions"))
     unscaled = got * 0.5  # the kept weights not rescaled by 1/(1-p)
     assert "rescaled by 1/(1-p) = 2" in module_dropout_problems(unscaled, expected, 0.5, 1, True)[0]

@@ -61,8 +61,9 @@ def test_tolerance_nan_equals_nan_and_infinities_of_one_sign():
 
 def test_an_answers_tolerance_is_float64s_when_its_output_is_float64():
     f32, f64 = Tolerance(1e-4, 1e-5), Tolerance(1e-7, 1e-9)
-    assert tolerance_for_output(torch.zeros(2, dtype=torch.float64), f32, f64) is f64
-    assert tolerance_for_output((torch.zeros(2, dtype=torch.float64), torch.zeros(2)), f32, f64) is f64
+    assert tolerance_for_output(torch.zeros(2, dtype=torch.float64), f32, f64) == f64
+    assert tolerance_for_output((torch.zeros(2, dtype=torch.float64), torch.zeros(2)), f32, f64) == f64
+    assert tolerance_for_output(torch.zeros(2, dtype=torch.float64), f32, f64).lower is f32  # a float32 result's
     assert tolerance_for_output(torch.zeros(2), f32, f64) is f32
     assert tolerance_for_output(None, f32, f64) is f32
 
@@ -170,7 +171,8 @@ def test_nan_and_inf():
     lines = compare_values(nan, WEIGHTS, TOL, True, "output")
     assert lines[0].startswith("output: values differ at 1 of 36 entries; first at [2, 3], largest at [2, 3]")
     assert likely_lines(lines) == [
-        "likely: your result contains NaN: an exp that overflowed, a division by zero, or -inf - -inf?"]
+        "likely: your result contains NaN: 0/0 or inf/inf (an exp that overflowed), -inf times 0 (a mask or dropout "
+        "multiplied into -inf scores), or a softmax over scores that are all -inf (a query that sees no key)?"]
     inf = WEIGHTS.clone()
     inf[0, 5] = -float("inf")
     assert likely_from_values(inf, WEIGHTS)[0].startswith("your result contains inf")
@@ -231,6 +233,8 @@ pytestmark = pytest.mark.unit
 
 COURSE = load_course(ROOT / "course.yml")
 
+#: multihead_attention imports CausalAttention from its package: here, from the solutions' own
+MHA_IMPORT = ("from .causal_attention import CausalAttention", "from solutions.causal_attention import CausalAttention")
 #: (module of solutions/, replacements in its source, the steps it breaks), one bug each
 BUGS = {
     "no scaling": ("trainable_attention", [("attn_scores / d_k**0.5", "attn_scores")],
@@ -260,6 +264,30 @@ BUGS = {
                        ["trainable_attention.init_qkv"]),
     "scaled by the number of tokens": ("trainable_attention", [("attn_scores / d_k**0.5", "attn_scores / attn_scores.shape[-1] ** 0.5")],
                                        ["trainable_attention.scaled_attention_weights"]),
+    # the mistakes beginners make most: the likely line in the student's own names, and their warnings, on both paths
+    "W_key not copied": ("trainable_attention", [("        sa_v1.W_key.copy_(sa_v2.W_key.weight.T)\n", "")],
+                         ["trainable_attention.transfer_weights"]),
+    "float32 loop": ("simple_attention", [("    return inputs @ query\n", "    scores = torch.empty(inputs.shape[0])\n"
+                                           "    for i, x_i in enumerate(inputs):\n        scores[i] = torch.dot(x_i, query)\n"
+                                           "    return scores\n")], ["simple_attention.attention_scores"]),
+    "keys.T on a batch": ("causal_attention", [("        attn_scores = queries @ keys.transpose(1, 2)\n",
+                                                "        attn_scores = queries @ keys.T\n")], ["causal_attention.CausalAttention"]),
+    "mask not sliced": ("causal_attention", [("self.mask.bool()[:num_tokens, :num_tokens]", "self.mask.bool()")],
+                        ["causal_attention.CausalAttention"]),
+    "mask hides the diagonal": ("causal_attention", [("context_length), diagonal=1))", "context_length), diagonal=0))")],
+                                ["causal_attention.CausalAttention"]),
+    "view without contiguous": ("multihead_attention", [MHA_IMPORT, ("context_vec.contiguous().view(", "context_vec.view(")],
+                                ["multihead_attention.MultiHeadAttention"]),
+    "divided by head_dim": ("multihead_attention", [MHA_IMPORT, ("attn_scores / keys.shape[-1] ** 0.5", "attn_scores / self.head_dim")],
+                            ["multihead_attention.MultiHeadAttention"]),
+    "assert on a tuple": ("multihead_attention", [MHA_IMPORT, ("""        if d_out % num_heads != 0:
+            raise ValueError(f"d_out ({d_out}) must be divisible by num_heads ({num_heads})")
+""", """        assert (d_out % num_heads == 0, "d_out must be divisible by num_heads")
+""")], ["multihead_attention.MultiHeadAttention"]),
+    "heads in a plain list": ("multihead_attention", [MHA_IMPORT, ("""        self.heads = nn.ModuleList(
+            [CausalAttention(d_in, d_out, context_length, dropout, qkv_bias) for _ in range(num_heads)]
+        )""", "        self.heads = [CausalAttention(d_in, d_out, context_length, dropout, qkv_bias) for _ in range(num_heads)]")],
+        ["multihead_attention.MultiHeadAttentionWrapper"]),
 }
 #: a line each bug's feedback must hold on both paths (so that equal messages are not equally empty)
 SAYS = {
@@ -274,22 +302,49 @@ SAYS = {
     "in place": "your code modified its input in place (scores)",
     "parameter order": "likely: the parameters are created in a different order",
     "raises": "your code raised ValueError (trainable_attention.py, line 50, in scaled_attention_weights) during call: d_k=2 is odd",
+    "W_key not copied": "likely: sa_v1.W_key still holds the values it was created with",
+    "float32 loop": "likely: your result is float32 for float64 inputs (its values are right)",
+    "keys.T on a batch": "likely: keys.T reverses every dimension of a batch",
+    "mask not sliced": "likely: the mask is not sliced to the input's length",
+    "mask hides the diagonal": "likely: the mask also hides each token from itself",
+    "view without contiguous": "likely: context_vec.view(...) on a tensor that is not contiguous",
+    "divided by head_dim": "likely: scores divided by head_dim instead of sqrt(head_dim)",
+    "assert on a tuple": "likely: assert (condition, message) asserts a tuple, which is always true",
+    "heads in a plain list": "likely: self.heads is a plain Python list of modules",
+}
+#: a warning about the student's own line each of these bugs shows, on both paths
+WARNS = {
+    "keys.T on a batch": "warning about your code: causal_attention.py, line 86: UserWarning: The use of `x.T` on tensors "
+                         "of dimension other than",
+    "assert on a tuple": "warning about your code: multihead_attention.py, line 46: SyntaxWarning: assertion is always "
+                         "true, perhaps remove parentheses?",
 }
 
 
-#: where the buggy modules' code is, as a submission's folder
-SUBMISSION = Path("/nonexistent/submission")
+@pytest.fixture
+def submission_folder(tmp_path) -> Path:
+    """Where the buggy module is written, as a submission's folder: its file, read by the trusted side's own copy
+    (grading/own_source.py) and by a notebook's linecache alike."""
+    return tmp_path
 
 
-def buggy_module(module: str, replacements: list[tuple[str, str]]) -> types.ModuleType:
+def buggy_module(module: str, replacements: list[tuple[str, str]], folder: Path) -> tuple[types.ModuleType, list]:
+    """The edited solution as a submission's module, and the warnings compiling it raised (as a worker collects them
+    while importing: worker/warnings_seen.py)."""
+    from autograder.worker import warnings_seen  # noqa: PLC0415 - the worker's half, here in process
+
     source = (ROOT / "solutions" / f"{module}.py").read_text()
     for old, new in replacements:
         assert old in source, (module, old)
         source = source.replace(old, new)
+    path = folder / f"{module}.py"
+    path.write_text(source)
     mod = types.ModuleType(module)
     # as a submission's file: a path inside the submission's folder, the student's frames found by it
-    exec(compile(source, str(SUBMISSION / f"{module}.py"), "exec"), mod.__dict__)  # noqa: S102 - the kit's own solutions, edited
-    return mod
+    with warnings_seen.collecting(folder) as warned:
+        code = compile(source, str(path), "exec")
+    exec(code, mod.__dict__)  # noqa: S102 - the kit's own solutions, edited
+    return mod, warned
 
 
 @pytest.fixture(scope="module")
@@ -299,24 +354,35 @@ def public_cases():
     return stored.load()
 
 
-def grade_check_way(case: dict, spec: dict, module: types.ModuleType) -> tuple[str | None, list[str]]:
+def grade_check_way(case: dict, spec: dict, module: types.ModuleType, folder: Path,
+                    warned: list) -> tuple[str | None, list[str]]:
     """The feedback ``grade check`` gives (autograder/check/run.py): the worker's runtime, the answer as the trusted
-    side takes it (here no buffer: the arguments' copies say what changed), then the judge; and its notes."""
-    ws = runtime.Workspace(SUBMISSION, {module.__name__: module}, {})
+    side takes it (here no buffer: the arguments' copies say what changed) and adds to it from the student's files
+    (as grading/runner.py does), then the judge; and its notes. Its warnings are said with a failure (none said
+    before); a passing case's wait for the count's failure (grade check), or for a failing check (a notebook)."""
+    from autograder.grading.own_source import OwnSource  # noqa: PLC0415 - the trusted side's half
+
+    ws = runtime.Workspace(folder, {module.__name__: module}, {})
     got = answers.taken(runtime.run(case["request"], ws), case["request"], None, frozenset({case["step"]}))
+    own = OwnSource(folder, [module.__name__])
+    own.import_warnings = own.verified(answers.warnings_said(warned))
+    got = own.annotate(case["step"], got)
     t = spec["tolerance"]
     tol = Tolerances(Tolerance(*t["float32"]), Tolerance(*t["float64"])).for_answer(case["expected"])
     verdict = judge.judge(case, case["expected"], got, tol, case["public"])
-    failure = None if verdict.passed else StepFailure(case["step"], case["count"], case["name"],
-                                                      Verdict(verdict.status, verdict.lines + verdict.notes)).feedback()
+    failure = None if verdict.passed else StepFailure(case["step"], case["count"], case["name"], Verdict(
+        verdict.status, verdict.lines + verdict.notes + verdict.warnings)).feedback()
     return failure, [] if failure else verdict.notes
 
 
 def notebook_way(case: dict, module: types.ModuleType, helper_code: str) -> tuple[str | None, list[str]]:
     """The feedback a notebook gives: its checking helper cell and the test code ``grade nbgrader`` writes; and what
     a passing cell printed (its notes)."""
+    # its module arguments as the reference built them (nbgrader_course/collect.py: what the holders hold)
+    built = iter(case.get("modules_before") or [])
+    modules = {i: next(built) for i, a in enumerate(case["request"].get("args") or []) if isinstance(a, dict) and "$module" in a}
     test_code = "\n".join(graded_cells.case_code(Case(case["step"], case["count"], case["public"], case,
-                                                      case["expected"], {})))
+                                                      case["expected"], modules)))
     namespace: dict = {"__name__": "__main__", **{k: v for k, v in vars(module).items() if not k.startswith("__")}}
     exec(compile(helper_code, "checking_helper", "exec"), namespace)  # noqa: S102 - our own code
     printed = io.StringIO()
@@ -330,18 +396,19 @@ def notebook_way(case: dict, module: types.ModuleType, helper_code: str) -> tupl
 
 @pytest.mark.parametrize("public", [True, False], ids=["open", "hidden"])
 @pytest.mark.parametrize("bug", sorted(BUGS))
-def test_the_same_wrong_answer_gets_the_same_words_through_grade_check_and_a_notebook(bug, public, public_cases):
+def test_the_same_wrong_answer_gets_the_same_words_through_grade_check_and_a_notebook(bug, public, public_cases,
+                                                                                   submission_folder):
     from autograder.nbgrader_course import notebooks  # noqa: PLC0415 - imported on first use: nbformat is slow to load
 
     module_name, replacements, steps = BUGS[bug]
-    module = buggy_module(module_name, replacements)
+    module, warned = buggy_module(module_name, replacements, submission_folder)
     helper_code = notebooks.helper_source(COURSE, steps)
     compared, said = 0, []
     for case in public_cases["cases"]:
         if case["step"] not in steps:
             continue
         case = {**case, "public": public}
-        checked, notes = grade_check_way(case, public_cases["steps"][case["step"]], module)
+        checked, notes = grade_check_way(case, public_cases["steps"][case["step"]], module, submission_folder, warned)
         in_notebook, printed = notebook_way(case, module, helper_code)
         compared += 1
         # the same points: a case fails on both paths or on neither; a passing one says the same notes
@@ -357,6 +424,8 @@ def test_the_same_wrong_answer_gets_the_same_words_through_grade_check_and_a_not
         assert in_notebook == checked, f"{case['step']} [{case['count']}] {case['name']}"
         said += [line.strip() for line in checked.splitlines()]
     assert compared and said  # the bug was graded, and caught
+    if bug in WARNS:  # the student's own warning, at its line, on both paths
+        assert any(line.startswith(WARNS[bug]) for line in said), said
     if public:
         assert any(line.startswith(SAYS[bug]) for line in said), said
     else:  # a hidden case shows where values differ, never the values

@@ -1,5 +1,7 @@
-"""Each misconception issue 22 lists gets its "likely:" line and its id, from the answer's values alone
-(``feedback.diagnose``) or from a known mistake reproduced (``unit/mistakes.py``); each with a control."""
+"""Each known misconception gets its "likely:" line and its id: from the answer's values alone (``feedback.diagnose``),
+from a known mistake reproduced (``unit/mistakes.py``), from torch's error and the student's line
+(``feedback.runtime_errors``), or from what a module's __init__ left unregistered (``feedback.structure``); each with a
+control."""
 from __future__ import annotations
 
 import pytest
@@ -12,6 +14,10 @@ from autograder.feedback.parameters import parameter_problems
 from autograder.feedback.tolerance import Tolerance
 from autograder.grading.judge import judge
 from autograder.unit.mistakes import dropout_place_mistakes, linear_mistakes
+from autograder.feedback.redact import Hidden
+from autograder.feedback.runtime_errors import error_hints
+from autograder.feedback.structure import structure_hints
+from autograder.worker.unregistered import unregistered
 
 pytestmark = pytest.mark.unit
 TOL = Tolerance(rtol=1e-4, atol=1e-5)
@@ -128,10 +134,114 @@ def test_dropout_on_the_values_or_the_scores():
     p = {f"{n}.weight": torch.rand(2, 3, generator=g) for n in ("W_query", "W_key", "W_value")}
     x = torch.rand(2, 6, 3, generator=g)
     found = {label: fn(p, x) for label, fn in dropout_place_mistakes(0.5, 2024).items()}
-    values, scores = found.values()
+    values, scores, masked, diagonal = found.values()
     assert not torch.allclose(values, scores)
     assert said(values, values * 0 + 1, found)[1] == ["dropout-on-values"]
     assert said(scores, scores * 0 + 1, found)[1] == ["dropout-on-scores"]
+    assert masked.isnan().any() and said(masked, values * 0 + 1, found)[1] == ["dropout-on-masked-scores"]
+    assert said(diagonal, values * 0 + 1, found)[1] == ["mask-hides-diagonal"]
     state = torch.random.get_rng_state()
     dropout_place_mistakes(0.5, 7)[next(iter(found))](p, x)
     assert torch.equal(torch.random.get_rng_state(), state)  # the grader's own generator is left as it was
+
+
+# -- runtime errors: torch's words kept, the likely cause added in the student's terms -------------------------------
+def error_of(call) -> dict:
+    try:
+        call()
+    except Exception as exc:  # noqa: BLE001 - the error under test
+        return {"type": type(exc).__name__, "message": str(exc)}
+    raise AssertionError("no error")
+
+
+X = torch.rand(1, 5, 3)  # the 'wars' input: 5 tokens, context_length 6
+
+
+@pytest.mark.parametrize("name, error, context, mid, words", [
+    ("mask not sliced", error_of(lambda: torch.zeros(1, 5, 5).masked_fill(torch.ones(6, 6).bool(), 0)),
+     {"module": True, "init_args": [3, 2, 6, 0.0], "x_shape": [1, 5, 3],
+      "source_line": "s = s.masked_fill(self.mask.bool(), -torch.inf)"},
+     "mask-not-sliced", "slice it: self.mask.bool()[:num_tokens, :num_tokens]"),
+    ("keys.T on a batch", error_of(lambda: torch.rand(2, 6, 2) @ torch.rand(2, 6, 2).permute(2, 1, 0)),
+     {"module": True, "init_args": [3, 2, 6, 0.0], "x_shape": [2, 6, 3], "source_line": "attn_scores = queries @ keys.T"},
+     "batch-transposed-with-T", "keys.T reverses every dimension of a batch"),
+    ("view after a transpose", error_of(lambda: torch.rand(2, 2, 6, 2).transpose(1, 2).view(2, 6, 4)),
+     {"x_shape": [2, 6, 3], "source_line": "context_vec = context_vec.view(b, num_tokens, self.d_out)"},
+     "view-not-contiguous", "context_vec.contiguous().view(...)"),
+    ("a Linear's weight multiplied", error_of(lambda: torch.rand(6, 3) @ torch.rand(2, 3)),
+     {"x_shape": [6, 3], "source_line": "queries = x @ self.W_query.weight"},
+     "linear-weight-transposed", "call the layer (self.W_query(x))"),
+    ("float32 meets float64", error_of(lambda: torch.rand(3, 4) @ torch.rand(4, 5).double()),
+     {"x_shape": [3, 4], "source_line": "out = x @ w"}, "mixed-dtypes", "float32 and float64 tensors meet"),
+    ("a sum without keepdim", error_of(lambda: torch.rand(2, 5, 5) / torch.rand(2, 5, 5).sum(dim=-1)),
+     {"x_shape": [2, 5, 5], "source_line": "return masked / masked.sum(dim=-1)"}, "sum-without-keepdim", "keepdim=True"),
+])
+def test_a_runtime_error_gets_its_likely_cause_in_the_students_terms(name, error, context, mid, words):
+
+    [found] = error_hints(error, **context)
+    assert found.mid == mid and words in found, found
+    # control: the same words of torch's, without the case's sizes or the student's line that name the cause
+    assert [h.mid for h in error_hints(error)] in ([], ["matmul-shapes"]) or mid in ("view-not-contiguous", "mixed-dtypes")
+
+
+def test_an_error_no_pattern_knows_gets_no_likely_line():
+
+    assert error_hints({"type": "KeyError", "message": "'W_query'"}, x_shape=[2, 6, 3], source_line="w = p['W_query']") == []
+
+
+def test_the_mask_not_sliced_is_told_apart_from_num_tokens_read_from_the_batch():
+
+    message = "The size of tensor a (2) must match the size of tensor b (6) at non-singleton dimension 2"
+    found = error_hints({"type": "RuntimeError", "message": message}, module=True, init_args=[3, 2, 6, 0.0],
+                        x_shape=[2, 6, 3])
+    assert [h.mid for h in found] == ["num-tokens-from-batch"]  # {b, T}: the batch's size, not the context's
+
+
+# -- a module's structure: what __init__ left unregistered -------------------------------------------------------
+class PlainList(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.heads = [torch.nn.Linear(3, 2) for _ in range(2)]
+        self.W = torch.rand(3, 2, requires_grad=True)
+        self.mask = torch.triu(torch.ones(6, 6), 1)
+
+
+class Registered(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.heads = torch.nn.ModuleList([torch.nn.Linear(3, 2) for _ in range(2)])
+        self.all_heads = list(self.heads)  # a plain list of what is registered anyway: no mistake
+        self.W = torch.nn.Parameter(torch.rand(3, 2))
+        self.register_buffer("mask", torch.triu(torch.ones(6, 6), 1))
+
+
+def test_unregistered_heads_tensors_and_buffers_are_named():
+
+    found = unregistered(PlainList())
+    assert [(f["name"], f["kind"]) for f in found] == [("heads", "modules"), ("W", "tensor"), ("mask", "tensor")]
+    lines = structure_hints(found, True, missing_buffers=["mask"])
+    assert [line.mid for line in lines] == ["modules-in-a-plain-list", "plain-tensor-attribute", "buffer-not-registered"]
+    assert lines[0].startswith("likely: self.heads is a plain Python list of modules")
+    assert "self.register_buffer('mask', ...)" in lines[2]
+    assert unregistered(Registered()) == []  # control: registered, even when also kept in a list
+
+
+def test_parameters_an_empty_list_says_why():
+    class Lazy(torch.nn.Module):  # its layers made in forward: none when it is created
+        def forward(self, x):
+            return x
+
+    lines = parameter_problems([("W_query.weight", torch.rand(2, 3))], [], TOL, True, unregistered=[])
+    assert ids_of(lines) == ["no-parameters-at-init"]
+
+    plain = parameter_problems([("heads.0.weight", torch.rand(2, 3))], [], TOL, True, unregistered=unregistered(PlainList()))
+    assert ids_of(plain) == ["modules-in-a-plain-list", "plain-tensor-attribute"]
+    assert unregistered(Lazy()) == []
+    assert ids_of(parameter_problems([("W", torch.rand(2))], [("V", torch.rand(2))], TOL, True)) == []  # control
+
+
+def test_a_hidden_count_names_an_attribute_only_when_it_is_the_students_own():
+
+    found = [{"name": "heads", "kind": "modules", "container": "list"}]
+    assert ids_of(structure_hints(found, Hidden(names={"heads"}))) == ["modules-in-a-plain-list"]
+    assert structure_hints(found, Hidden(names={"other"})) == []  # control: a name not in the student's source

@@ -140,12 +140,14 @@ def test_solution_cells_hold_the_reference_between_markers(source):
 
 
 def test_the_checking_helper_is_the_feedback_package_and_the_runner_beside_the_notebooks(source):
-    """checking_helper.py, beside the notebooks, is the feedback package's own modules, then cell_runner.py, each
-    pasted whole but for the imports of one another: the words of a failure are the judge's, by the same
-    functions. Each notebook's helper cell imports it; the setup cell silences warnings."""
-    pasted = helper.pasted([*helper.feedback_modules(), cell_runner.__name__])
+    """checking_helper.py, beside the notebooks, is the worker's finder of unregistered layers, the feedback
+    package's own modules, then cell_runner.py, each pasted whole but for the imports of one another: the words of a
+    failure are the judge's, by the same functions. Each notebook's helper cell imports it; the setup cell silences
+    warnings (the helper collects the student's own as it checks)."""
+    pasted = helper.pasted([*helper.WORKER_MODULES, *helper.feedback_modules(), cell_runner.__name__])
+    assert [name for name, _ in pasted][0] == "autograder.worker.unregistered"
     assert [name for name, _ in pasted][-1] == cell_runner.__name__
-    assert {name.rsplit(".", 1)[1] for name, _ in pasted[:-1]} == {
+    assert {name.rsplit(".", 1)[1] for name, _ in pasted[1:-1]} == {
         p.stem for p in (ROOT / "autograder" / "feedback").glob("*.py") if p.stem != "__init__"}
     text = (source / "checking_helper.py").read_text()
     data = f"{ASSIGNMENT}_data.pt"
@@ -156,7 +158,7 @@ def test_the_checking_helper_is_the_feedback_package_and_the_runner_beside_the_n
         assert all(line in body.splitlines() for line in code.splitlines()), name  # nothing rewritten
     assert not [n for n in ast.walk(ast.parse(text)) if isinstance(n, ast.ImportFrom)
                 and (n.level or n.module in ("__future__", "autograder") or n.module.startswith("autograder."))]
-    assert len(text) < 64_000  # code, not data (the feedback package and the runner: about 55,000 characters)
+    assert len(text) < 112_000  # code, not data (the feedback package and the runner: about 100,000 characters)
     for module in COURSE.modules:
         cells = {nbgrader_meta(c).get("grade_id"): c.source for c in notebook(source, module).cells}
         assert cells["checking_helper"] == helper.import_cell()
@@ -218,7 +220,8 @@ def test_the_helper_runs_with_torch_and_the_standard_library_only():
                for alias in node.names}
     imports |= {node.module.split(".")[0] for node in ast.walk(ast.parse(code))
                 if isinstance(node, ast.ImportFrom)}
-    assert imports <= {"torch", "math", "re", "builtins", "base64", "dataclasses", "os", "traceback"}, imports
+    assert imports <= {"torch", "math", "re", "builtins", "base64", "dataclasses", "os", "traceback", "ast", "linecache",
+                       "warnings"}, imports
     namespace: dict = {"__name__": "__main__"}
     exec(compile(code, "checking_helper", "exec"), namespace)  # noqa: S102 - our own code
     assert namespace["DATA_FILE"] == "attention_data.pt"
@@ -1463,3 +1466,42 @@ def test_nbgrader_feedback_runs_no_script_and_shows_no_output_of_the_student(bro
     source = html.read_text()
     assert [t for t in PLANTED_TEXT if t in source] == []
     assert "<script>document.body.dataset" not in source  # the answer's own script, escaped
+
+
+def test_a_kernel_says_the_likely_mistake_and_the_students_own_warning(source, tmp_path, monkeypatch):
+    """In a real kernel, the released notebooks with two beginners' mistakes: keys.T on a batch (CausalAttention) and
+    an assert on a tuple (MultiHeadAttention). Each failing test cell says the likely line in the student's names and
+    Python's or torch's warning about their cell, with its line, as grade check says them (tests/test_feedback.py
+    compares the words); the warnings are said once in the kernel. The control: the step's other notebook cells, with
+    the solutions, pass and say no warning."""
+    folder = tmp_path / "student"
+    folder.mkdir()
+    for path in source.iterdir():
+        if not path.name.endswith(".ipynb"):
+            shutil.copyfile(path, folder / path.name)
+    said = {}
+    for module, step, old, new in [
+            ("causal_attention", "CausalAttention", "attn_scores = queries @ keys.transpose(1, 2)", "attn_scores = queries @ keys.T"),
+            ("multihead_attention", "MultiHeadAttention", 'if d_out % num_heads != 0:\n            raise ValueError(f"d_out ({d_out}) must be divisible by num_heads ({num_heads})")',
+             'assert (d_out % num_heads == 0, "d_out must be divisible by num_heads")')]:
+        nb = student_copy(source, module, bug=False)
+        cell = next(c for c in nb.cells if nbgrader_meta(c).get("grade_id") == step)
+        assert old in cell.source
+        cell.source = cell.source.replace(old, new)
+        ran = kernel_run(folder, nb, monkeypatch, tmp_path)
+        said[module] = {nbgrader_meta(c)["grade_id"]: "\n".join(ANSI.sub("", line) for line in errors(c)[0].traceback)
+                        for c in ran.cells if nbgrader_meta(c).get("grade") and errors(c)}
+    causal = said["causal_attention"]
+    assert set(causal) == {"test_CausalAttention_forward", "test_CausalAttention_gradients"}
+    forward = causal["test_CausalAttention_forward"]
+    assert "  likely: keys.T reverses every dimension of a batch ([b, num_tokens, d] becomes [d, num_tokens, b]): " \
+           "transpose the last two only, keys.transpose(1, 2) (or keys.mT)" in forward
+    assert re.search(r"  warning about your code: your cell, line \d+: UserWarning: The use of `x.T` on tensors of "
+                     r"dimension other than 2", forward) and "      attn_scores = queries @ keys.T" in forward
+    assert "warning about your code" not in causal["test_CausalAttention_gradients"]  # said once in the kernel
+    mha = said["multihead_attention"]
+    assert set(mha) == {"test_MultiHeadAttention_errors"}
+    assert "  likely: assert (condition, message) asserts a tuple, which is always true, so it never fails" in \
+        mha["test_MultiHeadAttention_errors"]
+    assert re.search(r"warning about your code: your cell, line \d+: SyntaxWarning: assertion is always true",
+                     mha["test_MultiHeadAttention_errors"])

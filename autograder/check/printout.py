@@ -49,7 +49,8 @@ def details(results: list[StepOutcome], color: bool = False) -> str:
                     out += ["  " + line for line in terminal_grid.render(c.evidence, color).splitlines()]
         notes = [n for c in r.counts if c.status == PASSED for n in c.notes]
         if notes:
-            out.append(f"\n{r.step} ({r.title}): passed, with a note:")
+            out.append(f"\n{r.step} ({r.title}): " + ("passed, with a note:" if r.status == PASSED else
+                                                        "a note from the checks it passed:"))
             out += ["  " + note for note in dict.fromkeys(notes)]
         if r.printed and r.status == FAILED:
             out.append(f"  your code printed while {r.step} was checked:")

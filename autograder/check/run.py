@@ -9,6 +9,7 @@ from autograder.grading import judge as judges
 from autograder.grading.cases import Tolerances
 from autograder.grading.runner import SubmissionRunner
 from autograder.feedback.gradients import said_once
+from autograder.feedback.warned import pending, unsaid
 from autograder.feedback.tolerance import Tolerance
 from autograder.outputs.outcomes import CountOutcome, StepOutcome, failure_text, hints_of
 from autograder.outputs.verdict import FAILED, PASSED
@@ -63,6 +64,10 @@ def run_check(folder: Path, data: dict, zygote: Zygote, steps: list[str] | None 
                                      by_count.get((step, count), []), said))
             if not counts:
                 continue
+            left = pending(said, step)  # warnings no failing count showed: a note of the step's last count
+            if left:
+                counts[-1] = replace(counts[-1], notes=(*counts[-1].notes, *left))
+                left.clear()
             step_result = StepOutcome(step, spec["title"], tuple(counts), printed=runner.printed())
             failing = [d for d in uses.get(step, []) if status.get(d, PASSED) != PASSED]
             if step_result.status == FAILED and failing and not step_result.import_error:
@@ -79,20 +84,25 @@ def _count(runner: SubmissionRunner, step: str, count: str, points: float, tol: 
            said: dict) -> CountOutcome:
     """One public count's outcome: its cases in order, up to the first that fails."""
     notes: list[str] = []
+    warned = pending(said, step)  # the student's own warnings, each said once in the submission (feedback/warned.py)
     for n, case in enumerate(cases, start=1):
         got = runner.run(step, case["request"])
         tolerance = tol.for_answer(case["expected"])
         verdict = judges.judge(case, case["expected"], got, tolerance, True)
         notes += [note for note in verdict.notes if note not in notes]
+        warned += unsaid(verdict.warnings, said)
         if verdict.passed:
             continue
         shown = verdict.lines + notes if notes else verdict.lines
         lines = said_once(said, step, count, case["name"], shown)  # no reprint of the values
+        shortened = lines is not shown
+        lines = [*lines, *warned]  # the warnings about the step so far, shown where it fails
+        warned.clear()
         ids, likely = hints_of(lines)
         return CountOutcome(
             step, count, verdict.status, failure_text(step, count, case["name"], verdict.status, lines),
             0.0, points, cases=n, case=case["name"], lines=tuple(lines), misconceptions=ids, likely=likely,
-            evidence=None if lines is not shown else
+            evidence=None if shortened else
             evidence.collect(step, case, case["expected"], got, tolerance, True),
             import_error=step.split(".", 1)[0] if (got.get("error") or {}).get("import") else None,
             number=f"{step} {count}")

@@ -4,10 +4,10 @@ from __future__ import annotations
 import torch
 
 from .describe import fmt_dtype, fmt_index, fmt_shape, fmt_values, kind_of
-from .catalogue import likely_line
+from .catalogue import hint, likely_line
 from .diagnose import likely, likely_from_values
 from .redact import redact_dims, redact_text
-from .tolerance import Tolerance, same
+from .tolerance import Tolerance, same, within_lower_precision
 
 
 def _unravel(flat: int, shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -20,6 +20,20 @@ def _unravel(flat: int, shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(reversed(index))
 
 
+#: the decimals printed values start with, and the most they widen to until an entry that differs shows it
+DECIMALS, MAX_DECIMALS = 4, 12
+
+
+def decimals_to_show(pairs) -> int:
+    """The fewest decimals (``DECIMALS`` or more) at which each (expected, got) pair of numbers prints differently:
+    a row said to differ never prints as two identical rows."""
+    pairs = [(float(e), float(g)) for e, g in pairs]
+    for places in range(DECIMALS, MAX_DECIMALS + 1):
+        if all(f"{e:.{places}f}" != f"{g:.{places}f}" for e, g in pairs if e != g):
+            return places
+    return MAX_DECIMALS
+
+
 def describe_difference(got: torch.Tensor, expected: torch.Tensor, tol: Tolerance, show_values: bool) -> list[str]:
     """Lines saying where ``got`` differs from ``expected`` (same shape assumed)."""
     close = tol.close(got, expected)
@@ -27,7 +41,8 @@ def describe_difference(got: torch.Tensor, expected: torch.Tensor, tol: Toleranc
     lines = [f"values differ at {len(bad)} of {expected.numel()} entries"]
     if expected.dim() == 0:
         if show_values:
-            lines.append(f"expected {expected.item():.6g}, got {got.item():.6g}")
+            places = max(6, decimals_to_show([(expected.item(), got.item())]))
+            lines.append(f"expected {expected.item():.{places}g}, got {got.item():.{places}g}")
         return lines
     diff = (got.detach().double() - expected.detach().double()).abs().nan_to_num(nan=float("inf"))
     worst = _unravel(int(diff.argmax()), tuple(diff.shape))
@@ -37,8 +52,12 @@ def describe_difference(got: torch.Tensor, expected: torch.Tensor, tol: Toleranc
         lines[0] += f" (|difference| {diff[worst].item():.4g})"
         row = worst[:-1]
         label = f"row {fmt_index(row)}" if row else "values"
-        lines.append(f"expected {label}: {fmt_values(expected[row] if row else expected)}")
-        lines.append(f"got      {label}: {fmt_values(got[row] if row else got)}")
+        shown_e, shown_g = (expected[row], got[row]) if row else (expected, got)
+        differ = [not c for c in (close[row] if row else close).flatten().tolist()[:8]]
+        places = decimals_to_show((e, g) for (e, g), d in zip(zip(shown_e.detach().double().flatten().tolist(),
+                                                                    shown_g.detach().double().flatten().tolist()), differ) if d)
+        lines.append(f"expected {label}: {fmt_values(shown_e, places=places)}")
+        lines.append(f"got      {label}: {fmt_values(shown_g, places=places)}")
     return lines
 
 
@@ -62,7 +81,12 @@ def compare_values(got, expected, tol: Tolerance, public: bool, what: str, mista
         lines = []
         if got.dtype != expected.dtype:
             lines.append(f"{what}: expected dtype {fmt_dtype(expected)}, got {fmt_dtype(got)}")
-            if not got.dtype.is_floating_point:
+            if not got.dtype.is_floating_point or not expected.dtype.is_floating_point:
+                return lines
+            tol = within_lower_precision(got, expected, tol)
+            if same(got, expected, tol):  # one cause, said once: the values are right in the lower precision
+                if got.dtype == torch.float32 and expected.dtype == torch.float64:
+                    lines.append(likely_line(hint("float32-by-default")))
                 return lines
         if same(got, expected, tol):
             return lines

@@ -14,9 +14,9 @@ def fmt_dtype(t: torch.Tensor) -> str:
     return str(t.dtype).replace("torch.", "")
 
 
-def fmt_values(t: torch.Tensor, limit: int = 8) -> str:
+def fmt_values(t: torch.Tensor, limit: int = 8, places: int = 4) -> str:
     flat = t.detach().double().flatten().tolist()
-    text = ", ".join(f"{v:.4f}" for v in flat[:limit])
+    text = ", ".join(f"{v:.{places}f}" for v in flat[:limit])
     return "[" + text + (", ..." if len(flat) > limit else "") + "]"
 
 

@@ -84,9 +84,12 @@ def _hides_diagonal(got: torch.Tensor, expected: torch.Tensor) -> bool:
 
 
 def likely_from_mistakes(got: torch.Tensor, mistakes: dict) -> list[str]:
-    """The labels of the known mistakes (label -> the result that mistake gives) that ``got`` reproduces."""
-    return [hint(misconception_id(label), label) for label, wrong in mistakes.items()
-            if isinstance(wrong, torch.Tensor) and same(got, wrong, LOOSE)]
+    """The known mistake (label -> the result that mistake gives) that ``got`` reproduces, as one line: where several
+    give the same values on this case, they are said together, none of them as the certain one."""
+    found = [label for label, wrong in mistakes.items() if isinstance(wrong, torch.Tensor) and same(got, wrong, LOOSE)]
+    if len(found) > 1:
+        return [hint(misconception_id(found[0]), " or: ".join(found) + " (on this case each gives your values)")]
+    return [hint(misconception_id(label), label) for label in found]
 
 
 def likely(got: torch.Tensor, expected: torch.Tensor, mistakes: dict | None = None) -> list[str]:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import torch
 
+from .catalogue import hint, likely_line
 from .describe import fmt_shape, kind_of
 
 
@@ -75,17 +76,16 @@ def module_dropout_problems(out, eval_out, p: float, heads: int, public: bool) -
     same = ((o - e).abs() <= 1e-5 + 1e-4 * e.abs()).all(-1)
     lines = []
     if bool(same.all()):
-        return ["in training mode with dropout {p:g}, your output equals the eval-mode output: dropout was not applied "
-                "to the attention weights (with one token, dropout on the scores before the softmax changes nothing)"
-                .format(p=p)]
+        return [f"in training mode with dropout {p:g}, your output equals the eval-mode output: dropout was not applied "
+                "to the attention weights", likely_line(hint("dropout-missing-or-on-scores"))]
     if not bool((zero | scaled).all()):
         if bool((zero | same).all()):
             lines.append(f"the attention weights dropout keeps must be rescaled by 1/(1-p) = {1 / (1 - p):.4g}: with one "
                          "token, each head's output is all zeros or the eval-mode output / (1 - p); yours are not rescaled")
         else:
             lines.append("with one token, each head's attention weight is 1, so dropout on the attention weights leaves "
-                         "each head's output all zeros or the eval-mode output / (1 - p); yours are neither (dropout "
-                         "applied somewhere else, such as to the values?)")
+                         "each head's output all zeros or the eval-mode output / (1 - p); yours are neither")
+            lines.append(likely_line(hint("dropout-on-values")))
     keep = 1 - zero.double().mean().item()
     slack = 6 * (p * (1 - p) / zero.numel()) ** 0.5 + 1e-9
     if abs(keep - (1 - p)) > slack:

@@ -1,7 +1,7 @@
 """When two values count as equal: a relative and an absolute tolerance, per dtype."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 import torch
 
@@ -10,6 +10,9 @@ import torch
 class Tolerance:
     rtol: float
     atol: float
+    #: the tolerance of float32 answers, beside a float64 answer's own: the values of a float32 result for a float64
+    #: expected one are compared within it (``within_lower_precision``)
+    lower: object = field(default=None, compare=False, repr=False)  # a Tolerance, or None
 
     def close(self, got: torch.Tensor, expected: torch.Tensor) -> torch.Tensor:
         """Element-wise closeness, NaN equal to NaN, computed in float64."""
@@ -37,9 +40,23 @@ def same(got: torch.Tensor, expected: torch.Tensor, tol: Tolerance) -> bool:
 
 
 def tolerance_for_output(output, float32: Tolerance, float64: Tolerance) -> Tolerance:
-    """The tolerance of a whole answer: float64's when its output (or first output) is a float64 tensor."""
+    """The tolerance of a whole answer: float64's when its output (or first output) is a float64 tensor (knowing
+    float32's, for a result in the lower precision)."""
     if isinstance(output, (tuple, list)) and output:
         output = output[0]
     if isinstance(output, torch.Tensor) and output.dtype == torch.float64:
-        return float64
+        return replace(float64, lower=float32)
     return float32
+
+
+def within_lower_precision(got: torch.Tensor, expected: torch.Tensor, tol: Tolerance) -> Tolerance:
+    """The tolerance ``got`` is compared within when its dtype is not ``expected``'s: the lower precision's (float32's
+    from the course, or one a few steps of the lower dtype's epsilon wide), so that a float32 result whose values are
+    right is said once, as its dtype, and not a second time as values that differ by float32's rounding."""
+    if got.dtype == expected.dtype or not got.dtype.is_floating_point or not expected.dtype.is_floating_point:
+        return tol
+    lower = got.dtype if torch.finfo(got.dtype).eps > torch.finfo(expected.dtype).eps else expected.dtype
+    if lower == torch.float32 and tol.lower is not None:
+        return tol.lower
+    eps = torch.finfo(lower).eps
+    return Tolerance(rtol=max(tol.rtol, 1e3 * eps), atol=max(tol.atol, 1e2 * eps))

@@ -16,8 +16,9 @@ from typing import Callable
 import torch
 
 from . import evidence, judge as judges
-from autograder.feedback.tolerance import Tolerance
+from autograder.feedback.tolerance import Tolerance, tolerance_for_output
 from autograder.feedback.gradients import said_once
+from autograder.feedback.warned import pending, unsaid
 from autograder.outputs.verdict import FAILED, StepFailure, Verdict
 
 
@@ -37,12 +38,7 @@ class Tolerances:
     float64: Tolerance
 
     def for_answer(self, answer: dict) -> Tolerance:
-        out = answer.get("output")
-        if isinstance(out, (tuple, list)) and out:
-            out = out[0]
-        if isinstance(out, torch.Tensor) and out.dtype == torch.float64:
-            return self.float64
-        return self.float32
+        return tolerance_for_output(answer.get("output"), self.float32, self.float64)
 
 
 def upstream_for(step: str, case: str, like: torch.Tensor) -> torch.Tensor:
@@ -80,11 +76,14 @@ class Check:
         if self.recorder is not None and case["public"]:
             self.recorder.append({**case, "step": self.step, "count": self.count, "expected": expected})
         self.notes += [note for note in verdict.notes if note not in self.notes]
+        warned = pending(self.said, self.step)  # the student's own warnings, once in the submission
+        warned += unsaid(verdict.warnings, self.said)
         if not verdict.passed:
-            shown = verdict.lines + verdict.notes if verdict.notes else verdict.lines
+            shown = verdict.lines + self.notes if self.notes else verdict.lines
             lines = said_once(self.said, self.step, self.count, case["name"], shown)
             shortened = lines is not shown
-            failure = StepFailure(self.step, self.count, case["name"], Verdict(verdict.status, lines))
+            failure = StepFailure(self.step, self.count, case["name"], Verdict(verdict.status, [*lines, *warned]))
+            warned.clear()  # shown where the step fails
             # the values block and grid were shown under the other count: no second picture of them either
             failure.evidence = None if shortened else evidence.collect(
                 self.step, case, expected, got, self.tolerances.for_answer(expected), case["public"])
@@ -132,6 +131,11 @@ class Check:
         case_ = {"name": case, "public": public, "request": request, "judge": "equal", "mistakes": wrong,
                  "arg_names": arg_names or [f"argument {i + 1}" for i in range(len(args))],
                  "fields": fields or ["output"], "check_parameter_type": check_parameter_type}
+        if "modules_after" in case_["fields"]:  # each module argument as built, before the call: what was not copied
+            case_["modules_before"] = [self._reference({"kind": "module", "target": a["$module"]["target"],
+                                                        "init_args": a["$module"].get("init_args", []),
+                                                        "seed": a["$module"].get("seed"), "construct_only": True})["params"]
+                                       for a in args if isinstance(a, dict) and "$module" in a]
         return case_, expected
 
     # -- modules ---------------------------------------------------------------------------------

@@ -9,6 +9,10 @@ from __future__ import annotations
 
 import torch
 
+from autograder.feedback.tolerance import within_lower_precision
+
+from .judge import module_arg_names
+
 #: at most this many heads (panels) and rows and columns are kept for a picture
 MAX_HEADS = 8
 MAX_SIDE = 48
@@ -50,9 +54,24 @@ def _differ(got: torch.Tensor, expected: torch.Tensor, tol) -> int:
     return int((~tol.close(got.detach(), expected.detach())).sum())
 
 
+def _modules_after(case: dict, got, expected):
+    """Each module argument's parameters after the call, named as the student's code names them (``sa_v1.W_key``)."""
+    names = module_arg_names(case)
+    got = got if isinstance(got, (list, tuple)) else []
+    for i, wanted in enumerate(expected or []):
+        module = names[i] if i < len(names) else f"module argument {i + 1}"
+        mine = dict(pair for pair in (got[i] if i < len(got) and isinstance(got[i], (list, tuple)) else [])
+                    if isinstance(pair, (list, tuple)) and len(pair) == 2 and isinstance(pair[0], str))
+        for name, exp in wanted:
+            yield from _pairs(mine.get(name), exp, f"{module}.{name}")
+
+
 def _candidates(case: dict, expected: dict, got: dict):
     for field in case.get("fields", ["output"]):
-        yield from _pairs(got.get(field), expected.get(field), field.replace("_", " "))
+        if field == "modules_after":
+            yield from _modules_after(case, got.get(field), expected.get(field))
+        else:
+            yield from _pairs(got.get(field), expected.get(field), field.replace("_", " "))
     names = case.get("arg_names", [])
     for key, exp in (expected.get("input_grads") or {}).items():
         name = names[int(key)] if int(key) < len(names) else f"argument {key}"
@@ -74,8 +93,8 @@ def collect(step: str, case: dict, expected: dict | None, got: dict, tol, public
     for what, mine, exp in _candidates(case, expected, got):
         if not exp.dtype.is_floating_point or tuple(mine.shape) != tuple(exp.shape) or not mine.dtype.is_floating_point:
             continue
-        differ = _differ(mine.to(exp.dtype), exp, tol)
-        if not differ:
+        differ = _differ(mine.to(exp.dtype), exp, within_lower_precision(mine, exp, tol))
+        if not differ:  # a float32 answer with the right values differs in its dtype only: nothing to draw
             continue
         found = {"public": bool(public), "what": what, "shape": list(exp.shape), "dtype": str(exp.dtype).replace("torch.", ""),
                  "differ": differ, "total": exp.numel()}

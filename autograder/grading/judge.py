@@ -9,19 +9,26 @@ What a judge says comes from ``autograder.feedback``, which the nbgrader noteboo
 only unpacks the answer as the trusted side took it (``sandbox/answers.py``): values and gradients it compares,
 the arguments the trusted side read back changed from its own buffer (``modified_args``), and facts that are the
 worker's word, which are said to the student as notes and never cost or earn a point.
+
+What the trusted side added to the answer from the student's own files (``grading/own_source.py``) is read here
+too: the student's own names (``own_names``: what a hidden count may show of them, ``feedback/redact.py``), their
+warnings (``warnings``, each verified against its file and line) and the line an error was raised at
+(``source_line``), from which the likely cause is said in the student's terms.
 """
 from __future__ import annotations
-
-import re
 
 import torch
 
 from autograder.feedback import messages
-from autograder.feedback.catalogue import hint, likely_line
+from autograder.feedback.catalogue import likely_line
 from autograder.feedback.compare import compare_values
 from autograder.feedback.dropout import dropout_gradient_problems, dropout_problems, module_dropout_problems
 from autograder.feedback.gradients import NO_SUCH_PARAMETER, after_output, gradient_problems
-from autograder.feedback.parameters import parameter_problems
+from autograder.feedback.parameters import modules_after_problems, parameter_problems
+from autograder.feedback.redact import Hidden, sizes_of
+from autograder.feedback.runtime_errors import error_hints
+from autograder.feedback.structure import structure_hints
+from autograder.feedback.warned import warning_hints, warning_lines
 
 from autograder.feedback.tolerance import Tolerance
 from autograder.outputs.verdict import FAILED, NOT_ATTEMPTED, PASSED, Verdict
@@ -59,11 +66,23 @@ def mutated(case: dict, got: dict) -> list[int]:
     return [i for i in got.get("modified_args") or () if type(i) is int]
 
 
+def module_arg_names(case: dict) -> list[str]:
+    """The names of a function case's module arguments (``$module`` specs), in argument order: how the student's
+    code names them (``sa_v2``, ``sa_v1``)."""
+    args = (case.get("request") or {}).get("args") or []
+    names = case.get("arg_names") or []
+    return [names[i] if i < len(names) else f"argument {i + 1}" for i, a in enumerate(args)
+            if isinstance(a, dict) and "$module" in a]
+
+
 def judge_equal(case: dict, expected: dict, got: dict, tol: Tolerance, public: bool) -> Verdict:
     lines: list[str] = []
     for field in case.get("fields", ["output"]):
         if field == "output":
             lines += compare_values(got.get("output"), expected.get("output"), tol, public, "output", case.get("mistakes"))
+        elif field == "modules_after":
+            lines += modules_after_problems(got.get(field), expected.get(field), module_arg_names(case), tol, public,
+                                            case.get("modules_before"))
         else:
             lines += compare_values(got.get(field), expected.get(field), tol, public, field.replace("_", " "))
     changed = mutated(case, got)
@@ -95,7 +114,7 @@ def judge_parameters(case: dict, expected: dict, got: dict, tol: Tolerance, publ
         expected_shapes=expected.get("param_shapes"), my_shapes=got.get("param_shapes"),
         stride=case.get("param_stride"), shapes_only=bool(case.get("shapes_only")),
         expected_buffers=expected.get("buffers", []), my_buffers=got.get("buffers", []),
-        expect_count=case.get("expect_count"))
+        expect_count=case.get("expect_count"), unregistered=got.get("unregistered") or ())
     return Verdict(FAILED if lines else PASSED, lines)
 
 
@@ -149,27 +168,60 @@ JUDGES = {"equal": judge_equal, "parameters": judge_parameters, "raises": judge_
           "dropout": judge_dropout, "module_dropout": judge_module_dropout}
 
 
-def _batch_sized_mask(case: dict, error: dict) -> bool:
-    """A module's forward failed broadcasting its [T, T] scores against a mask of the batch's size: the mask
-    sliced with a num_tokens read from the batch dimension (``num_tokens, b, d_in = x.shape``)."""
+def case_sizes(case: dict, expected: dict | None) -> set:
+    """The case's own sizes (``redact.sizes_of``): its arguments, the shapes of its inputs and of the expected answer;
+    never a seed."""
     request = case.get("request") or {}
-    args = request.get("forward_args") if request.get("kind") == "module" else None
-    if not args or not isinstance(args[0], torch.Tensor) or args[0].dim() != 3:
-        return False
-    b, T = args[0].shape[:2]
-    found = re.search(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)", str(error.get("message", "")))
-    return bool(found) and b != T and {int(found[1]), int(found[2])} == {b, T}
+    before = [call.get("args") for call in request.get("calls_before") or []]
+    return sizes_of(request.get("init_args"), request.get("init_kwargs"), request.get("args"), request.get("kwargs"),
+                    request.get("forward_args"), before, (expected or {}).get("output"))
+
+
+def shown_as(case: dict, expected: dict | None, got: dict, public: bool):
+    """``True`` on a public case; on a hidden one, what may be shown of it (``redact.Hidden``): the student's own names
+    (from their source, as the trusted side parsed it) and the case's own sizes."""
+    if public:
+        return True
+    names = got.get("own_names")
+    return Hidden(names if isinstance(names, (set, frozenset)) else (), case_sizes(case, expected))
+
+
+def _input_shape(case: dict):
+    request = case.get("request") or {}
+    args = request.get("forward_args") if request.get("kind") == "module" else request.get("args")
+    first = args[0] if args else None
+    return list(first.shape) if isinstance(first, torch.Tensor) else None
+
+
+def _error_hints(case: dict, error: dict, public, warnings) -> list[str]:
+    """The likely cause of an error, in the student's terms: from torch's words and the line it was raised at; from
+    what the module's __init__ left unregistered, where loading the reference weights found no such parameter."""
+    request = case.get("request") or {}
+    found = [likely_line(h) for h in error_hints(error, module=request.get("kind") == "module",
+                                                  init_args=request.get("init_args") or (),
+                                                  x_shape=_input_shape(case), source_line=error.get("source_line"),
+                                                  warnings=warnings)]
+    if error.get("phase") == "loading the reference weights":
+        found += structure_hints(error.get("unregistered") or (), public)
+    return found
 
 
 def judge(case: dict, expected: dict | None, got: dict, tol: Tolerance, public: bool) -> Verdict:
     kind = case.get("judge", "equal")
+    public = shown_as(case, expected, got, public)
+    warnings = got.get("warnings") or []
     if kind != "raises" and not got.get("ok"):
         verdict = error_verdict(got, public)
-        if verdict.status == FAILED and _batch_sized_mask(case, got["error"]):
-            verdict.lines.append(likely_line(hint("num-tokens-from-batch")))
-        return verdict
-    if case.get("with_parameters"):  # the module's own parameters first (drawn before ours were loaded)
-        verdict = judge_parameters(case, expected or {}, got, tol, public)
-        if not verdict.passed:
-            return verdict
-    return JUDGES[kind](case, expected or {}, got, tol, public)
+        if verdict.status == FAILED:
+            verdict.lines += _error_hints(case, got["error"], public, warnings)
+    else:
+        verdict = None
+        if case.get("with_parameters"):  # the module's own parameters first (drawn before ours were loaded)
+            verdict = judge_parameters(case, expected or {}, got, tol, public)
+        if verdict is None or verdict.passed:
+            verdict = JUDGES[kind](case, expected or {}, got, tol, public)
+    if verdict.status == FAILED:  # what the student's own warnings name, unless a line says it already
+        named = {getattr(line, "mid", None) for line in verdict.lines}
+        verdict.lines += [h for h in warning_hints(warnings) if h.mid not in named]
+    verdict.warnings = warning_lines(warnings, public)
+    return verdict

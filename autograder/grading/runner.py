@@ -16,6 +16,7 @@ from autograder.worker.errors import error, failed
 from autograder.sandbox import answers
 
 from .dependencies import StandinPolicy
+from .own_source import OwnSource
 
 
 #: the host's own timer ends a sandbox this long after the submission's budget, whatever the trusted side does
@@ -202,6 +203,8 @@ class SubmissionRunner:
         self.asked = asked or {}
         self.module_errors = module_errors or {}  # found while staging: not UTF-8, a link, a broken notebook
         self.import_errors: dict[str, dict] = {}
+        #: the student's files as staged, read here: their names, and the lines their warnings and errors point at
+        self.own = OwnSource(self.folder, modules)
         self.output_bytes = 0
         #: a step whose worker was retired (out of time, a broken protocol): its answer, given again;
         #: it gets no second worker
@@ -262,6 +265,7 @@ class SubmissionRunner:
         hello = _control(self._worker, None)
         self.import_errors = {**{m: e for m, e in hello["import_errors"].items() if m in self.modules},
                               **self.module_errors}
+        self.own.import_warnings = self.own.verified(answers.warnings_said(hello.get("warnings")))
         _control(self._worker, {"op": "step", **({"standins": self._code(needed)} if needed else {})})
         self._mark_output()
 
@@ -328,7 +332,7 @@ class SubmissionRunner:
                 self._pending = []  # the worker dropped the rest of its batch
                 self._said_in_trusted_words(answer["error"])
                 self._with_own_line(answer)
-            return answer
+            return self.own.annotate(step, answer)
         except WorkerError as exc:
             self._pending = []
             answer = limit_error(exc)

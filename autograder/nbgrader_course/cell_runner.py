@@ -16,19 +16,27 @@ a test cell its points when it runs without an error, so a check never returns a
 test cell's last value would be read as partial credit.
 """
 import base64
+import linecache
 import os
 import traceback
+import warnings
 
 import torch
 
+from autograder.feedback.catalogue import likely_line
 from autograder.feedback.compare import compare_values
 from autograder.feedback.describe import kind_of
 from autograder.feedback.dropout import dropout_gradient_problems, dropout_problems, module_dropout_problems
 from autograder.feedback.gradients import NO_SUCH_PARAMETER, after_output, backward_state, gradient_problems
 from autograder.feedback.messages import (NOT_ATTEMPTED, frozen_parameter, modified_in_place, nothing_raised,
                                           raised, refused_valid, should_be_parameter, wrong_exception)
-from autograder.feedback.parameters import parameter_problems
+from autograder.feedback.parameters import modules_after_problems, parameter_problems
+from autograder.feedback.redact import Hidden, names_in_source, sizes_of
+from autograder.feedback.runtime_errors import error_hints
+from autograder.feedback.structure import structure_hints
 from autograder.feedback.tolerance import Tolerance, tolerance_for_output
+from autograder.feedback.warned import of_definition, unsaid, warning_hints, warning_lines
+from autograder.worker.unregistered import unregistered
 
 #: per step: ((rtol, atol) for float32, (rtol, atol) for float64); checking_helper.py fills it in
 TOLERANCES = {}
@@ -36,6 +44,10 @@ DEFAULT_TOLERANCE = ((1e-4, 1e-5), (1e-7, 1e-9))
 #: the file beside the notebooks holding the tensors too long to write out (``D``); checking_helper.py names it
 DATA_FILE = "data.pt"
 _DATA = {}
+#: the warnings about the student's cells said in this kernel, each once (``warned.unsaid``)
+_SAID = {}
+#: the check under way: how its case is shown (``_shown``) and the warnings its calls raised so far
+_CHECK = {"public": True, "warnings": []}
 
 
 class CheckFailed(AssertionError):
@@ -139,9 +151,103 @@ def _compare(got, expected, tol, public, what, likely=None):
     return compare_values(got, expected, tol, public, what, likely)
 
 
-def _fail(step, count, case, lines, status="failed"):
-    """The failure, headed as ``grade check`` and the hidden suites head it."""
+def _fail(step, count, case, lines, status="failed", notes=()):
+    """The failure, headed as ``grade check`` and the hidden suites head it: the lines, the likely mistakes the
+    student's warnings name, the notes, then those warnings (each once in the kernel), as the judges say them."""
+    seen = _CHECK["warnings"]
+    if status == "failed":
+        named = {getattr(line, "mid", None) for line in lines}
+        lines = [*lines, *(h for h in warning_hints(seen) if h.mid not in named)]
+    lines = [*lines, *notes, *unsaid(warning_lines(seen, _CHECK["public"]), _SAID)]
     raise CheckFailed("\n".join([f"{step} [{count}] case {case!r}: {status}", *("  " + line for line in lines)]))
+
+
+def _passed(notes=()):
+    """A passing check's notes, printed. The warnings its calls raised are kept for a check that fails (each is said
+    once in the kernel, where it explains a failure): a passing test cell says nothing of them."""
+    for note in notes:
+        print(note)
+
+
+def _functions_of(target):
+    """The student's functions ``target`` is made of: itself, or a class's methods."""
+    if isinstance(target, type):
+        return [v for v in vars(target).values() if hasattr(v, "__code__")]
+    return [target] if hasattr(target, "__code__") else []
+
+
+def _own_files(target):
+    """The files (cells) that define ``target`` and what its code refers to: the student's, not Python's, torch's, an
+    installed package's or ours."""
+    code = []
+    for fn in _functions_of(target):
+        code.append(fn.__code__)
+        for value in list(getattr(fn, "__globals__", {}).values()):
+            if hasattr(value, "__code__"):
+                code.append(value.__code__)
+            elif isinstance(value, type) and not value.__module__.startswith(("torch", "builtins")):
+                code += [v.__code__ for v in vars(value).values() if hasattr(v, "__code__")]
+    skip = (_own_files.__code__.co_filename, os.path.dirname(torch.__file__), os.path.dirname(os.__file__))
+    return sorted({c.co_filename for c in code if not c.co_filename.startswith(skip)
+                   and "site-packages" not in c.co_filename and "dist-packages" not in c.co_filename})
+
+
+def _compiled(target):
+    """The warnings Python raised compiling the cell (or file) that defines ``target``, as it did when the cell ran,
+    compiled again (never run): those of ``target``'s own definition (``warned.of_definition``)."""
+    found = []
+    for filename in sorted({fn.__code__.co_filename for fn in _functions_of(target)}):
+        source = "".join(linecache.getlines(filename))
+        if not source:
+            continue
+        with warnings.catch_warnings(record=True) as records:
+            warnings.simplefilter("always")
+            try:
+                compile(source, filename, "exec")
+            except (SyntaxError, ValueError):
+                continue
+        seen = [_as_seen(r) for r in records if str(r.filename) == filename]
+        found += of_definition(seen, source, getattr(target, "__name__", ""))
+    return found
+
+
+def _shown(public, target, *values):
+    """How a case is shown: ``True``, or on a hidden case what may be shown of it (``redact.Hidden``): the student's
+    own names, from the source of the cells that define what is checked, and the case's own sizes."""
+    if public:
+        return True
+    names = set()
+    for filename in _own_files(target):
+        names |= names_in_source("".join(linecache.getlines(filename)))
+    return Hidden(names, sizes_of(*values))
+
+
+def _begin(public, target, *values):
+    """A check begins: how its case is shown; the warnings of compiling ``target``'s definition."""
+    _CHECK.update(public=_shown(public, target, *values), warnings=_compiled(target))
+    return _CHECK["public"]
+
+
+def _caught(records):
+    """The warnings of a call that point at the student's own code (a cell, a file of theirs), as the worker's
+    warnings are said: file, line, category, message, and the line itself."""
+    skip = (_caught.__code__.co_filename, os.path.dirname(torch.__file__), os.path.dirname(os.__file__))
+    for record in records:
+        filename = str(record.filename)
+        if filename.startswith(skip) or filename.startswith("<frozen"):
+            continue
+        seen = _as_seen(record)
+        if seen not in _CHECK["warnings"]:
+            _CHECK["warnings"].append(seen)
+
+
+def _as_seen(record):
+    """A warning about the student's code as the feedback says it (``warned.warning_lines``)."""
+    filename = str(record.filename)
+    cell = "ipykernel_" in filename or filename.startswith("<")
+    return {"file": "your cell" if cell else os.path.basename(filename), "line": record.lineno,
+            "category": record.category.__name__, "message": str(record.message)[:500],
+            "text": linecache.getline(filename, record.lineno).strip()}
 
 
 def _where(exc):
@@ -155,15 +261,41 @@ def _where(exc):
     return {"file": "your cell" if cell else os.path.basename(last.filename), "line": last.lineno, "function": last.name}
 
 
-def _run(step, count, case, phase, call, public=True):
-    """``call()``, with the student's exception turned into a failed check that says where it came from."""
+def _run(step, count, case, phase, call, public=True, init=None, x=None, module=None):
+    """``call()``, with the student's exception turned into a failed check that says where it came from, and the
+    likely cause (``runtime_errors``: from a module's ``init`` arguments (None for a function), the input ``x``, the
+    line it was raised at;
+    where loading the reference weights failed, what the ``module``'s __init__ left unregistered)."""
+    once = torch.is_warn_always_enabled()
     try:
-        return call()
+        with warnings.catch_warnings(record=True) as records:
+            warnings.simplefilter("always")
+            torch.set_warn_always(True)  # torch's warn-once warnings (x.T on a batch) on every check, as in a worker
+            try:
+                return call()
+            finally:
+                torch.set_warn_always(once)
+                _caught(records)
     except NotImplementedError:
         _fail(step, count, case, [NOT_ATTEMPTED], "not attempted")
     except Exception as exc:  # noqa: BLE001 - any error in the student's code fails this case
         error = {"type": type(exc).__name__, "message": str(exc)[:1000], "phase": phase, "where": _where(exc)}
-        _fail(step, count, case, raised(error, public))
+        hints = error_hints(error, module=init is not None, init_args=init or (),
+                            x_shape=list(x.shape) if isinstance(x, torch.Tensor) else None,
+                            source_line=_student_line(exc), warnings=_CHECK["warnings"])
+        lines = [*raised(error, public), *(likely_line(h) for h in hints)]
+        if phase == "loading the reference weights" and module is not None:
+            lines += structure_hints(unregistered(module), public)
+        _fail(step, count, case, lines)
+
+
+def _student_line(exc):
+    """The text of the innermost line of the student's own code in the traceback (the line ``_where`` names)."""
+    skip = (_where.__code__.co_filename, os.path.dirname(torch.__file__), os.path.dirname(os.__file__))
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if not f.filename.startswith(skip)]
+    if not frames:
+        return None
+    return linecache.getline(frames[-1].filename, frames[-1].lineno).strip() or None
 
 
 def _seed(seed):
@@ -199,14 +331,15 @@ def _backward(output, upstream):
 
 
 def check_function(fn, step, count, *, case, args, names=None, kwargs=None, seed=None, public=True,
-                   expected=None, parameters=None, modules_after=None, grad=(), upstream=None,
+                   expected=None, parameters=None, modules_after=None, modules_before=None, grad=(), upstream=None,
                    expected_grads=None, likely=None):
     """Call ``fn(*args, **kwargs)`` (after ``torch.manual_seed(seed)``) and compare with ``expected``.
 
     ``parameters``: which outputs must be ``nn.Parameter``; ``modules_after``: the (name, value) parameters
-    each module argument must hold after the call, in argument order; ``grad``: the arguments whose
-    gradient is checked, for the fixed ``upstream`` gradient of the output.
+    each module argument must hold after the call, in argument order (``modules_before``: as they were built);
+    ``grad``: the arguments whose gradient is checked, for the fixed ``upstream`` gradient of the output.
     """
+    public = _begin(public, fn, args, kwargs, expected)
     args = _fresh(list(args))
     names = names or [f"argument {i + 1}" for i in range(len(args))]
     for i in grad:
@@ -214,11 +347,12 @@ def check_function(fn, step, count, *, case, args, names=None, kwargs=None, seed
     snapshots = {i: a.detach().clone() for i, a in enumerate(args) if isinstance(a, torch.Tensor)}
     tol = _tolerance(step, expected)
     _seed(seed)
-    output = _run(step, count, case, "call", lambda: fn(*args, **(kwargs or {})), public)
+    output = _run(step, count, case, "call", lambda: fn(*args, **(kwargs or {})), public, x=args[0] if args else None)
     lines = _compare(output, expected, tol, public, "output", likely)
     if modules_after is not None:
         mine = [[(n, p.detach().clone()) for n, p in a.named_parameters()] for a in args if isinstance(a, torch.nn.Module)]
-        lines += compare_values(mine, modules_after, tol, public, "modules after")
+        modules = [names[i] for i, a in enumerate(args) if isinstance(a, torch.nn.Module)]
+        lines += modules_after_problems(mine, modules_after, modules, tol, public, modules_before)
     notes = []  # said, never a reason to fail: as the hidden suites say them (grading/judge.py)
     for i, must in enumerate(parameters or []):
         got = output[i] if isinstance(output, (tuple, list)) and i < len(output) else None
@@ -234,9 +368,8 @@ def check_function(fn, step, count, *, case, args, names=None, kwargs=None, seed
         inputs = [(names[i], args[i].grad, e) for i, e in (expected_grads or {}).items()]
         lines += after_output(lines, gradient_problems(state, inputs, [], tol, public))
     if lines:
-        _fail(step, count, case, lines + notes)
-    for note in notes:
-        print(note)
+        _fail(step, count, case, lines, notes=notes)
+    _passed(notes)
 
 
 def _build(cls, step, count, case, init, init_kwargs, seed, public=True):
@@ -257,15 +390,17 @@ def check_parameters(cls, step, count, *, case, init, seed, expected, init_kwarg
 
     ``expected``: (name, tensor) pairs, or (name, shape) when only shapes are compared.
     """
+    public = _begin(public, cls, init, init_kwargs)
     module = _build(cls, step, count, case, init, init_kwargs, seed, public)
     mine = [(n, p.detach().clone()) for n, p in module.named_parameters()]
     lines = parameter_problems(expected, mine, _tolerance(step, None), public,
                                shapes_only=bool(expected) and all(isinstance(v, list) for _, v in expected),
                                expected_buffers=buffers,
                                my_buffers=[(n, list(b.shape)) for n, b in module.named_buffers()],
-                               expect_count=total)
+                               expect_count=total, unregistered=unregistered(module))
     if lines:
         _fail(step, count, case, lines)
+    _passed()
 
 
 def check_module(cls, step, count, *, case, init, x, seed, expected, init_kwargs=None, weights=None,
@@ -280,6 +415,7 @@ def check_module(cls, step, count, *, case, init, x, seed, expected, init_kwargs
     keeps between calls shows on the judged one). With ``upstream``, also backpropagate it and compare the
     gradients w.r.t. x and every parameter.
     """
+    public = _begin(public, cls, init, init_kwargs, x, [call[0] for call in before], expected)
     module = _build(cls, step, count, case, init, init_kwargs, seed, public)
     own = dict(module.named_parameters())
 
@@ -294,11 +430,11 @@ def check_module(cls, step, count, *, case, init, x, seed, expected, init_kwargs
                 own[name].copy_(value)
 
     if weights:
-        _run(step, count, case, "loading the reference weights", load, public)
+        _run(step, count, case, "loading the reference weights", load, public, module=module)
     for earlier, training, earlier_seed in before:
         module.train(bool(training))
         _seed(earlier_seed)
-        _run(step, count, case, "forward", lambda: module(_fresh(earlier)), public)
+        _run(step, count, case, "forward", lambda: module(_fresh(earlier)), public, init=init, x=x)
     module.train(train)
     x = _fresh(x)
     if upstream is not None:
@@ -306,7 +442,7 @@ def check_module(cls, step, count, *, case, init, x, seed, expected, init_kwargs
     before = x.detach().clone()
     tol = _tolerance(step, expected)
     _seed(forward_seed)
-    output = _run(step, count, case, "forward", lambda: module(x), public)
+    output = _run(step, count, case, "forward", lambda: module(x), public, init=init, x=x)
     if dropout is not None:
         lines = module_dropout_problems(output, expected, dropout[0], dropout[1], public)
     else:
@@ -320,42 +456,58 @@ def check_module(cls, step, count, *, case, init, x, seed, expected, init_kwargs
         lines += after_output(lines, gradient_problems(state, inputs, params, tol, public))
     if lines:
         _fail(step, count, case, lines)
+    _passed()
+
+
+def _constructed(cls, init, init_kwargs):
+    """``cls(*init)``: the exception it raised, or None; the warnings it raised noted for the check."""
+    with warnings.catch_warnings(record=True) as records:
+        warnings.simplefilter("always")
+        try:
+            cls(*init, **(init_kwargs or {}))
+        except Exception as exc:  # noqa: BLE001 - the student's exception is the check's answer
+            return exc
+        finally:
+            _caught(records)
+    return None
 
 
 def check_accepts(cls, step, count, *, case, init, refusals, init_kwargs=None, public=True):
     """``cls(*init)`` must not raise any of ``refusals``: these arguments are valid (grading/judge.py)."""
-    try:
-        cls(*init, **(init_kwargs or {}))
-    except NotImplementedError:
+    public = _begin(public, cls, init, init_kwargs)
+    exc = _constructed(cls, init, init_kwargs)
+    if isinstance(exc, NotImplementedError):
         _fail(step, count, case, [NOT_ATTEMPTED], "not attempted")
-    except Exception as exc:  # noqa: BLE001 - only the errors meant for invalid arguments fail this case
-        if type(exc).__name__ in refusals:
-            _fail(step, count, case, [refused_valid(case, type(exc).__name__, str(exc), public)])
+    if exc is not None and type(exc).__name__ in refusals:
+        _fail(step, count, case, [refused_valid(case, type(exc).__name__, str(exc), public)])
+    _passed()
 
 
 def check_raises(cls, step, count, *, case, init, exception, init_kwargs=None, public=True, also_accepted=()):
     """``cls(*init)`` must raise the exception named ``exception`` (or one named in ``also_accepted``)."""
-    try:
-        cls(*init, **(init_kwargs or {}))
-    except NotImplementedError:
+    public = _begin(public, cls, init, init_kwargs)
+    exc = _constructed(cls, init, init_kwargs)
+    if isinstance(exc, NotImplementedError):
         _fail(step, count, case, [NOT_ATTEMPTED], "not attempted")
-    except Exception as exc:  # noqa: BLE001 - any exception is compared with the one expected
-        if type(exc).__name__ != exception and type(exc).__name__ not in also_accepted:
-            _fail(step, count, case, [wrong_exception(exception, type(exc).__name__, str(exc), public)])
-        return
-    _fail(step, count, case, [nothing_raised(exception)])
+    if exc is None:
+        _fail(step, count, case, [nothing_raised(exception)])
+    if type(exc).__name__ != exception and type(exc).__name__ not in also_accepted:
+        _fail(step, count, case, [wrong_exception(exception, type(exc).__name__, str(exc), public)])
+    _passed()
 
 
 def check_dropout(fn, step, count, *, case, x, p, seed, needs_graph=False, upstream=None, public=True):
     """Dropout by its properties: each entry 0 or x / (1 - p), about 1 - p of them kept; with ``needs_graph``, the
     gradient for ``upstream`` that the output implies (as the hidden suites judge it: grading/judge.py)."""
+    public = _begin(public, fn, [x, p])
     args = [x.detach().clone().requires_grad_(needs_graph), p]
     before = args[0].detach().clone()
     _seed(seed)
-    out = _run(step, count, case, "call", lambda: fn(*args), public)
+    out = _run(step, count, case, "call", lambda: fn(*args), public, x=x)
     lines = dropout_problems(out, x, p, public, modified=_changed(before, args[0]))
     if not lines and needs_graph:
         state = _backward(out, upstream)
         lines = dropout_gradient_problems(out, x, p, upstream, state, args[0].grad, public)
     if lines:
         _fail(step, count, case, lines)
+    _passed()

@@ -75,6 +75,8 @@ def function_call(case: Case, target: str) -> str:
     if "modules_after" in spec.get("fields", []):
         # as the worker answers it: each module argument's (name, value) parameters, in argument order
         items.append(("modules_after", "[" + ", ".join(literals.named(p) for p in expected["modules_after"]) + "]"))
+        if spec.get("modules_before"):  # as they were built: a parameter the call left so was never copied into
+            items.append(("modules_before", "[" + ", ".join(literals.named(p) for p in spec["modules_before"]) + "]"))
     if request.get("upstream") is not None:
         items.append(("grad", literals.value(request.get("grad_args", []))))
         items.append(("upstream", literals.value(request["upstream"])))
@@ -100,7 +102,7 @@ def module_call(case: Case, target: str) -> list[str]:
                 "# the same seed, which the parameters case above compared with the reference's."]
         weights = []
     if weights:
-        items.append(("weights", literals.named(weights)))
+        items.append(("weights", literals.named(weights, aside=True)))  # the reference's: in the data file
     if request.get("calls_before"):
         # earlier calls on the same instance (other lengths, the other mode), as grade autograde makes them
         calls = [f"({literals.value(c['args'][0])}, {bool(c.get('train'))}, {literals.value(c.get('seed'))})"
@@ -120,8 +122,9 @@ def module_call(case: Case, target: str) -> list[str]:
         items.append(("upstream", literals.value(request["upstream"])))
         x_grad = (expected.get("input_grads") or {}).get("0")
         items.append(("expected_grads", "{'x': " + literals.value(x_grad) + "}"))
+        # the parameters' gradients, as the reference's weights give them: in the data file (said, never read through)
         items.append(("expected_param_grads", "{" + "".join(
-            f"\n        {n!r}: {literals.value(g)}," for n, g in (expected.get("param_grads") or {}).items()) + "\n    }"))
+            f"\n        {n!r}: {literals.kept_aside(g)}," for n, g in (expected.get("param_grads") or {}).items()) + "\n    }"))
     items += _likely(case)
     return [*note, _call("check_module", target, case, items)]
 

@@ -1,7 +1,8 @@
 """The checking helper: ``checking_helper.py``, beside the notebooks, and the notebooks' cell importing it.
 
 The file is ``autograder.feedback``'s own modules (the words and numbers every grading path uses), in the
-order they import one another, then the notebook's runner (``cell_runner.py``), each pasted as it is but
+order they import one another (after the worker's module that finds a module's unregistered layers, which the
+runner uses too), then the notebook's runner (``cell_runner.py``), each pasted as it is but
 for its ``from __future__`` import and its imports of the feedback package (the file is one namespace),
 then the course's tolerances and the name of the data file. It depends on torch and the standard library
 only. ``grade nbgrader`` writes it into ``source/<assignment>/``, where nbgrader treats it as it treats the
@@ -22,8 +23,11 @@ from . import cell_runner
 
 PACKAGE = "autograder.feedback"
 FEEDBACK_DIR = Path(__file__).resolve().parent.parent / "feedback"
+#: the worker's modules the runner uses as they are (torch only): pasted first, their imports dropped like the package's
+WORKER_MODULES = ("autograder.worker.unregistered",)
 #: what a pasted module may import besides its own package's modules
-ALLOWED_IMPORTS = {"torch", "math", "re", "builtins", "base64", "dataclasses", "os", "traceback"}
+ALLOWED_IMPORTS = {"torch", "math", "re", "builtins", "base64", "dataclasses", "os", "traceback", "ast", "linecache",
+                   "warnings"}
 
 
 #: the module beside the notebooks, and its file
@@ -42,7 +46,7 @@ def _module_name(node: ast.ImportFrom, here: str) -> str | None:
     """The feedback module an ``import from`` names, or None when it names another package."""
     if node.level:
         return f"{PACKAGE}.{node.module}" if node.module and node.level == 1 else None
-    if node.module and node.module.startswith(PACKAGE + "."):
+    if node.module and (node.module.startswith(PACKAGE + ".") or node.module in WORKER_MODULES):
         return node.module
     return None
 
@@ -134,7 +138,7 @@ def module_source(tolerances: dict[str, tuple], data_file: str | None = None) ->
              "(the kit's autograder/feedback package), then the code that runs your functions and classes in the\n"
              "notebook (autograder/nbgrader_course/cell_runner.py). Do not edit it: grading uses the course's copy.\n"
              '"""']
-    for name, text in pasted([*feedback_modules(), cell_runner.__name__]):
+    for name, text in pasted([*WORKER_MODULES, *feedback_modules(), cell_runner.__name__]):
         parts.append(f"# ---- {name.replace('.', '/')}.py\n{text}")
     entries = "".join(f"\n    {step!r}: {value}," for step, value in tolerances.items())
     tail = f"TOLERANCES.update({{{entries}\n}})"

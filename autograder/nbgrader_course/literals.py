@@ -206,8 +206,10 @@ def value(v) -> str:
     raise TypeError(f"cannot write a {type(v).__name__} into a notebook")
 
 
-def named(pairs) -> str:
-    """(name, tensor) pairs, one per line: parameters and their gradients."""
+def named(pairs, aside: bool = False) -> str:
+    """(name, tensor) pairs, one per line: parameters and their gradients; ``aside``: tensors no student reads (the
+    reference's weights loaded into theirs), in the data file where one is in use (``kept_aside``)."""
     if not pairs:
         return "[]"
-    return "[\n" + "".join(f"    ({name!r}, {value(t)}),\n" for name, t in pairs) + "]"
+    write = kept_aside if aside else value
+    return "[\n" + "".join(f"    ({name!r}, {write(t)}),\n" for name, t in pairs) + "]"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from autograder.feedback.catalogue import ids_of
+from autograder.feedback.catalogue import GENERIC, ids_of
 
 from .verdict import PASSED, step_status
 
@@ -70,12 +70,19 @@ class StepOutcome:
 
     @property
     def likely(self) -> list[str]:
-        """The hints of its failing counts, in order; a count's hint an earlier count gave is not repeated."""
+        """The hints of its failing counts, the most specific first (a known mistake reproduced, an error or a warning
+        recognised, before what values alone suggest), in their counts' order; a hint an earlier count gave is not
+        repeated."""
         found: list[str] = []
+        mids: list[str | None] = []
         for c in self.counts:
             if c.status != PASSED:
-                found += [h for h in c.likely if h not in found]
-        return found
+                for h, mid in zip(c.likely, c.misconceptions if len(c.misconceptions) == len(c.likely) else [None] * len(c.likely)):
+                    if h not in found:
+                        found.append(h)
+                        mids.append(mid)
+        generic = [h for h, mid in zip(found, mids) if mid in GENERIC]
+        return [h for h in found if h not in generic] + generic
 
     @property
     def misconceptions(self) -> list[str]:

@@ -26,6 +26,9 @@ class Verdict:
     lines: list[str] = field(default_factory=list)
     #: said to the student whatever the status, never a reason for it: a fact that is the worker's word
     notes: list[str] = field(default_factory=list)
+    #: Python's and torch's warnings about the student's own lines (``feedback/warned.py``): said whatever the
+    #: status, once per submission by whoever shows them (``warned.unsaid``), never as printed output
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def passed(self) -> bool:

@@ -79,7 +79,9 @@ def caption(ev: dict, weights: bool) -> str:
     """The words under a case's pictures, in whole sentences."""
     what = ev["what"]
     heads = ev.get("heads") or 0
-    words = [f"{what[:1].upper()}{what[1:]} of case {ev.get('case', '')!r}.",
+    if "." not in what.split(" ", 1)[0]:  # the kit's words start a sentence; a name of the student's (sa_v1.W_key) stays
+        what = what[:1].upper() + what[1:]
+    words = [f"{what} of case {ev.get('case', '')!r}.",
              "From left to right: the expected values, yours on the same colour scale, and yours − expected "
              "(red where yours is too high, blue where it is too low)."]
     if heads > 1:

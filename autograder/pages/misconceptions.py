@@ -6,13 +6,14 @@ feedback's words. The dashboard names an id in the catalogue's words, the ones t
 """
 from __future__ import annotations
 
-from autograder.feedback.catalogue import MISCONCEPTIONS, WORDS_TO_ID
+from autograder.feedback.catalogue import MISCONCEPTIONS, WORDS_TO_ID, words_of
 
 
 def label(mid: str) -> str:
-    """How the dashboard names an id: the words the feedback uses for it, else the id's own words."""
+    """How the dashboard names an id: the words the feedback uses for it (a student's own names in them made
+    generic), else the id's own words."""
     if mid in MISCONCEPTIONS:
-        return MISCONCEPTIONS[mid]
+        return words_of(mid)
     words = [w for w, i in WORDS_TO_ID.items() if i == mid]
     return words[0] if words else mid.replace("-", " ")
 

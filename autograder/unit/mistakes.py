@@ -7,8 +7,9 @@ from autograder.feedback.catalogue import MISCONCEPTIONS
 
 
 def attention(x, Wq, Wk, Wv, *, scale="sqrt", causal=False, dim=-1, mask_after_softmax=False, swap_qk=False,
-              bq=None, bk=None, bv=None, context_length=None):
-    """Attention with weights given as [d_in, d_out] matrices, optionally done wrong in one way."""
+              bq=None, bk=None, bv=None, context_length=None, diagonal=1):
+    """Attention with weights given as [d_in, d_out] matrices, optionally done wrong in one way (``diagonal=0``: the
+    mask hides each token from itself too)."""
     q, k, v = x @ Wq, x @ Wk, x @ Wv
     if bq is not None:
         q, k, v = q + bq, k + bk, v + bv
@@ -17,7 +18,7 @@ def attention(x, Wq, Wk, Wv, *, scale="sqrt", causal=False, dim=-1, mask_after_s
     scores = q @ k.transpose(-2, -1)
     d_k = k.shape[-1]
     T = scores.shape[-1]
-    future = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
+    future = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=diagonal)
     if context_length is not None:  # the mask of context_length, sliced from its top-right corner
         future = torch.triu(torch.ones(context_length, context_length, dtype=torch.bool), diagonal=1)[:T, -T:]
     if causal and not mask_after_softmax:
@@ -69,6 +70,7 @@ def linear_mistakes(causal: bool, prefix: str = "", context_length: int | None =
     if causal:
         found["no causal mask: tokens attend to the future"] = lambda p, x: _no_mask(p, x, prefix)
         found["masked after the softmax without renormalizing the rows"] = run(mask_after_softmax=True)
+        found[MISCONCEPTIONS["mask-hides-diagonal"]] = run(diagonal=0)
     return found
 
 
@@ -106,8 +108,9 @@ def causal_weight_mistakes() -> dict:
 
 
 def dropout_place_mistakes(p: float, forward_seed: int, prefix: str = "") -> dict:
-    """CausalAttention's dropout on the values or on the scores instead of the weights, in training mode with
-    the global generator seeded with ``forward_seed`` just before the forward pass (as the grader does)."""
+    """CausalAttention's dropout on the values or on the scores (raw or masked) instead of the weights, and the mask
+    that hides the diagonal too, in training mode with the global generator seeded with ``forward_seed`` just before
+    the forward pass (as the grader does)."""
     def run(where):
         def fn(params, x):
             (q, bq), (k, bk), (v, bv) = (_linear(params, prefix + n) for n in ("W_query", "W_key", "W_value"))
@@ -118,14 +121,25 @@ def dropout_place_mistakes(p: float, forward_seed: int, prefix: str = "") -> dic
                 scores = queries @ keys.transpose(-2, -1)
                 if where == "scores":
                     scores = torch.nn.functional.dropout(scores, p, training=True)
-                scores = scores.masked_fill(torch.triu(torch.ones(T, T, dtype=torch.bool), 1), -torch.inf)
+                hidden = torch.triu(torch.ones(T, T, dtype=torch.bool), 0 if where == "diagonal too" else 1)
+                scores = scores.masked_fill(hidden, -torch.inf)
+                if where == "masked scores":  # a dropped -inf is -inf * 0: NaN
+                    scores = torch.nn.functional.dropout(scores, p, training=True)
                 weights = torch.softmax(scores / keys.shape[-1] ** 0.5, dim=-1)
+                if where == "diagonal too":  # dropout in its place, the mask wrong
+                    weights = torch.nn.functional.dropout(weights, p, training=True)
                 if where == "values":
                     values = torch.nn.functional.dropout(values, p, training=True)
                 return weights @ values
         return fn
 
-    return {MISCONCEPTIONS["dropout-on-values"]: run("values"), MISCONCEPTIONS["dropout-on-scores"]: run("scores")}
+    return {MISCONCEPTIONS["dropout-on-values"]: run("values"), MISCONCEPTIONS["dropout-on-scores"]: run("scores"),
+            MISCONCEPTIONS["dropout-on-masked-scores"]: run("masked scores"),
+            MISCONCEPTIONS["mask-hides-diagonal"]: run("diagonal too")}
+
+
+#: what dropout that ignores eval() gives: the reference's own answer to the same call in training mode
+DROPOUT_IN_EVAL = {MISCONCEPTIONS["dropout-in-eval"]: {"train": True}}
 
 
 def seed_in_forward_mistakes(seed: int = 123) -> dict:

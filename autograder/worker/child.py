@@ -6,7 +6,7 @@ process's word (docs/isolation.md). So nothing here defends itself against the c
 answer from earning points is on the other side of the channel.
 
 It first says ``{"started": True}`` (before any student code runs), then, once the submission is imported, which
-of its modules failed to (``{"import_errors": ...}``).
+of its modules failed to (``{"import_errors": ...}``) and the warnings their compiling raised (``"warnings"``).
 
 Requests: ``{"op": "step"}`` starts a step (fresh random state); ``{"op": "standins", "standins": {...}}``
 builds and substitutes stand-ins (for the steps graded last), and so does ``{"op": "step", "standins": {...}}``
@@ -28,7 +28,8 @@ import sys
 
 from pathlib import Path
 
-from . import argument_buffer, asked_before, confine, hygiene, importable, reference_server, runtime, submission, wire
+from . import argument_buffer, asked_before, confine, hygiene, importable, reference_server, runtime, submission, \
+    warnings_seen, wire
 from .errors import error, failed
 
 
@@ -56,10 +57,11 @@ def serve(channel: socket.socket, folder: str, spawn: dict, shared: tuple[str, .
     # grader's own start (its confinement), never in the student's code (grading/runner.py reads it).
     channel.sendall(wire.pack(wire.STARTED))
     importable.install()  # the packages installed wherever code is graded, and no other (importable.py)
-    modules, errors = submission.load(folder, spawn["modules"])
+    with warnings_seen.collecting(folder) as warned:  # Python's words about the student's files as they compile
+        modules, errors = submission.load(folder, spawn["modules"])
     ws = runtime.prepare(folder, modules)
     baseline = hygiene.fingerprint(modules, shared)
-    channel.sendall(wire.pack({"import_errors": errors}))
+    channel.sendall(wire.pack({"import_errors": errors, "warnings": warned}))
     batch: list[tuple[bytes, bytes, list[int]]] = []
     while True:
         try:

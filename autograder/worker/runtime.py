@@ -14,10 +14,11 @@ from pathlib import Path
 
 import torch
 
-from . import argument_buffer
+from . import argument_buffer, warnings_seen
 from . import standins as standins_mod
 from .errors import error, failed
 from .submission import describe_exception
+from .unregistered import unregistered
 
 
 def seed(value: int) -> None:
@@ -162,14 +163,23 @@ def _load(module: torch.nn.Module, load: dict | None) -> None:
 
 
 def run(request: dict, ws: Workspace, buffer: argument_buffer.Buffer | None = None) -> dict:
-    """Run one request; never raises (errors are part of the answer).
+    """Run one request; never raises (errors are part of the answer). The warnings raised about the student's files
+    meanwhile are the answer's ``warnings`` (``warnings_seen.py``), never printed.
 
     ``buffer``: the trusted side's buffer holding the call's top-level tensor arguments (``$shared`` markers), whose
     in-place changes the trusted side reads itself. Without one (the reference in the trusted process, a worker
     spawned where descriptors cannot be handed over), the answer carries ``args_after``: copies of the arguments as
     the call left them.
     """
-    phase = "setup"
+    with warnings_seen.collecting(ws.folder) as warned:
+        answer = _run(request, ws, buffer)
+    if warned:
+        answer["warnings"] = warned
+    return answer
+
+
+def _run(request: dict, ws: Workspace, buffer: argument_buffer.Buffer | None = None) -> dict:
+    phase, module = "setup", None
     try:
         built: list = []
         target = ws.resolve(request["target"], standin=request.get("standin", False))
@@ -182,6 +192,7 @@ def run(request: dict, ws: Workspace, buffer: argument_buffer.Buffer | None = No
             if not isinstance(module, torch.nn.Module):
                 raise TypeError(f"{request['target']}(...) did not create an nn.Module")
             answer.update(_params(module, request))
+            answer.update(_unregistered(module))
             if request.get("construct_only"):
                 return answer
             phase = "loading the reference weights"
@@ -235,7 +246,18 @@ def run(request: dict, ws: Workspace, buffer: argument_buffer.Buffer | None = No
     except MissingStep as exc:
         return failed(error("MissingStep", ""), phase, missing=exc.target)
     except BaseException as exc:  # noqa: BLE001 - SystemExit, KeyboardInterrupt and the student's own too
-        return failed(describe_exception(exc, ws.folder), phase, not_attempted=isinstance(exc, NotImplementedError))
+        return failed(describe_exception(exc, ws.folder), phase, not_attempted=isinstance(exc, NotImplementedError),
+                      **(_unregistered(module) if isinstance(module, torch.nn.Module) else {}))
+
+
+def _unregistered(module: torch.nn.Module) -> dict:
+    """What the module's __init__ left where nn.Module does not look (``feedback/structure.py``), for the student's
+    feedback only; nothing when there is none, or when looking fails."""
+    try:
+        found = unregistered(module)
+    except BaseException:  # noqa: BLE001 - the student's module: a hostile attribute is no reason to fail the call
+        return {}
+    return {"unregistered": found} if found else {}
 
 
 def prepare(folder: Path, modules: dict[str, types.ModuleType]) -> Workspace:

@@ -4,9 +4,9 @@ A differential checker, on purpose apart from the kit: none of its judges, suite
 workers. Each step of the submission is run beside the same step of ``solutions/`` on this file's own inputs
 (negative, large and tied scores, float64, T = 1, a batch of two; modules built from one seed, called twice
 on one instance with other lengths, in training then eval mode, with seeded dropout), and compared: shape,
-dtype, values, gradients, parameters, and raising where the solution raises. While a step runs, the
-submission's *earlier* steps are the solution's (stand-ins, in process: this is a test tool), so a bug is
-labelled on its own step only.
+dtype, values, gradients, parameters, raising where the solution raises (sizes it refuses too). While a step
+runs, the submission's *earlier* steps are the solution's (stand-ins, in process: this is a test tool), so a
+bug is labelled on its own step only.
 
 ``python tests/corpus/label.py NAME...`` prints each submission's label: ``full``, or the steps that differ.
 """
@@ -122,7 +122,15 @@ def _module_probes(short: str):
     if short == "CausalAttention":
         return [((3, 2, 6, 0.0), (2, 6, 3)), ((3, 4, 8, 0.5), (2, 5, 3)), ((3, 2, 6, 0.0, True), (1, 1, 3))]
     if short in ("MultiHeadAttentionWrapper", "MultiHeadAttention"):
-        return [((3, 4, 6, 0.0, 2), (2, 6, 3)), ((4, 4, 8, 0.5, 2), (2, 5, 4)), ((3, 2, 6, 0.0, 1), (1, 1, 3))]
+        return [((3, 4, 6, 0.0, 2), (2, 6, 3)), ((4, 4, 8, 0.5, 2), (2, 5, 4)), ((3, 2, 6, 0.0, 1), (1, 1, 3)),
+                ((3, 4, 6, 0.0, 2, True), (1, 2, 3))]
+    return []
+
+
+def _invalid_inits(short: str):
+    """Constructor arguments a module step must refuse (raise for), as the solution does."""
+    if short == "MultiHeadAttention":
+        return [(3, 5, 6, 0.0, 2), (8, 6, 4, 0.0, 4)]
     return []
 
 
@@ -233,6 +241,9 @@ def step_differs(folder: Path, step: str, order: list[str], standins: bool = Tru
     if short == "gpt2_small_attention":
         return not _close(_gpt2(own), _gpt2(correct))
     probes = _module_probes(short)
+    if any(isinstance(_attempt(lambda: own(*init)), Raised) != isinstance(_attempt(lambda: correct(*init)), Raised)
+           for init in _invalid_inits(short)):  # refusing what the solution refuses, and nothing else
+        return True
     if probes:
         return any(not _close(_module_run(own, init, shape), _module_run(correct, init, shape)) for init, shape in probes)
     return any(not _close(_call(own, args, grads), _call(correct, args, grads)) for args, grads in _function_calls(step))

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import traceback
+from dataclasses import replace
 
 import pytest
 
@@ -10,6 +11,7 @@ from autograder.grading.suites import reference_quotes
 from autograder.grading.cases import Check, Tolerances
 from autograder.outputs.outcomes import CountOutcome, hints_of
 from autograder.feedback.tolerance import Tolerance
+from autograder.feedback.warned import pending
 from autograder.outputs.verdict import FAILED, NOT_ATTEMPTED, PASSED, StepFailure
 
 
@@ -92,6 +94,19 @@ class GradingPlugin:
             public=spec.visibility == "public", cases=getattr(check, "cases_run", 0), case=case, evidence=evidence,
             misconceptions=ids, likely=tuple(h for h in likely if f"  likely: {h}" in shown),
             notes=tuple(getattr(check, "notes", ())) if status == PASSED else ())
+
+    def place_warnings(self) -> None:
+        """The warnings about a step's lines that no failing count of it showed (``feedback/warned.py: pending``):
+        notes of the step's last count, said once, after every count has run."""
+        last: dict[str, tuple[str, str]] = {}
+        for step, count in self.outcomes:
+            last[step] = (step, count)
+        for step, key in last.items():
+            left = pending(self.said, step)
+            if left:
+                outcome = self.outcomes[key]
+                self.outcomes[key] = replace(outcome, notes=(*outcome.notes, *left))
+                left.clear()
 
     # -- as a pytest plugin ----------------------------------------------------------------------
     @pytest.fixture

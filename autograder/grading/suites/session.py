@@ -99,6 +99,7 @@ class Grader:
             self._run_tests(plugin)
         finally:
             runner.close()
+        plugin.place_warnings()
         notes = [*gradescope_results.unreadable_modules(self.course, plugin.outcomes, module_errors or {}), *(notes or [])]
         if runner.output_bytes:
             notes.append(f"Your code printed {runner.output_bytes} bytes while being graded; printed output is not shown here.")

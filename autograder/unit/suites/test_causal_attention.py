@@ -4,7 +4,8 @@ import torch
 from autograder.unit import documents
 from autograder.grading.suites.authoring import rand, randn, step
 
-from autograder.unit.mistakes import causal_weight_mistakes, dropout_place_mistakes, linear_mistakes, seed_in_forward_mistakes
+from autograder.unit.mistakes import (DROPOUT_IN_EVAL, causal_weight_mistakes, dropout_place_mistakes, linear_mistakes,
+                                      seed_in_forward_mistakes)
 
 F64 = torch.float64
 
@@ -168,8 +169,9 @@ class _CausalModule:
         # Dropout's public signal that needs no seeded mask: in eval mode, dropout 0.5 changes nothing.
         # (another seed than the hidden eval-mode cases: their answers stay hidden, even from a student whose dropout
         # ignores eval())
-        check.module(self.init(dropout=0.5), book_batch(), seed=321, train=False, public=True,
-                     case="dropout 0.5 in eval mode (model.eval()): dropout is off, the output is dropout 0.0's")
+        check.module(self.init(dropout=0.5), book_batch(), seed=321, train=False, forward_seed=324, public=True,
+                     case="dropout 0.5 in eval mode (model.eval()): dropout is off, the output is dropout 0.0's",
+                     mistakes=DROPOUT_IN_EVAL)
         # and in training mode, by its properties: with one token, each head's one attention weight is 1, dropped
         # (that head's output all zeros) or kept and rescaled (the eval-mode output / (1 - p)), whatever the mask
         check.module_dropout(self.init(dropout=0.5), rand(64, 1, 3, seed=322), 0.5, heads=self.heads(), seed=321,
@@ -200,13 +202,11 @@ class _CausalModule:
                      case="training mode, dropout 0.5", mistakes=self.dropout_mistakes(0.5, 2024))
         # dropout that ignores eval() gives the reference's own training-mode answer: same seed, same mask
         check.module(self.init(dropout=0.5), book_batch(), seed=123, train=False, case="eval mode: dropout is off",
-                     mistakes={"dropout is applied in eval mode too: it must follow self.training (nn.Dropout, or "
-                               "F.dropout(..., training=self.training))": {"train": True}})
+                     mistakes=DROPOUT_IN_EVAL)
         # training, then eval on the same instance: dropout must follow the mode of each call
         check.module(self.init(dropout=0.5), documents.wars_inputs().unsqueeze(0), seed=123, train=False,
                      before=[(book_batch(), True, 2024)], case="training mode first, then eval mode: dropout is off",
-                     mistakes={"dropout is applied in eval mode too: it must follow self.training (nn.Dropout, or "
-                               "F.dropout(..., training=self.training))": {"train": True}})
+                     mistakes=DROPOUT_IN_EVAL)
 
     def dropout_mistakes(self, p: float, forward_seed: int) -> dict:
         """Dropout in the wrong place, or a seed of the module's own, as a training-mode call seeded with

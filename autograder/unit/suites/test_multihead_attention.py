@@ -24,7 +24,9 @@ class TestMultiHeadAttentionWrapper(_CausalModule):
 @step("multihead_attention.MultiHeadAttention")
 class TestMultiHeadAttention(_CausalModule):
     extra_init = [2]
-    d_out = 4  # divisible by num_heads=2
+    # divisible by num_heads=2; head_dim 4: every wrong scaling below gives other values than the others here (with
+    # d_out 4, head_dim 2 is sqrt(d_out): dividing by head_dim and by sqrt(d_out) could not be told apart)
+    d_out = 8
 
     def mistakes(self, context_length=None, heads=2):
         return {"out_proj is created but never applied": lambda p, x: _mha(p, x, heads=heads, out_proj=False),
@@ -38,7 +40,9 @@ class TestMultiHeadAttention(_CausalModule):
                 "scores scaled by sqrt(d_out) instead of sqrt(head_dim)": lambda p, x: _mha(p, x, heads=heads, scale="d_out"),
                 "scores scaled by sqrt(num_heads) instead of sqrt(head_dim)":
                     lambda p, x: _mha(p, x, heads=heads, scale="heads"),
-                MISCONCEPTIONS["heads-split-interleaved"]: lambda p, x: _mha(p, x, heads=heads, layout="interleaved")}
+                MISCONCEPTIONS["divided-by-head-dim"]: lambda p, x: _mha(p, x, heads=heads, scale="head_dim, no sqrt"),
+                MISCONCEPTIONS["heads-split-interleaved"]: lambda p, x: _mha(p, x, heads=heads, layout="interleaved"),
+                MISCONCEPTIONS["mask-hides-diagonal"]: lambda p, x: _mha(p, x, heads=heads, diagonal=0)}
 
     def dropout_mistakes(self, p, forward_seed):
         return seed_in_forward_mistakes()  # the reference's own answer, seeded otherwise
@@ -68,7 +72,9 @@ class TestMultiHeadAttention(_CausalModule):
         check.accepts(refusals, [2, 9, 5, 0.0, 3], case="d_out=9 is divisible by num_heads=3")
 
     def random_sizes(self):
-        return [(4, 4, 8, 5, 1, 151), (6, 6, 6, 6, 3, 152), (8, 8, 12, 3, 2, 153)]
+        # (d_in, d_out, context_length, T, batch, seed): head_dim, its square root, sqrt(d_out), sqrt(num_heads) and
+        # sqrt(T) all differ, so that each wrong scaling gives its own values
+        return [(8, 8, 8, 5, 1, 151), (6, 6, 6, 5, 3, 152), (8, 8, 12, 3, 2, 153)]
 
     def test_randomized(self, check):
         super().test_randomized(check)
@@ -77,7 +83,7 @@ class TestMultiHeadAttention(_CausalModule):
                      mistakes=self.mistakes(heads=4))
 
 
-def _mha(p, x, heads, out_proj=True, merge="transpose", scale="head_dim", layout="contiguous"):
+def _mha(p, x, heads, out_proj=True, merge="transpose", scale="head_dim", layout="contiguous", diagonal=1):
     b, T, _ = x.shape
     q = x @ p["W_query.weight"].T
     k = x @ p["W_key.weight"].T
@@ -93,8 +99,10 @@ def _mha(p, x, heads, out_proj=True, merge="transpose", scale="head_dim", layout
         return t.view(b, T, heads, hd).transpose(1, 2)
 
     q, k, v = split(q), split(k), split(v)
-    scores = (q @ k.transpose(2, 3)).masked_fill(torch.triu(torch.ones(T, T, dtype=torch.bool), 1), -torch.inf)
-    w = torch.softmax(scores / {"head_dim": hd, "tokens": T, "d_out": d_out, "heads": heads}[scale] ** 0.5, dim=-1)
+    scores = (q @ k.transpose(2, 3)).masked_fill(torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal), -torch.inf)
+    divisor = {"head_dim": hd ** 0.5, "head_dim, no sqrt": hd, "tokens": T ** 0.5, "d_out": d_out ** 0.5,
+               "heads": heads ** 0.5}[scale]
+    w = torch.softmax(scores / divisor, dim=-1)
     ctx = w @ v
     ctx = {"transpose": ctx.transpose(1, 2), "view": ctx, "permute": ctx.permute(2, 0, 1, 3)}[merge]
     ctx = ctx.contiguous().view(b, T, d_out)

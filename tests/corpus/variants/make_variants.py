@@ -119,6 +119,66 @@ VARIANTS: dict[str, list[tuple[str, str, str]]] = {
                                       "        attn_weights = self.dropout(attn_weights)\n",
                                       "        attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1).squeeze()\n"
                                       "        attn_weights = self.dropout(attn_weights)\n")],
+    # the mistakes beginners make most, as readers of the book write them, each beside a control that passes: what
+    # the student reads names the mistake in their own names (tests/test_autograde_corpus.py: STUDENT_MISTAKES)
+    "bug_transfer_key_not_copied": [("trainable_attention", "        sa_v1.W_key.copy_(sa_v2.W_key.weight.T)\n", "")],
+    "correct_transfer_loop": [("trainable_attention", """        sa_v1.W_query.copy_(sa_v2.W_query.weight.T)
+        sa_v1.W_key.copy_(sa_v2.W_key.weight.T)
+        sa_v1.W_value.copy_(sa_v2.W_value.weight.T)""", """        for name in ("W_query", "W_key", "W_value"):
+            getattr(sa_v1, name).copy_(getattr(sa_v2, name).weight.T)""")],
+    "bug_mha_assert_tuple": [("multihead_attention", """        if d_out % num_heads != 0:
+            raise ValueError(f"d_out ({d_out}) must be divisible by num_heads ({num_heads})")
+""", """        assert (d_out % num_heads == 0, "d_out must be divisible by num_heads")
+""")],
+    "bug_wrapper_no_qkv_bias": [("multihead_attention", """    def __init__(self, d_in, d_out, context_length, dropout, num_heads, qkv_bias=False):
+        super().__init__()
+        self.heads = nn.ModuleList(
+            [CausalAttention(d_in, d_out, context_length, dropout, qkv_bias) for _ in range(num_heads)]""", """    def __init__(self, d_in, d_out, context_length, dropout, num_heads):
+        super().__init__()
+        self.heads = nn.ModuleList(
+            [CausalAttention(d_in, d_out, context_length, dropout) for _ in range(num_heads)]""")],
+    "correct_wrapper_appended_heads": [("multihead_attention", """        self.heads = nn.ModuleList(
+            [CausalAttention(d_in, d_out, context_length, dropout, qkv_bias) for _ in range(num_heads)]
+        )""", """        self.heads = nn.ModuleList()
+        for _ in range(num_heads):
+            self.heads.append(CausalAttention(d_in, d_out, context_length, dropout, qkv_bias=qkv_bias))""")],
+    "bug_wrapper_plain_list": [("multihead_attention", """        self.heads = nn.ModuleList(
+            [CausalAttention(d_in, d_out, context_length, dropout, qkv_bias) for _ in range(num_heads)]
+        )""", """        self.heads = [CausalAttention(d_in, d_out, context_length, dropout, qkv_bias) for _ in range(num_heads)]""")],
+    "bug_causal_keys_T": [("causal_attention", "        attn_scores = queries @ keys.transpose(1, 2)\n",
+                           "        attn_scores = queries @ keys.T\n")],
+    "correct_causal_keys_mT": [("causal_attention", "        attn_scores = queries @ keys.transpose(1, 2)\n",
+                                "        attn_scores = queries @ keys.mT\n")],
+    "bug_mha_view_no_contiguous": [("multihead_attention", "context_vec.contiguous().view(", "context_vec.view(")],
+    "correct_mha_reshape": [("multihead_attention", "context_vec.contiguous().view(", "context_vec.reshape(")],
+    "bug_causal_mask_hides_diagonal": [("causal_attention", "torch.triu(torch.ones(context_length, context_length), diagonal=1))",
+                                        "torch.triu(torch.ones(context_length, context_length), diagonal=0))")],
+    "correct_causal_tril_mask": [("causal_attention", "torch.triu(torch.ones(context_length, context_length), diagonal=1))",
+                                  "torch.tril(torch.ones(context_length, context_length)))"), ("causal_attention", "        attn_scores = attn_scores.masked_fill(self.mask.bool()[:num_tokens, :num_tokens], -torch.inf)\n",
+       "        attn_scores = attn_scores.masked_fill(self.mask[:num_tokens, :num_tokens] == 0, -torch.inf)\n")],
+    "bug_mha_divide_by_head_dim": [("multihead_attention", "attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)",
+                                    "attn_weights = torch.softmax(attn_scores / self.head_dim, dim=-1)")],
+    "correct_mha_sqrt_head_dim": [("multihead_attention", "attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)",
+                                   "attn_weights = torch.softmax(attn_scores / math.sqrt(self.head_dim), dim=-1)"),
+                                  ("multihead_attention", "import torch\n", "import math\n\nimport torch\n")],
+    "bug_causal_dropout_masked_scores": [("causal_attention", """        attn_scores = attn_scores.masked_fill(self.mask.bool()[:num_tokens, :num_tokens], -torch.inf)
+        attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)
+        attn_weights = self.dropout(attn_weights)""", """        attn_scores = attn_scores.masked_fill(self.mask.bool()[:num_tokens, :num_tokens], -torch.inf)
+        attn_scores = self.dropout(attn_scores)
+        attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)""")],
+    "correct_causal_dropout_inline": [("causal_attention", """        attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)
+        attn_weights = self.dropout(attn_weights)""", """        attn_weights = self.dropout(torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1))""")],
+    "correct_causal_mask_sliced_apart": [("causal_attention", """        attn_scores = attn_scores.masked_fill(self.mask.bool()[:num_tokens, :num_tokens], -torch.inf)""",
+                                          """        mask_bool = self.mask.bool()[:num_tokens, :num_tokens]
+        attn_scores.masked_fill_(mask_bool, -torch.inf)""")],
+    "correct_causal_dropout_follows_mode": [("causal_attention", "        attn_weights = self.dropout(attn_weights)\n",
+                                             "        attn_weights = torch.nn.functional.dropout(attn_weights, self.dropout.p, "
+                                             "training=self.training)\n")],
+    "correct_book_loops_dtype": [("simple_attention", "    return inputs @ query\n", """    scores = torch.empty(inputs.shape[0], dtype=inputs.dtype)
+    for i, x_i in enumerate(inputs):
+        scores[i] = torch.dot(x_i, query)
+    return scores
+""")],
 }
 
 

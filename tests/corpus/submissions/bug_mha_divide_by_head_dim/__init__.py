@@ -1,0 +1,1 @@
+"""Sample submission (autograder test corpus)."""
