@@ -12,7 +12,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder.intake import hand_in_sizes
+from autograder.intake import hand_in_sizes, notebook_effects
 from autograder.intake.stage import IGNORED_DIRS, _module_error, _read_source, stage
 
 STAGED = (".ipynb", ".zip")
@@ -29,6 +29,11 @@ class Checked:
     module_errors: dict = field(default_factory=dict)
     _temp: Path | None = None
 
+    @property
+    def notebooks(self) -> dict[str, list[str]]:
+        """module -> the notebooks it was read from (a staged folder only): such a module runs cell by cell."""
+        return notebook_effects.from_notebooks(self.folder) if self.staged else {}
+
     def close(self) -> None:
         if self._temp is not None:
             shutil.rmtree(self._temp, ignore_errors=True)
@@ -36,9 +41,9 @@ class Checked:
 
 
 def needs_staging(path: Path, modules: list[str]) -> bool:
-    """A notebook or an archive; a folder that has notebooks but none of the module files; a folder over a size
-    limit (staging refuses it); or a folder with a module file the intake refuses (then the other modules see it
-    missing, as they do in grade autograde)."""
+    """A notebook or an archive; a folder that has notebooks but none of the module files, or a module both as a
+    file and a notebook; a folder over a size limit (staging refuses it); or a folder with a module file the intake
+    refuses (then the other modules see it missing, as they do in grade autograde)."""
     if path.is_file():
         return path.suffix.lower() in STAGED
     if not path.is_dir():
@@ -49,6 +54,8 @@ def needs_staging(path: Path, modules: list[str]) -> bool:
         return True
     if not any((path / f"{m}.py").exists() for m in modules):
         return any(p.suffix == ".ipynb" for p in path.iterdir() if p.is_file())
+    if any((path / f"{m}.py").exists() and (path / f"{m}.ipynb").is_file() for m in modules):
+        return True  # a module handed in both ways: staging grades the one worked on (intake/both_forms.py)
     return bool(module_errors(path, modules))
 
 
