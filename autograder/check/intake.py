@@ -12,7 +12,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder.intake import hand_in_sizes, notebook_effects
+from autograder.intake import hand_in_sizes, ipython_cells, notebook_effects
 from autograder.intake.stage import IGNORED_DIRS, _module_error, _read_source, stage
 
 STAGED = (".ipynb", ".zip")
@@ -42,8 +42,9 @@ class Checked:
 
 def needs_staging(path: Path, modules: list[str]) -> bool:
     """A notebook or an archive; a folder that has notebooks but none of the module files, or a module both as a
-    file and a notebook; a folder over a size limit (staging refuses it); or a folder with a module file the intake
-    refuses (then the other modules see it missing, as they do in grade autograde)."""
+    file and a notebook; a folder over a size limit (staging refuses it); a folder with a module file the intake
+    refuses (then the other modules see it missing, as they do in grade autograde), or with a file exported from a
+    notebook that writes a file it imports (``writes_files``)."""
     if path.is_file():
         return path.suffix.lower() in STAGED
     if not path.is_dir():
@@ -56,7 +57,18 @@ def needs_staging(path: Path, modules: list[str]) -> bool:
         return any(p.suffix == ".ipynb" for p in path.iterdir() if p.is_file())
     if any((path / f"{m}.py").exists() and (path / f"{m}.ipynb").is_file() for m in modules):
         return True  # a module handed in both ways: staging grades the one worked on (intake/both_forms.py)
-    return bool(module_errors(path, modules))
+    return bool(module_errors(path, modules)) or writes_files(path)
+
+
+def writes_files(path: Path) -> bool:
+    """Whether a ``.py`` file of ``path`` (exported from a notebook) writes a file with ``%%writefile`` that is not
+    there: staging writes it, as grade autograde does (``intake/notebook_effects.py``)."""
+    for source in path.glob("*.py"):
+        data, _message, _cause = _read_source(source, source.name)
+        text = data.decode("utf-8") if data is not None else ""
+        if any(not (path / name).exists() for name, _text, _append in ipython_cells.written_by_calls(text)):
+            return True
+    return False
 
 
 def steps_by_module(step_names: list[str]) -> dict[str, list[str]]:

@@ -1,9 +1,10 @@
 """Run one submission's steps, each in its own worker, with stand-ins for the other steps.
 
-A worker imports the module of the steps it grades (and what that module imports), never the others: a module that
-does not import costs its own steps, a module whose own code runs out of time costs its own steps (said once, as
-its own), and the modules importing a module that does not import are graded beside stand-ins of what it should
-have provided (``worker/submission.py``). A module read from a notebook runs cell by cell, past a cell that raises;
+A worker imports a module when the first of its steps comes (and what that module imports), never before: a module
+that does not import costs its own steps, a module whose own code runs out of time costs its own steps (said once, as
+its own; the next module gets a fresh worker), and the modules importing a module that does not import are graded
+beside stand-ins of what it should have provided (``worker/submission.py``). A clean worker goes on to the next
+module's steps (``hygiene.py``; not one that holds much memory or printed much: that would reach the next module). A module read from a notebook runs cell by cell, past a cell that raises;
 each failing cell is a worker's claim (``cell_errors``), which can only cost that student points, and every place in
 a notebook's module is said as the notebook's cell (``check/cells.py``), never as the staged file's line."""
 from __future__ import annotations
@@ -203,7 +204,7 @@ class SubmissionRunner:
         self.cell_errors: dict[str, list[dict]] = {}
         #: module -> what each of its steps answers: the module's own code ran out of a step's whole time
         self.unrunnable: dict[str, dict] = {}
-        self._module: str | None = None  # the module the current worker imported
+        self._imported: set[str] = set()  # the modules the current worker imported
         self._importing: tuple[str, bool] | None = None  # (module, with a step's whole time) while it imports
         self.output_bytes = 0
         #: a step whose worker was retired (out of time, a broken protocol): its answer, given again;
@@ -225,21 +226,41 @@ class SubmissionRunner:
         if self.deadline is not None:
             budget = min(budget, self.deadline - time.monotonic())
         worker = self._worker
-        if worker is not None and not worker.dead and self._holds <= needed and self._module == step.split(".", 1)[0]:
+        module = step.split(".", 1)[0]
+        new = module not in self._imported  # its code runs in this step's time, on this worker if it is clean
+        if worker is not None and not worker.dead and self._holds <= needed and not (new and self._printed_much()):
             try:
                 worker.begin(budget)
                 extra = needed - self._holds
                 step_message = {"op": "step", "if_clean": True, "cpu_seconds": budget}
                 if extra:  # the worker takes on what this step may hold besides, if it is still clean
                     step_message["standins"] = self._code(extra)
-                if not _control(worker, step_message)["changed"]:
+                if new:
+                    step_message["import"] = module
+                    self._importing = (module, budget >= self.time_limits.get(step, 10.0))
+                answer = _control(worker, step_message)
+                self._importing = None
+                if not answer["changed"]:
+                    self._take(answer)
+                    self._imported.add(module)
                     self._holds |= extra
                     self._step = step
                     self._mark_output()
                     return
-            except WorkerError:
-                pass
+            except WorkerError as exc:
+                if self._importing is not None and exc.limit == "time":
+                    raise  # the module's own code used the step's time: said once for all its steps (``run``)
+                self._importing = None
         self._start(step, needed, budget)
+
+    def _printed_much(self) -> bool:
+        """Whether the current worker's output file holds a quarter of the output limit: the next module's steps get a
+        fresh worker (a worker's output counts against one limit)."""
+        try:
+            size = self._output.stat().st_size
+        except (OSError, AttributeError):
+            return False
+        return size * 4 >= (self.limits.get("output_mb") or 4) * 2**20
 
     def _code(self, steps: set[str]) -> dict[str, str]:
         return {s: kind for s, kind in self.standins.items() if s in steps}  # in unit order
@@ -262,7 +283,8 @@ class SubmissionRunner:
         self._worker.place = self.place
         self._holds = set(needed)
         self._step = step
-        self._module = module = step.split(".", 1)[0]
+        module = step.split(".", 1)[0]
+        self._imported = {module}
         self._started()
         self._take(_control(self._worker, None))
         self._importing = (module, budget >= self.time_limits.get(step, 10.0))
@@ -410,7 +432,23 @@ class SubmissionRunner:
 
     def _said_in_trusted_words(self, err: dict) -> None:
         in_trusted_words(err, self.limits, set(self.import_errors), self._printed_bytes(), self.named)
+        if err.get("missing"):
+            err["hint"] = self._failed_definition(err["missing"]) or err["hint"]
         self.locate(err)
+
+    def _failed_definition(self, step: str) -> str | None:
+        """For a step a notebook's module lacks: the failing cell that defines it (a syntax error in its own cell), as
+        the trusted side reads it in the staged source; None when no failing cell defines it."""
+        module, name = step.split(".", 1)
+        text = self.staged_text(module) if module in self.notebooks else None
+        for err in self.cell_errors.get(module, []) if text else []:
+            where = err.get("where") or {}
+            line = where.get("line")
+            piece = next((p for first, p in reversed(cells.pieces(text)) if isinstance(line, int) and first <= line), "")
+            if re.search(rf"^\s*(?:async\s+)?(?:def|class)\s+{re.escape(name)}\b", piece, re.M):
+                cell = where.get("cell") or self.named(module)
+                return f"{name} is not defined: {cell} raised {err.get('type')} ({str(err.get('message'))[:200]})"
+        return None
 
     def _printed_bytes(self) -> int:
         """The size of the worker's output file, if this step printed to it at all (a worker that serves a later
@@ -459,7 +497,7 @@ class SubmissionRunner:
             self._worker.close()
             self._worker = None
             self._step = None
-            self._module = None
+            self._imported = set()
             try:
                 self.output_bytes += self._output.stat().st_size
             except OSError:

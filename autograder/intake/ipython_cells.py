@@ -131,8 +131,8 @@ def _writefile_target(argument: str) -> tuple[str, bool] | None:
             return None
         append = True
         words.pop(0)
-    if len(words) != 1:
-        return None
+    if len(words) != 1 or "/" in words[0] or "\\" in words[0] or words[0].startswith("."):
+        return None  # a file elsewhere than beside the notebook: not written, and said
     return words[0], append
 
 

@@ -65,6 +65,7 @@ def serve(channel: socket.socket, folder: str, spawn: dict, shared: tuple[str, .
     ws = runtime.prepare(folder, modules)
     student.standins = ws.standins
     baseline = hygiene.fingerprint(modules, shared)
+    held = hygiene.resident_bytes()  # what a fresh worker holds: one holding much more goes on to no other module
     channel.sendall(wire.pack({"import_errors": student.errors}))
     batch: list[tuple[bytes, bytes, list[int]]] = []
     while True:
@@ -91,6 +92,8 @@ def serve(channel: socket.socket, folder: str, spawn: dict, shared: tuple[str, .
             # A worker that served a step serves another only if it is still as it was after import.
             now = hygiene.fingerprint(modules, shared) if request.get("if_clean") else None
             changed = hygiene.changes(baseline, now) if now is not None else []
+            if now is not None and request.get("import") and hygiene.holds_much(held):
+                changed.append("memory held by the modules imported before")
             if not changed and request.get("cpu_seconds"):  # this step's CPU budget, from now
                 confine.renew_cpu(float(request["cpu_seconds"]))
             if not changed and "standins" in request:  # the stand-ins this step may hold (grading/dependencies.py)
