@@ -57,6 +57,15 @@ def test_ipython_s_syntax_becomes_calls_of_its_shell(cell, python):
     assert not _compiles(cell)  # control: as plain Python, a syntax error
 
 
+def test_a_cell_is_named_by_the_line_the_student_wrote():
+    cell = "%matplotlib inline\nfiles = !ls -l\n!pip install torch\ntorch.softmax?\nclass A:\n    pass"
+    text = "# --- a.ipynb, code cell 4 ---\n" + ipython_cells.transform(cell).source
+    staged = text.splitlines()
+    assert [cells.as_written(line) for line in staged[1:5]] == cell.splitlines()[:4]
+    assert cells.cell_at(text, 6) == "a.ipynb, code cell 4: %matplotlib inline"  # never the converted line
+    assert cells.place(text, 6) == "a.ipynb, code cell 4, line 5"
+
+
 def test_cell_magics_are_settled_where_the_cell_s_text_is():
     timed = ipython_cells.transform("%%time\nclass A:\n    pass")
     assert timed.source.splitlines() == ["# (IPython) %%time", "class A:", "    pass"]  # the body runs, on its lines

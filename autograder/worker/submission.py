@@ -182,7 +182,8 @@ class _Finder(importlib.abc.MetaPathFinder):
         owner = self.owner
         name = fullname[len(PACKAGE) + 1:] if fullname.startswith(PACKAGE + ".") else None
         if name is not None and (name in owner.files or name in owner.refused):
-            return importlib.machinery.ModuleSpec(fullname, _Loader(owner, name), origin=str(owner.files.get(name)))
+            origin = str(owner.files[name]) if name in owner.files else None
+            return importlib.machinery.ModuleSpec(fullname, _Loader(owner, name), origin=origin)
         if fullname in owner.files or fullname in owner.refused:
             return importlib.machinery.ModuleSpec(fullname, _Alias(fullname))
         return None
