@@ -97,8 +97,10 @@ def said(module_named: str, err: dict) -> str:
     """The note the student reads for one failing cell of a notebook's module."""
     where = (err.get("where") or {}).get("cell") or module_named
     message = redact_text(str(err.get("message") or ""), True, 200)
-    return (f"{where} raised {err.get('type') or 'an error'}{': ' + message if message else ''}; the cells after it "
-            "ran, as in Jupyter, and each step is graded as it was defined")
+    text = " ".join(str((err.get("where") or {}).get("text") or "").split())  # a syntax error's own line
+    return (f"{where} raised {err.get('type') or 'an error'}{': ' + message if message else ''}"
+            f"{' (' + text[:200] + ')' if text else ''}; the cells after it ran, as in Jupyter, and each step is "
+            "graded as it was defined")
 
 
 def report(cell_errors: dict[str, list[dict]], text_of, named, lost: set[str],

@@ -447,7 +447,9 @@ class SubmissionRunner:
             piece = next((p for first, p in reversed(cells.pieces(text)) if isinstance(line, int) and first <= line), "")
             if re.search(rf"^\s*(?:async\s+)?(?:def|class)\s+{re.escape(name)}\b", piece, re.M):
                 cell = where.get("cell") or self.named(module)
-                return f"{name} is not defined: {cell} raised {err.get('type')} ({str(err.get('message'))[:200]})"
+                text = " ".join(str(where.get("text") or "").split())  # a syntax error's own line, as written
+                return (f"{name} is not defined: {cell} raised {err.get('type')} ({str(err.get('message'))[:200]})"
+                        + (f": {text[:200]}" if text else ""))
         return None
 
     def _printed_bytes(self) -> int:
