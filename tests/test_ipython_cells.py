@@ -50,6 +50,8 @@ def test_an_indented_shell_line_keeps_its_block_and_its_meaning():
     ("torch.softmax?", "get_ipython().run_line_magic('pinfo', 'torch.softmax')"),
     ("%matplotlib inline", "get_ipython().run_line_magic('matplotlib', 'inline')"),
     ("%timeit f(x)", "get_ipython().run_line_magic('timeit', 'f(x)')"),
+    ("    x = 1\n    y = x", "x = 1"),  # a cell pasted indented: the kernel runs it dedented
+    (">>> x = 1\n>>> y = x", "x = 1"),  # a pasted doctest: the kernel drops the prompts
 ])
 def test_ipython_s_syntax_becomes_calls_of_its_shell(cell, python):
     ran = ipython_cells.transform(cell)
