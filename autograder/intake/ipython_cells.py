@@ -186,7 +186,7 @@ def written_by_calls(source: str) -> list[tuple[str, str, bool]]:
 
 def asks_for_input(source: str) -> bool:
     """Whether ``source`` calls ``input()`` (which answers '' when grading: no one types)."""
-    if "input" not in source:
+    if not re.search(r"\binput\s*\(", source):
         return False
     try:
         tree = ast.parse(source)
