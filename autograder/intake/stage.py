@@ -3,8 +3,10 @@
 What a student hands in may be a folder, a .zip archive or notebooks, with the files at the top or
 nested in a folder or two (``alice.zip/attention/simple_attention.py``). Staging copies the module
 files into a fresh folder that the sandbox mounts read-only; a notebook becomes the module it is named
-after (or, if named otherwise, every module not handed in as .py). Symbolic links are never followed.
-Files that cannot be used become per-module errors, so only the steps of that module score zero.
+after (or, if named otherwise, every module not handed in as .py; a module handed in both ways, the form worked
+on: ``both_forms.py``), its cells as the kernel ran them, what its ``%%writefile`` cells wrote written beside it
+(``notebook_effects.py``). Symbolic links are never followed. Files that cannot be used become per-module errors, so
+only the steps of that module score zero.
 
 Every size is checked before anything is read (``hand_in_sizes.py``), and whatever goes wrong while staging one
 submission, a hand-in over a limit or a failure of the kit's own, is that submission's problem: ``stage``
