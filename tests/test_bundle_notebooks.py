@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 import shutil
 
 import pytest
@@ -103,3 +104,62 @@ def test_a_notebook_from_the_bundle_grades_as_the_py_files(tmp_path):
     py = run_grade("check", str(subs / "carol_py"), "--step", "causal_attention", timeout=300)
     assert nb.stdout.split("\n\n", 1)[0] == py.stdout.split("\n\n", 1)[0]
     assert "likely: masked after the softmax without renormalizing the rows" in nb.stdout
+
+
+def _filled_bundle(dest):
+    """The bundle's notebooks (``grade release`` writes the same), each filled in with the reference."""
+    write_notebooks(DATA["title"], DATA["modules"], ROOT / "exercises", DATA["steps"], dest)
+    for path in dest.glob("*.ipynb"):
+        fill(path, ROOT / "solutions")
+    return dest
+
+
+SCRATCH = "attn = book_inputs @ book_inputs"  # a last exploratory cell that raises, as in Jupyter
+
+
+@pytest.mark.slow
+def test_a_failing_scratch_cell_costs_nothing_and_is_named(tmp_path):
+    """The cells above a failing cell ran in Jupyter, and nbgrader runs past it: every step is graded, the cell is
+    named to the student by notebook and cell, and no person is asked to look (it changed no grade)."""
+    subs = tmp_path / "subs"
+    _filled_bundle(subs / "filled")
+    shutil.copytree(subs / "filled", subs / "scratch")
+    path = subs / "scratch" / "simple_attention.ipynb"
+    data = json.loads(path.read_text())
+    data["cells"].append({"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None, "source": SCRATCH})
+    path.write_text(json.dumps(data))
+    graded = run_grade("autograde", str(subs), "--out", str(tmp_path / "results"), "--jobs", "2", timeout=900)
+    assert graded.returncode == 0, graded.stderr
+    results = {n: json.loads((tmp_path / "results" / n / "results.json").read_text()) for n in ("filled", "scratch")}
+    assert results["filled"]["score"] == results["scratch"]["score"] == 81
+    assert f"simple_attention.ipynb, code cell {len(data['cells'])}, line 1 raised RuntimeError" in results["scratch"]["output"]
+    assert results["scratch"]["extra_data"]["problems"] == [] and "needs a person: none" in graded.stdout
+    assert "raised" not in results["filled"]["output"]  # control: the same notebooks without it say nothing of the kind
+
+
+@pytest.mark.slow
+def test_the_magic_without_a_step_passes_each_bundle_notebook_filled_in(tmp_path, monkeypatch):
+    """``%grade check`` alone, at the end of each notebook of the bundle filled in correctly, run in a real kernel:
+    every step it defines passed, as ``grade check`` of the saved notebook says (the wrapper's notebook carries
+    ``CausalAttention`` over: that is not one of its steps)."""
+    from .test_magic import shown  # noqa: PLC0415 - the magic's tests' reader of a cell's outputs
+
+    import nbformat  # noqa: PLC0415 - imported on first use: nbformat is slow to load
+    from nbclient import NotebookClient  # noqa: PLC0415 - optional: Jupyter's, from the test extra
+
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))  # the kernel's magic is this kit's
+    folder = _filled_bundle(tmp_path / "notebooks")
+    for module in DATA["modules"]:
+        path = folder / f"{module}.ipynb"
+        nb = nbformat.read(path, as_version=4)
+        nb.cells.append(nbformat.v4.new_code_cell("%grade check"))
+        NotebookClient(nb, timeout=600, kernel_name="python3", iopub_timeout=120, raise_on_iopub_timeout=True,
+                       resources={"metadata": {"path": str(folder)}}).execute()
+        text, _html = shown(nb.cells[-1])
+        steps = [s for s in DATA["steps"] if s.startswith(module + ".")]
+        public = sum(c["points"] for s in steps for c in DATA["steps"][s]["counts"].values() if c["visibility"] == "public")
+        assert f"public checks passed; hidden cases are graded later ({public:g}/{public:g})" in text, (module, text)
+        rows = [line.split()[0] for line in text.splitlines() if re.match(r"^[a-z_]+\.\w+\s+(passed|FAILED)", line)]
+        assert rows == steps  # the steps this notebook defines, no other module's (control: 14/21 before)
+        cli = run_grade("check", str(path), timeout=300)
+        assert cli.returncode == 0 and f"{public:g}/{public:g}" in cli.stdout  # the saved notebook, from a terminal

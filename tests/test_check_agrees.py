@@ -37,10 +37,11 @@ def test_what_check_says_of_the_encoding_and_the_output_limit_is_what_autograde_
     said = "causal_attention.py is not UTF-8 text (byte 0xe9 on line 2)"
     assert said in latin1.check_text and said in latin1.autograde_top
     assert "not graded" in latin1.autograde_output["causal_attention.CausalAttention"]
-    # the cascade: a module importing the refused file fails to import in both (grade check stages such a folder as
-    # grade autograde does, instead of running it as it is)
-    assert "multihead_attention.MultiHeadAttention" in latin1.autograde_lost
-    assert "multihead_attention.MultiHeadAttention" in latin1.check_failing
+    # no cascade: the module importing the refused file is graded beside what it should provide, in both (grade check
+    # stages such a folder as grade autograde does); its wrapper, built on the refused CausalAttention, shows as blocked
+    assert "multihead_attention.MultiHeadAttention" not in latin1.autograde_lost
+    assert "multihead_attention.MultiHeadAttention" not in latin1.check_failing
+    assert latin1.check_failing.get("multihead_attention.MultiHeadAttentionWrapper") == "blocked"
     assert "output" in prints.check_text and "limit" in prints.check_text
     assert any("output" in text and "limit" in text for text in prints.autograde_output.values())
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from autograder.course import load_course
-from autograder.intake import notebook, times
+from autograder.intake import notebook, notebook_effects, times
 from autograder.intake.discover import Source, discover
 from autograder.intake.stage import Staged, stage
 
@@ -85,7 +85,7 @@ def staging(tmp_path) -> Path:
 
 
 def staged_files(staged: Staged) -> list[str]:
-    return sorted(p.name for p in staged.folder.iterdir())
+    return sorted(p.name for p in staged.folder.iterdir() if p.name != notebook_effects.FILE)  # the modules' files
 
 
 def assert_all_modules_staged(staged: Staged) -> None:
@@ -303,8 +303,13 @@ def test_a_module_notebook_becomes_the_module(tmp_path, staging):
     staged = stage(source, "alice", staging, MODULES)
     assert staged.problem is None and staged.module_errors == {}
     text = (staged.folder / f"{MODULES[0]}.py").read_text(encoding="utf-8")
-    assert same_code(text, solution(MODULES[0]))  # the code cells, in order; magics are comments
-    assert "# (IPython) %matplotlib inline" in text and "# (IPython) !pip list" in text
+    # the code cells, in order, as the kernel runs them: IPython's lines are calls on get_ipython() (what they mean when
+    # grading: worker/ipython_shell.py), each on its own line
+    magics = "get_ipython().run_line_magic('matplotlib', 'inline')\nget_ipython().system('pip list')\n"
+    assert magics in text
+    assert same_code(text.replace(magics, ""), solution(MODULES[0]))
+    assert f"not run when grading (the grader runs no shell command; your code ran without it): {MODULES[0]}.ipynb, " \
+           "code cell 2: !pip list" in staged.notes
     assert "My solution." not in text and "Some explanation." not in text
     assert any(note == f"{MODULES[0]} was read from the code cells of {MODULES[0]}.ipynb" for note in staged.notes)
     assert not (staged.folder / f"{MODULES[0]}.ipynb").exists()
@@ -314,7 +319,9 @@ def test_a_notebook_handed_in_alone_becomes_the_module(tmp_path, staging):
     notebook = module_notebook(tmp_path / f"{MODULES[0]}.ipynb", MODULES[0])
     staged = stage(notebook, "alice", staging, MODULES)
     assert staged.problem is None
-    assert same_code((staged.folder / f"{MODULES[0]}.py").read_text(encoding="utf-8"), solution(MODULES[0]))
+    text = (staged.folder / f"{MODULES[0]}.py").read_text(encoding="utf-8")
+    magics = "get_ipython().run_line_magic('matplotlib', 'inline')\nget_ipython().system('pip list')\n"
+    assert same_code(text.replace(magics, ""), solution(MODULES[0]))
     assert {e["type"] for e in staged.module_errors.values()} == {"MissingModule"}
     assert set(staged.module_errors) == set(MODULES[1:])
 

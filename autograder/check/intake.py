@@ -12,7 +12,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder.intake import hand_in_sizes, near_miss
+from autograder.intake import hand_in_sizes, ipython_cells, near_miss, notebook_effects
 from autograder.intake.stage import IGNORED_DIRS, _module_error, _read_source, stage
 
 STAGED = (".ipynb", ".zip")
@@ -29,6 +29,11 @@ class Checked:
     module_errors: dict = field(default_factory=dict)
     _temp: Path | None = None
 
+    @property
+    def notebooks(self) -> dict[str, list[str]]:
+        """module -> the notebooks it was read from (a staged folder only): such a module runs cell by cell."""
+        return notebook_effects.from_notebooks(self.folder) if self.staged else {}
+
     def close(self) -> None:
         if self._temp is not None:
             shutil.rmtree(self._temp, ignore_errors=True)
@@ -36,9 +41,10 @@ class Checked:
 
 
 def needs_staging(path: Path, modules: list[str]) -> bool:
-    """A notebook or an archive; a folder that has notebooks but none of the module files; a folder over a size
-    limit (staging refuses it); or a folder with a module file the intake refuses (then the other modules see it
-    missing, as they do in grade autograde)."""
+    """A notebook or an archive; a folder that has notebooks but none of the module files, or a module both as a
+    file and a notebook; a folder over a size limit (staging refuses it); a folder with a module file the intake
+    refuses (then the other modules see it missing, as they do in grade autograde), or with a file exported from a
+    notebook that writes a file it imports (``writes_files``)."""
     if path.is_file():
         return path.suffix.lower() in STAGED
     if not path.is_dir():
@@ -49,13 +55,26 @@ def needs_staging(path: Path, modules: list[str]) -> bool:
         return True
     if not any((path / f"{m}.py").exists() for m in modules):
         return any(p.suffix == ".ipynb" for p in path.iterdir() if p.is_file()) or _near_misses(path, modules)
-    return bool(module_errors(path, modules)) or _near_misses(path, modules)
+    if any((path / f"{m}.py").exists() and (path / f"{m}.ipynb").is_file() for m in modules):
+        return True  # a module handed in both ways: staging grades the one worked on (intake/both_forms.py)
+    return bool(module_errors(path, modules)) or writes_files(path) or _near_misses(path, modules)
 
 
 def _near_misses(folder: Path, modules: list[str]) -> bool:
     """A module missing with a file there that was most likely meant to be it (``causal_attention (1).py``): staged,
     so that its message names the rename, as grade autograde's does (intake/near_miss.py)."""
     return any(not (folder / f"{m}.py").exists() and near_miss.find(folder, m, modules) for m in modules)
+
+
+def writes_files(path: Path) -> bool:
+    """Whether a ``.py`` file of ``path`` (exported from a notebook) writes a file with ``%%writefile`` that is not
+    there: staging writes it, as grade autograde does (``intake/notebook_effects.py``)."""
+    for source in path.glob("*.py"):
+        data, _message, _cause = _read_source(source, source.name)
+        text = data.decode("utf-8") if data is not None else ""
+        if any(not (path / name).exists() for name, _text, _append in ipython_cells.written_by_calls(text)):
+            return True
+    return False
 
 
 def steps_by_module(step_names: list[str]) -> dict[str, list[str]]:

@@ -25,16 +25,16 @@ def verdict(results) -> str:
     return f"public checks: {score:g}/{top:g}; {fixing} step(s) to fix (hidden cases are graded later)"
 
 
-def text(results, said: str) -> str:
-    details = printout.details(results)
+def text(results, said: str, notes: list[str] | tuple = ()) -> str:
+    details = printout.details(results, notes=notes)
     return "\n".join([said, "", printout.table(results, color=False)] + ([details] if details else [])
                      + ["", verdict(results)])
 
 
-def html(results, said: str) -> str:
+def html(results, said: str, notes: list[str] | tuple = ()) -> str:
     failing = [c for c in cards.from_check(results) if c.status != PASSED]
     pictures = feedback_page.draw_pictures(failing)  # Pillow only when a public case fails
-    details = printout.details(results)
+    details = printout.details(results, notes=notes)
     out = [f"<div class=\"attention-check\"><p>{escape(said)}</p>",
            f"<p><strong>{escape(verdict(results))}</strong></p>",
            "<pre>" + escape(printout.table(results, color=False) + ("\n" + details if details else "")) + "</pre>"]

@@ -5,7 +5,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from autograder.check import intake
-from autograder.grading import judge as judges
+from autograder.grading import failed_cells, judge as judges
 from autograder.grading.cases import Tolerances
 from autograder.grading.runner import SubmissionRunner
 from autograder.feedback.gradients import said_once
@@ -28,10 +28,13 @@ def selected(data: dict, steps: list[str] | None) -> list[str]:
 
 
 def run_check(folder: Path, data: dict, zygote: Zygote, steps: list[str] | None = None,
-              module_errors: dict | None = None) -> list[StepOutcome]:
+              module_errors: dict | None = None, notebooks: dict | None = None,
+              notes: list[str] | None = None) -> list[StepOutcome]:
     """Each selected step's public counts; a step is checked after the steps it builds on (run too, unshown),
     and shows as blocked, not failed, when one of those fails. ``module_errors``: what the intake refused, when the
-    folder was staged (else found here)."""
+    folder was staged (else found here); ``notebooks``: the modules a staged folder read from notebooks. ``notes``,
+    if given, gets what the student reads besides the steps: each notebook's cell that raised while it ran, as
+    grade autograde says it (``grading/failed_cells.py``)."""
     by_count: dict[tuple[str, str], list[dict]] = {}
     for case in data["cases"]:
         by_count.setdefault((case["step"], case["count"]), []).append(case)
@@ -50,7 +53,7 @@ def run_check(folder: Path, data: dict, zygote: Zygote, steps: list[str] | None 
     total = limits.pop("submission_seconds", None)
     runner = SubmissionRunner(zygote, folder, data["modules"], {}, times, limits, submission_seconds=total,
                               module_errors=intake.module_errors(folder, data["modules"]) if module_errors is None
-                              else module_errors)
+                              else module_errors, notebooks=notebooks)
     results, status, said = [], {}, {}
     try:
         for step, spec in data["steps"].items():
@@ -77,6 +80,8 @@ def run_check(folder: Path, data: dict, zygote: Zygote, steps: list[str] | None 
                 results.append(step_result)
     finally:
         runner.close()
+    if notes is not None:
+        notes += failed_cells.report(runner.cell_errors, runner.staged_text, runner.named, set(), {})[0]
     return results
 
 

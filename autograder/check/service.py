@@ -24,19 +24,46 @@ from dataclasses import replace
 from pathlib import Path
 
 
+def _defined_steps(folder: Path, data: dict, module: str) -> set[str] | None:
+    """The steps of ``module`` its staged source defines (parsed, never run); None when it does not parse."""
+    try:
+        tree = ast.parse((folder / f"{module}.py").read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, ValueError, UnicodeDecodeError):
+        return None
+    names = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+    return {s for s in data["steps"] if s.split(".", 1)[0] == module and s.split(".", 1)[1] in names}
+
+
 def attempted_modules(folder: Path, data: dict) -> list[str]:
-    """The modules whose staged source defines one of their own steps (parsed, never run)."""
-    found = []
-    for module in data["modules"]:
-        try:
-            tree = ast.parse((folder / f"{module}.py").read_text(encoding="utf-8"))
-        except (OSError, SyntaxError, ValueError, UnicodeDecodeError):
-            found.append(module)  # one that does not parse is shown, with its cell
-            continue
-        names = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
-        if any(s.split(".", 1)[1] in names for s in data["steps"] if s.split(".", 1)[0] == module):
-            found.append(module)
+    """The modules the cells define steps of, as ``grade check`` of the saved notebook checks them: a module's own
+    notebook (the wrapper's carries ``CausalAttention`` over, the step it builds on) checks that module only; else
+    each module whose staged source defines one of its own steps (one that does not parse is shown, with its cell)."""
+    defined = {m: _defined_steps(folder, data, m) for m in data["modules"]}
+    found = [m for m in data["modules"] if defined[m] is None or defined[m]]
+    for module in found:
+        builds_on, todo = set(), [s for s in data["steps"] if s.startswith(module + ".")]
+        while todo:
+            for other in data["steps"].get(todo.pop(), {}).get("uses", []):
+                if other not in builds_on:
+                    builds_on.add(other)
+                    todo.append(other)
+        if len(found) > 1 and all(o == module or (defined[o] and defined[o] <= builds_on) for o in found):
+            return [module]
     return found
+
+
+def said_as_run(results: list, notes: list[str], name: str) -> tuple[list, list[str]]:
+    """``results`` and ``notes`` with each cell of ``name`` (the cells a kernel ran, cell N being In [N]) said as the
+    cell the student ran: ``the cell you ran as In [12]``."""
+    pattern = re.compile(rf"{re.escape(name)}, code cell (\d+)")
+
+    def said(text):
+        return pattern.sub(r"the cell you ran as In [\1]", text) if isinstance(text, str) else text
+
+    results = [replace(r, cell=said(r.cell), counts=tuple(replace(c, feedback=said(c.feedback),
+                                                                   lines=tuple(said(line) for line in c.lines))
+                                                           for c in r.counts)) for r in results]
+    return results, [said(note) for note in notes]
 
 
 class Checker:
@@ -67,18 +94,18 @@ class Checker:
             own = Path(notebook).stem if notebook and Path(notebook).stem in self.data["modules"] else checked.module
             wanted = list(known_steps(tuple(steps), self.data)) or \
                 ([own] if own else attempted_modules(checked.folder, self.data))
+            notes: list[str] = []
             results = run_check(checked.folder.resolve(), self.data, self.zygote, wanted or None,
-                                checked.module_errors if checked.staged else None)
+                                checked.module_errors if checked.staged else None, checked.notebooks, notes)
             results = name_cells(results, checked.folder)
             if as_run:
-                results = [replace(r, cell=re.sub(rf"^{re.escape(path.name)}, code cell (\d+):", r"the cell you ran as In [\1]:",
-                                                   r.cell or "") or None) for r in results]
+                results, notes = said_as_run(results, notes, path.name)
             page = None
             if html_file:
                 from autograder.check.page import write_page  # noqa: PLC0415 - imported when needed: the kernel's service starts lean
 
                 page = str(write_page(results, Path(said), Path(html_file)))
-            return {"text": rendered.text(results, said), "html": rendered.html(results, said),
+            return {"text": rendered.text(results, said, notes), "html": rendered.html(results, said, notes),
                     "passed": bool(results) and all(r.status == "passed" for r in results), "page": page,
                     "problems": checked.problems, "seconds": time.perf_counter() - started}
         finally:

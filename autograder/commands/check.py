@@ -64,10 +64,12 @@ def check_once(path: Path, steps: tuple[str, ...], data: dict, as_json: bool, co
         steps = known_steps(steps, data)
         if not any((checked.folder / f"{m}.py").exists() for m in modules):
             raise UsageError(f"{path}: none of {', '.join(m + '.py' for m in modules)} is here")
-        results = run(checked.folder, data, list(steps) or None, zygote, checked.module_errors if checked.staged else None)
+        notes: list[str] = []
+        results = run(checked.folder, data, list(steps) or None, zygote, checked.module_errors if checked.staged else None,
+                      checked.notebooks, notes)
         if checked.staged:
             results = name_cells(results, checked.folder)
-        return show(results, path, checked.folder, as_json, color, html_file, limits=data.get("limits"))
+        return show(results, path, checked.folder, as_json, color, html_file, limits=data.get("limits"), notes=notes)
     finally:
         checked.close()
 
@@ -106,16 +108,17 @@ def _watch(path: Path, steps: tuple[str, ...], data: dict, as_json: bool, color:
 
 
 def show(results, path: Path, folder: Path, as_json: bool, color: bool, html_file: Path | bool | None,
-         limits: dict | None = None) -> int:
+         limits: dict | None = None, notes: list[str] | tuple = ()) -> int:
     """Print the table and what to fix (or the JSON); with ``html_file``, write the page; the exit status.
-    ``limits`` (autograde's, as recorded): one line at the end names those this machine cannot apply."""
+    ``limits`` (autograde's, as recorded): one line at the end names those this machine cannot apply; ``notes``: what
+    else the student reads (a notebook's cell that raised while it ran)."""
     from autograder.check import printout  # noqa: PLC0415 - imported on first use: torch is slow to load
 
     if as_json:
-        console.say(json.dumps(printout.as_json(results), indent=2))
+        console.say(json.dumps({**printout.as_json(results), **({"notes": list(notes)} if notes else {})}, indent=2))
     else:
         console.say(printout.table(results, color=color))
-        text = printout.details(results, color=color)
+        text = printout.details(results, color=color, notes=notes)
         if text:
             console.say(text)
     if html_file:
@@ -135,7 +138,8 @@ def show(results, path: Path, folder: Path, as_json: bool, color: bool, html_fil
     return 0 if results and all(r.status == "passed" for r in results) else 1
 
 
-def run(path: Path, data: dict, steps: list[str] | None, zygote=None, module_errors: dict | None = None):
+def run(path: Path, data: dict, steps: list[str] | None, zygote=None, module_errors: dict | None = None,
+        notebooks: dict | None = None, said: list[str] | None = None):
     """The check results of the exercises in folder ``path``, from ``zygote`` or one started for this run."""
     from autograder.check.run import run_check  # noqa: PLC0415 - imported on first use: torch is slow to load
     from autograder.sandbox.local_zygote import LocalZygote  # noqa: PLC0415 - imports torch
@@ -143,7 +147,7 @@ def run(path: Path, data: dict, steps: list[str] | None, zygote=None, module_err
     own = zygote is None
     zygote = LocalZygote() if own else zygote
     try:
-        return run_check(path.resolve(), data, zygote, steps, module_errors)
+        return run_check(path.resolve(), data, zygote, steps, module_errors, notebooks, said)
     finally:
         if own:
             zygote.close()

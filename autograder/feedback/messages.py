@@ -19,7 +19,12 @@ GRADER_PHASES = {
 
 
 def _at(where: dict, public: bool) -> str:
-    """"file.py, line N, in f": the student's own code, or ""."""
+    """"file.py, line N, in f": the student's own code, or "". In a notebook's module, the notebook's cell that the
+    trusted side found for that line ("attention.ipynb, code cell 12, line 3, in f": grading/runner.py, ``locate``)."""
+    if where.get("cell"):
+        function = where.get("function")
+        named = f", in {redact_text(str(function), public, 100)}" if function and function != "<module>" else ""
+        return str(where["cell"]) + named
     if not where.get("file"):
         return ""
     at = f"{redact_text(str(where['file']), public, 100)}, line {where.get('line')}"

@@ -1,10 +1,20 @@
-"""Run one submission's steps, each in its own worker, with stand-ins for the other steps."""
+"""Run one submission's steps, each in its own worker, with stand-ins for the other steps.
+
+A worker imports a module when the first of its steps comes (and what that module imports), never before: a module
+that does not import costs its own steps, a module whose own code runs out of time costs its own steps (said once, as
+its own; the next module gets a fresh worker), and the modules importing a module that does not import are graded
+beside stand-ins of what it should have provided (``worker/submission.py``). A clean worker goes on to the next
+module's steps (``hygiene.py``; not one that holds much memory or printed much: that would reach the next module). A module read from a notebook runs cell by cell, past a cell that raises;
+each failing cell is a worker's claim (``cell_errors``), which can only cost that student points, and every place in
+a notebook's module is said as the notebook's cell (``check/cells.py``), never as the staged file's line."""
 from __future__ import annotations
 
+import re
 import shutil
 import time
 from pathlib import Path
 
+from autograder.check import cells
 from autograder.sandbox import argument_buffer, uids
 from autograder.sandbox.host import PROTOCOL, WorkerError
 from autograder.sandbox.per_request import PerRequest
@@ -27,11 +37,12 @@ def _control(worker, message: dict | None) -> dict:
     """A control request's answer (hello, step, stand-ins), checked: anything else breaks the protocol."""
     answer = worker.request(message)
     if type(answer) is not dict or type(answer.get("changed", [])) is not list \
-            or type(answer.get("import_errors", {})) is not dict:
+            or type(answer.get("import_errors", {})) is not dict or type(answer.get("cell_errors", {})) is not dict:
         worker.kill()
         raise WorkerError(PROTOCOL)
     answer.setdefault("changed", [])
     answer.setdefault("import_errors", {})
+    answer.setdefault("cell_errors", {})
     return answer
 
 
@@ -65,13 +76,21 @@ def asked_standins(value) -> set[str]:
     return found
 
 
-def _import_error(errors: dict[str, dict], module: str) -> dict:
+def _import_error(errors: dict[str, dict], module: str, named: str | None = None) -> dict:
     """A module that did not import: staging's own finding (its ``kind``), or the error the worker reported while
-    importing it, the student's own."""
+    importing it, the student's own. ``named``: how the student knows the module (its file, by default)."""
     found = errors[module]
+    doing = f"importing {named or module + '.py'}"
     if found.get("kind") == "staging":
-        return failed(found, f"importing {module}.py", **{"import": True})
-    return failed(answers.student_error(found, f"importing {module}.py"), f"importing {module}.py", **{"import": True})
+        return failed(found, doing, **{"import": True})
+    return failed(answers.student_error(found, doing), doing, **{"import": True})
+
+
+#: what a student reads when their module's own code (a notebook's cell that trains, a loop at the top level) used
+#: up the time of the first step that imported it: every step of that module loses its points, the others are graded
+MODULE_TIME = ("the time limit of {budget:g} s was hit while {named} ran its own code, before any of its steps could "
+               "be graded: your code was {at} (a cell that trains or loops for long?); each step of {module} loses its "
+               "points, and the other modules are graded as usual")
 
 
 #: the longest student line shown under an error
@@ -117,17 +136,18 @@ def limit_hint(err: dict, limits: dict) -> str | None:
     return worker_limits.sentence(limit, value or "")
 
 
-def in_trusted_words(err: dict, limits: dict, not_imported: set[str], printed: int) -> dict:
+def in_trusted_words(err: dict, limits: dict, not_imported: set[str], printed: int, named=None) -> dict:
     """What the trusted side adds to a student's error (``answers.student_error``), in its own words: a step the
     submission does not define, named from the unit's own steps (``missing``, which ``answers.taken`` checked); the
     output limit, where the step's printed output reached it (``printed``: the size of the output file the trusted
     side made for the worker, measured here: a kind of problem); the limit Python's error names (memory, processes),
-    as a hint for the student only."""
+    as a hint for the student only. ``named(module)``: how the student knows a module (``module.py`` by default)."""
     missing = err.get("missing")
     if missing:
         module, name = missing.split(".", 1)
-        err["hint"] = (f"{module}.py could not be imported" if module in not_imported else
-                       f"{module}.py defines no {name} (check the spelling, and that it is defined at the top "
+        said = named(module) if named else f"{module}.py"
+        err["hint"] = (f"{said} could not be imported" if module in not_imported else
+                       f"{said} defines no {name} (check the spelling, and that it is defined at the top "
                        "level of the module)")
         return err
     output_mb = limits.get("output_mb")
@@ -180,7 +200,8 @@ class SubmissionRunner:
                  reference: ReferenceWorker | None = None,
                  submission_seconds: float | None = None, module_errors: dict | None = None,
                  policy: StandinPolicy | None = None, asked: dict[str, set[str]] | None = None,
-                 batches: dict[int, tuple[list[dict], int]] | None = None):
+                 batches: dict[int, tuple[list[dict], int]] | None = None,
+                 notebooks: dict[str, list[str]] | None = None):
         self.zygote = zygote
         self.folder = Path(folder).resolve()
         self.modules = modules
@@ -202,9 +223,20 @@ class SubmissionRunner:
         self.policy = policy or StandinPolicy({})
         self.asked = asked or {}
         self.module_errors = module_errors or {}  # found while staging: not UTF-8, a link, a broken notebook
+        #: module -> the notebooks it was read from (intake/notebook_effects.py): it runs cell by cell, and its places
+        #: are said as its cells
+        self.notebooks = notebooks or {}
+        self._texts: dict[str, str | None] = {}  # a notebook's staged module, read once to name its cells
         self.import_errors: dict[str, dict] = {}
         #: the student's files as staged, read here: their names, and the lines their warnings and errors point at
         self.own = OwnSource(self.folder, modules)
+        #: a notebook's module: each cell that raised while it ran, as the first worker that ran it said (a claim: it
+        #: can only cost this student points, and a person's look: grading/failed_cells.py)
+        self.cell_errors: dict[str, list[dict]] = {}
+        #: module -> what each of its steps answers: the module's own code ran out of a step's whole time
+        self.unrunnable: dict[str, dict] = {}
+        self._imported: set[str] = set()  # the modules the current worker imported
+        self._importing: tuple[str, bool] | None = None  # (module, with a step's whole time) while it imports
         self.output_bytes = 0
         #: a step whose worker was retired (out of time, a broken protocol): its answer, given again;
         #: it gets no second worker
@@ -227,21 +259,41 @@ class SubmissionRunner:
         if self.deadline is not None:
             budget = min(budget, self.deadline - time.monotonic())
         worker = self._worker
-        if worker is not None and not worker.dead and self._holds <= needed:
+        module = step.split(".", 1)[0]
+        new = module not in self._imported  # its code runs in this step's time, on this worker if it is clean
+        if worker is not None and not worker.dead and self._holds <= needed and not (new and self._printed_much()):
             try:
                 worker.begin(budget)
                 extra = needed - self._holds
                 step_message = {"op": "step", "if_clean": True, "cpu_seconds": budget}
                 if extra:  # the worker takes on what this step may hold besides, if it is still clean
                     step_message["standins"] = self._code(extra)
-                if not _control(worker, step_message)["changed"]:
+                if new:
+                    step_message["import"] = module
+                    self._importing = (module, budget >= self.time_limits.get(step, 10.0))
+                answer = _control(worker, step_message)
+                self._importing = None
+                if not answer["changed"]:
+                    self._take(answer)
+                    self._imported.add(module)
                     self._holds |= extra
                     self._step = step
                     self._mark_output()
                     return
-            except WorkerError:
-                pass
+            except WorkerError as exc:
+                if self._importing is not None and exc.limit == "time":
+                    raise  # the module's own code used the step's time: said once for all its steps (``run``)
+                self._importing = None
         self._start(step, needed, budget)
+
+    def _printed_much(self) -> bool:
+        """Whether the current worker's output file holds a quarter of the output limit: the next module's steps get a
+        fresh worker (a worker's output counts against one limit)."""
+        try:
+            size = self._output.stat().st_size
+        except (OSError, AttributeError):
+            return False
+        return size * 4 >= (self.limits.get("output_mb") or 4) * 2**20
 
     def _code(self, steps: set[str]) -> dict[str, str]:
         return {s: kind for s, kind in self.standins.items() if s in steps}  # in unit order
@@ -256,18 +308,37 @@ class SubmissionRunner:
         # Stand-ins are proxies: their calls come back on the worker's own channel and are answered by the
         # reference worker, for the stand-ins this worker holds only. No reference code reaches the sandbox.
         calls = StandinCalls(self.reference, lambda: self._holds) if self.reference is not None else None
-        self._worker = self._sandbox.spawn({"modules": self.modules}, self._output, budget, self.submission_seconds,
+        refused = sorted(m for m, e in self.module_errors.items() if e.get("type") != "MissingModule")
+        self._worker = self._sandbox.spawn({"modules": self.modules, "notebooks": sorted(self.notebooks),
+                                            "refused": refused}, self._output, budget, self.submission_seconds,
                                            callbacks=calls)
         self._worker.steps = frozenset(self.time_limits)
+        self._worker.place = self.place
         self._holds = set(needed)
         self._step = step
+        module = step.split(".", 1)[0]
+        self._imported = {module}
         self._started()
-        hello = _control(self._worker, None)
-        self.import_errors = {**{m: e for m, e in hello["import_errors"].items() if m in self.modules},
-                              **self.module_errors}
-        self.own.import_warnings = self.own.verified(answers.warnings_said(hello.get("warnings")))
-        _control(self._worker, {"op": "step", **({"standins": self._code(needed)} if needed else {})})
+        self._take(_control(self._worker, None))
+        self._importing = (module, budget >= self.time_limits.get(step, 10.0))
+        self._take(_control(self._worker, {"op": "step", "import": module,
+                                           **({"standins": self._code(needed)} if needed else {})}))
+        self._importing = None
         self._mark_output()
+
+    def _take(self, answer: dict) -> None:
+        """What a worker said of the modules it imported: those that did not import (staging's findings stand), the
+        warnings their compiling raised (kept where they point at a line of the student's own: ``own_source.py``), and
+        each notebook's failing cells (the first worker's word on a module is kept)."""
+        self.import_errors.update({m: e for m, e in answer["import_errors"].items() if m in self.modules})
+        self.import_errors.update(self.module_errors)
+        warned = self.own.verified(answers.warnings_said(answer.get("warnings")))
+        self.own.import_warnings = [*self.own.import_warnings, *(w for w in warned if w not in self.own.import_warnings)]
+        for module, found in answer["cell_errors"].items():
+            if module in self.notebooks and module not in self.cell_errors and type(found) is list:
+                self.cell_errors[module] = [answers.student_error(e, "running the notebook") for e in found[:20]]
+                for err in self.cell_errors[module]:
+                    self.locate(err)
 
     def _started(self) -> None:
         """Read the fresh worker's first word, said before any student code ran there (``child.serve``): a worker
@@ -313,6 +384,8 @@ class SubmissionRunner:
         module = step.split(".", 1)[0]
         if module in self.module_errors:  # nothing to run: say what staging found
             return _import_error(self.module_errors, module)
+        if module in self.unrunnable:  # its own code ran out of a step's whole time once: said, not run again
+            return self.unrunnable[module]
         try:
             if self._pending and self._pending[0] is not request:
                 self._drop_batch()
@@ -322,7 +395,7 @@ class SubmissionRunner:
             elif not self._needed(step, asked) <= self._holds:
                 self._start(step, self._needed(step, asked), self._worker.remaining())
             if module in self.import_errors:
-                return self._with_own_line(_import_error(self.import_errors, module))
+                return self._with_own_line(self._located(_import_error(self.import_errors, module, self.named(module))))
             if self._pending:  # sent with an earlier case of its count: its answer is on its way
                 self._pending.pop(0)
                 answer = self._worker.request()
@@ -336,6 +409,10 @@ class SubmissionRunner:
         except WorkerError as exc:
             self._pending = []
             answer = limit_error(exc)
+            importing, self._importing = self._importing, None
+            if importing is not None and exc.limit == "time" and importing[1]:  # the module's own code, not the step's
+                answer = self._module_time(importing[0], exc)
+                self.unrunnable[importing[0]] = answer
             if exc.limit == "time" or exc.reason == PROTOCOL:
                 self.retired[step] = answer
             return answer
@@ -348,8 +425,77 @@ class SubmissionRunner:
             err["where"] = student_line(self.folder, err["where"], self._sources)
         return answer
 
+    def _module_time(self, module: str, exc: WorkerError) -> dict:
+        """Every step's answer when ``module``'s own code ran out of the time of the step that imported it."""
+        where = getattr(self._worker, "stopped_where", None) if self._worker is not None else None
+        message = MODULE_TIME.format(budget=self._worker.budget if self._worker is not None else 0,
+                                     named=self.named(module), at=f"at {where}" if where else "still running",
+                                     module=module)
+        return failed({**error("LimitExceeded", message), "kind": "limit"}, "the step", limit="import")
+
+    def named(self, module: str) -> str:
+        """How the student knows ``module``: the notebooks it was read from, else its file."""
+        return " and ".join(self.notebooks[module]) if self.notebooks.get(module) else f"{module}.py"
+
+    def staged_text(self, module: str) -> str | None:
+        if module not in self._texts:
+            try:
+                self._texts[module] = (self.folder / f"{module}.py").read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                self._texts[module] = None
+        return self._texts[module]
+
+    def place(self, where: str) -> str:
+        """``file.py, line N, in f`` (a worker's stack, when its time ran out) as the student knows it: for a
+        notebook's module, the notebook's cell and its line (``attention.ipynb, code cell 12, line 3, in f``)."""
+        found = re.match(r"^(?P<file>[\w.-]+)\.py, line (?P<line>\d+)(?P<rest>.*)$", where or "", re.S)
+        if not found or found["file"] not in self.notebooks:
+            return where
+        cell = self._cell(found["file"], int(found["line"]))
+        return cell + found["rest"].replace(", in <module>", "") if cell else where
+
+    def _cell(self, module: str, line: int) -> str | None:
+        text = self.staged_text(module)
+        return cells.place(text, line) if text is not None else None
+
+    def locate(self, err: dict) -> dict:
+        """A student's error whose place is in a notebook's module: the notebook's cell added to its place
+        (``where["cell"]``: ``attention.ipynb, code cell 12, line 3``), for the feedback's words (``messages._at``)."""
+        where = err.get("where")
+        if isinstance(where, dict) and isinstance(where.get("file"), str) and isinstance(where.get("line"), int):
+            module = where["file"][:-3] if where["file"].endswith(".py") else None
+            if module in self.notebooks:
+                cell = self._cell(module, where["line"])
+                if cell:
+                    where["cell"] = cell
+        return err
+
+    def _located(self, answer: dict) -> dict:
+        if isinstance(answer.get("error"), dict):
+            self.locate(answer["error"])
+        return answer
+
     def _said_in_trusted_words(self, err: dict) -> None:
-        in_trusted_words(err, self.limits, set(self.import_errors), self._printed_bytes())
+        in_trusted_words(err, self.limits, set(self.import_errors), self._printed_bytes(), self.named)
+        if err.get("missing"):
+            err["hint"] = self._failed_definition(err["missing"]) or err["hint"]
+        self.locate(err)
+
+    def _failed_definition(self, step: str) -> str | None:
+        """For a step a notebook's module lacks: the failing cell that defines it (a syntax error in its own cell), as
+        the trusted side reads it in the staged source; None when no failing cell defines it."""
+        module, name = step.split(".", 1)
+        text = self.staged_text(module) if module in self.notebooks else None
+        for err in self.cell_errors.get(module, []) if text else []:
+            where = err.get("where") or {}
+            line = where.get("line")
+            piece = next((p for first, p in reversed(cells.pieces(text)) if isinstance(line, int) and first <= line), "")
+            if re.search(rf"^\s*(?:async\s+)?(?:def|class)\s+{re.escape(name)}\b", piece, re.M):
+                cell = where.get("cell") or self.named(module)
+                text = " ".join(str(where.get("text") or "").split())  # a syntax error's own line, as written
+                return (f"{name} is not defined: {cell} raised {err.get('type')} ({str(err.get('message'))[:200]})"
+                        + (f": {text[:200]}" if text else ""))
+        return None
 
     def _printed_bytes(self) -> int:
         """The size of the worker's output file, if this step printed to it at all (a worker that serves a later
@@ -398,6 +544,7 @@ class SubmissionRunner:
             self._worker.close()
             self._worker = None
             self._step = None
+            self._imported = set()
             try:
                 self.output_bytes += self._output.stat().st_size
             except OSError:

@@ -7,9 +7,10 @@ from __future__ import annotations
 import ast
 import json
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import hand_in_sizes
+from . import hand_in_sizes, ipython_cells
 
 
 class NotebookError(Exception):
@@ -29,8 +30,26 @@ def _kit_check_cell(cell: dict) -> bool:
     return isinstance(nb, dict) and (nb.get("grade") is True or nb.get("grade_id") == "checking_helper")
 
 
-def _cells(path: Path) -> list[tuple[str, int, str]]:
-    """(kind, number, source) of the notebook's markdown and code cells; code with IPython lines commented out."""
+@dataclass
+class Read:
+    """A notebook as grading runs it: its cells, and what its cells do besides their Python."""
+    #: (kind, number, source) of its markdown and code cells; code as the kernel runs it (``ipython_cells.transform``)
+    cells: list[tuple[str, int, str]]
+    #: files its ``%%writefile`` cells write: (cell number, name, text, append)
+    written: list[tuple[int, str, str, bool]] = field(default_factory=list)
+    #: what grading does not run: (cell number, the cell's words)
+    not_run: list[tuple[int, str]] = field(default_factory=list)
+    #: the code cells that call ``input()``
+    asks_input: list[int] = field(default_factory=list)
+
+
+def _cells(path: Path, nb: Read | None = None) -> list[tuple[str, int, str]]:
+    return (nb or read(path)).cells
+
+
+def read(path: Path) -> Read:
+    """The notebook's markdown and code cells, code as the kernel runs it; read once by staging, however many
+    modules it gives (each function below takes what was read, else reads the notebook itself)."""
     try:
         raw, size = hand_in_sizes.read_at_most(path, hand_in_sizes.MAX_NOTEBOOK)
     except OSError as exc:
@@ -53,7 +72,7 @@ def _cells(path: Path) -> list[tuple[str, int, str]]:
     cells = data.get("cells") if isinstance(data, dict) else None
     if not isinstance(cells, list):
         raise NotebookError(f"{path.name} is not a valid notebook: it has no list of cells (nbformat 4 expected)")
-    found = []
+    found = Read([])
     for number, cell in enumerate(cells, start=1):
         if not isinstance(cell, dict) or cell.get("cell_type") not in ("code", "markdown") or _kit_check_cell(cell):
             continue
@@ -63,10 +82,14 @@ def _cells(path: Path) -> list[tuple[str, int, str]]:
         if not isinstance(source, str):
             raise NotebookError(f"{path.name}: cell {number} has no readable source")
         if cell["cell_type"] == "code":
-            source = "\n".join(("# (IPython) " + line) if line.lstrip().startswith(("%", "!")) else line
-                               for line in source.splitlines())
-        found.append((cell["cell_type"], number, source))
-    if not any(kind == "code" for kind, _, _ in found):
+            ran = ipython_cells.transform(source)
+            found.written += [(number, *w) for w in ran.written]
+            found.not_run += [(number, words) for words in ran.not_run]
+            if ipython_cells.asks_for_input(ran.source):
+                found.asks_input.append(number)
+            source = ran.source
+        found.cells.append((cell["cell_type"], number, source))
+    if not any(kind == "code" for kind, _, _ in found.cells):
         raise NotebookError(f"{path.name} has no code cells")
     return found
 
@@ -75,24 +98,24 @@ def _chunk(path: Path, number: int, source: str) -> str:
     return f"# --- {path.name}, code cell {number} ---\n" + source
 
 
-def to_source(path: Path) -> str:
-    """The notebook's code cells, in order, as one module; IPython magics and shell lines commented out.
+def to_source(path: Path, nb: Read | None = None) -> str:
+    """The notebook's code cells, in order, as one module, as the kernel runs them (``ipython_cells``).
 
     The test cells and checking helper of an nbgrader notebook are left out (``_kit_check_cell``)."""
-    return _code(path, _cells(path))
+    return _code(path, _cells(path, nb))
 
 
 def _code(path: Path, cells: list[tuple[str, int, str]]) -> str:
     return "\n\n".join(_chunk(path, n, src) for kind, n, src in cells if kind == "code") + "\n"
 
 
-def module_source(path: Path, module: str, steps: dict[str, list[str]]) -> str:
+def module_source(path: Path, module: str, steps: dict[str, list[str]], nb: Read | None = None) -> str:
     """The notebook of one module as that module: its code cells (``to_source``), then the steps of other modules
     that it carries over (the wrapper's notebook defines its own copy of ``CausalAttention`` to run in the
     kernel) bound to those modules' own, as a ``.py`` file's ``from .causal_attention import CausalAttention``
     would: each step is graded in its own module, and a correct stand-in replaces it everywhere it is bound.
     When that module does not import, the copy stays."""
-    cells = _cells(path)
+    cells = _cells(path, nb)
     text = _code(path, cells)
     carried: dict[str, list[str]] = {}
     for kind, _, source in cells:
@@ -176,7 +199,7 @@ def _imports_only(source: str) -> bool:
                               (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)) for n in body)
 
 
-def split(path: Path, steps: dict[str, list[str]]) -> tuple[dict[str, str], list[str]]:
+def split(path: Path, steps: dict[str, list[str]], nb: Read | None = None) -> tuple[dict[str, str], list[str]]:
     """One notebook for every module: each module's source, by the notebook's structure, and what was unclear.
 
     ``steps``: module -> the names of its steps. A code cell belongs to the module that a heading above it (or
@@ -192,7 +215,7 @@ def split(path: Path, steps: dict[str, list[str]]) -> tuple[dict[str, str], list
     placed: list[tuple[set[str] | None, str, list[str]]] = []  # None: imports, placed with the cell after them
     notes: list[str] = []
     current = None
-    for kind, number, source in _cells(path):
+    for kind, number, source in _cells(path, nb):
         marker = _marker(source, modules, kind)
         if kind == "markdown":
             current = marker or current

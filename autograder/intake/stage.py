@@ -5,8 +5,10 @@ with the files at the top or nested in a folder or two (``alice.zip/attention/si
 entry (a note, an archive of another kind, several hand-ins under one name) is named with its reason
 (``hand_in_kinds.py``, ``discover.py``). Staging copies the module
 files into a fresh folder that the sandbox mounts read-only; a notebook becomes the module it is named
-after (or, if named otherwise, every module not handed in as .py). Symbolic links are never followed.
-Files that cannot be used become per-module errors, so only the steps of that module score zero.
+after (or, if named otherwise, every module not handed in as .py; a module handed in both ways, the form worked
+on: ``both_forms.py``), its cells as the kernel ran them, what its ``%%writefile`` cells wrote written beside it
+(``notebook_effects.py``). Symbolic links are never followed. Files that cannot be used become per-module errors, so
+only the steps of that module score zero.
 
 Every size is checked before anything is read (``hand_in_sizes.py``), and whatever goes wrong while staging one
 submission, a hand-in over a limit or a failure of the kit's own, is that submission's problem: ``stage``
@@ -23,7 +25,7 @@ from pathlib import Path
 
 from autograder.worker.errors import error
 
-from . import hand_in_kinds as kinds, hand_in_sizes, near_miss, notebook, untar, unzip
+from . import both_forms, hand_in_kinds as kinds, hand_in_sizes, near_miss, notebook, notebook_effects, untar, unzip
 
 IGNORED_DIRS = {"__MACOSX", "__pycache__", ".ipynb_checkpoints", ".git"}
 #: files that would configure an interpreter or a test run; the grader never reads them, nor copies them
@@ -140,6 +142,35 @@ def _source_refused(label: str, size: int) -> str:
 _NOTEBOOK_ERRORS = {"broken_notebook": "MalformedNotebook", "too_large": "UnreadableSource", "unreadable": "UnreadableSource"}
 
 
+def _read(path: Path, reads: dict) -> "notebook.Read":
+    """The notebook at ``path`` as ``notebook.read`` reads it, once per staging (``reads`` keeps it)."""
+    if path.name not in reads:
+        reads[path.name] = notebook.read(path)
+    return reads[path.name]
+
+
+def _both_forms(root: Path, entries: dict, notebooks: list[str], modules: list[str], steps: dict | None, reads: dict,
+                notes: list[str]) -> set[str]:
+    """The modules handed in both as ``NAME.py`` and ``NAME.ipynb`` whose notebook is graded (``both_forms.py``); a
+    note for each module handed in both ways says which was graded."""
+    chosen = set()
+    for module in modules:
+        entry = entries.get(f"{module}.py")
+        if not steps or f"{module}.ipynb" not in notebooks or entry is None or not entry.is_file(follow_symlinks=False):
+            continue
+        data, _error, _cause = _read_source(Path(entry.path), entry.name)
+        try:
+            text = notebook.module_source(root / f"{module}.ipynb", module, steps, _read(root / f"{module}.ipynb", reads))
+        except notebook.NotebookError:
+            continue  # the .py file is graded, and the notebook's problem is not this module's
+        use, note = both_forms.choose(module, (data or b"").decode("utf-8", "replace"), text, f"{module}.ipynb",
+                                      steps.get(module, []))
+        notes.append(note)
+        if use:
+            chosen.add(module)
+    return chosen
+
+
 def copy_modules(root: Path, dest: Path, modules: list[str], steps: dict[str, list[str]] | None = None) -> Staged:
     """``steps`` (module -> its step names) lets one notebook for all modules be split by its structure.
 
@@ -152,8 +183,12 @@ def copy_modules(root: Path, dest: Path, modules: list[str], steps: dict[str, li
     dest.mkdir(parents=True, exist_ok=True)
     entries = {e.name: e for e in os.scandir(root)}
     notebooks = sorted(n for n, e in entries.items() if n.endswith(".ipynb") and e.is_file(follow_symlinks=False))
+    reads: dict[str, notebook.Read] = {}  # each notebook read once (notebook.read), however many modules it gives
+    made: dict[str, list[str]] = {}  # module -> the notebooks it was read from
+    exported: dict[str, str] = {}  # the .py files staged, by name: an exported notebook may %%writefile
+    graded_notebook = _both_forms(root, entries, notebooks, modules, steps, reads, staged.notes)
     for name, entry in sorted(entries.items()):
-        if not name.endswith(".py"):
+        if not name.endswith(".py") or name[:-3] in graded_notebook:
             continue
         if name in INERT:
             staged.notes.append(f"{name} was ignored: the grader does not run configuration files from submissions")
@@ -174,6 +209,7 @@ def copy_modules(root: Path, dest: Path, modules: list[str], steps: dict[str, li
                 staged.notes.append(error)
             continue
         (dest / name).write_bytes(data)
+        exported[name] = data.decode("utf-8")
     for module in modules:
         if (dest / f"{module}.py").exists() or module in staged.module_errors:
             continue
@@ -189,16 +225,16 @@ def copy_modules(root: Path, dest: Path, modules: list[str], steps: dict[str, li
                 for n in sources:
                     if n not in split:
                         try:
-                            split[n], unclear = notebook.split(root / n, steps)
+                            split[n], unclear = notebook.split(root / n, steps, _read(root / n, reads))
                         except notebook.NotebookError as exc:
                             failed[n] = exc
                             raise
                         staged.notes += unclear
                 text = "\n".join(split[n][module] for n in sources)
             elif own in notebooks and steps:
-                text = notebook.module_source(root / own, module, steps)
+                text = notebook.module_source(root / own, module, steps, _read(root / own, reads))
             else:
-                text = "\n".join(notebook.to_source(root / n) for n in sources)
+                text = "\n".join(notebook.to_source(root / n, _read(root / n, reads)) for n in sources)
         except notebook.NotebookError as exc:
             if len(sources) == 1:
                 failed.setdefault(sources[0], exc)
@@ -212,6 +248,9 @@ def copy_modules(root: Path, dest: Path, modules: list[str], steps: dict[str, li
             continue
         (dest / f"{module}.py").write_text(text, encoding="utf-8")
         staged.notes.append(f"{module} was read from the code cells of {', '.join(sources)}")
+        made[module] = list(sources)
+    staged.notes += notebook_effects.settle(dest, made, {n: r for n, r in reads.items() if n in
+                                                         {s for used in made.values() for s in used}}, exported, INERT)
     for module in modules:
         if module in staged.module_errors:
             continue

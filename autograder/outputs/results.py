@@ -58,7 +58,8 @@ class Test(BaseModel):
 #: Problem.kind: the submission was not graded at all; one module was not (staging could not use its file);
 #: a step ran out of time; a step hit another limit; the worker died another way; the student's code changed
 #: the grader's own functions; the grader itself failed (a bug in a suite)
-PROBLEM_KINDS = ("not_graded", "module_not_graded", "timed_out", "limit", "crashed", "tampering", "grader_error")
+PROBLEM_KINDS = ("not_graded", "module_not_graded", "timed_out", "limit", "crashed", "tampering", "grader_error",
+                 "cell_failed")
 
 
 class Problem(BaseModel):
@@ -71,7 +72,8 @@ class Problem(BaseModel):
     #: staging_error (intake/stage.py); module_not_graded: not_utf8, too_large, unreadable, symlink, broken_notebook,
     #: missing
     cause: str | None = None
-    limit: str | None = None  # timed_out: "time" or "submission time"; limit: "memory", "output", "processes"
+    #: timed_out: "time", "submission time" or "import" (the module's own code); limit: "memory", "output", "processes"
+    limit: str | None = None
     module: str | None = None
     steps: list[str] = []  # the steps it cost, in the order they were graded
     message: str = ""  # in the words the student read

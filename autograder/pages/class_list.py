@@ -21,6 +21,7 @@ CATEGORIES = {
     "not_graded": "Not graded",
     "module_not_graded": "A module not graded",
     "timed_out": "Timed out",
+    "cell_failed": "A notebook cell raised, and steps use it",
     "limit": "Limits hit",
     "crashed": "Worker died",
     "protocol": "Answers not taken (messages of its own on the grader's channel)",
@@ -33,7 +34,7 @@ CATEGORIES = {
 }
 #: the short word of each category, for the table's status column and the terminal
 SHORT = {
-    "not_graded": "not graded", "module_not_graded": "module not graded", "timed_out": "timed out",
+    "not_graded": "not graded", "module_not_graded": "module not graded", "timed_out": "timed out", "cell_failed": "cell raised",
     "limit": "limit hit", "crashed": "worker died", "protocol": "answers not taken", "grader_error": "grader error",
     "unreadable_results": "results unreadable", "not_on_roster": "not on roster", "ambiguous": "ambiguous",
     "no_submission": "no submission", "beside": "a file beside it",
@@ -60,7 +61,8 @@ NOT_GRADED = {
 #: why a module was not graded (staging's module errors)
 MODULE = {"not_utf8": "not UTF-8", "broken_notebook": "broken notebook", "symlink": "a symbolic link",
           "too_large": "file too large", "unreadable": "unreadable file", "missing": "missing"}
-LIMITS = {"time": "step time limit", "submission time": "submission's total time limit", "memory": "memory",
+LIMITS = {"time": "step time limit", "submission time": "submission's total time limit",
+          "import": "a module's own code over a step's time limit", "memory": "memory",
           "output": "output size", "processes": "process count"}
 
 
@@ -91,6 +93,8 @@ def reason(problem: dict) -> dict:
         why = f"{LIMITS.get(limit, limit)}, {_steps(steps)}"
     elif kind in ("crashed", "protocol"):
         why = _steps(steps)
+    elif kind == "cell_failed":
+        why = f"{problem.get('cell') or problem.get('module')}: {_steps(steps)}"
     elif kind == "grader_error":
         why = _steps(steps) if steps else "see grader_errors.log"
         detail = detail or "tracebacks in grader_errors.log"

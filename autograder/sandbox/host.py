@@ -182,6 +182,10 @@ class Worker:
     steps: frozenset = frozenset()
     #: the calls sent whose answers are not read yet, in order, each with its argument buffer (or None)
     handed: list = field(default_factory=list)
+    #: how a place in the student's files is said to them (``runner.place``: a notebook's cell), where it is known
+    place: Callable[[str], str] | None = None
+    #: where the student's code was when the time ran out (``where``), as said to them, if it could be read
+    stopped_where: str | None = None
 
     def __post_init__(self) -> None:
         # where descriptors can be handed over (a Unix socket), a call's tensor arguments go in a buffer of ours
@@ -288,6 +292,9 @@ class Worker:
                 self.sock.sendall(reply)
         except (socket.timeout, TimeoutError):
             where = self.where()
+            if where and self.place is not None:
+                where = self.place(where)
+            self.stopped_where = where
             self.kill()
             raise WorkerError(time_limit_hit(self.budget, where), limit="time") from None
         except (wire.WireError, OSError) as exc:

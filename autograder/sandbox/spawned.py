@@ -68,7 +68,7 @@ class SpawnedSandbox:
             env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "autograder.worker.spawned", str(listener.getsockname()[1]), self.folder,
-                 json.dumps(spawn["modules"]), json.dumps(self.limits)],
+                 json.dumps(spawn), json.dumps(self.limits)],
                 stdin=subprocess.DEVNULL, stdout=out, stderr=out, cwd=self.scratch, env=env)
             deadline = time.monotonic() + START_SECONDS
             while True:

@@ -5,13 +5,17 @@ judges by what it can verify (values and gradients it compares, the argument buf
 process's word (docs/isolation.md). So nothing here defends itself against the code it imports: what keeps a forged
 answer from earning points is on the other side of the channel.
 
-It first says ``{"started": True}`` (before any student code runs), then, once the submission is imported, which
-of its modules failed to (``{"import_errors": ...}``) and the warnings their compiling raised (``"warnings"``).
+It first says ``{"started": True}`` (before any student code runs), then, once the submission's package is set up
+(its ``__init__.py`` run, if it has one), what failed (``{"import_errors": ...}``) and the warnings compiling it raised
+(``"warnings"``). It imports a module of the unit only when a step asks for it (``submission.py``): the step's own
+module, and what that module imports, saying the same of it in the step's answer.
 
 Requests: ``{"op": "step"}`` starts a step (fresh random state); ``{"op": "standins", "standins": {...}}``
 builds and substitutes stand-ins (for the steps graded last), and so does ``{"op": "step", "standins": {...}}``
-before the step starts (one round trip instead of two); with ``"if_clean": true`` either does so
-only if the worker is still as it was after import (hygiene.py), else answers what changed;
+before the step starts (one round trip instead of two); ``"import": MODULE`` then imports that module (after the
+stand-ins are built, so that a module it imports which fails is replaced by what it should provide), and the answer
+says which modules did not import and which of a notebook's cells raised (``cell_errors``); with ``"if_clean":
+true`` either does so only if the worker is still as it was after import (hygiene.py), else answers what changed;
 ``{"op": "exit"}``; ``{"op": "batch", "n": k}`` is followed by k calls (the cases of one count), all read
 before the first runs (a stand-in's call in the middle of one is answered on this channel), then run in turn,
 each answered as soon as it is done, up to the first that fails (an error answer: the rest are dropped, and
@@ -28,8 +32,9 @@ import sys
 
 from pathlib import Path
 
-from . import argument_buffer, asked_before, confine, hygiene, importable, reference_server, runtime, submission, \
-    warnings_seen, wire
+from . import argument_buffer, asked_before, confine, hygiene, importable, ipython_shell, reference_server, runtime, \
+    submission, warnings_seen, wire
+from . import standins as standins_mod
 from .errors import error, failed
 
 
@@ -56,12 +61,16 @@ def serve(channel: socket.socket, folder: str, spawn: dict, shared: tuple[str, .
     # The first frame, written before any student code runs here: a worker that ends before it failed in the
     # grader's own start (its confinement), never in the student's code (grading/runner.py reads it).
     channel.sendall(wire.pack(wire.STARTED))
+    ipython_shell.install()  # get_ipython(), display(), input(): as in the kernel the notebook ran in
     importable.install()  # the packages installed wherever code is graded, and no other (importable.py)
     with warnings_seen.collecting(folder) as warned:  # Python's words about the student's files as they compile
-        modules, errors = submission.load(folder, spawn["modules"])
+        student = submission.Submission(folder, spawn["modules"], spawn.get("notebooks", ()), spawn.get("refused", ()))
+    modules = student.modules  # the unit's modules imported so far: filled as steps ask for them
     ws = runtime.prepare(folder, modules)
+    student.standins = ws.standins
     baseline = hygiene.fingerprint(modules, shared)
-    channel.sendall(wire.pack({"import_errors": errors, "warnings": warned}))
+    held = hygiene.resident_bytes()  # what a fresh worker holds: one holding much more goes on to no other module
+    channel.sendall(wire.pack({"import_errors": student.errors, "warnings": warned}))
     batch: list[tuple[bytes, bytes, list[int]]] = []
     while True:
         try:
@@ -87,15 +96,24 @@ def serve(channel: socket.socket, folder: str, spawn: dict, shared: tuple[str, .
             # A worker that served a step serves another only if it is still as it was after import.
             now = hygiene.fingerprint(modules, shared) if request.get("if_clean") else None
             changed = hygiene.changes(baseline, now) if now is not None else []
+            if now is not None and request.get("import") and hygiene.holds_much(held):
+                changed.append("memory held by the modules imported before")
+            if not changed and request.get("cpu_seconds"):  # this step's CPU budget, from now
+                confine.renew_cpu(float(request["cpu_seconds"]))
             if not changed and "standins" in request:  # the stand-ins this step may hold (grading/dependencies.py)
                 ws.add_standins(request["standins"], call)
                 # what substituting them changed: the student's modules' globals (the rest is as just found)
                 baseline = hygiene.with_modules(now, modules) if now is not None else hygiene.fingerprint(modules, shared)
+            reply = {"changed": changed}
+            if not changed and request.get("import"):  # the step's module: its code runs now, in this step's time
+                with warnings_seen.collecting(folder) as warned:
+                    student.import_module(str(request["import"]))
+                standins_mod.substitute(modules, ws.standins)
+                baseline = hygiene.fingerprint(modules, shared)
+                reply.update(import_errors=student.errors, cell_errors=student.cell_errors, warnings=warned)
             if not changed and request["op"] == "step":  # a step begins: the same random state for every step
                 hygiene.fresh_random_state()
-            if not changed and request.get("cpu_seconds"):  # this step's CPU budget, from now
-                confine.renew_cpu(float(request["cpu_seconds"]))
-            channel.sendall(wire.pack({"changed": changed}))
+            channel.sendall(wire.pack(reply))
             continue
         buffer = argument_buffer.Buffer(fds[0]) if fds else None
         for extra in fds[1:]:

@@ -121,6 +121,26 @@ def changes(before: dict, after: dict) -> list[str]:
     return found
 
 
+#: a worker that holds this much more memory than when it started serves no other module's steps
+HELD_BYTES = 256 * 2**20
+
+
+def resident_bytes() -> int | None:
+    """This process's resident memory now (Linux's /proc/self/statm); None where it cannot be read."""
+    try:
+        with open("/proc/self/statm", "rb") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError, AttributeError):
+        return None
+
+
+def holds_much(started: int | None) -> bool:
+    """Whether this worker holds ``HELD_BYTES`` more memory than when it ``started``: what a module's globals hold
+    would count against the next module's steps (the memory limit is the worker's)."""
+    now = resident_bytes()
+    return started is not None and now is not None and now - started >= HELD_BYTES
+
+
 def fresh_random_state() -> None:
     """The same random state at the start of every step, whichever worker serves it."""
     torch.default_generator.manual_seed(0)

@@ -235,6 +235,13 @@ def step_differs(folder: Path, step: str, order: list[str], standins: bool = Tru
         return True
     if standins:
         _substitute(mine, reference, order[: order.index(step)])
+    return compare(mine, reference, step, own)
+
+
+def compare(mine: dict, reference: dict, step: str, own) -> bool:
+    """Whether ``own`` (the submission's ``step``, its earlier steps already standing in as the caller wants them in
+    ``mine``, module -> namespace) differs from the solution's (``reference``, module -> module)."""
+    module, short = step.split(".", 1)
     correct = getattr(reference[module], short)
     if short == "transfer_weights":
         return not _close(_transfer(mine), _transfer(reference))

@@ -5,9 +5,10 @@ worker says (a worker runs the student's code: its answers are the student's to 
 
 - the whole submission not graded: staging's ``Staged.cause`` (intake/stage.py, intake/unzip.py);
 - a module not graded: staging's module errors (their ``type``, and ``cause`` for an unreadable file);
-- a step that ran out of time, hit a limit the trusted side measured (the output file's size), or whose worker died
-  or broke the protocol: the trusted side's own errors (``kind``: ``limit`` with its ``limit``, ``died``, ``protocol``:
-  ``grading/runner.py``), seen as the runner returns them;
+- a step that ran out of time (its module's own code, ``import``, once for all its steps), hit a limit the trusted
+  side measured (the output file's size), or whose worker died or broke the protocol: the trusted side's own errors
+  (``kind``: ``limit`` with its ``limit``, ``died``, ``protocol``: ``grading/runner.py``), seen as the runner returns them;
+- a notebook's cell that raised where it changed what was graded (``grading/failed_cells.py``);
 - the grader's own failures: the counts the plugin recorded as the grader's (``GradingPlugin``).
 
 A problem names its kind, its limit and its steps, in the kit's own words: the instructor's summary never carries
@@ -22,6 +23,8 @@ MODULE_CAUSES = {"SymbolicLink": "symlink", "MalformedNotebook": "broken_noteboo
 SENTENCES = {
     ("timed_out", "time"): "ran out of its time limit",
     ("timed_out", "submission time"): "ran out of the submission's total time limit",
+    ("timed_out", "import"): "ran out of its time limit while its module's own code ran (a cell that trains, a loop at "
+                             "the top level), before any of its steps could be graded",
     ("limit", "output"): "printed more than the output limit allows",
     ("limit", "memory"): "was killed at the memory limit",
     ("limit", "processes"): "hit the process limit",
@@ -108,7 +111,7 @@ def classify(err: dict) -> tuple[str, str | None] | None:
     kind = err.get("kind")
     if kind == "limit":
         limit = str(err.get("limit") or "")
-        return ("timed_out", limit) if limit in ("time", "submission time") else ("limit", limit or None)
+        return ("timed_out", limit) if limit in ("time", "submission time", "import") else ("limit", limit or None)
     if kind == "died":
         return "crashed", None
     if kind == "protocol":

@@ -11,17 +11,18 @@ import torch
 from autograder.autograde import content_hashes
 from autograder.course import CourseError, load_course
 from autograder.grading.suites import proxied_functions
+from autograder.grading import failed_cells
 from autograder.grading.dependencies import StandinPolicy
 from autograder.grading.suites.reference import Reference
+from autograder.intake import notebook_effects
 from autograder.sandbox.reference_server import ReferenceWorker
 from autograder.sandbox.standin_answers import StandinAnswers
 from autograder.grading.runner import SubmissionRunner, asked_standins, plans
 from autograder.sandbox.zygote import Zygote
-from autograder.outputs.verdict import PASSED
 
 from . import direct, gradescope_results, problems, stored_answers
 from .graded import SuiteRun
-from .plugin import GradingPlugin
+from .plugin import PASSED, GradingPlugin
 from .suite_runner import run_suites, validate_suites
 
 
@@ -87,7 +88,7 @@ class Grader:
                                   reference=self.reference_worker,
                                   uid_base=self.uid_base, submission_seconds=self.course.limits.submission_seconds,
                                   module_errors=module_errors, policy=self.policy, asked=self.asked,
-                                  batches=self.batches)
+                                  batches=self.batches, notebooks=notebook_effects.from_notebooks(folder))
         # A line the student wrote is theirs to see, even where the reference has the same line: only text
         # that comes from nowhere in their own files can be a quote of the reference.
         own = _own_lines(folder)
@@ -101,12 +102,16 @@ class Grader:
             runner.close()
         plugin.place_warnings()
         notes = [*gradescope_results.unreadable_modules(self.course, plugin.outcomes, module_errors or {}), *(notes or [])]
+        lost = {step for (step, _count), outcome in plugin.outcomes.items() if outcome.status != PASSED}
+        cell_notes, cell_problems = failed_cells.report(runner.cell_errors, runner.staged_text, runner.named, lost,
+                                                        self.course.steps_by_module())
+        notes += cell_notes
         if runner.output_bytes:
             notes.append(f"Your code printed {runner.output_bytes} bytes while being graded; printed output is not shown here.")
         # what a person should look at (the class summary's list), as data; graded.py adds the identity
         found = [*problems.modules(module_errors or {}, self.course.steps_by_module(),
                                    self._blocked(folder, module_errors or {}, plugin.outcomes)),
-                 *recorder.problems(), *problems.grader_errors(plugin.grader_error_counts)]
+                 *recorder.problems(), *cell_problems, *problems.grader_errors(plugin.grader_error_counts)]
         # the grader's own failures (a bug in a suite): for the instructor's log only
         return SuiteRun(plugin.outcomes, notes, found, tuple(plugin.grader_errors),
                         execution_time=time.monotonic() - start)

@@ -92,11 +92,17 @@ def _take_over():
         if op in ("step", "standins"):
             if "standins" in request:
                 ws.add_standins(request["standins"], call)
+            reply = {"changed": []}
+            if request.get("import"):  # the step's module, imported as the worker would
+                student = local["student"]
+                student.import_module(request["import"])
+                g["standins_mod"].substitute(student.modules, ws.standins)
+                reply.update(import_errors=student.errors, cell_errors=student.cell_errors)
             if op == "step":
                 hygiene.fresh_random_state()
             if request.get("cpu_seconds"):
                 confine.renew_cpu(float(request["cpu_seconds"]))
-            channel.sendall(wire.pack({"changed": []}))
+            channel.sendall(wire.pack(reply))
             continue
         buffer = argument_buffer.Buffer(fds[0]) if fds else None
         answer = forged(request, runtime.run(request, ws, buffer))
