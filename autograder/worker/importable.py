@@ -21,10 +21,12 @@ import sys
 #: the top-level modules of the distributions both the student bundle and the Gradescope image install
 #: (tests/test_one_environment.py keeps this in step with release/pins.py)
 MODULES = frozenset({
-    "PIL", "_distutils_hack", "anyio", "click", "filelock", "fsspec", "functorch", "idna", "isympy", "jinja2",
-    "jupyter", "jupyter_core", "markdown_it", "markupsafe", "mdurl", "mpmath", "networkx", "numpy", "packaging",
-    "platformdirs", "pygments", "rich", "safetensors", "setuptools", "sympy", "torch", "torchgen",
-    "traitlets", "typing_extensions", "watchfiles",
+    "IPython", "PIL", "_distutils_hack", "anyio", "asttokens", "click", "executing", "filelock", "fsspec",
+    "functorch", "idna", "ipython_pygments_lexers", "isympy", "jedi", "jinja2", "jupyter", "jupyter_core",
+    "markdown_it", "markupsafe", "matplotlib_inline", "mdurl", "mpmath", "networkx", "numpy", "packaging", "parso",
+    "pexpect", "platformdirs", "prompt_toolkit", "psutil", "ptyprocess", "pure_eval", "pygments", "rich",
+    "safetensors", "setuptools", "stack_data", "sympy", "torch", "torchgen", "traitlets", "typing_extensions",
+    "watchfiles", "wcwidth",
 })
 #: what a sentence names of them: what the exercises use
 NAMED = ("torch", "numpy")
