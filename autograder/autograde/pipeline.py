@@ -202,10 +202,10 @@ def _load(course_file: Path):
     Refused, with the command to run, when the public checks students have were recorded from other sources
     (assign/recorded_from.py)."""
     from autograder import long_lived  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
-    from autograder.assign import recorded_from  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
     from autograder.course import CourseError  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
 
     with long_lived.loading():
+        from autograder.assign import recorded_from  # noqa: PLC0415 - imports torch (the public cases' safetensors)
         from autograder.grading.suites.session import Grader  # noqa: PLC0415 - imports torch
 
         try:
