@@ -25,7 +25,7 @@ import threading
 import time
 from pathlib import Path
 
-from tests.submission_forms import one_notebook
+from tests.support.submission_forms import one_notebook
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "samples" / "submissions"

@@ -1,4 +1,11 @@
-"""Shared fixtures: the repo's paths, and a helper that runs the ``grade`` CLI as a user would."""
+"""Shared fixtures: the repo's paths, and a helper that runs the ``grade`` CLI as a user would; each test's speed
+marker from its folder.
+
+The folders are the levels: ``unit/`` (fast, in-process: ``make test`` runs them first, ``-m unit``),
+``integration/`` (the grader in one piece: its CLI, sandbox and workers) and ``system/`` (the real components:
+nbgrader, Jupyter, Chromium, Dask, an LMS, a Debian root, the bundle). A test in ``unit/`` is ``unit``; one in the
+other two is ``slow`` unless it says ``unit`` itself (an in-process check of that module's own helpers, run in the
+fast stage). A ``slow`` test in ``unit/`` is refused: it belongs a level up."""
 from __future__ import annotations
 
 import atexit
@@ -13,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser import Browser, find_or_install
+from tests.support.browser import Browser, find_or_install
 
 # ``grade check`` leaves a warm server behind (autograder/check/warm_server.py); each test's checks run in-process
 # unless it asks for one (tests/test_check_server.py)
@@ -34,6 +41,31 @@ def run_grade(*args: str, cwd: Path = ROOT, env: dict | None = None, timeout: fl
     full_env = {**os.environ, **(env or {})}
     return subprocess.run([sys.executable, "-m", "autograder.cli", *args], cwd=cwd, env=full_env,
                           capture_output=True, text=True, timeout=timeout)
+
+
+LEVELS = {"unit": "unit", "integration": "slow", "system": "slow"}
+
+
+def pytest_collection_modifyitems(config, items):
+    """Each test gets its speed marker from its folder (module docstring); one that says the other speed is kept if it
+    is ``unit`` (a fast test beside slower ones), refused if it is ``slow`` in ``unit/``."""
+    tests = Path(__file__).resolve().parent
+    misplaced = []
+    for item in items:
+        try:
+            level = Path(str(item.path)).resolve().relative_to(tests).parts[0]
+        except ValueError:
+            continue
+        if level not in LEVELS:
+            misplaced.append(f"{item.nodeid}: not in one of tests/{{{','.join(LEVELS)}}}/")
+            continue
+        said = {m.name for m in item.iter_markers() if m.name in ("unit", "slow")}
+        if level == "unit" and "slow" in said:
+            misplaced.append(f"{item.nodeid}: marked slow in tests/unit/")
+        elif not said:
+            item.add_marker(getattr(pytest.mark, LEVELS[level]))
+    if misplaced:
+        raise pytest.UsageError("tests at the wrong level:\n  " + "\n  ".join(misplaced))
 
 
 @pytest.fixture(autouse=True)
