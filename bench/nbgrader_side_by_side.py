@@ -60,7 +60,7 @@ def grade_cmd(*args: str) -> list[str]:
 
 def jupyter_env(tmp: Path) -> dict:
     """An environment where nbgrader runs this Python as its "python3" kernel and reads no configuration, kernel
-    or IPython profile of the user's (as tests/test_nbgrader.py runs it); nbgrader calls `alembic` from PATH."""
+    or IPython profile of the user's (as tests/system/test_nbgrader.py runs it); nbgrader calls `alembic` from PATH."""
     spec = tmp / "jupyter-path" / "kernels" / "python3"
     spec.mkdir(parents=True, exist_ok=True)
     (spec / "kernel.json").write_text(json.dumps({

@@ -84,7 +84,7 @@ def root() -> Path:
 
 @pytest.fixture(scope="session")
 def browser():
-    """A real headless Chromium (Debian's package, installed here if missing); see tests/browser.py."""
+    """A real headless Chromium (Debian's package, installed here if missing); see tests/support/browser.py."""
     executable, why = find_or_install()
     if executable is None:
         pytest.skip(f"no headless Chromium: {why}")

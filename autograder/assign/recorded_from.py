@@ -6,7 +6,7 @@ leaves the recorded cases stale: the student bundle's ``grade check`` would chec
 where grading gives ``79/81``. So ``grade assign`` writes beside the cases a digest of each source (``recorded_from``:
 the solutions, the hidden suites, course.yml's grading content), and ``grade release``, ``grade gradescope``, ``grade
 nbgrader`` and ``grade autograde`` compare it with the sources now and refuse, with the command to run, when one
-differs (tests/test_recorded_from.py, with the control: after ``grade assign`` each goes ahead).
+differs (tests/integration/test_recorded_from.py, with the control: after ``grade assign`` each goes ahead).
 
 The digest is of the files' bytes (line endings made one), named relative to their own folder, so a copy of the kit
 elsewhere has the same digest; course.yml counts by its parsed content, less what no public case depends on (the late

@@ -9,7 +9,7 @@ every one of them (each file, and each folder to list it); whatever it could ope
 run refuses to grade untrusted code there (``autograde/run_policy.py``). At the levels with an allow-list
 (namespaces, userns, uid+landlock, landlock) a worker reads nothing else whatever the modes, so only a protected
 file under an allow-listed folder (a course kept under ``/usr``, a kit installed into site-packages) would be
-readable: ``under_allow_list`` names those. ``tests/test_isolation.py`` shows both, with their controls.
+readable: ``under_allow_list`` names those. ``tests/integration/test_isolation.py`` shows both, with their controls.
 """
 from __future__ import annotations
 

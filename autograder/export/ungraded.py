@@ -5,7 +5,7 @@ results.json then holds 0 for what was not graded, a number nobody decided. ``gr
 leave such a hand-in blank (post nothing) unless asked for zeros (``--ungraded zero``), and name each in their report;
 a person's decision (outputs/decision.py) is what they use instead. Read from results.json's problems as data
 (grading/suites/problems.py), never from its words. A module that was not handed in is graded: its steps score
-zero, as the student's own doing (tests/test_decisions.py).
+zero, as the student's own doing (tests/integration/test_decisions.py).
 """
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ The bundle gives each module both ways (``exercises/causal_attention.py``, ``not
 student who works in the notebook and hands in the whole folder hands in the untouched stub beside it. The form with
 more of the module's steps written (a step whose code is more than the stub's ``raise NotImplementedError``) is
 graded; on a tie the ``.py`` file, as a folder of ``.py`` files is graded. Either way the other is named in the
-feedback. Both are parsed, never run. tests/test_handin_corpus.py grades both hand-ins (a stub ``.py`` beside a
+feedback. Both are parsed, never run. tests/system/test_handin_corpus.py grades both hand-ins (a stub ``.py`` beside a
 worked notebook, and the other way round).
 """
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Find the hand-ins named on the command line: submissions, or folders of them.
 
 Every entry a student handed in becomes one hand-in, graded or named with its reason, never left out without a
-word (tests/test_hand_ins.py):
+word (tests/unit/test_hand_ins.py):
 
 - a folder, a ``.zip``, a tar archive (``.tar.gz``, ``.tgz``, ``.tar``, ``.tar.bz2``, ``.tar.xz``), a notebook and a
   single ``.py`` file are graded (``stage.py`` says what it could not use);

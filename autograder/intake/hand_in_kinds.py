@@ -2,7 +2,7 @@
 
 One table for discovery (``discover.py``: what is a hand-in) and staging (``stage.py``: how it is read). A ``.zip``,
 a tar archive, a notebook and a ``.py`` file are graded; an archive of another kind is named as unsupported; any other
-file is not code (tests/test_hand_ins.py).
+file is not code (tests/unit/test_hand_ins.py).
 """
 from __future__ import annotations
 

@@ -4,8 +4,8 @@ The trusted process (the one that grades the whole class) reads every hand-in be
 bound there, one notebook padded to 200 MB took 5.3 GB of it and a memory limit ended the batch, with no result
 for anyone. So each limit below is checked with ``lstat``/``fstat``, or with a read that stops one byte past it,
 before anything is parsed. A hand-in over a limit is that submission's problem, in the words below, and the class
-goes on (``intake/stage.py``; tests/test_staging_limits.py shows each limit with a control at it, and the class
-graded beside a 200 MB notebook with the process tree's memory measured).
+goes on (``intake/stage.py``; tests/integration/test_staging_limits.py shows each limit with a control at it, and
+the class graded beside a 200 MB notebook with the process tree's memory measured).
 
 - ``MAX_SOURCE``: a ``.py`` file, and the code read from a notebook's cells for one module.
 - ``MAX_NOTEBOOK``: a notebook's JSON. The bundle's notebooks are 7-10 KB as released (``grade release``);

@@ -21,7 +21,7 @@ A shell line (``!cmd``, ``%pip``, ``%conda``, ``%sx``, ``!!``) is not run either
 nothing, and an empty list for ``files = !ls``): each is said once to the student (``not_run``).
 
 Without IPython (an install without it), IPython's lines are commented out instead, as before the transformer.
-tests/test_ipython_cells.py shows each construct.
+tests/unit/test_ipython_cells.py shows each construct.
 """
 from __future__ import annotations
 

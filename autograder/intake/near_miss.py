@@ -4,7 +4,7 @@ Browsers save a second download as ``causal_attention (1).py``, Canvas renames a
 Windows hides the ``.txt`` of ``causal_attention.py.txt``, and a student types ``casual_attention.py``. Such a file is
 not graded in the module's place (the student must hand in what they meant to, and a person may decide otherwise:
 ``grade decide``), but the missing module's message names it and the rename, in grade check and grade autograde
-alike (tests/test_hand_ins.py).
+alike (tests/unit/test_hand_ins.py).
 """
 from __future__ import annotations
 

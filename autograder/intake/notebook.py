@@ -1,7 +1,7 @@
 """Read the code cells of a Jupyter notebook (.ipynb) as module source.
 
 A notebook is read only up to ``hand_in_sizes.MAX_NOTEBOOK``: one over it is refused before a byte is parsed
-(tests/test_staging_limits.py)."""
+(tests/integration/test_staging_limits.py)."""
 from __future__ import annotations
 
 import ast

@@ -11,7 +11,7 @@
   them (a notebook's module runs cell by cell, past a failing cell, and its messages name the notebook's cells:
   ``grading/runner.py``).
 
-tests/test_ipython_cells.py and tests/test_handin_corpus.py show each.
+tests/unit/test_ipython_cells.py and tests/system/test_handin_corpus.py show each.
 """
 from __future__ import annotations
 

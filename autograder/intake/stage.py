@@ -12,7 +12,7 @@ only the steps of that module score zero.
 
 Every size is checked before anything is read (``hand_in_sizes.py``), and whatever goes wrong while staging one
 submission, a hand-in over a limit or a failure of the kit's own, is that submission's problem: ``stage``
-never raises, and the batch goes on with the next (tests/test_staging_limits.py).
+never raises, and the batch goes on with the next (tests/integration/test_staging_limits.py).
 """
 from __future__ import annotations
 
@@ -280,7 +280,7 @@ def stage(source: Path, name: str, staging: Path, modules: list[str], steps: dic
     Whatever stops it is this submission's problem, as data: a hand-in over a size limit (``hand_in_sizes.py``, checked
     before it is read), one that cannot be read (``unreadable``), and any failure of the kit's own
     (``staging_error``, its traceback in ``kit_error`` for grader_errors.log; the student reads a fixed
-    sentence, never the exception's words). tests/test_staging_limits.py shows each."""
+    sentence, never the exception's words). tests/integration/test_staging_limits.py shows each."""
     found = _staged(source, name, staging, modules, steps, others)
     if beside:
         found.beside = [p.name for p in beside]

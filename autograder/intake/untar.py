@@ -4,7 +4,7 @@ unpacked (``unzip.py``): no path outside the target, no links nor devices, and t
 The archive's own size is checked before it is opened (``hand_in_sizes.MAX_ARCHIVE``); then its members are read one
 at a time, as a stream: at most ``MAX_ENTRIES`` of them, none declared over what may be unpacked, and all together at
 most ``MAX_UNPACKED`` bytes, counted as they are written, so a compressed bomb stops at the bound whatever its headers
-say. Every refusal is ``unzip.ArchiveError`` with its cause as data, as for a .zip (tests/test_hand_ins.py).
+say. Every refusal is ``unzip.ArchiveError`` with its cause as data, as for a .zip (tests/unit/test_hand_ins.py).
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Unpack a student's .zip safely: no path outside the target, no links, bounded size and entry count.
 
 The archive's own size and the size of its list of entries are checked before zipfile reads either
-(``hand_in_sizes.py``), so a huge archive costs the grader nothing (tests/test_staging_limits.py)."""
+(``hand_in_sizes.py``), so a huge archive costs the grader nothing (tests/integration/test_staging_limits.py)."""
 from __future__ import annotations
 
 import os

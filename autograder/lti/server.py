@@ -8,7 +8,7 @@ Why waitress and not the standard library's ThreadingHTTPServer: that one gives 
 for its request with no timeout, accepts with no bound and reads whatever Content-Length says; with 1,021 idle
 connections (the usual 1,024 descriptors) the LMS's JWKS fetch got no answer and accept() failed in a busy loop.
 waitress holds idle connections in one poll() loop, reads each request whole before a thread sees it, and times out,
-bounds and caps as connection_bounds.py sets (tests/test_lti_hostile_network.py).
+bounds and caps as connection_bounds.py sets (tests/system/test_lti_hostile_network.py).
 """
 from __future__ import annotations
 

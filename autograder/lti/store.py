@@ -95,7 +95,7 @@ def owner_only(db: Path) -> Path:
 
     sqlite gives the ``-wal``, ``-shm`` and ``-journal`` files it makes the mode of the database file, whatever the
     umask, so a database created 0600 here keeps every one of them 0600, now and when they are made again later; a
-    store made 0644 by an older kit is made 0600 (tests/test_lti_ledger_files.py, as a second local user).
+    store made 0644 by an older kit is made 0600 (tests/system/test_lti_ledger_files.py, as a second local user).
     """
     os.close(os.open(db, os.O_RDWR | os.O_CREAT, 0o600))   # a new file: 0600 less the umask, never more
     for path in (db, *(db.with_name(db.name + suffix) for suffix in ("-wal", "-shm", "-journal"))):

@@ -5,7 +5,7 @@ read) or a person judges otherwise, the instructor records a score or an excuse,
 as nbgrader's formgrader keeps a manual grade and Gradescope a manual adjustment. ``grade export`` and ``grade lti
 push`` use it in place of the kit's score; ``grade autograde`` never writes nor removes it, so a regrade (``--force``,
 a new grader) keeps it; the class summary shows it. A decision may stand alone, for a student who handed nothing in
-(an excuse). tests/test_decisions.py.
+(an excuse). tests/integration/test_decisions.py.
 
 The file::
 

@@ -1,7 +1,7 @@
 """The pictures' colour maps and how values are scaled onto them, without matplotlib.
 
 matplotlib's viridis (values), RdBu_r (differences, white at zero) and PuOr (row sums, white at one) are kept as
-the 256-colour tables matplotlib itself looks colours up in (below; ``tests/test_pages.py`` checks them against
+the 256-colour tables matplotlib itself looks colours up in (below; ``tests/unit/test_pages.py`` checks them against
 matplotlib), and looked up the way matplotlib does: a value scaled to 0-1 takes colour
 ``floor(x * 256)``, clipped to the table; NaN (a masked entry) takes the map's "bad" colour.
 """

@@ -67,7 +67,7 @@ def python_range(pins: dict[str, str], version: tuple[int, int] | None = None) -
 
     The lower bound is the highest of the pins' lower bounds (numpy 2.4.6 and contourpy 1.3.3 need 3.11, so
     the bundle cannot promise 3.10); an upper bound is kept when a pin has one. The Python building the bundle
-    must be in the range (its pins are installed on it). tests/test_release.py installs the requirements on
+    must be in the range (its pins are installed on it). tests/system/test_release.py installs the requirements on
     the lowest and the highest Python of the range that the machine has, and checks the refusal below it."""
     from packaging.specifiers import SpecifierSet  # noqa: PLC0415 - pip and pytest bring packaging
     from packaging.version import Version  # noqa: PLC0415 - pip and pytest bring packaging

@@ -5,7 +5,7 @@ from .pins import TORCH_CPU_INDEX
 
 #: what the student package imports: grade check draws a failing case with rich, and its --html page's
 #: pictures with Pillow; --watch sees saves with watchfiles; the notebooks' %grade magic runs in an IPython
-#: kernel (ipykernel: VS Code and any Jupyter front end run the notebooks with it); tests/test_release.py checks
+#: kernel (ipykernel: VS Code and any Jupyter front end run the notebooks with it); tests/system/test_release.py checks
 #: this list against the bundle's own imports
 STUDENT_ROOTS = ["torch", "numpy", "click", "safetensors", "rich", "pillow", "watchfiles", "ipython", "ipykernel"]
 

@@ -7,7 +7,7 @@ machine), pip is never pointed at it (pip would try it five times per package, m
 CUDA build in silence): torch comes from pip's own configuration (PyPI, or a local wheel through ``find-links``), and
 the one line says which build that gave. ``make install`` runs it for the kit; the student bundle ships it as
 ``install_torch.py`` (its README's install step). Standard library only: it runs before anything is installed.
-tests/test_torch_install.py runs it with the index unreachable.
+tests/unit/test_torch_install.py runs it with the index unreachable.
 """
 from __future__ import annotations
 

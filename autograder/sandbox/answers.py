@@ -17,7 +17,7 @@ can judge by itself, and scores nothing else:
   left unregistered: words for the student, cut to their shape here (``warnings``, ``unregistered``); a warning is
   said only once the trusted side has found its file and line among the student's own (``grading/own_source.py``).
 
-Everything else a worker puts in an answer is dropped here. ``tests/test_worker_claims.py`` holds each rule.
+Everything else a worker puts in an answer is dropped here. ``tests/unit/test_worker_claims.py`` holds each rule.
 """
 from __future__ import annotations
 

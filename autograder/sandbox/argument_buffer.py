@@ -9,7 +9,7 @@ it (``worker/argument_buffer.py``). Once the call's answer is in, the trusted si
 each argument with what it wrote. A worker whose code writes to the buffer can only make its own inputs differ;
 one that puts them back has left them as its caller sees them, which is what is judged.
 
-``tests/test_argument_buffer.py`` shows both: an in-place step counted as modified whatever its answer says, and a
+``tests/unit/test_argument_buffer.py`` shows both: an in-place step counted as modified whatever its answer says, and a
 worker that sends a forged ``args_after`` gaining nothing.
 """
 from __future__ import annotations

@@ -8,7 +8,7 @@ block's lock file for as long as it lives.
 Only root's workers change uid: any other user's run as that user, so a normal user claims no block and never
 touches the lock folder (another user's, or one an earlier root run left, costs them nothing). Root's lock folder
 is the first of ``locks.LOCK_DIRS`` that is root's alone (``worker/owned_dirs.py``); one another user made first
-is said in one line and passed over, its links never followed (``tests/test_owned_folders.py``).
+is said in one line and passed over, its links never followed (``tests/integration/test_owned_folders.py``).
 """
 from __future__ import annotations
 

@@ -34,7 +34,7 @@ import math
 import os
 try:  # POSIX; a Windows laptop's grade check runs without it (spawned workers, time limits kept by the parent)
     import resource
-except ImportError:  # pragma: no cover - tested by hiding it (tests/test_portable.py)
+except ImportError:  # pragma: no cover - tested by hiding it (tests/system/test_portable.py)
     resource = None
 import shutil
 import signal

@@ -6,8 +6,8 @@ extras besides (matplotlib, nbgrader, jupyter, dask...), all in one site-package
 matplotlib got 81/81 from ``grade autograde`` in the kit's venv and 33/54 from the bundle's ``grade check``. So a
 worker imports, besides Python's standard library and the submission's own modules, only the packages installed
 everywhere code is graded: the distributions both the bundle and the Gradescope image install (``MODULES``, their
-top-level import names; tests/test_one_environment.py derives them from the pins and fails, with the list to paste,
-when they drift). Anything else is refused with one line, the same in ``grade check``, ``grade autograde``,
+top-level import names; tests/system/test_one_environment.py derives them from the pins and fails, with the list to
+paste, when they drift). Anything else is refused with one line, the same in ``grade check``, ``grade autograde``,
 Gradescope and Dask, whether or not the machine has it (``refused``).
 
 The hook sits first on ``sys.meta_path`` of each worker, installed before the submission is imported
@@ -19,7 +19,7 @@ from __future__ import annotations
 import sys
 
 #: the top-level modules of the distributions both the student bundle and the Gradescope image install
-#: (tests/test_one_environment.py keeps this in step with release/pins.py)
+#: (tests/system/test_one_environment.py keeps this in step with release/pins.py)
 MODULES = frozenset({
     "IPython", "PIL", "_distutils_hack", "anyio", "asttokens", "click", "executing", "filelock", "fsspec",
     "functorch", "idna", "ipython_pygments_lexers", "isympy", "jedi", "jinja2", "jupyter", "jupyter_core",

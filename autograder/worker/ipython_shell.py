@@ -16,7 +16,7 @@ notebook's module, and a ``.py`` that nbconvert exported from one, call ``get_ip
 ``input()`` answers an empty line (no one types while grading), ``display(...)`` shows nothing, and the shell's
 text names no front end (``'google.colab' in str(get_ipython())`` is False, as on a laptop). ``install`` puts
 ``get_ipython``, ``display`` and ``input`` among the builtins, where IPython itself puts them, before any of the
-student's code runs. It imports nothing outside this folder. tests/test_ipython_cells.py shows each meaning.
+student's code runs. It imports nothing outside this folder. tests/unit/test_ipython_cells.py shows each meaning.
 """
 from __future__ import annotations
 

@@ -8,8 +8,8 @@ anything else is refused whatever the files' modes (the reference, the hidden su
 submissions). From ABI 4 no TCP ``bind``/``connect``; from ABI 6 signals and abstract Unix sockets stay inside the
 worker's own domain (each worker restricts itself after its fork: a domain of its own, apart from every other
 worker's, the host's and the grader's). Three system calls, called through ctypes (x86_64 numbers; elsewhere the
-ABI reads as 0 and the level is not offered). ``tests/test_isolation.py`` and ``tests/test_normal_user.py`` show
-what it stops.
+ABI reads as 0 and the level is not offered). ``tests/integration/test_isolation.py`` and
+``tests/system/test_normal_user.py`` show what it stops.
 """
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ traceback. So a folder is made with ``mkdir`` (mode 0700), opened without follow
 write in (a ``private`` one: that nobody else may enter either); the files inside are opened through that
 descriptor (``dir_fd``) with ``O_NOFOLLOW``, and used only if each is a regular file of this user's with one link.
 Anything else is refused with one line that says whose it is and what to do (``Refused``); the caller goes on
-without it, or with a folder of its own elsewhere. ``tests/test_owned_folders.py`` shows each refusal.
+without it, or with a folder of its own elsewhere. ``tests/integration/test_owned_folders.py`` shows each refusal.
 
 Part of the worker package: the zygote's interpreter (``python -I -S``) imports nothing outside it.
 """

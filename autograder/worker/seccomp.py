@@ -19,7 +19,7 @@ arguments, chosen by ``confine.confine_step`` from the level):
 * neither a PID namespace nor a uid of its own: no ``setsid`` or ``setpgid``, so every process the worker starts
   stays in its process group, which the host kills whole.
 
-``tests/test_isolation.py`` shows each refused and what is still allowed.
+``tests/integration/test_isolation.py`` shows each refused and what is still allowed.
 """
 from __future__ import annotations
 

@@ -9,8 +9,8 @@ holds. A pid is no proof of life: another grader in another PID namespace (two c
 ``/tmp``) would read a live run's pid as gone, and pids are reused. Folders of older graders, without a
 lock, fall back to their pid. A run sweeps only its own user's folders: another user's folder of the same name
 is never looked into, and a lock file is never opened through a link nor blocked on by a FIFO in its place
-(``locks.held``; ``tests/test_owned_folders.py``). The folders themselves are made by ``mkdtemp`` (a random name,
-mode 0700), never taken as found.
+(``locks.held``; ``tests/integration/test_owned_folders.py``). The folders themselves are made by ``mkdtemp`` (a
+random name, mode 0700), never taken as found.
 """
 from __future__ import annotations
 

@@ -482,7 +482,7 @@ def _ipc_owned_by_workers() -> list[str]:
 
 def _trusted_at(level: str) -> list[str]:
     """At uid+rlimits the checkout's files are readable to every uid, so untrusted code is refused there
-    (tests/test_isolation.py shows it); what these tests look at, the leftovers between submissions, is the same."""
+    (tests/integration/test_isolation.py shows it); what these tests look at, the leftovers between submissions, is the same."""
     return ["--trust-submissions"] if level == "uid+rlimits" else []
 
 
@@ -670,7 +670,7 @@ def _stash_in_run_lock(tmp_path, level) -> None:
 def test_no_reference_bytecode_decodes_from_a_leak(tmp_path):
     """leak_standin_bytecode raises the stand-ins' marshalled bytecode (zlib, base85) on its public cases;
     leak_standin_bytecode_values writes the stand-in's instructions into a failing public case's values: nothing in
-    their results.json (Gradescope output included) or feedback.html decodes to reference code (tests/leak_scan.py),
+    their results.json (Gradescope output included) or feedback.html decodes to reference code (tests/support/leak_scan.py),
     and neither scores more than its control."""
     names = [n for n, e in ADV_MANIFEST.items() if e.get("no_decodable_reference_code")]
     assert sorted(names) == ["leak_standin_bytecode", "leak_standin_bytecode_values"]

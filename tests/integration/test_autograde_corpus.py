@@ -320,7 +320,7 @@ def test_grade_check_names_each_students_mistake_in_the_same_words(graded, name,
 
 def test_a_hidden_count_says_the_students_own_class_name(graded):
     """A hidden count's error names the student's own class (their source has it), where it read "…" before; the
-    control, a name their source does not have, masked all the same, is tests/test_student_words.py's (and the leak
+    control, a name their source does not have, masked all the same, is tests/unit/test_student_words.py's (and the leak
     scan above searches every page for the hidden values)."""
     out = {t["name"].split(":", 1)[0]: t["output"] for t in load(graded, "bug_wrapper_no_qkv_bias")["tests"]}
     said = out["multihead_attention.MultiHeadAttentionWrapper randomized"]

@@ -1,6 +1,6 @@
 """Issue 21, done when: for each case class, ``grade check`` and ``grade autograde`` agree on the same code. A
 failing public check wherever autograde takes points (or the step's docstring says it plainly), and no failing
-check where it takes none (a step shown blocked by the deducted one aside). The figures: tests/check_vs_autograde.py."""
+check where it takes none (a step shown blocked by the deducted one aside). The figures: tests/support/check_vs_autograde.py."""
 from __future__ import annotations
 
 import pytest

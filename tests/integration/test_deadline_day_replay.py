@@ -1,6 +1,6 @@
 """Deadline day, replayed: a class of 60 mixed submissions graded with --jobs 2, Ctrl-C half way, the same
 command again (it resumes: each submission graded exactly once), a --force regrade, and the gradebook export.
-(tests/test_deadline_day.py holds the deadline-day issue's smaller items.)
+(tests/integration/test_deadline_day.py holds the deadline-day issue's smaller items.)
 
 The class is what a real deadline brings: folders (some nested in a folder two deep), .zip archives (some
 with a top folder), one notebook per module, one notebook for all, the test corpus's correct and buggy

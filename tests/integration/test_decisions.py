@@ -2,7 +2,7 @@
 and posts nothing through LTI, named in both reports; ``--ungraded zero`` is the explicit way to give its zero; a
 score or an excuse recorded with ``grade decide`` is what export and LTI use instead, and a regrade keeps it.
 
-(tests/test_deadline_day_hand_ins.py does the same on a class graded through the command line.)"""
+(tests/system/test_deadline_day_hand_ins.py does the same on a class graded through the command line.)"""
 from __future__ import annotations
 
 import csv

@@ -5,8 +5,8 @@ server's folder another user made first is said in one line while the check runs
 
 Each test has its control: what the code before these checks did with the same folder (a link followed, a file
 created at its target, a FIFO blocked on, a traceback). The tests that need a second user run as root
-(``tests/local_users.py``); those that touch the machine's fixed paths take the machine to themselves
-(``tests/machine_lock.py``) and remove what they made there.
+(``tests/support/local_users.py``); those that touch the machine's fixed paths take the machine to themselves
+(``tests/support/machine_lock.py``) and remove what they made there.
 """
 from __future__ import annotations
 

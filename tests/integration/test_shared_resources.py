@@ -63,7 +63,7 @@ def _as_uid(uid: int, code) -> int:
 
 @pytest.fixture(autouse=True)
 def _fixed_paths_and_uids_to_ourselves():
-    """Fixed uids and folders: another test suite on this machine takes its turn (tests/machine_lock.py)."""
+    """Fixed uids and folders: another test suite on this machine takes its turn (tests/support/machine_lock.py)."""
     with machine_to_ourselves():
         yield
 

@@ -1,7 +1,7 @@
 """Issue 21's done-when: for each case class, ``grade check`` and ``grade autograde`` on the same code.
 
-``python -m tests.check_vs_autograde [FOLDER]`` builds the samples into FOLDER (a temporary one by default), runs
-both commands and prints the table; ``tests/test_check_agrees.py`` asserts on the same figures.
+``python -m tests.support.check_vs_autograde [FOLDER]`` builds the samples into FOLDER (a temporary one by default), runs
+both commands and prints the table; ``tests/integration/test_check_agrees.py`` asserts on the same figures.
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """docs/cluster.md's Slurm set-up, run here as the documentation says, with one node's job run as Slurm would.
 
 ``documented_cluster(base)`` makes the course's certificates with the documentation's commands
-(tests/course_certificates.py), runs the documentation's ``slurm_grading.py`` (its ``make_cluster``: a real
+(tests/support/course_certificates.py), runs the documentation's ``slurm_grading.py`` (its ``make_cluster``: a real
 SLURMCluster, whose scheduler runs in this process) with ``/shared/attention`` read as ``base/shared/attention``,
 and starts the worker command of its job script with one worker instead of eight (this machine has two cores).
 """

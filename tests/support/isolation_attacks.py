@@ -11,7 +11,7 @@ adds code that runs when its modules are imported. Whatever it gains shows as po
 * ``stash_writer`` and ``stash_reader``: a correct submission leaves its code in ``/tmp``, ``/dev/shm`` and the
   grading user's home (and in the kit's own folder there); the reader, the stubs, execs any stash it finds.
 
-Used by tests/test_isolation.py (root's levels) and tests/test_normal_user.py (a normal user's).
+Used by tests/integration/test_isolation.py (root's levels) and tests/system/test_normal_user.py (a normal user's).
 """
 from __future__ import annotations
 

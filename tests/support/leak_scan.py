@@ -22,7 +22,7 @@ every results.json (the Gradescope output included) and every feedback.html.
 expected values (as a number with six significant digits, the way a scalar is printed, or two neighbours of a
 row with four decimals, the way a row is printed), in every results.json, feedback.html and summary.html.
 
-    python -m tests.leak_scan RESULTS_DIR        # every <name>/results.json under RESULTS_DIR
+    python -m tests.support.leak_scan RESULTS_DIR        # every <name>/results.json under RESULTS_DIR
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Another local user's attempts on a Dask cluster's ports: run code there, or read its web pages.
 
-``attempt(who, ports)`` runs, as ``who`` (tests/local_users.py: the system's Python 3.11 with this environment's
+``attempt(who, ports)`` runs, as ``who`` (tests/support/local_users.py: the system's Python 3.11 with this environment's
 packages), a script that tries every port at once, each in five ways:
 
 - ``client``: a ``distributed.Client`` on ``tcp://`` and ``client.run(os.geteuid)`` (what docs/cluster.md's old

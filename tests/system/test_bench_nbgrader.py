@@ -180,7 +180,7 @@ def test_the_script_prints_the_ratio_and_the_agreement(tmp_path):
     assert "| `nbgrader autograde attention` |" in out and "| `grade autograde --nbgrader` |" in out, out
     assert RATIO.search(out) and float(RATIO.search(out).group(1)) > 0, out
     # the kit also ran with no reference answers kept (that `grade nbgrader` keeps them and the kit reads them:
-    # tests/test_stored_answers.py)
+    # tests/integration/test_stored_answers.py)
     assert "| the same, nothing kept (`GRADE_REFERENCE_CACHE=0`) |" in out, out
     assert AGREE.search(out) and AGREE.search(out).group(1) == "2", out
     # the control: the gradebooks of that run, one of the kit's cells changed

@@ -1,6 +1,6 @@
 """`grade check` takes what `grade autograde` takes: a folder, one notebook per module, one for all, a zip.
 
-The notebooks are the runnable fixtures of ``tests/submission_forms.py`` (``tests/test_notebook_forms.py`` runs
+The notebooks are the runnable fixtures of ``tests/support/submission_forms.py`` (``tests/test_notebook_forms.py`` runs
 them in a kernel). Every form of the same code gets the same points, step by step and count by count, from
 ``grade check`` and from ``grade autograde``; a notebook's failure names the cell where the step is defined.
 """

@@ -2,7 +2,7 @@
 
 Each cluster is started here: a ``dask scheduler`` and two ``dask worker`` processes through Dask's own CLI
 (random free ports, one process and one thread each, over TLS with the course's certificates made as
-docs/cluster.md says: tests/course_certificates.py), and a ``LocalCluster`` (``--local-workers 2``, secured with a
+docs/cluster.md says: tests/support/course_certificates.py), and a ``LocalCluster`` (``--local-workers 2``, secured with a
 key of the run's own). Grading goes through the real ``grade`` CLI. The comparisons are against a local
 ``--jobs 2`` run of the same submissions: every results.json must be equal apart from the timing field.
 """

@@ -1,7 +1,7 @@
 """A Dask cluster obeys only the grader's owner: another local user is refused, and nothing of the grader outlives a run.
 
-- A LocalCluster (``--local-workers``) while it grades: another local user (tests/local_users.py) tries every port
-  the grader listens on (tests/ways_in.py: a Client and ``client.run``, a nanny's or worker's ``run``
+- A LocalCluster (``--local-workers``) while it grades: another local user (tests/support/local_users.py) tries every port
+  the grader listens on (tests/support/ways_in.py: a Client and ``client.run``, a nanny's or worker's ``run``
   handler, on tcp:// and on tls:// with a certificate of its own, and Dask's web pages): all refused. Its
   workers run as an unprivileged uid. The control: the same attempts on a LocalCluster started as the kit
   started it before (no security) run code as root.

@@ -12,7 +12,7 @@ What must hold, each with its control:
   explicit way to export the kit's zeros;
 - a student's syntax error never reaches grader_errors.log, and the student reads their own line whole, digits
   included, on a hidden count; a module import the student bundle lacks is one line.
-(tests/test_deadline_day_replay.py replays Ctrl-C, resume and --force on another class.)
+(tests/integration/test_deadline_day_replay.py replays Ctrl-C, resume and --force on another class.)
 """
 from __future__ import annotations
 

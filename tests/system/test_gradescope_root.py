@@ -1,6 +1,6 @@
 """`grade gradescope`'s zip in a fresh Debian root, as Gradescope runs it: setup.sh for real, then run_autograder.
 
-tests/test_gradescope.py runs run_autograder with this venv's python. Here nothing of this machine's Python is
+tests/system/test_gradescope.py runs run_autograder with this venv's python. Here nothing of this machine's Python is
 used: a minimal Debian root is made from the package registry with mmdebstrap (the machine's own apt sources and
 release, Debian's, or Ubuntu's on an Ubuntu machine; no Python in it), the zip is unpacked into /autograder/source, and setup.sh runs there as root (Gradescope
 does the same when it builds the image): apt installs python3.11, pip the pinned environment and the kit. Then

@@ -1471,7 +1471,7 @@ def test_nbgrader_feedback_runs_no_script_and_shows_no_output_of_the_student(bro
 def test_a_kernel_says_the_likely_mistake_and_the_students_own_warning(source, tmp_path, monkeypatch):
     """In a real kernel, the released notebooks with two beginners' mistakes: keys.T on a batch (CausalAttention) and
     an assert on a tuple (MultiHeadAttention). Each failing test cell says the likely line in the student's names and
-    Python's or torch's warning about their cell, with its line, as grade check says them (tests/test_feedback.py
+    Python's or torch's warning about their cell, with its line, as grade check says them (tests/unit/test_feedback.py
     compares the words); the warnings are said once in the kernel. The control: the step's other notebook cells, with
     the solutions, pass and say no warning."""
     folder = tmp_path / "student"

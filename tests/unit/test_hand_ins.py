@@ -3,7 +3,7 @@ what an LMS hands over (tar archives, single files, notes, several hand-ins unde
 the command line, a broken notebook for all, near-miss file names), each beside a control.
 
 Fast: ``discover`` and ``stage`` on small folders in ``tmp_path``, and the class list on their problems
-(tests/test_deadline_day_hand_ins.py replays a whole class through the command line).
+(tests/system/test_deadline_day_hand_ins.py replays a whole class through the command line).
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""tests/leak_scan.py finds reference code however it is wrapped, and nothing where there is none.
+"""tests/support/leak_scan.py finds reference code however it is wrapped, and nothing where there is none.
 
 Its planted positive controls: a results.json whose test output carries the reference's own compiled
 ``CausalAttention.forward`` (marshal, zlib, base85, as a submission's exception message would), the same wrapped once

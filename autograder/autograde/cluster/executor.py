@@ -59,7 +59,7 @@ def local_cluster(n_workers: int, grader=None, grader_hash: str | None = None, z
 
     Only this process and its workers can talk to the cluster: TLS with a key made for the run, in memory
     (``tls.for_a_local_cluster``), and no web pages. Run as root, the workers drop root as they start
-    (``unprivileged.py``): their zygote clones keep it. tests/test_cluster_security.py shows both.
+    (``unprivileged.py``): their zygote clones keep it. tests/system/test_cluster_security.py shows both.
     """
     import dask  # noqa: PLC0415 - optional: the cluster extra
     from distributed import Client, LocalCluster  # noqa: PLC0415 - optional: the cluster extra
@@ -203,7 +203,7 @@ def withdraw(client, seconds: float) -> None:
     ``seconds``; the workers go on without us after that (an interrupted run does not wait for them).
 
     Stops: a warm grader left on a cluster that outlives the run, for any later client to read.
-    Shown by tests/test_cluster_security.py (after a run, nothing of the grader is left on the workers)."""
+    Shown by tests/system/test_cluster_security.py (after a run, nothing of the grader is left on the workers)."""
     from .warm_grader import NAME  # noqa: PLC0415 - optional: the cluster extra
 
     try:

@@ -13,7 +13,7 @@ replace the grading function before a regrade. So:
   ``.client.cert`` and ``.client.key``); any other address is refused (``refusal``) unless
   ``--insecure-scheduler`` says the network is private. docs/cluster.md says how to make the certificates.
 
-Shown by tests/test_cluster_security.py: another local user is refused by a LocalCluster (and, the control,
+Shown by tests/system/test_cluster_security.py: another local user is refused by a LocalCluster (and, the control,
 not by one started without security), and a scheduler set up as docs/cluster.md says refuses a client
 without the course's certificate.
 """

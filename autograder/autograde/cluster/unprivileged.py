@@ -20,8 +20,8 @@ privilege boundary against its own zygote (it asks for a step's uid and folders:
 (``tls.py``) is what keeps other people's code out of it.
 
 Stops: code that reaches a LocalCluster worker (a stolen key, a hole in Dask) acting as root directly.
-Shown by tests/test_cluster_security.py (the workers' uids, groups and capabilities while they grade), and
-tests/test_cluster.py (their grades equal --jobs').
+Shown by tests/system/test_cluster_security.py (the workers' uids, groups and capabilities while they grade), and
+tests/system/test_cluster.py (their grades equal --jobs').
 """
 from __future__ import annotations
 
