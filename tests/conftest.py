@@ -22,6 +22,9 @@ import pytest
 
 from tests.support.browser import Browser, find_or_install
 
+pytest_plugins = ["tests.support.two_workers",  # how the slow stage is shared between two xdist workers
+                  "tests.support.built_for_the_run"]  # what many tests read, built once per run
+
 # ``grade check`` leaves a warm server behind (autograder/check/warm_server.py); each test's checks run in-process
 # unless it asks for one (tests/test_check_server.py)
 os.environ.setdefault("GRADE_CHECK_SERVER", "0")

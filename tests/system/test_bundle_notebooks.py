@@ -80,10 +80,8 @@ def test_the_leak_scan_reads_a_notebook_s_cells(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_notebook_from_the_bundle_grades_as_the_py_files(tmp_path):
-    out = tmp_path / "bundle"
-    result = run_grade("release", "--out", str(out), timeout=300)
-    assert result.returncode == 0, result.stderr
+def test_a_notebook_from_the_bundle_grades_as_the_py_files(tmp_path, release_bundle):
+    out = release_bundle  # grade release's, once per run: only read here
     assert sorted(p.name for p in (out / "notebooks").iterdir()) == sorted(f"{m}.ipynb" for m in DATA["modules"])
     subs = tmp_path / "subs"
     shutil.copytree(SAMPLES / "carol", subs / "carol_py")

@@ -19,14 +19,9 @@ DOCS = ROOT / "docs"
 
 
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory):
-    subs = tmp_path_factory.mktemp("class")
-    for name in ("alice", "bob", "carol", "dave"):
-        shutil.copytree(SAMPLES / name, subs / name)
-    out = tmp_path_factory.mktemp("results")
-    result = run_grade("autograde", str(subs), "--out", str(out))
-    assert result.returncode == 0, result.stderr
-    return {"subs": subs, "out": out, "stdout": result.stdout}
+def graded(graded_samples):
+    """alice, bob, carol and dave graded with the defaults, once per run (tests/support/built_for_the_run.py)."""
+    return graded_samples
 
 
 def load(graded, name):

@@ -13,15 +13,20 @@ own /proc, a /dev of its own (tmpfs, as in a container), /sys read-only, then ch
 
 pip: the machine's pip configuration (PIP_* variables and pip.conf files, e.g. local wheel folders, a CA bundle)
 is passed in as PIP_* variables, and the local folders and files it names are bind-mounted read-only at the same
-paths. Where the PyTorch CPU index cannot be reached, AUTOGRADER_PIP_INDEX_URL (pip's index, PyPI by default)
-and AUTOGRADER_PIP_FIND_LINKS (the folder with this machine's torch CPU wheel) stand in for it
-(docs/gradescope.md); otherwise setup.sh runs with its defaults.
+paths. torch is never downloaded: where this machine has its CPU wheel (pip's find-links, /opt/wheels),
+AUTOGRADER_PIP_INDEX_URL (pip's index, PyPI by default) and AUTOGRADER_PIP_FIND_LINKS (that folder) stand in for
+the PyTorch CPU index (docs/gradescope.md); only without one does setup.sh run with its defaults.
 
 The base root is built once per content key (mmdebstrap's version, the release, the apt sources, the packages)
 and kept as a tarball in AUTOGRADER_TEST_ROOT_CACHE (default /var/cache/attention-autograder); a key older than
 30 days is rebuilt. Each run unpacks a fresh copy. Needs root, Linux and mmdebstrap (installed with apt-get if
 missing); it is skipped, saying why, only when mmdebstrap cannot be installed or the apt mirror cannot be
 reached.
+
+Its cost, the longest set-up of the suite: setup.sh for real (apt's python3.11, pip's environment, the reference
+answers) takes 2 to 4 minutes on a loaded 2-core machine, once per run (the root is a module fixture; its zip
+and the host's grades are the run's own, tests/support/built_for_the_run.py), plus 1.5 minutes the first time
+mmdebstrap builds the base root. It cannot be shorter and stay what it shows: Gradescope's image built from the zip.
 """
 from __future__ import annotations
 
@@ -43,7 +48,8 @@ import pytest
 from autograder.gradescope.scripts import SETUP_SH
 from autograder.release.pins import TORCH_CPU_INDEX
 
-from .conftest import ROOT, run_grade
+from tests.support.built_for_the_run import sample_results
+from .conftest import ROOT
 
 in_a_root = [pytest.mark.slow,
              pytest.mark.skipif(sys.platform != "linux" or os.geteuid() != 0,
@@ -238,7 +244,7 @@ def timings() -> dict:
 
 
 @pytest.fixture(scope="module")
-def debian_root(tmp_path_factory, timings):
+def debian_root(tmp_path_factory, timings, gradescope_zip):
     started = time.monotonic()
     notes: list[str] = []
     tarball = _base_tarball(notes.append)
@@ -251,9 +257,7 @@ def debian_root(tmp_path_factory, timings):
     subprocess.run(["tar", "--numeric-owner", "-xpf", str(tarball), "-C", str(path)], check=True, timeout=600)
     shutil.copyfile("/etc/resolv.conf", path / "etc" / "resolv.conf")
 
-    zip_path = tmp / "autograder.zip"
-    done = run_grade("gradescope", "--out", str(zip_path), timeout=300)
-    assert done.returncode == 0, done.stdout + done.stderr
+    zip_path = gradescope_zip  # grade gradescope's, once per run (tests/support/built_for_the_run.py)
     source = path / "autograder" / "source"
     with zipfile.ZipFile(zip_path) as z:  # as Gradescope unpacks it; modes kept (setup.sh, run_autograder)
         for info in z.infolist():
@@ -264,17 +268,18 @@ def debian_root(tmp_path_factory, timings):
 
     settings = _pip_settings()
     extra: dict[str, str] = {}
-    if _reachable(TORCH_CPU_INDEX + "/torch/"):
-        timings["torch from"] = TORCH_CPU_INDEX
-    else:
-        version = next(line.split("==", 1)[1] for line in (source / "requirements.txt").read_text().splitlines()
-                       if line.startswith("torch=="))
-        folders = _torch_wheel_folders(settings, version)
-        assert folders, (f"{TORCH_CPU_INDEX} cannot be reached and no torch {version} CPU wheel for Python 3.11 was "
-                         "found in pip's find-links or /opt/wheels: setup.sh would have nowhere to install torch from")
+    version = next(line.split("==", 1)[1] for line in (source / "requirements.txt").read_text().splitlines()
+                   if line.startswith("torch=="))
+    folders = _torch_wheel_folders(settings, version)
+    if folders:  # this machine's wheel (/opt/wheels, pip's find-links): never a download of torch
         extra = {"AUTOGRADER_PIP_INDEX_URL": settings.get("PIP_INDEX_URL", "https://pypi.org/simple"),
                  "AUTOGRADER_PIP_FIND_LINKS": " ".join(folders)}
         timings["torch from"] = extra
+    else:
+        assert _reachable(TORCH_CPU_INDEX + "/torch/"), (
+            f"no torch {version} CPU wheel for Python 3.11 in pip's find-links or /opt/wheels, and {TORCH_CPU_INDEX} "
+            "cannot be reached: setup.sh would have nowhere to install torch from")
+        timings["torch from"] = TORCH_CPU_INDEX
     binds = _local_paths([*settings.values(), *extra.values()])
     root = DebianRoot(path, binds, {**settings, **extra})
 
@@ -301,14 +306,10 @@ def debian_root(tmp_path_factory, timings):
 
 
 @pytest.fixture(scope="module")
-def expected(tmp_path_factory, timings) -> dict[str, dict]:
-    """What `grade autograde` gives the same submissions on this machine."""
-    out = tmp_path_factory.mktemp("grade-autograde")
-    started = time.monotonic()
-    done = run_grade("autograde", *(str(SAMPLES / name) for name in SUBMISSIONS), "--out", str(out))
-    timings["grade autograde (host)"] = round(time.monotonic() - started, 1)
-    assert done.returncode == 0, done.stdout + done.stderr
-    return {name: json.loads((out / name / "results.json").read_text()) for name in SUBMISSIONS}
+def expected(graded_samples) -> dict[str, dict]:
+    """What `grade autograde` gives the same submissions on this machine (the sample class, graded once per run:
+    tests/support/built_for_the_run.py)."""
+    return sample_results(graded_samples, *SUBMISSIONS)
 
 
 def _grade_in_root(root: DebianRoot, name: str, env: dict) -> tuple[subprocess.CompletedProcess, dict]:

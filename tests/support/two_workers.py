@@ -1,0 +1,50 @@
+"""How ``make test`` shares its slow stage between two pytest-xdist workers (``-n 2 --dist loadgroup``).
+
+- A test module is one unit of work, run whole by one worker: its module-scoped fixtures (a graded class, a
+  cluster, a course) are built once. The modules of ``ONE_BY_ONE`` are the exception: their tests are long and
+  independent of each other (one document each), so each is a unit of its own.
+- The units that take longest start first (``LONGEST``, measured with ``--durations``), so that the two workers
+  finish together instead of one waiting for the other's last long module. A module not named there keeps its
+  place after them; the order changes when a test runs, never what it checks.
+- Tests that use a machine-wide resource (fixed paths in /tmp, /run/lock, the local users' homes, System V IPC)
+  take the machine-wide lock (tests/support/machine_lock.py) as they do beside another run of the suite; each
+  cluster listens on a free port of its own (``free_port``). So two workers need nothing more.
+
+Without xdist (``pytest`` as is, ``-p no:xdist``) nothing here changes anything.
+"""
+from __future__ import annotations
+
+import pytest
+
+#: the longest units first (seconds of one unit alone on a loaded 2-core machine, measured)
+LONGEST = [
+    "tests/system/test_documented_commands.py",
+    "tests/system/test_gradescope_root.py",
+    "tests/system/test_nbgrader.py",
+    "tests/integration/test_deadline_day_replay.py",
+    "tests/system/test_cluster_stalls.py",
+    "tests/system/test_bench_nbgrader.py",
+    "tests/system/test_cluster.py",
+    "tests/system/test_cluster_security.py",
+    "tests/system/test_gradescope.py",
+    "tests/integration/test_adversarial.py",
+    "tests/system/test_release.py",
+]
+#: modules whose tests are each a unit of their own
+ONE_BY_ONE = {"tests/system/test_documented_commands.py"}
+
+
+def _module(item: pytest.Item) -> str:
+    return item.nodeid.split("::", 1)[0]
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not config.pluginmanager.hasplugin("xdist") or config.getoption("dist", "no") != "loadgroup":
+        return
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None:
+            module = _module(item)
+            item.add_marker(pytest.mark.xdist_group(item.nodeid if module in ONE_BY_ONE else module))
+    rank = {module: i for i, module in enumerate(LONGEST)}
+    items.sort(key=lambda item: rank.get(_module(item), len(rank)))  # stable: the rest keep their order
