@@ -16,19 +16,27 @@ from __future__ import annotations
 
 import pytest
 
-#: the longest units first (seconds of one unit alone on a loaded 2-core machine, measured)
+#: the longest units first (seconds, measured in one serial run of the slow stage on a loaded 2-core machine)
 LONGEST = [
-    "tests/system/test_documented_commands.py",
-    "tests/system/test_gradescope_root.py",
-    "tests/system/test_nbgrader.py",
-    "tests/integration/test_deadline_day_replay.py",
-    "tests/system/test_cluster_stalls.py",
-    "tests/system/test_bench_nbgrader.py",
-    "tests/system/test_cluster.py",
-    "tests/system/test_cluster_security.py",
-    "tests/system/test_gradescope.py",
-    "tests/integration/test_adversarial.py",
-    "tests/system/test_release.py",
+    "tests/integration/test_adversarial.py",  # 387 s (the 77 attempts graded, then the zips, the tricklers...)
+    "tests/system/test_nbgrader.py",  # 280 s
+    "tests/integration/test_autograde_corpus.py",  # 178 s
+    "tests/system/test_bench_nbgrader.py",  # 170 s
+    "tests/system/test_release.py",  # 148 s
+    "tests/system/test_handin_corpus.py",  # 141 s
+    "tests/system/test_cluster.py",  # 140 s
+    "tests/system/test_cluster_stalls.py",  # 131 s
+    "tests/integration/test_interrupt.py",  # 122 s
+    "tests/system/test_cluster_security.py",  # 105 s
+    "tests/system/test_documented_commands.py",  # 341 s, one document at a time: 82, 80, 58, 31 s...
+    "tests/system/test_gradescope_root.py",  # 79 s with its Debian root cached (setup.sh), 235 s without
+    "tests/integration/test_isolation.py",  # 75 s
+    "tests/integration/test_deadline_day_replay.py",  # 73 s
+    "tests/integration/test_batch.py",  # 70 s
+    "tests/system/test_jupyterlab.py",
+    "tests/integration/test_check_warm_server.py",  # 66 s
+    "tests/system/test_gradescope.py",  # 65 s
+    "tests/integration/test_check_agrees.py",  # 64 s
 ]
 #: modules whose tests are each a unit of their own
 ONE_BY_ONE = {"tests/system/test_documented_commands.py"}
