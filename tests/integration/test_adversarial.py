@@ -10,6 +10,10 @@ a submission nested one folder deep) are built here, at test time, so that no bi
 Several submissions attack the machine (bounded: 16 GB of memory at most, 400 forks at most, 200 MB of output,
 a 1 GB file, a daemon that SIGKILLs the grader's processes): run this only against a grader that confines
 workers (namespaces, unprivileged uid, limits).
+
+Its cost, the suite's largest module: about 6.5 minutes on a loaded 2-core machine, 2.5 of them grading the 77
+attempts once (the module's ``graded``, read by every test that reads a result), the rest the scenarios that need a
+batch of their own (the zips, the tricklers beside a correct submission, the memory limit, the levels).
 """
 from __future__ import annotations
 

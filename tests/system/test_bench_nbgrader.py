@@ -171,7 +171,10 @@ AGREE = re.compile(r"^scores: the two agree on all (\d+) students, test cell by 
 def test_the_script_prints_the_ratio_and_the_agreement(tmp_path):
     """The whole script, two students (one correct, one buggy): the real nbgrader autograde and grade autograde
     --nbgrader, paired; its Markdown has the per-student rows, the ratio and the agreement line. Control: the same
-    report built from the run with one cell's points changed says DISAGREE and has no agreement line."""
+    report built from the run with one cell's points changed says DISAGREE and has no agreement line.
+
+    Its cost: 90 to 135 s on a loaded 2-core machine, the script's own minimum (--n 2, one pair, each side timed
+    cold and warm); it is what the bench's figures rest on."""
     work = tmp_path / "work"
     done = subprocess.run([sys.executable, str(ROOT / "bench" / "nbgrader_side_by_side.py"), "--n", "2", "--keep",
                            str(work)], cwd=ROOT, capture_output=True, text=True, timeout=1800)

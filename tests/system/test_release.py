@@ -348,7 +348,10 @@ def test_the_bundle_installs_on_the_pythons_it_claims_and_refuses_the_others(rel
     """requirements.txt into a fresh venv of the lowest and the highest Python the bundle's requires-python
     claims that this machine has, then `pip install --no-deps .` and `grade check`, as its README says. Just
     outside the range, `pip install --no-deps .` must refuse; the control: the pins do not install there
-    either (3.10 was claimed once, where numpy==2.4.6 and contourpy==1.3.3 have no release)."""
+    either (3.10 was claimed once, where numpy==2.4.6 and contourpy==1.3.3 have no release).
+
+    Its cost: 35 to 160 s on a 2-core machine (a venv and pip's installs per Python, torch from the local wheel),
+    the longest single test of the bundle; what it shows needs the installs."""
     from packaging.specifiers import SpecifierSet  # noqa: PLC0415 - pip and pytest bring packaging, no declared dependency
     from packaging.version import Version  # noqa: PLC0415 - pip and pytest bring packaging, no declared dependency
 
