@@ -6,7 +6,6 @@ import shutil
 import subprocess
 import sys
 
-import pytest
 
 from .conftest import ROOT, run_grade
 
@@ -37,7 +36,6 @@ COURSE_ENTRY = '''  simple_attention.scale_by_two:
 '''
 
 
-@pytest.mark.slow
 def test_a_toy_step_added_in_three_places_is_graded(tmp_path):
     course = tmp_path / "course"
     course.mkdir()

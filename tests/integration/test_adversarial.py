@@ -39,8 +39,6 @@ from tests.support.leak_scan import scan_results
 from tests.support.machine_lock import machine_to_ourselves
 from .conftest import ROOT, run_grade
 
-pytestmark = pytest.mark.slow
-
 ADV_DIR = ROOT / "tests" / "corpus" / "adversarial"
 ADV_MANIFEST = json.loads((ADV_DIR / "manifest.json").read_text())
 COURSE = load_course(ROOT / "course.yml")

@@ -108,7 +108,6 @@ def test_recording_the_same_cases_again_on_another_cpu_changes_no_file(tmp_path)
     assert public_cases.load(tmp_path)["cases"][0]["n"] == 3
 
 
-@pytest.mark.slow
 @pytest.mark.numerics
 def test_public_cases_are_what_the_reference_records(tmp_path):
     """The committed public cases (shipped for grade check) are what `grade assign` records on this machine,

@@ -15,7 +15,6 @@ from .conftest import CORPUS, MANIFEST, ROOT, run_grade
 from tests.support.kit_files import scan
 from tests.support.leak_scan import hidden_value_needles, scan_pages, values_in
 
-pytestmark = pytest.mark.slow
 COURSE = load_course(ROOT / "course.yml")
 
 

@@ -25,7 +25,6 @@ from tests.support.processes import alive, descendants
 from tests.support.recorded_cases import record
 from tests.support.submission_forms import module_notebooks
 
-pytestmark = pytest.mark.slow
 COURSE = load_course(ROOT / "course.yml")
 TOP = COURSE.max_points()
 SAMPLES = ROOT / "samples" / "submissions"

@@ -18,7 +18,6 @@ def outcomes(tmp_path_factory):
     return outcomes
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("sample", SAMPLES)
 def test_grade_check_and_autograde_agree(outcomes, sample):
     outcome = outcomes[sample]
@@ -31,7 +30,6 @@ def test_grade_check_and_autograde_agree(outcomes, sample):
         assert step in outcome.check_text
 
 
-@pytest.mark.slow
 def test_what_check_says_of_the_encoding_and_the_output_limit_is_what_autograde_says(outcomes):
     latin1, prints = outcomes["latin1_comment"], outcomes["prints_100k"]
     said = "causal_attention.py is not UTF-8 text (byte 0xe9 on line 2)"
@@ -46,7 +44,6 @@ def test_what_check_says_of_the_encoding_and_the_output_limit_is_what_autograde_
     assert any("output" in text and "limit" in text for text in prints.autograde_output.values())
 
 
-@pytest.mark.slow
 def test_where_check_says_more_it_is_the_known_case_still(outcomes):
     # CHECK_SAYS_MORE lists the one place check fails a step autograde grades in full; when it is fixed, this says so
     for sample, steps in cva.CHECK_SAYS_MORE.items():

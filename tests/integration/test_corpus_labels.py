@@ -9,8 +9,6 @@ from .conftest import CORPUS, MANIFEST
 from tests.corpus import label
 from tests.corpus.variants.make_variants import VARIANTS
 
-pytestmark = pytest.mark.slow
-
 #: the issue-21 variants: those make_variants.py builds, and the book's assert (written by hand)
 LABELLED = sorted([*VARIANTS, "correct_mha_assert"])
 

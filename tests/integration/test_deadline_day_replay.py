@@ -29,7 +29,6 @@ from .conftest import ROOT, run_grade
 from tests.support.submission_forms import module_notebooks, one_notebook, zipped
 from .test_interrupt import MESSAGE, Batch, graded_lines, snapshot
 
-pytestmark = pytest.mark.slow
 CORPUS = ROOT / "tests" / "corpus" / "submissions"
 ADVERSARIAL = ROOT / "tests" / "corpus" / "adversarial"
 SAMPLES = ROOT / "samples" / "submissions"

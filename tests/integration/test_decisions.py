@@ -162,7 +162,6 @@ def test_the_class_list_shows_a_decision_apart_from_who_needs_a_person():
 
 
 # -- LTI: nothing posted that the kit never graded -----------------------------------------------------------
-@pytest.mark.slow
 def test_lti_push_posts_no_invented_grade_and_posts_a_decision(tmp_path):
     pytest.importorskip("pylti1p3", reason="pip install -e '.[lti]'")
     pytest.importorskip("lti1p3platform", reason="pip install -e '.[test]'")

@@ -29,7 +29,6 @@ import pytest
 from .conftest import ROOT, run_grade
 from tests.support.processes import alive, descendants
 
-pytestmark = pytest.mark.slow
 SAMPLES = ROOT / "samples" / "submissions"
 #: from SIGINT to the exit of `grade autograde`: about 1 s measured; generous for a loaded machine
 STOPS_WITHIN = 15.0

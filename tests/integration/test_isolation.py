@@ -54,7 +54,6 @@ def test_namespaces_work_when_the_interpreter_lives_under_tmp(tmp_path):
     assert level == "namespaces", reason
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("level", ["uid+landlock", "uid+rlimits", "rlimits"])
 def test_every_level_grades_alike_and_says_which_it_used(tmp_path, level):
     subs = tmp_path / "subs"
@@ -202,7 +201,6 @@ def _grade_as_root(kit: Path, hand_ins: Path, out: Path, level: str, *extra: str
 
 
 @ROOT_ONLY
-@pytest.mark.slow
 def test_at_uid_rlimits_the_reference_and_the_classmates_are_out_of_reach(course):
     """Root without namespaces or Landlock: a worker's uid could read whatever the machine lets every user read, so
     the run refuses untrusted code while any of the instructor's files is readable, naming each and the fix; made
@@ -232,7 +230,6 @@ def test_at_uid_rlimits_the_reference_and_the_classmates_are_out_of_reach(course
 
 
 @ROOT_ONLY
-@pytest.mark.slow
 def test_at_uid_landlock_the_reference_and_the_classmates_are_out_of_reach_whatever_their_modes(course):
     base, kit, hand_ins = course
     base.chmod(0o755)  # everything readable by every uid: Landlock keeps the workers from it all the same
@@ -245,7 +242,6 @@ def test_at_uid_landlock_the_reference_and_the_classmates_are_out_of_reach_whate
 
 @ROOT_ONLY
 @pytest.mark.parametrize("level", ["namespaces", "uid+landlock", "uid+rlimits", "rlimits"])
-@pytest.mark.slow
 def test_a_worker_reaches_no_service_on_loopback(tmp_path, level):
     """A loopback service that hands out the reference (as a careless local service would): the thief connects to
     it at import; at every level, with or without a network namespace, it gets nothing and the service sees no

@@ -210,7 +210,6 @@ def table(view) -> list[list[str]]:
         .map(tr => Array.from(tr.cells).map(td => td.innerText.trim()))""")
 
 
-@pytest.mark.slow
 def test_results_json_says_why_as_data(mixed):
     def problem(name):
         return json.loads((mixed["out"] / name / "results.json").read_text())["extra_data"]["problems"]
@@ -226,7 +225,6 @@ def test_results_json_says_why_as_data(mixed):
         assert problem(name) == [], name
 
 
-@pytest.mark.slow
 def test_the_last_lines_name_who_needs_a_person(mixed):
     lines = mixed["stdout"].rstrip("\n").splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("needs a person: "))
@@ -242,7 +240,6 @@ def test_the_last_lines_name_who_needs_a_person(mixed):
     assert "## Needs a person: 6" in md and "- **frank**: corrupt zip" in md and "| eve | 0/81 | not graded |" in md
 
 
-@pytest.mark.slow
 def test_the_dashboard_names_each_with_its_reason_and_links_and_sorts_every_submission(mixed, browser, tmp_path):
     view = browser.open(mixed["out"] / "summary.html")
     assert view.console_errors == [] and view.broken_images() == []
@@ -306,7 +303,6 @@ def test_the_dashboard_names_each_with_its_reason_and_links_and_sorts_every_subm
         context.close()
 
 
-@pytest.mark.slow
 def test_control_the_old_dashboard_has_no_such_list(mixed, browser, tmp_path):
     """The same class's summary without the list and the table (as summary.json was before): the reading above
     finds nothing in it, so what it found came from the list."""

@@ -24,7 +24,6 @@ def test_every_module_step_has_a_public_one_token_case():
         assert tuple(case["request"]["forward_args"][0].shape) == (2, 1, 3)
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("sample, fails", [("bug_causal_squeeze_one_token", True), ("correct_loops", False)])
 def test_grade_check_names_the_one_token_case(tmp_path, sample, fails):
     result = run_grade("check", str(CORPUS / sample), "--step", "CausalAttention", cwd=tmp_path)

@@ -199,7 +199,6 @@ def test_a_normal_user_claims_no_uid_block_and_touches_no_lock_folder(monkeypatc
         uids.claim()
 
 
-@pytest.mark.slow
 @needs_root
 def test_a_lock_folder_left_by_root_costs_a_normal_users_autograde_nothing():
     """Lock folders an earlier root run left (root's, 0700) in both shared places; a normal user's
@@ -349,7 +348,6 @@ def test_the_client_hands_its_terminal_to_no_server_of_another_user(shared, monk
                 os.unlink(sock_path)
 
 
-@pytest.mark.slow
 @needs_root
 def test_a_students_check_with_their_warm_server_folder_squatted_still_checks_and_says_so(shared):
     """As a normal user whose ``attention-grade-<uid>`` another user made first in the temporary folder:

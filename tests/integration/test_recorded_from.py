@@ -65,7 +65,6 @@ def test_the_digest_follows_what_the_cases_depend_on(tmp_path):
     assert "the solutions and the hidden suites" in recorded_from.refusal(course)
 
 
-@pytest.mark.slow
 def test_every_verb_that_ships_or_grades_refuses_stale_public_cases(tmp_path):
     kit = copy_kit(tmp_path / "kit")
     sample = ROOT / "samples" / "submissions" / "alice"

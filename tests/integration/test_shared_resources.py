@@ -150,7 +150,6 @@ def test_a_uid_that_owns_a_process_or_a_file_is_cleaned_or_never_handed_out():
 
 
 @ROOT_ONLY
-@pytest.mark.slow
 def test_a_note_left_deep_in_a_shared_folder_reaches_no_later_submission(tmp_path):
     """uid+rlimits, one job, so the reader's workers get the writer's very uids: the writer leaves notes deep
     in /run/lock, /var/tmp and /tmp; the reader's simple_attention.py would not import if it found one.
@@ -196,7 +195,6 @@ def _unshare_pid() -> list[str]:
     return ["unshare", "--pid", "--fork", "--mount-proc"] if probe.returncode == 0 else []
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("level", ["namespaces", "uid+rlimits", "rlimits"])
 def test_two_batches_and_a_check_side_by_side_grade_right(tmp_path, level):
     """Two ``grade autograde`` batches and a ``grade check`` at once, on one machine, sharing /tmp, the uid

@@ -208,7 +208,6 @@ def test_command_line(tmp_path):
     assert runner.invoke(cli, ["similarity", "--out", str(tmp_path / "o2")]).exit_code == 2
 
 
-@pytest.mark.slow
 def test_report_opens_in_chromium_without_errors(browser, corpus_run):
     out, _, pairs = corpus_run
     page = (out / "similarity.html").read_text()
@@ -288,7 +287,6 @@ def test_the_verb_is_plain_python(tmp_path):
     assert json.loads((tmp_path / "out" / "similarity.json").read_text()) == []  # the book shares nothing that counts
 
 
-@pytest.mark.slow
 def test_the_class_dashboard_lists_the_top_pairs(tmp_path, browser):
     """grade similarity --out a results folder: its dashboard (summary.html) lists the most similar pairs."""
     subs = tmp_path / "subs"

@@ -515,7 +515,6 @@ def score_of(out: Path, name: str) -> float:
     return json.loads((out / name / "results.json").read_text())["score"]
 
 
-@pytest.mark.slow
 def test_a_200_mb_notebook_is_one_named_problem_and_the_class_is_graded_in_bounded_memory(tmp_path):
     without, said_without = graded(a_class(tmp_path / "without", big=False), tmp_path / "out-without", tmp_path / "t1")
     try:
@@ -563,7 +562,6 @@ stage.copy_modules = copy_modules
 """
 
 
-@pytest.mark.slow
 def test_a_failure_of_the_kits_own_while_staging_one_is_named_logged_and_the_class_is_graded(tmp_path):
     subs = tmp_path / "subs"
     subs.mkdir()

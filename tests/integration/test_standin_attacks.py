@@ -29,8 +29,6 @@ from .conftest import ROOT, run_grade
 REDTEAM = ROOT / "tests" / "corpus" / "redteam"
 ALICE = ROOT / "samples" / "submissions" / "alice"
 
-pytestmark = pytest.mark.slow
-
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):

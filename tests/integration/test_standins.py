@@ -129,14 +129,12 @@ def graded(tmp_path_factory):
     return {p.name: json.loads((p / "results.json").read_text()) for p in out.iterdir() if (p / "results.json").exists()}
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("step", BESIDE_STANDINS)
 def test_no_code_of_the_reference_is_in_a_worker_beside_a_stand_in(graded, step):
     scores = _step_scores(graded["walker"])
     assert scores[step][0] == scores[step][1], [t["output"] for t in graded["walker"]["tests"] if t["name"].startswith(step)]
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("step", BESIDE_STANDINS)
 def test_the_walk_finds_a_planted_code_object(graded, step):
     """The positive control: the same walk, with one foreign code object planted, finds it."""
@@ -145,12 +143,10 @@ def test_the_walk_finds_a_planted_code_object(graded, step):
     assert any("foreign code" in t["output"] for t in graded["planted"]["tests"] if t["name"].startswith(step))
 
 
-@pytest.mark.slow
 def test_the_walk_costs_no_points_anywhere_else(graded):
     assert graded["walker"]["score"] == 81
 
 
-@pytest.mark.slow
 def test_one_bug_costs_points_once_through_the_proxies(graded):
     """carol's CausalAttention masks after the softmax: her wrapper, graded beside the stand-in (values,
     gradients and seeded dropout computed by the reference worker), keeps all its points."""

@@ -258,7 +258,6 @@ def test_two_computations_give_the_same_answers(kept, monkeypatch):
     assert not _same(list(first.cache.values()), list(second.cache.values()))
 
 
-@pytest.mark.slow
 def test_grade_nbgrader_keeps_them_and_grade_autograde_reads_them(tmp_path):
     """An instructor's path: `grade nbgrader` builds the course and keeps the answers; `grade autograde` reads that
     file (a run that computes replaces it: a new inode) and grades as a run with nothing kept does."""

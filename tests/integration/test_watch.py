@@ -69,7 +69,6 @@ class Watching:
             raise
 
 
-@pytest.mark.slow
 def test_a_save_is_checked_again_until_ctrl_c(tmp_path):
     folder = tmp_path / "exercises"
     shutil.copytree(SAMPLES / "carol", folder)
@@ -90,7 +89,6 @@ def test_a_save_is_checked_again_until_ctrl_c(tmp_path):
     assert code == 0
 
 
-@pytest.mark.slow
 def test_a_notebook_is_watched_by_its_name(tmp_path):
     path = one_notebook(SAMPLES / "carol", tmp_path, name="attention.ipynb")
     watching = Watching(str(path), "--step", "CausalAttention", cwd=tmp_path)

@@ -167,7 +167,6 @@ RATIO = re.compile(r"^ratio nbgrader / kit, wall, paired: \*\*(\d+(?:\.\d+)?)x\*
 AGREE = re.compile(r"^scores: the two agree on all (\d+) students, test cell by test cell", re.M)
 
 
-@pytest.mark.slow
 def test_the_script_prints_the_ratio_and_the_agreement(tmp_path):
     """The whole script, two students (one correct, one buggy): the real nbgrader autograde and grade autograde
     --nbgrader, paired; its Markdown has the per-student rows, the ratio and the agreement line. Control: the same

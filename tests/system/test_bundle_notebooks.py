@@ -79,7 +79,6 @@ def test_the_leak_scan_reads_a_notebook_s_cells(tmp_path):
     assert leaks.scan(raw, secrets) == []
 
 
-@pytest.mark.slow
 def test_a_notebook_from_the_bundle_grades_as_the_py_files(tmp_path, release_bundle):
     out = release_bundle  # grade release's, once per run: only read here
     assert sorted(p.name for p in (out / "notebooks").iterdir()) == sorted(f"{m}.ipynb" for m in DATA["modules"])
@@ -115,7 +114,6 @@ def _filled_bundle(dest):
 SCRATCH = "attn = book_inputs @ book_inputs"  # a last exploratory cell that raises, as in Jupyter
 
 
-@pytest.mark.slow
 def test_a_failing_scratch_cell_costs_nothing_and_is_named(tmp_path):
     """The cells above a failing cell ran in Jupyter, and nbgrader runs past it: every step is graded, the cell is
     named to the student by notebook and cell, and no person is asked to look (it changed no grade)."""
@@ -135,7 +133,6 @@ def test_a_failing_scratch_cell_costs_nothing_and_is_named(tmp_path):
     assert "raised" not in results["filled"]["output"]  # control: the same notebooks without it say nothing of the kind
 
 
-@pytest.mark.slow
 def test_the_magic_without_a_step_passes_each_bundle_notebook_filled_in(tmp_path, monkeypatch):
     """``%grade check`` alone, at the end of each notebook of the bundle filled in correctly, run in a real kernel:
     every step it defines passed, as ``grade check`` of the saved notebook says (the wrapper's notebook carries

@@ -15,8 +15,6 @@ import pytest
 from .conftest import ROOT, run_grade
 from tests.support.submission_forms import module_notebooks, one_notebook, zipped
 
-pytestmark = pytest.mark.slow
-
 CAROL = ROOT / "samples" / "submissions" / "carol"  # masks after the softmax without renormalizing
 
 

@@ -32,7 +32,6 @@ from tests.support.processes import alive, descendants
 
 pytest.importorskip("distributed", reason="the [cluster] extra (pip install -e '.[cluster]')")
 
-pytestmark = pytest.mark.slow
 COURSE = load_course(ROOT / "course.yml")
 TOP = COURSE.max_points()
 SAMPLES = ROOT / "samples" / "submissions"

@@ -39,7 +39,6 @@ from .test_cluster import ADVERSARIAL, SAMPLES, TOP, CliCluster, class_folder, r
 
 pytest.importorskip("distributed", reason="the [cluster] extra (pip install -e '.[cluster]')")
 
-pytestmark = pytest.mark.slow
 COURSE = load_course(ROOT / "course.yml")
 #: what a warm grader loads from the course: the reference solutions and the hidden suites
 COURSE_FOLDERS = [str((ROOT / COURSE.solutions).resolve()), str((ROOT / COURSE.suites).resolve())]

@@ -27,8 +27,6 @@ from .test_cluster import SAMPLES, TOP, CliCluster, progress_lines, results
 
 pytest.importorskip("distributed", reason="the [cluster] extra (pip install -e '.[cluster]')")
 
-pytestmark = pytest.mark.slow
-
 STUCK_ONCE = textwrap.dedent('''
     """dask worker --preload: the first submission graded anywhere (the marker file's creator) never ends."""
     import os

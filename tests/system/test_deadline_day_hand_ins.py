@@ -33,7 +33,6 @@ from .conftest import ROOT, run_grade
 from tests.support.submission_forms import module_notebooks, one_notebook, zipped
 from tests.integration.test_needs_a_person import needs_list
 
-pytestmark = pytest.mark.slow
 CORPUS = ROOT / "tests" / "corpus" / "submissions"
 SAMPLES = ROOT / "samples" / "submissions"
 #: the hand-ins that need a person, and what the list says of each (category, words in its reason)

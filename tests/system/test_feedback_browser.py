@@ -14,7 +14,6 @@ from autograder.pages import cards, feedback_page, heatmaps
 
 from tests.unit.test_feedback_layout import STEPS, _failing_page, _strip_contrasts, result_of, weights
 
-pytestmark = pytest.mark.slow
 LONG = "multihead_attention.an_identifier_long_enough_to_need_wrapping_on_a_narrow_screen_MultiHeadAttentionWrapper"
 
 

@@ -13,7 +13,6 @@ import pytest
 
 from .conftest import ROOT, run_grade
 
-pytestmark = pytest.mark.slow
 SAMPLES = ROOT / "samples" / "submissions"
 DOCS = ROOT / "docs"
 

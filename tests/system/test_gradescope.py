@@ -143,7 +143,6 @@ def test_a_grading_crash_still_gets_results(autograder_zip, tmp_path):
     assert results["score"] == 0 and "The autograder failed" in results["output"]
 
 
-@pytest.mark.slow
 def test_a_correct_submission_in_a_subfolder_gets_full_marks(autograder_zip, tmp_path):
     root = gradescope_root(tmp_path, autograder_zip)
     folder = root / "submission" / "my attention"  # students often upload a folder
@@ -163,7 +162,6 @@ def test_a_correct_submission_in_a_subfolder_gets_full_marks(autograder_zip, tmp
     assert "after_published" in got.values()
 
 
-@pytest.mark.slow
 def test_a_buggy_submission_loses_exactly_its_step(autograder_zip, tmp_path):
     root = gradescope_root(tmp_path, autograder_zip)
     for path in (CORPUS / "bug_no_scaling").glob("*.py"):
@@ -190,7 +188,6 @@ def _forms(tmp: Path) -> dict[str, callable]:
     }
 
 
-@pytest.mark.slow
 def test_every_form_grades_as_grade_autograde_grades_the_folder(autograder_zip, tmp_path):
     out = tmp_path / "folder-results"
     assert run_grade("autograde", str(CORPUS / "bug_no_scaling"), "--out", str(out)).returncode == 0
@@ -207,7 +204,6 @@ def test_every_form_grades_as_grade_autograde_grades_the_folder(autograder_zip, 
 
 
 # -- the reference out of the workers' reach, in Gradescope's layout -----------------------------------------------
-@pytest.mark.slow
 @pytest.mark.skipif(os.geteuid() != 0, reason="Gradescope runs the autograder as root; its workers take other uids")
 def test_setup_sh_keeps_the_source_from_a_thief_at_uid_rlimits(autograder_zip):
     """/autograder as Gradescope lays it out, where every user may enter (as in its image), the zip's files as it

@@ -26,8 +26,6 @@ import kernel_label
 import make_handins
 import verdicts
 
-pytestmark = pytest.mark.slow
-
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):

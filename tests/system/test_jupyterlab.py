@@ -21,8 +21,6 @@ import pytest
 from .conftest import ROOT
 from tests.support.submission_forms import one_notebook
 
-pytestmark = pytest.mark.slow
-
 SCREENSHOT = ROOT / "docs" / "notebook-check.png"
 
 

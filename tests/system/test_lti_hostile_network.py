@@ -30,8 +30,6 @@ resource = pytest.importorskip("resource", reason="open-files limits are POSIX's
 
 from tests.support.lti_platform import LtiPlatform  # noqa: E402 - needs the test extra, skipped above without it
 
-pytestmark = pytest.mark.slow
-
 IDLE = 2000                 # idle connections held open during the launch
 LAUNCH_BOUND = 60.0         # seconds for the whole launch (four requests); about 0.2 s when the machine is idle
 SERVER_SOFT_LIMIT = 1024    # the server starts with the usual soft open-files limit and must raise it itself

@@ -39,7 +39,6 @@ def column(lms) -> dict[str, float]:
     return {user.split("-")[-1]: score for user, score in lms.platform.book.column(item).items()}
 
 
-@pytest.mark.slow
 def test_round_trip(lms):
     book = lms.platform.book
     # a learner's launch stores nothing; the instructor's launch (a browser: redirects, then the form post) does

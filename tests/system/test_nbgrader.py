@@ -1084,7 +1084,6 @@ def test_a_file_beside_the_notebooks_is_released(released):
                                                              "checking_helper.py").read_bytes()
 
 
-@pytest.mark.slow
 def test_the_exchange_carries_the_checking_helper_to_students_and_back(released, course_dir, tmp_path):
     """nbgrader's exchange, as on JupyterHub: release_assignment, a student's fetch_assignment and submit, then
     collect: checking_helper.py travels with the notebooks both ways (in a copy of the course)."""
@@ -1212,7 +1211,6 @@ def gradebook(released, course_dir, source):
     return scores
 
 
-@pytest.mark.slow
 def test_autograde_uses_the_master_copy_of_a_file_beside_the_notebooks(gradebook, course_dir):
     """The data file and checking_helper.py: nbgrader autograde puts the source's copy beside each student's
     notebooks, over any a student handed in (the "stubs" student hands in no data file but a forged helper,
@@ -1225,14 +1223,12 @@ def test_autograde_uses_the_master_copy_of_a_file_beside_the_notebooks(gradebook
     assert (course_dir / "submitted" / "stubs" / ASSIGNMENT / "checking_helper.py").read_text() == FORGED_HELPER
 
 
-@pytest.mark.slow
 def test_nbgrader_gives_the_solutions_full_marks(gradebook):
     score, top, lost = gradebook["correct"]
     assert top == COURSE.max_points()
     assert (score, lost) == (top, {})
 
 
-@pytest.mark.slow
 def test_nbgrader_takes_exactly_the_buggy_steps_points(gradebook):
     score, top, lost = gradebook["buggy"]
     step = COURSE.steps[BUG_STEP]
@@ -1241,7 +1237,6 @@ def test_nbgrader_takes_exactly_the_buggy_steps_points(gradebook):
     assert score == top - sum(spec.points for spec in step.counts.values())
 
 
-@pytest.mark.slow
 def test_nbgrader_gives_untouched_stubs_zero(gradebook):
     score, top, _ = gradebook["stubs"]
     assert (score, top) == (0, COURSE.max_points())
@@ -1277,7 +1272,6 @@ def sandboxed(sandboxed_run) -> dict:
     return sandboxed_run[0]
 
 
-@pytest.mark.slow
 def test_grade_autograde_nbgrader_prints_no_warning(sandboxed_run):
     """Nothing on stderr that reads as a failure: SQLAlchemy's warnings about nbgrader's add_submission (three per
     student new to the gradebook, here the planter) are silenced (control: the unit test above)."""
@@ -1286,13 +1280,11 @@ def test_grade_autograde_nbgrader_prints_no_warning(sandboxed_run):
     assert f"grades of {len(STUDENTS) + 1} student(s) written to the gradebook" in result.stdout
 
 
-@pytest.mark.slow
 def test_the_sandboxed_path_grades_the_honest_notebooks_as_nbgrader_does(gradebook, sandboxed):
     for student in ("correct", "buggy", "stubs"):
         assert sandboxed[student]["score"] == gradebook[student][0], student
 
 
-@pytest.mark.slow
 def test_a_notebook_that_patches_the_checks_gets_nothing_through_the_sandbox(gradebook, sandboxed):
     """In nbgrader's own kernel the patch passes every test cell (documented: nbgrader autograde is unsafe for
     untrusted students); graded by the kit, the checks are not the student's to patch."""
@@ -1300,7 +1292,6 @@ def test_a_notebook_that_patches_the_checks_gets_nothing_through_the_sandbox(gra
     assert gradebook["patcher"][0] > 0  # what nbgrader autograde gives it: why docs/nbgrader.md warns
 
 
-@pytest.mark.slow
 def test_the_course_grades_alike_on_dask(sandboxed, course_dir, tmp_path):
     """``--nbgrader`` with ``--executor dask``: the same points, times and gradebook write-back as locally."""
     pytest.importorskip("distributed", reason="the [cluster] extra (pip install -e '.[cluster]')")
@@ -1315,7 +1306,6 @@ def test_the_course_grades_alike_on_dask(sandboxed, course_dir, tmp_path):
     assert f"grades of {len(STUDENTS) + 1} student(s) written to the gradebook" in result.stdout  # and the planter
 
 
-@pytest.mark.slow
 def test_the_formgrader_lists_no_submission_as_waiting_for_manual_grading(gradebook, sandboxed, course_dir):
     """After nbgrader's own autograde no submission of this course needs a manual grade (every grade cell is a test
     cell, scored); after the kit's write-back, none does either: not the students nbgrader graded first, nor the
@@ -1332,7 +1322,6 @@ def test_the_formgrader_lists_no_submission_as_waiting_for_manual_grading(gradeb
         len(step.counts) for step in COURSE.steps.values())
 
 
-@pytest.mark.slow
 def test_submission_times_are_nbgraders_own(sandboxed):
     for student, stamp in STAMPS.items():
         expected = datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S.%f UTC").replace(tzinfo=timezone.utc)
@@ -1351,21 +1340,18 @@ def exported(sandboxed, released, course_dir):
     return rows
 
 
-@pytest.mark.slow
 def test_nbgrader_export_shows_the_kits_scores(sandboxed, exported):
     for student in STUDENTS:
         assert float(exported[student]["raw_score"]) == sandboxed[student]["score"], student
     assert float(exported["patcher"]["raw_score"]) == 0  # not what nbgrader's own kernel gave it
 
 
-@pytest.mark.slow
 def test_nbgrader_feedback_carries_the_kits_words(exported, course_dir):
     page = (course_dir / "feedback" / "buggy" / ASSIGNMENT / f"{BUG_STEP.split('.')[0]}.html").read_text()
     assert "likely: forgot the 1/sqrt(d_k) scaling" in page
     assert "passed (1/1)" in page
 
 
-@pytest.mark.slow
 def test_nbgrader_feedback_carries_the_pictures_of_the_kits_page(sandboxed, exported, course_dir):
     """The failing public case's heatmaps, as on the feedback page and in Gradescope's HTML, in the notebook."""
     shown = pictures(sandboxed["buggy"])
@@ -1399,7 +1385,6 @@ def feedback_with_the_helper_pasted(exported, released, course_dir) -> Path:
     return course_dir / "feedback_pasted" / "buggy" / ASSIGNMENT
 
 
-@pytest.mark.slow
 def test_the_feedback_page_is_the_students_work_not_the_helper(exported, feedback_with_the_helper_pasted, course_dir):
     """Each generate_feedback page lost the helper's rendering: some 200 KB of syntax-highlighted code the students
     never wrote. The control: the same notebooks with the helper pasted into its cell, as before."""
@@ -1413,7 +1398,6 @@ def test_the_feedback_page_is_the_students_work_not_the_helper(exported, feedbac
         assert len(page) < 0.8 * len(before), (module, len(before), len(page))
 
 
-@pytest.mark.slow
 def test_what_a_student_plants_changes_no_points(sandboxed, exported):
     assert sandboxed[PLANTER]["score"] == sandboxed["buggy"]["score"] < COURSE.max_points()
     assert float(exported[PLANTER]["raw_score"]) == sandboxed["buggy"]["score"]
@@ -1445,7 +1429,6 @@ def rendered(browser, page: Path) -> dict:
         view.page.close()
 
 
-@pytest.mark.slow
 def test_nbgrader_feedback_runs_no_script_and_shows_no_output_of_the_student(browser, exported, feedback_the_old_way,
                                                                              course_dir):
     """``nbgrader generate_feedback``'s page of a notebook with scripts, a JavaScript and an HTML output, an

@@ -21,8 +21,6 @@ from autograder.outputs.results import read
 
 bench = pytest.importorskip("bench.nbgrader_side_by_side")
 
-pytestmark = pytest.mark.slow
-
 #: twelve students, so that the class is still being graded well after the first one's notebooks are built
 WHO = {f"s{i:02d}": name for i, name in enumerate(["correct_einsum", "bug_no_scaling", "correct_loops", "stubs"] * 3)}
 

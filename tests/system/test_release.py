@@ -241,7 +241,6 @@ def test_source_date_epoch_sets_every_timestamp(tmp_path, monkeypatch):
 
 # -- (c) the bundle works on its own ----------------------------------------------------------------
 
-@pytest.mark.slow
 def test_the_bundle_installs_and_checks_without_the_instructor_repo(release, tmp_path):
     """Install the bundle (no deps: torch comes from the venv's site-packages, named explicitly) and run
     its `grade` under `python -S`, so the instructor's editable install (a .pth finder) is not loaded."""
@@ -343,7 +342,6 @@ def _pip(python: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess:
                           env=env, capture_output=True, text=True, timeout=1200)
 
 
-@pytest.mark.slow
 def test_the_bundle_installs_on_the_pythons_it_claims_and_refuses_the_others(release, tmp_path):
     """requirements.txt into a fresh venv of the lowest and the highest Python the bundle's requires-python
     claims that this machine has, then `pip install --no-deps .` and `grade check`, as its README says. Just

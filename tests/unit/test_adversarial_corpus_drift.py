@@ -17,8 +17,6 @@ import pytest
 
 from .conftest import ROOT
 
-pytestmark = pytest.mark.unit
-
 CORPUS = ROOT / "tests" / "corpus" / "adversarial"
 OWN_FILES = {"build_corpus.py", "conftest.py"}  # the generator's folder holds these beside what it writes
 NUMBER = re.compile(r"-?\d+\.\d+(?:e-?\d+)?")

@@ -71,7 +71,6 @@ def _modified(zygote, folder, request) -> list[int]:
     return second["modified_args"]
 
 
-@pytest.mark.unit
 def test_an_in_place_step_is_read_as_modified_whatever_its_worker_says(tmp_path, zygote):
     request = {"kind": "function", "target": STEP, "args": [torch.tensor([1.0, 2.0, 5.0])], "kwargs": {}}
     in_place = "    scores /= scores.sum()\n    return scores\n"
@@ -81,7 +80,6 @@ def test_an_in_place_step_is_read_as_modified_whatever_its_worker_says(tmp_path,
     assert _modified(zygote, _submission(tmp_path, "on_a_copy", on_a_copy, forge=False), request) == []  # control
 
 
-@pytest.mark.unit
 def test_the_buffer_holds_each_argument_in_place_and_reads_its_changes_back():
     x, y = torch.arange(6.0).reshape(2, 3), torch.tensor([1, 2], dtype=torch.int64)
     call = argument_buffer.outgoing({"kind": "function", "target": STEP, "args": [x, 3, y]})

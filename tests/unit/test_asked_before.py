@@ -11,8 +11,6 @@ import torch
 
 from autograder.worker import asked_before, wire
 
-pytestmark = pytest.mark.unit
-
 
 @pytest.fixture
 def trusted_side():

@@ -11,11 +11,8 @@ import collections
 import json
 from pathlib import Path
 
-import pytest
 
 from autograder.worker.isolation import NAMES, ORDER, Level
-
-pytestmark = pytest.mark.unit
 
 PACKAGE = Path(__file__).resolve().parents[2] / "autograder"
 

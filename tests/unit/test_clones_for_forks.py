@@ -8,8 +8,6 @@ import pytest
 
 from autograder.sandbox.zygote import ClonesForForks
 
-pytestmark = pytest.mark.unit
-
 
 class FakeZygote:
     def __init__(self, name: str, fail_after: int | None = None):

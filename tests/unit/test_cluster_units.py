@@ -15,8 +15,6 @@ from autograder.autograde.run_policy import RunPolicy, refusal
 from autograder.intake.stage import Staged
 from autograder.worker.isolation import Level
 
-pytestmark = pytest.mark.unit
-
 
 def test_a_level_is_refused_only_below_the_required_one():
     assert refusal("namespaces", None) is None

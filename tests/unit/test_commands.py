@@ -10,8 +10,6 @@ from autograder.usage import UsageError
 
 from .conftest import ROOT
 
-pytestmark = pytest.mark.unit
-
 
 @pytest.mark.parametrize("verb", ["check", "assign", "autograde", "export", "release", "gradescope", "nbgrader"])
 def test_each_verb_has_a_main_and_no_click(verb):

@@ -15,8 +15,6 @@ import pytest
 from autograder.sandbox.local_zygote import LocalZygote
 from autograder.worker import wire
 
-pytestmark = pytest.mark.unit
-
 
 def _trickle(sock: socket.socket, stop: threading.Event, every: float = 0.05) -> None:
     try:

@@ -53,8 +53,6 @@ from solutions import multihead_attention as multihead
 from solutions import simple_attention as simple
 from solutions import trainable_attention as trainable
 
-pytestmark = pytest.mark.unit
-
 EPS = 1e-6
 TORCH_PRINT_DECIMALS = 4  # torch's default print precision, which "int mode" (tensor(1.)) hides
 

@@ -16,7 +16,6 @@ from autograder.nbgrader_course.collect import collect_cases
 from .conftest import CORPUS, ROOT
 from tests.corpus import label
 
-pytestmark = pytest.mark.unit
 MODULE_STEPS = ["causal_attention.CausalAttention", "multihead_attention.MultiHeadAttentionWrapper",
                 "multihead_attention.MultiHeadAttention"]
 

@@ -229,8 +229,6 @@ def test_errors_are_redacted_on_hidden_cases():
 
 
 # -- the same words on every path -----------------------------------------------------------------
-pytestmark = pytest.mark.unit
-
 COURSE = load_course(ROOT / "course.yml")
 
 #: multihead_attention imports CausalAttention from its package: here, from the solutions' own

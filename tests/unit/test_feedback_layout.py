@@ -8,7 +8,6 @@ import io
 import re
 from unittest import mock
 
-import pytest
 import torch
 
 from autograder.feedback.tolerance import Tolerance
@@ -16,7 +15,6 @@ from autograder.grading import evidence
 from autograder.outputs.outcomes import CountOutcome
 from autograder.pages import cards, feedback_page, gradescope_html, heatmaps
 
-pytestmark = pytest.mark.unit
 TOL = Tolerance(1e-4, 1e-5)
 
 

@@ -12,8 +12,6 @@ from autograder.sandbox import answers
 from autograder.worker import reference_server, runtime, standins, wire
 from solutions import causal_attention, trainable_attention
 
-pytestmark = pytest.mark.unit
-
 FUNCTIONS = {"trainable_attention.init_qkv": trainable_attention.init_qkv,
              "trainable_attention.scaled_attention_weights": trainable_attention.scaled_attention_weights,
              "trainable_attention.transfer_weights": trainable_attention.transfer_weights,

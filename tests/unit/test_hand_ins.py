@@ -23,8 +23,6 @@ from autograder.pages import class_list
 
 from .conftest import ROOT
 
-pytestmark = pytest.mark.unit
-
 COURSE = load_course(ROOT / "course.yml")
 MODULES = COURSE.modules
 ALICE = ROOT / "samples" / "submissions" / "alice"

@@ -14,8 +14,6 @@ from autograder.nbgrader_course.collect import collect_cases
 
 from .conftest import ROOT
 
-pytestmark = pytest.mark.unit
-
 #: step -> {kind: why no public case of that kind}
 EXEMPT = {
     "trainable_attention.project": {"float64": "no realistic bug returns float32 from x @ W that the public cases miss "

@@ -22,8 +22,6 @@ from autograder.intake.stage import Staged, stage
 
 from .conftest import ROOT
 
-pytestmark = pytest.mark.unit
-
 MODULES = load_course(ROOT / "course.yml").modules
 SOLUTIONS = ROOT / "solutions"
 ALICE = ROOT / "samples" / "submissions" / "alice"

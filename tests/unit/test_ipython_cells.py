@@ -21,8 +21,6 @@ from autograder.grading import failed_cells
 from autograder.intake import both_forms, ipython_cells, notebook, notebook_effects
 from autograder.worker import ipython_shell, submission
 
-pytestmark = pytest.mark.unit
-
 MODULES = ["simple_attention", "trainable_attention", "causal_attention", "multihead_attention"]
 
 

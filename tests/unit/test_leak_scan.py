@@ -21,8 +21,6 @@ import pytest
 
 from tests.support import leak_scan
 
-pytestmark = pytest.mark.unit
-
 ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -8,11 +8,8 @@ import re
 import tokenize
 import tomllib
 
-import pytest
 
 from .conftest import ROOT
-
-pytestmark = pytest.mark.unit
 
 NOQA = re.compile(r"#\s*noqa\b(?P<codes>:\s*[A-Z]+[0-9]+(?:\s*,\s*[A-Z]+[0-9]+)*)?(?P<rest>.*)", re.IGNORECASE)
 REASON = re.compile(r"\s+-\s+\S")  # " - " and at least one word after the codes

@@ -13,7 +13,7 @@ import textwrap
 
 import pytest
 
-pytestmark = [pytest.mark.unit, pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_AS: Linux")]
+pytestmark = [pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_AS: Linux")]
 
 #: a process that has mapped 2.5 GB it does not use (as CUDA's libraries), then is limited to a budget of 512 MB
 _PROBE = textwrap.dedent("""

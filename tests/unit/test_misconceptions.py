@@ -19,7 +19,6 @@ from autograder.feedback.runtime_errors import error_hints
 from autograder.feedback.structure import structure_hints
 from autograder.worker.unregistered import unregistered
 
-pytestmark = pytest.mark.unit
 TOL = Tolerance(rtol=1e-4, atol=1e-5)
 
 

@@ -13,8 +13,6 @@ from solutions.multihead_attention import MultiHeadAttention
 
 from .conftest import ROOT
 
-pytestmark = pytest.mark.unit
-
 
 @pytest.fixture(scope="module")
 def cases():

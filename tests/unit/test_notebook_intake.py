@@ -19,8 +19,6 @@ from autograder.intake import notebook
 from autograder.intake.stage import stage
 from autograder.ipython_extension import parse
 
-pytestmark = pytest.mark.unit
-
 STEPS = {"causal_attention": ["CausalAttention", "simple_causal_mask"],
          "multihead_attention": ["MultiHeadAttentionWrapper", "MultiHeadAttention"]}
 

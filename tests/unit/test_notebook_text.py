@@ -11,8 +11,6 @@ from nbformat import v4
 
 from autograder.nbgrader_course import notebook_text
 
-pytestmark = pytest.mark.unit
-
 
 def every_kind() -> nbformat.NotebookNode:
     """A notebook with each kind of cell and output, text nbformat splits into lines and text it does not, metadata

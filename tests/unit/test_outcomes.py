@@ -2,7 +2,6 @@
 and the page, and misconception ids that travel from the diagnosis, never read back from the words (issue 24)."""
 from __future__ import annotations
 
-import pytest
 
 from autograder.grading.suites import gradescope_results
 from autograder.grading.suites.plugin import GradingPlugin
@@ -13,8 +12,6 @@ from autograder.outputs.verdict import FAILED, PASSED, StepFailure, Verdict
 from autograder.pages import cards, feedback_page
 
 from .conftest import ROOT
-
-pytestmark = pytest.mark.unit
 
 STEP = "trainable_attention.scaled_attention_weights"
 

@@ -8,7 +8,6 @@ import math
 
 from unittest import mock
 
-import pytest
 import torch
 
 from autograder.feedback.compare import compare_values
@@ -19,7 +18,6 @@ from autograder.grading import evidence
 from autograder.pages import cards, changes, feedback_page, gradescope_html, heatmaps, misconceptions
 from autograder.pages import terminal_grid
 
-pytestmark = pytest.mark.unit
 TOL = Tolerance(1e-4, 1e-5)
 
 

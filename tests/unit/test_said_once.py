@@ -5,7 +5,6 @@ from __future__ import annotations
 import inspect
 import re
 
-import pytest
 import torch
 
 from autograder.grading.suites import gradescope_results, graded
@@ -17,8 +16,6 @@ from autograder.outputs.outcomes import CountOutcome, StepOutcome
 from autograder.pages import feedback_page, gradescope_html, terminal_grid
 
 from .conftest import ROOT
-
-pytestmark = pytest.mark.unit
 
 
 def grid(expected: torch.Tensor, yours: torch.Tensor) -> str:
@@ -105,7 +102,6 @@ OUTPUT_BLOCK = ["output: values differ at 48 of 48 entries; first at [0, 0, 0]",
                 "likely: out_proj is created but never applied"]
 
 
-@pytest.mark.unit
 def test_the_gradients_count_points_to_the_forward_count_and_says_only_what_is_new():
     grads = [*OUTPUT_BLOCK, "gradient w.r.t. the input x: values differ at 36 of 36 entries",
              "  expected row [1, 0]: [0.2634]", "parameter out_proj.weight gets no gradient: it is unused in forward"]
@@ -115,7 +111,6 @@ def test_the_gradients_count_points_to_the_forward_count_and_says_only_what_is_n
         "parameter out_proj.weight gets no gradient: it is unused in forward"]
 
 
-@pytest.mark.unit
 def test_control_another_case_or_another_output_is_said_in_full():
     grads = [*OUTPUT_BLOCK, "the gradients differ too; they follow from the output, so fix the output first"]
 
@@ -132,7 +127,6 @@ def _card_line(html: str, step: str) -> str:
     return re.sub(r"<[^>]+>", "", section.split("</p>", 1)[0].split("<p>", 1)[1])
 
 
-@pytest.mark.unit
 def test_gradescope_s_card_and_the_page_say_the_same_public_points():
     """Why they disagreed: Gradescope's always-visible output keeps only a step's public counts (2/2), the page
     all of them (3/3), and neither said which. Now both say the public counts' points, and which they are."""

@@ -15,8 +15,6 @@ import pytest
 from autograder.release.student_code import (NOT_SHIPPED, SHIPPED, SHIPPED_MODULES, ReleaseError, closure, shipped,
                                              student_cli)
 
-pytestmark = pytest.mark.unit
-
 PACKAGE = Path(__file__).resolve().parents[2] / "autograder"
 
 

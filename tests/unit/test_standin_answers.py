@@ -14,8 +14,6 @@ from autograder.sandbox import reference_server as trusted_side, standin_answers
 from autograder.worker import reference_server, standins, wire
 from solutions import causal_attention
 
-pytestmark = pytest.mark.unit
-
 STEP = "causal_attention.CausalAttention"
 
 

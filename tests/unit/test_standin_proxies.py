@@ -12,8 +12,6 @@ import torch
 from autograder.worker import module_tree, reference_server, standins, wire
 from solutions import causal_attention, multihead_attention, trainable_attention
 
-pytestmark = pytest.mark.unit
-
 STEPS = {"causal_attention.CausalAttention": causal_attention.CausalAttention,
          "multihead_attention.MultiHeadAttention": multihead_attention.MultiHeadAttention,
          "trainable_attention.SelfAttention_v1": trainable_attention.SelfAttention_v1,

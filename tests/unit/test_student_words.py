@@ -30,8 +30,6 @@ from autograder.worker.submission import describe_exception
 
 from .conftest import ROOT
 
-pytestmark = pytest.mark.unit
-
 #: every file name of the kit's own code: none may appear in what a student reads
 KIT_FILES = sorted({p.name for p in (ROOT / "autograder").rglob("*.py")} - {"__init__.py"})
 

@@ -9,8 +9,6 @@ import pytest
 
 from autograder.worker import locks, tempdirs
 
-pytestmark = pytest.mark.unit
-
 
 def test_a_folder_that_cannot_be_locked_leaves_nothing(tmp_path, monkeypatch):
     """On a filesystem without locks (NFS without its lock daemon: ENOLCK) ``make`` raises and leaves no hidden

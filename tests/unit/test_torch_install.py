@@ -10,11 +10,8 @@ import sys
 import threading
 import time
 
-import pytest
 
 from autograder.release import torch_cpu
-
-pytestmark = pytest.mark.unit
 
 
 def _closed_port() -> int:

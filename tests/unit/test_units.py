@@ -12,8 +12,6 @@ from autograder.grading.dependencies import StandinPolicy
 from autograder.outputs import results
 from autograder.worker import hygiene, protocol, standins, waits
 
-pytestmark = pytest.mark.unit
-
 
 def test_a_request_carries_its_descriptors_and_an_answer_is_one_line():
     ours, theirs = socket.socketpair()

@@ -14,8 +14,6 @@ from autograder.grading import judge
 from autograder.grading.suites import problems
 from autograder.sandbox import answers
 
-pytestmark = pytest.mark.unit
-
 TOL = Tolerance(1e-4, 1e-5)
 STEPS = frozenset({"simple_attention.normalize_sum", "trainable_attention.init_qkv"})
 X = torch.tensor([1.0, 2.0, 3.0])
