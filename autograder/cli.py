@@ -10,26 +10,21 @@ from autograder.worker.isolation import NAMES as ISOLATION_LEVELS
 
 
 def _run(verb, quick_exit: bool = False, **options) -> None:
-    """Run a verb's ``main``; a mistake of the user's is said as ``error: ...`` with exit status 2. With
-    ``quick_exit``, the command line's own process ends as soon as the verb's output is out (quick_exit.py)."""
+    """Run a verb's ``main``; a mistake of the user's is said as ``error: ...`` with exit status 2 (``usage.py``).
+    With ``quick_exit``, the command line's own process ends as soon as the verb's output is out (quick_exit.py)."""
     import atexit  # noqa: PLC0415 - grade release copies this function, not the file's imports
     import gc  # noqa: PLC0415 - grade release copies this function, not the file's imports
 
     from autograder import quick_exit as ending  # noqa: PLC0415 - grade release copies this function, not the file's imports
-    from autograder.usage import UsageError  # noqa: PLC0415 - grade release copies this function, not the file's imports
-    from autograder.worker.owned_dirs import Refused  # noqa: PLC0415 - grade release copies this function, not the file's imports
+    from autograder.usage import exit_status  # noqa: PLC0415 - grade release copies this function, not the file's imports
 
     # at exit, the interpreter's last collections would walk every object torch made: 0.25 s of a `grade check`,
     # 1 s of a batch; frozen, they are freed by their counts alone (as the zygote's forks do, worker/zygote.py)
     atexit.register(gc.freeze)
-    try:
-        code = verb(**options)
-    except (UsageError, Refused) as exc:  # a user's mistake, or a shared folder another user made first
-        click.echo(click.style("error: ", fg="red") + str(exc), err=True)
-        sys.exit(2)
+    code = exit_status(verb, **options)
     if quick_exit and ending.allowed(click.get_current_context().find_root().obj):
-        ending.end(code or 0)
-    sys.exit(code or 0)
+        ending.end(code)
+    sys.exit(code)
 
 
 def command_line() -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from autograder.check import cells
-from autograder.check.service import attempted_modules
+from autograder.check.pipeline import attempted_modules
 from autograder.grading import failed_cells
 from autograder.intake import both_forms, ipython_cells, notebook, notebook_effects
 from autograder.worker import ipython_shell, submission

@@ -26,7 +26,7 @@ SHIPPED = ("check", "feedback", "grading", "intake", "outputs", "pages", "sandbo
 NOT_SHIPPED = ("grading/suites",)
 #: modules outside those folders that ship: the package itself, grade check's command and the notebook's %grade check
 SHIPPED_MODULES = ("autograder", "autograder.commands", "autograder.commands.check", "autograder.console",
-                   "autograder.ipython_extension", "autograder.long_lived", "autograder.quick_exit",
+                   "autograder.long_lived", "autograder.quick_exit",
                    "autograder.usage")
 
 
