@@ -16,6 +16,9 @@ Dask's worker processes are daemonic, so ``multiprocessing`` cannot start childr
 """
 from __future__ import annotations
 
+import asyncio
+import gc
+import linecache
 import os
 import shutil
 import sys
@@ -66,8 +69,6 @@ class WarmGrader(WorkerPlugin):
         zygote stops, and the grader, its course and its reference answers leave this worker (``forget``),
         once the submission in progress, if any, is graded. Awaited, not waited for: the worker's event
         loop goes on answering the scheduler meanwhile."""
-        import asyncio  # noqa: PLC0415 - the worker's event loop
-
         closed = self._thread.submit(self._close)
         self._thread.shutdown(wait=False)
         try:
@@ -170,9 +171,6 @@ def forget(grader) -> None:
     suites (``sys.modules``, and their names in their packages) and the source lines read from them
     (``linecache``: ``inspect.getsource`` of the reference). Then a client on this worker finds neither,
     and the next run loads the course as it is then, not as an earlier run left it."""
-    import gc  # noqa: PLC0415 - once per run
-    import linecache  # noqa: PLC0415 - once per run
-
     folders = [str(Path(grader.suites).resolve()), str((grader.root / grader.course.solutions).resolve())]
 
     def of_the_course(path) -> bool:

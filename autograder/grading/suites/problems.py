@@ -16,6 +16,9 @@ a student's text (an exception's message, a class name), which the student's cod
 """
 from __future__ import annotations
 
+import ast
+from pathlib import Path
+
 #: staging's module error types -> Problem.cause
 MODULE_CAUSES = {"SymbolicLink": "symlink", "MalformedNotebook": "broken_notebook", "MissingModule": "missing"}
 
@@ -73,9 +76,6 @@ def beside(files: list[str]) -> list[dict]:
 def importers(folder, modules: list[str]) -> dict[str, set[str]]:
     """module -> the staged modules that import it (``from .m import``, ``from m import``, ``import m``), directly or
     through another: read from the staged files on this side (parsed, never run), never from what a worker says."""
-    import ast  # noqa: PLC0415 - only when a module was not graded
-    from pathlib import Path  # noqa: PLC0415 - only when a module was not graded
-
     direct: dict[str, set[str]] = {m: set() for m in modules}
     for module in modules:
         try:
