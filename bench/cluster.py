@@ -49,13 +49,13 @@ def noop(payload) -> int:
 
 
 def model(tasks: int, nodes: int, submissions: int, per_node: list[int]) -> None:
-    import dask  # noqa: PLC0415 - optional: the cluster extra
-    from distributed import Client, LocalCluster, wait  # noqa: PLC0415 - optional: the cluster extra
+    import dask
+    from distributed import Client, LocalCluster, wait
 
-    from autograder.autograde import batch, content_hashes  # noqa: PLC0415 - imported on first use: torch is slow to load
-    from autograder.grading.suites.session import Grader  # noqa: PLC0415 - imported on first use: torch is slow to load
-    from autograder.autograde.cluster.warm_grader import WarmGrader  # noqa: PLC0415 - optional: the cluster extra
-    from autograder.autograde.cluster.tasks import grade  # noqa: PLC0415 - optional: the cluster extra
+    from autograder.autograde import batch, content_hashes
+    from autograder.grading.suites.session import Grader
+    from autograder.autograde.cluster.warm_grader import WarmGrader
+    from autograder.autograde.cluster.tasks import grade
 
     work = Path(tempfile.mkdtemp(prefix="grade-bench-cluster-"))
     try:

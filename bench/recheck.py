@@ -61,7 +61,7 @@ def watch_times(work: Path, repeat: int) -> list[float]:
 
 
 def magic_vs_cli(work: Path, repeat: int) -> tuple[list[float], list[float]]:
-    from jupyter_client.manager import start_new_kernel  # noqa: PLC0415 - optional: Jupyter's, from the test extra
+    from jupyter_client.manager import start_new_kernel
 
     path = one_notebook(SAMPLES / "carol", work, name="carol.ipynb")
 

@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script: bench/ is on the path, the kit's root is not
     sys.path.insert(0, str(ROOT))
 
-from bench.measure import Measured, measure  # noqa: E402 - after the kit's root is put on the path
+from bench.measure import Measured, measure
 
 GRADE = [sys.executable, "-m", "autograder.cli"]
 TORCH = [sys.executable, "-c", "import torch"]

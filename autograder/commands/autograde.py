@@ -41,7 +41,7 @@ def _check_executor(executor: str, scheduler: str | None, local_workers: int | N
     if n_jobs:
         raise UsageError("--jobs is for --executor local; on Dask, the workers are the jobs (--local-workers N)")
     try:
-        import distributed  # noqa: F401, PLC0415 - optional: the cluster extra
+        import distributed  # noqa: F401 - optional: the cluster extra
     except ImportError:
         raise UsageError("--executor dask needs Dask: pip install -e '.[cluster]' (docs/cluster.md)") from None
 
@@ -54,7 +54,7 @@ def _check_scheduler(scheduler: str | None, insecure: bool, ca_file, cert, key) 
             raise UsageError("--insecure-scheduler and --tls-* go with --scheduler ADDRESS (a LocalCluster has a key "
                              "of its own)")
         return None
-    from autograder.autograde.cluster import tls  # noqa: PLC0415 - optional: the cluster extra
+    from autograder.autograde.cluster import tls
 
     found = tls.credentials(ca_file, cert, key)
     why = tls.refusal(scheduler, insecure, found)

@@ -63,7 +63,7 @@ def register(store_dir: Path | None, issuer: str, client_id: str, login_url: str
 
 def serve(store_dir: Path | None, host: str, port: int, url: str | None,
           idle_timeout: int | None = None) -> int:
-    from autograder.lti import server  # noqa: PLC0415 - optional: the lti extra
+    from autograder.lti import server
 
     store = _store(store_dir)
     if not store.private_key_path.exists():
@@ -102,7 +102,7 @@ def push(results_dir: Path, course: str, store_dir: Path | None = None, course_f
          dry_run: bool = False, ungraded: str = "blank") -> int:
     """``course``: the LMS course (``--lms-course``); ``course_file``: course.yml (``--course``); ``ungraded``:
     ``blank`` posts nothing for a hand-in the kit never graded and no person decided, ``zero`` posts the kit's score."""
-    from autograder.lti import push as pushing  # noqa: PLC0415 - optional: the lti extra
+    from autograder.lti import push as pushing
 
     store = _store(store_dir)
     _lms_course_named_as_course(store, course_file)

@@ -127,7 +127,7 @@ def merged(problems: list[dict]) -> list[dict]:
 
 def lateness(policy, submitted_at: str | None) -> dict:
     """``{"late": on_time|in_grace|late|undated|submitted, "late_days": days or None}`` (as grade export counts)."""
-    from autograder.export.late_policy import LATE, ON_TIME, IN_GRACE, assess  # noqa: PLC0415 - imported when needed: the late policy brings the course model (pydantic)
+    from autograder.export.late_policy import LATE, ON_TIME, IN_GRACE, assess
 
     when = datetime.fromisoformat(submitted_at.replace("Z", "+00:00")) if submitted_at else None
     late = assess(policy, when)
@@ -149,7 +149,7 @@ def build(course, results: dict[str, dict], grader_errors=(), unreadable: dict[s
     logged = set(grader_errors)
     index = None
     if roster is not None:
-        from autograder.export.roster import RosterIndex  # noqa: PLC0415 - imported when needed: the late policy brings the course model (pydantic)
+        from autograder.export.roster import RosterIndex
 
         index = RosterIndex(roster)
     rows, reasons = [], {}

@@ -32,7 +32,7 @@ td,th{text-align:left}td.num{text-align:right}td.rate{white-space:nowrap}td.who{
 
 def histogram(summary: dict) -> bytes:
     """The score distribution as a PNG bar chart (``drawing.py``, Pillow)."""
-    from .drawing import Picture, nice_ticks  # noqa: PLC0415 - imported on first use: Pillow, only when drawn
+    from .drawing import Picture, nice_ticks
 
     buckets = summary["distribution"]
     labels = [f"{b['from_percent']}\u2013{b['to_percent']}" for b in buckets]

@@ -35,9 +35,9 @@ def fits(evidence: dict | None) -> bool:
 
 def render(evidence: dict, color: bool) -> str:
     """The grid as text: with ANSI colours (a cell's background: its value; red marks a mismatch) or plain."""
-    from rich.console import Console  # noqa: PLC0415 - imported on first use: rich, only to draw a failing case
-    from rich.table import Table  # noqa: PLC0415 - imported on first use: rich, only to draw a failing case
-    from rich.text import Text  # noqa: PLC0415 - imported on first use: rich, only to draw a failing case
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
 
     expected, yours = evidence["expected"][0], evidence["yours"][0]
     finite = [v for v in expected.flatten().tolist() + yours.flatten().tolist() if math.isfinite(v)]

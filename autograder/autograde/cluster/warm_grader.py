@@ -106,7 +106,7 @@ class WarmGrader(WorkerPlugin):
             return
         zygote = Zygote()  # imports torch while we import ours and load the course
         try:
-            from autograder.grading.suites.session import Grader  # noqa: PLC0415 - imported on first use: torch is slow to load
+            from autograder.grading.suites.session import Grader
 
             grader = Grader(Path(self.course_file))
             grader.adopt(zygote)
@@ -147,7 +147,7 @@ class WarmGrader(WorkerPlugin):
         return self._checked[key]
 
     def _grade(self, payload) -> dict:
-        from autograder.grading.suites import graded  # noqa: PLC0415 - imported on first use: torch is slow to load
+        from autograder.grading.suites import graded
 
         self._ready.result()  # the start-up's error, if any, is every task's
         self._restart_if_dead()

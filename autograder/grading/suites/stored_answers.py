@@ -51,11 +51,11 @@ def folder() -> Path | None:
         if chosen:
             base = Path(chosen).expanduser()
         elif POSIX and os.geteuid() == 0 and Path.home().stat().st_uid != 0:  # sudo: root's own, not the user's
-            import pwd  # noqa: PLC0415 - POSIX only
+            import pwd
 
             base = Path(pwd.getpwuid(0).pw_dir) / ".cache" / "attention-autograder"
         else:
-            import platformdirs  # noqa: PLC0415 - imported on first use
+            import platformdirs
 
             base = Path(platformdirs.user_cache_dir("attention-autograder", appauthor=False))
     except Exception:  # noqa: BLE001 - no home (~nobody/x), platformdirs not installed: nothing kept, graded as before
@@ -65,7 +65,7 @@ def folder() -> Path | None:
 
 def key(grader_hash: str) -> str:
     """The file's name: the grader's identity and what the numbers depend on where it runs."""
-    import torch  # noqa: PLC0415 - numerics depend on it
+    import torch
 
     where = (f"{FORMAT} {grader_hash} torch {torch.__version__} {torch.backends.cpu.get_cpu_capability()} "
              f"{platform.machine()} {platform.system()} python {sys.version_info[0]}.{sys.version_info[1]}")
@@ -142,7 +142,7 @@ def load(grader_hash: str) -> tuple[dict, list] | None:
     path = file_for(grader_hash)
     if path is None:
         return None
-    import torch  # noqa: PLC0415 - imported on first use
+    import torch
 
     try:
         with _opened(path.parent, make=False) as where:
@@ -165,7 +165,7 @@ def save(grader_hash: str, cache: dict, asked: list) -> Path | None:
     path = file_for(grader_hash)
     if path is None:
         return None
-    import torch  # noqa: PLC0415 - imported on first use
+    import torch
 
     return _write(path, lambda out: torch.save({"format": FORMAT, "key": path.stem, "cache": cache, "asked": asked}, out))
 
