@@ -10,6 +10,7 @@ import statistics
 from pathlib import Path
 
 from autograder.course import Course
+from autograder.export.roster import RosterError, read_roster
 
 from autograder.outputs import decision
 from autograder.outputs.results import ResultsError, read, write_atomic
@@ -265,8 +266,6 @@ def refresh(course: Course, out: Path) -> dict | None:
         return None
     roster = None
     if before.get("roster_file"):
-        from autograder.export.roster import RosterError, read_roster  # noqa: PLC0415 - only when a roster was given
-
         try:
             roster = read_roster(Path(before["roster_file"]))
         except RosterError:

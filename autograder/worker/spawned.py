@@ -21,7 +21,7 @@ def main(argv: list[str]) -> None:
     # parent's wait for the connection, never counted against the first step's time limit
     import torch  # noqa: PLC0415 - the grader's own start-up, before the student's code
 
-    from . import child, confine  # noqa: PLC0415 - as torch
+    from . import child, confine  # noqa: PLC0415 - they import torch: with it, after the token left the environment
 
     channel = socket.create_connection(("127.0.0.1", port), timeout=60)
     channel.settimeout(None)
