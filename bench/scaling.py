@@ -79,8 +79,8 @@ def row(n: int, jobs: int, graded: list[Measured], torch: list[Measured]) -> str
     pss = f"{max(g.sum_pss_mib for g in sums):.0f} MiB" if sums else "-"
     rss = f"{max(g.sum_rss_mib for g in sums):.0f} MiB" if sums else "-"
     return (f"| {n} | {jobs} | {wall:.1f} s | {wall / n:.3f} s | **{statistics.median(ratios):.3f}**{spread} | "
-            f"{cpu / n:.3f} s ({statistics.median(cpu_ratios):.3f}x) | {statistics.median(t.wall for t in torch):.2f} s | "
-            f"{peak:.0f} MiB | {pss} | {rss} |")
+            f"{cpu / n:.3f} s ({statistics.median(cpu_ratios):.3f}x) | "
+            f"{statistics.median(t.wall for t in torch):.2f} s | {peak:.0f} MiB | {pss} | {rss} |")
 
 
 def main() -> None:

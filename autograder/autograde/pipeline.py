@@ -182,7 +182,8 @@ def _to_nbgrader(course_dir: Path, sources, out: Path, notebooks=None) -> None:
         if notebooks is not None:
             notebooks.take(source.name, results[source.name])
         else:
-            nbgrader_gradebook.feedback_notebooks(course_dir, assignment, source.name, source.path, results[source.name])
+            nbgrader_gradebook.feedback_notebooks(course_dir, assignment, source.name, source.path,
+                                                  results[source.name])
     console.say(f"nbgrader: {cells} grades of {len(results)} student(s) written to the gradebook of {course_dir}; "
                 f"feedback notebooks in {course_dir}/autograded/ (nbgrader generate_feedback {assignment})")
 

@@ -49,7 +49,8 @@ class RunPolicy:
     worker checks it against its own zygote."""
 
     require: Level | None = None  # --require-isolation: the lowest level to grade at
-    untrusted: bool = False  # no --trust-submissions: refuse rlimits, and uid+rlimits where the instructor's files are readable
+    #: no --trust-submissions: refuse rlimits, and uid+rlimits where the instructor's files are readable
+    untrusted: bool = False
     #: (path, what) of the class's hand-ins (when there are several) and the results folder: the instructor's too
     protected: tuple[tuple[str, str], ...] = ()
 

@@ -31,7 +31,8 @@ def main(submissions: tuple[Path, ...] = (), out: Path = Path("results"), course
 
 
 def _check_executor(executor: str, scheduler: str | None, local_workers: int | None, n_jobs: int | None) -> None:
-    """--executor's options go together: --scheduler or --local-workers with dask only (one of them), --jobs with local."""
+    """--executor's options go together: --scheduler or --local-workers with dask only (one of them), --jobs with
+    local."""
     if executor == "local":
         if scheduler or local_workers:
             raise UsageError("--scheduler and --local-workers go with --executor dask")

@@ -25,7 +25,8 @@ def keys(store_dir: Path | None = None, url: str | None = None, rotate: bool = F
         console.note(f"the tool's key pair exists ({path}, mode 600): kept; --rotate makes a new one")
     else:
         tool_keys.make_private_key(path)
-        console.note(f"wrote the tool's private key to {path} (mode 600; never printed, never leave it in a repository)")
+        console.note(f"wrote the tool's private key to {path} (mode 600; never printed, never leave it in a "
+                     "repository)")
     if url:
         store.set_tool(base_url=url.rstrip("/"))
     base = store.tool("base_url")

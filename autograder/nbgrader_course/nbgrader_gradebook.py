@@ -66,7 +66,8 @@ def write(course_dir: Path, assignment: str, results: dict[str, dict], db_url: s
         known_submissions = dict(gb.db.query(SubmittedAssignment.student_id, SubmittedAssignment.id)
                                  .filter(SubmittedAssignment.assignment_id == found.id))
         grade_ids = _row_ids(gb, found.id, Grade, GradeCell)
-        notebooks = [(nb.id, nb.name, [(c.id, c.name) for c in nb.grade_cells], [(c.id, c.name) for c in nb.solution_cells],
+        notebooks = [(nb.id, nb.name, [(c.id, c.name) for c in nb.grade_cells],
+                      [(c.id, c.name) for c in nb.solution_cells],
                       [c.id for c in nb.task_cells]) for nb in found.notebooks]
         sources = auto_comments.released(gb, found.id)
         comment_ids = _row_ids(gb, found.id, Comment, SolutionCell) if submitted else {}
@@ -153,8 +154,9 @@ def _new_submission(rows: Rows, assignment_id: str, notebooks: list, student: st
     """The rows nbgrader's ``Gradebook.add_submission`` creates for a new submission (0.9.6, api.py: the submission,
     a submitted notebook per notebook of the assignment, a Grade per grade cell, a Comment per solution cell, a
     Comment and a Grade per task cell), with ``scores`` ((notebook, cell name) -> points) in their grade cells and
-    ``comments`` ((notebook, cell name) -> nbgrader's auto comment, ``auto_comments.py``) in their solution cells' comments;
-    ids made as nbgrader makes them. Its grades of grade cells by (notebook, cell name), as ``_row_ids`` gives them."""
+    ``comments`` ((notebook, cell name) -> nbgrader's auto comment, ``auto_comments.py``) in their solution cells'
+    comments; ids made as nbgrader makes them. Its grades of grade cells by (notebook, cell name), as ``_row_ids`` gives
+    them."""
     from nbgrader.api import Comment, Grade, SubmittedAssignment, SubmittedNotebook, new_uuid
 
     submission = new_uuid()
@@ -169,7 +171,8 @@ def _new_submission(rows: Rows, assignment_id: str, notebooks: list, student: st
             rows.add(Grade, id=grades[(name, cell)], notebook_id=submitted, cell_id=cell_id, auto_score=score,
                      needs_manual_grade=score is None)
         for cell_id, cell in solution_cells:
-            rows.add(Comment, id=new_uuid(), notebook_id=submitted, cell_id=cell_id, auto_comment=comments.get((name, cell)))
+            rows.add(Comment, id=new_uuid(), notebook_id=submitted, cell_id=cell_id,
+                     auto_comment=comments.get((name, cell)))
         for cell_id in task_cells:  # (every row of a table with the same keys: one statement for them all)
             rows.add(Comment, id=new_uuid(), notebook_id=submitted, cell_id=cell_id, auto_comment=None)
         for cell_id in task_cells:

@@ -154,7 +154,8 @@ def _draw(evidence: dict, strip_cells: list | None = None) -> bytes:
             picture.text(((where[0] + where[2]) / 2, where[1] - picture.px(3 / 72)), name, 9, anchor="md")
             if k == 0 and rows <= 16:  # row numbers, as the table of mismatches counts them
                 for r in range(0, rows, 1 if rows <= 10 else 2):
-                    picture.text((where[0] - picture.px(0.1 * cell) - 1, (ys[r] + ys[r + 1]) / 2), str(r), 6.5, anchor="rm")
+                    picture.text((where[0] - picture.px(0.1 * cell) - 1, (ys[r] + ys[r + 1]) / 2), str(r), 6.5,
+                                 anchor="rm")
             if tri:
                 _triangle(picture, xs, ys)
         if not strip:
@@ -165,7 +166,8 @@ def _draw(evidence: dict, strip_cells: list | None = None) -> bytes:
         sum_cmap, sum_norm = Colormap("PuOr"), centred(1.0, 1 - off, 1 + off)
         xs, ys = picture.grid(where, sum_cmap.rgb(sum_norm(sums)))
         picture.frame(where)
-        picture.text(((where[0] + where[2]) / 2, where[1] - picture.px(2 / 72)), "row sums\nexp | yours", 7, anchor="md")
+        picture.text(((where[0] + where[2]) / 2, where[1] - picture.px(2 / 72)), "row sums\nexp | yours", 7,
+                     anchor="md")
         if rows <= 10:
             for r in range(rows):
                 for c in range(2):

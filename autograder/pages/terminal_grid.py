@@ -19,7 +19,8 @@ def _differs(e: float, y: float) -> bool:
 
 def decimals(expected, yours) -> int:
     """The fewest decimals (3 or more) at which each differing entry shows a different number than expected."""
-    pairs = [(float(e), float(y)) for e, y in zip(expected.flatten().tolist(), yours.flatten().tolist()) if _differs(e, y)]
+    pairs = [(float(e), float(y)) for e, y in zip(expected.flatten().tolist(), yours.flatten().tolist())
+             if _differs(e, y)]
     for places in range(3, MAX_DECIMALS + 1):
         if all(f"{e:.{places}f}" != f"{y:.{places}f}" for e, y in pairs):
             return places
@@ -77,5 +78,6 @@ def render(evidence: dict, color: bool) -> str:
                       width=200, highlight=False)
     console.print(table)
     note = "  (* marks an entry that differs" + (
-        f"; the first of a batch of {evidence['shape'][0]})" if len(evidence["shape"]) == 3 and evidence["shape"][0] > 1 else ")")
+        f"; the first of a batch of {evidence['shape'][0]})"
+        if len(evidence["shape"]) == 3 and evidence["shape"][0] > 1 else ")")
     return buf.getvalue().rstrip("\n") + "\n" + note

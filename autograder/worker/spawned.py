@@ -2,9 +2,9 @@
 
 ``grade check`` normally forks its workers from a warm process. Where ``os.fork`` does not exist, the
 trusted side starts ``python -m autograder.worker.spawned PORT FOLDER SPAWN LIMITS`` instead (``SPAWN``: the
-request a forked worker gets, as JSON: the unit's modules, which were read from notebooks, which staging refused); the worker
-connects back to 127.0.0.1:PORT, proves it is the one started (a one-time token from its environment),
-applies what limits the platform has, and serves the same requests as a forked worker (``child.serve``).
+request a forked worker gets, as JSON: the unit's modules, which were read from notebooks, which staging refused); the
+worker connects back to 127.0.0.1:PORT, proves it is the one started (a one-time token from its environment), applies
+what limits the platform has, and serves the same requests as a forked worker (``child.serve``).
 """
 from __future__ import annotations
 

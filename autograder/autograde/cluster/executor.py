@@ -1,10 +1,10 @@
 """The client side of ``--executor dask``: submit each staged submission, write each results.json as it completes.
 
-results.json (and feedback.html, first) is written here, on the client, atomically, as each future completes: the workers need no
-access to the results folder (nor to the staging folder: the staged bytes travel with the task), and each
-submission's results.json is written exactly once per run, whatever the cluster did to get it (a task
-retried after its worker died is still one future, one result, one write). A client killed half-way
-keeps every results.json written so far; a re-run skips them (batch.prepare), as with ``--jobs``.
+results.json (and feedback.html, first) is written here, on the client, atomically, as each future completes: the
+workers need no access to the results folder (nor to the staging folder: the staged bytes travel with the task), and
+each submission's results.json is written exactly once per run, whatever the cluster did to get it (a task retried after
+its worker died is still one future, one result, one write). A client killed half-way keeps every results.json written
+so far; a re-run skips them (batch.prepare), as with ``--jobs``.
 """
 from __future__ import annotations
 
@@ -129,7 +129,8 @@ def connect(scheduler: str | None, local_workers: int | None, grader=None, grade
     from distributed import Client
 
     if scheduler:
-        return contextlib.closing(Client(scheduler, timeout=60, security=tls.for_a_scheduler(scheduler, tls_found or {})))
+        return contextlib.closing(Client(scheduler, timeout=60,
+                                         security=tls.for_a_scheduler(scheduler, tls_found or {})))
     return local_cluster(local_workers or 1, grader, grader_hash, zygote)
 
 

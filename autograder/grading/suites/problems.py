@@ -7,7 +7,8 @@ worker says (a worker runs the student's code: its answers are the student's to 
 - a module not graded: staging's module errors (their ``type``, and ``cause`` for an unreadable file);
 - a step that ran out of time (its module's own code, ``import``, once for all its steps), hit a limit the trusted
   side measured (the output file's size), or whose worker died or broke the protocol: the trusted side's own errors
-  (``kind``: ``limit`` with its ``limit``, ``died``, ``protocol``: ``grading/runner.py``), seen as the runner returns them;
+  (``kind``: ``limit`` with its ``limit``, ``died``, ``protocol``: ``grading/runner.py``), seen as the runner returns
+  them;
 - a notebook's cell that raised where it changed what was graded (``grading/failed_cells.py``);
 - the grader's own failures: the counts the plugin recorded as the grader's (``GradingPlugin``).
 

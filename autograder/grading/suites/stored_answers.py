@@ -79,7 +79,8 @@ def file_for(grader_hash: str) -> Path | None:
 
 
 #: flags that keep an open from following a link, blocking on a FIFO, or leaking into a child (those this OS has)
-_SAFE = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+_SAFE = (getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+         | getattr(os, "O_BINARY", 0))
 
 
 class _Folder:
@@ -167,7 +168,8 @@ def save(grader_hash: str, cache: dict, asked: list) -> Path | None:
         return None
     import torch
 
-    return _write(path, lambda out: torch.save({"format": FORMAT, "key": path.stem, "cache": cache, "asked": asked}, out))
+    return _write(path,
+                  lambda out: torch.save({"format": FORMAT, "key": path.stem, "cache": cache, "asked": asked}, out))
 
 
 def _write(path: Path, write) -> Path | None:
