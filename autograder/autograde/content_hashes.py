@@ -5,6 +5,8 @@ import hashlib
 import json
 from pathlib import Path
 
+import torch
+
 import autograder
 
 GRADER_CODE = Path(autograder.__file__).resolve().parent
@@ -16,8 +18,6 @@ def _files(folder: Path, pattern: str) -> list[Path]:
 
 def grader(course_file: Path, course) -> str:
     """The grader's identity: course.yml, reference, hidden suites, the grading code, torch's version."""
-    import torch  # noqa: PLC0415 - numerics depend on it
-
     root = course_file.parent
     digest = hashlib.sha256(f"torch {torch.__version__}\n".encode())
     paths = [course_file, *_files(root / course.solutions, "*.py"), *_files(root / course.suites, "*"),

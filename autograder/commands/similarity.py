@@ -59,12 +59,12 @@ def compare_class(submissions: list[Path], out: Path, against: Path | None = Non
     """Compare ``submissions`` (as ``grade autograde`` takes them), and last term's (``against``), into
     ``out/similarity.html`` and ``out/similarity.json``."""
     try:
-        import copydetect  # noqa: F401, PLC0415 - optional: the similarity extra
+        import copydetect  # noqa: F401 - optional: the similarity extra
     except ImportError:
         raise UsageError("grade similarity needs copydetect: pip install -e '.[similarity]'") from None
-    from autograder.similarity import boilerplate, report_html, report_json  # noqa: PLC0415 - copydetect
-    from autograder.similarity.rank import compare  # noqa: PLC0415 - optional: the similarity extra
-    from autograder.similarity.fingerprint import Alphabet  # noqa: PLC0415 - optional: the similarity extra
+    from autograder.similarity import boilerplate, report_html, report_json
+    from autograder.similarity.rank import compare
+    from autograder.similarity.fingerprint import Alphabet
 
     start = time.monotonic()
     try:

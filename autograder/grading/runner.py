@@ -4,9 +4,10 @@ A worker imports a module when the first of its steps comes (and what that modul
 that does not import costs its own steps, a module whose own code runs out of time costs its own steps (said once, as
 its own; the next module gets a fresh worker), and the modules importing a module that does not import are graded
 beside stand-ins of what it should have provided (``worker/submission.py``). A clean worker goes on to the next
-module's steps (``hygiene.py``; not one that holds much memory or printed much: that would reach the next module). A module read from a notebook runs cell by cell, past a cell that raises;
-each failing cell is a worker's claim (``cell_errors``), which can only cost that student points, and every place in
-a notebook's module is said as the notebook's cell (``check/cells.py``), never as the staged file's line."""
+module's steps (``hygiene.py``; not one that holds much memory or printed much: that would reach the next module). A
+module read from a notebook runs cell by cell, past a cell that raises; each failing cell is a worker's claim
+(``cell_errors``), which can only cost that student points, and every place in a notebook's module is said as the
+notebook's cell (``check/cells.py``), never as the staged file's line."""
 from __future__ import annotations
 
 import re
@@ -100,8 +101,9 @@ LINE_CHARS = 200
 def student_line(folder: Path, where: dict, read: dict[str, list[str] | None] | None = None) -> dict:
     """``where`` with ``source``: the line it names, read on this side from the submission's own file in ``folder``
     (the staged copy), so its digits are the student's own and shown whole even on a hidden count; the worker's
-    ``text`` (its claim of that line: a syntax error's) is dropped. Where the worker showed no line, none is. The worker chooses only which line of the student's own files is
-    shown, as it chooses the line number already shown beside it. ``read``: files read so far (name -> lines)."""
+    ``text`` (its claim of that line: a syntax error's) is dropped. Where the worker showed no line, none is. The worker
+    chooses only which line of the student's own files is shown, as it chooses the line number already shown beside it.
+    ``read``: files read so far (name -> lines)."""
     if "text" not in where:  # the worker showed no line (an exception raised at run time): none is shown
         return where
     out = {k: v for k, v in where.items() if k != "text"}
@@ -303,7 +305,8 @@ class SubmissionRunner:
         if self._sandbox is None or self._sandbox.dead:
             self._sandbox = self.zygote.open({"folder": str(self.folder), "scratch": str(self.scratch_root / "work"),
                                               "limits": self.limits, **uids.for_students(self.uid_base),
-                                              "wall_seconds": self.submission_seconds and self.submission_seconds + WALL_MARGIN})
+                                              "wall_seconds":
+                                                  self.submission_seconds and self.submission_seconds + WALL_MARGIN})
         self._output = self.scratch_root / f"{step}.out"
         # Stand-ins are proxies: their calls come back on the worker's own channel and are answered by the
         # reference worker, for the stand-ins this worker holds only. No reference code reaches the sandbox.
@@ -333,7 +336,8 @@ class SubmissionRunner:
         self.import_errors.update({m: e for m, e in answer["import_errors"].items() if m in self.modules})
         self.import_errors.update(self.module_errors)
         warned = self.own.verified(answers.warnings_said(answer.get("warnings")))
-        self.own.import_warnings = [*self.own.import_warnings, *(w for w in warned if w not in self.own.import_warnings)]
+        self.own.import_warnings = [*self.own.import_warnings,
+                                    *(w for w in warned if w not in self.own.import_warnings)]
         for module, found in answer["cell_errors"].items():
             if module in self.notebooks and module not in self.cell_errors and type(found) is list:
                 self.cell_errors[module] = [answers.student_error(e, "running the notebook") for e in found[:20]]
@@ -489,7 +493,8 @@ class SubmissionRunner:
         for err in self.cell_errors.get(module, []) if text else []:
             where = err.get("where") or {}
             line = where.get("line")
-            piece = next((p for first, p in reversed(cells.pieces(text)) if isinstance(line, int) and first <= line), "")
+            piece = next((p for first, p in reversed(cells.pieces(text)) if isinstance(line, int) and first <= line),
+                         "")
             if re.search(rf"^\s*(?:async\s+)?(?:def|class)\s+{re.escape(name)}\b", piece, re.M):
                 cell = where.get("cell") or self.named(module)
                 text = " ".join(str(where.get("text") or "").split())  # a syntax error's own line, as written

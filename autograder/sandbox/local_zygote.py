@@ -9,8 +9,13 @@ import os
 import signal
 import socket
 
-from autograder.worker import waits
+import torch
+
+from autograder.worker import confine, host, waits, zygote
 from autograder.worker.isolation import Level
+
+from .host import Sandbox
+from .spawned import SpawnedSandbox
 
 
 class LocalZygote:
@@ -24,10 +29,6 @@ class LocalZygote:
     """
 
     def __init__(self) -> None:  # no separate interpreter
-        import torch  # noqa: PLC0415 - imported on first use: torch is slow to load
-
-        from autograder.worker import confine, zygote  # noqa: PLC0415 - imported on first use: torch is slow to load
-
         self.forks = hasattr(os, "fork")
         if self.forks:
             # One intra-op thread, before any thread pool exists: an OpenMP pool does not survive fork().
@@ -47,15 +48,7 @@ class LocalZygote:
 
     def open(self, request: dict):
         if not self.forks:
-            from .spawned import SpawnedSandbox  # noqa: PLC0415 - imported on first use: torch is slow to load
-
             return SpawnedSandbox(request)
-        from autograder.worker import host  # noqa: PLC0415 - imported on first use: torch is slow to load
-
-        from .host import Sandbox  # noqa: PLC0415 - imported on first use: torch is slow to load
-
-        from autograder.worker import confine  # noqa: PLC0415 - imported when needed: the zygote starts before the rest loads
-
         ours, theirs = socket.socketpair()
         me = os.getpid()
         pid = os.fork()

@@ -139,7 +139,8 @@ class StandinCalls:
         # how a module was built (``build``) changes no answer: it only lets the reference worker build a module it
         # no longer holds (a build that is not what the call names is answered stale, and never kept)
         header = json.dumps(message).encode("utf-8")
-        plain = header if "build" not in message else json.dumps({k: v for k, v in message.items() if k != "build"}).encode()
+        plain = header if "build" not in message else json.dumps({k: v for k, v in message.items()
+                                                                  if k != "build"}).encode()
         graph = None
         if message["op"] == "backward":  # a name that is no graph's is no graph of the reference worker's either
             graph = message.get("kept") if type(message.get("kept")) is str else ""

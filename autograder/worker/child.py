@@ -103,7 +103,8 @@ def serve(channel: socket.socket, folder: str, spawn: dict, shared: tuple[str, .
             if not changed and "standins" in request:  # the stand-ins this step may hold (grading/dependencies.py)
                 ws.add_standins(request["standins"], call)
                 # what substituting them changed: the student's modules' globals (the rest is as just found)
-                baseline = hygiene.with_modules(now, modules) if now is not None else hygiene.fingerprint(modules, shared)
+                baseline = (hygiene.with_modules(now, modules) if now is not None
+                            else hygiene.fingerprint(modules, shared))
             reply = {"changed": changed}
             if not changed and request.get("import"):  # the step's module: its code runs now, in this step's time
                 with warnings_seen.collecting(folder) as warned:

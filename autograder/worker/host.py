@@ -74,7 +74,8 @@ def run(control: socket.socket, request: dict, plan: confine.Plan) -> None:
                     f"still owns a file or a process (e.g. uid {min(dirty)}: {dirty[min(dirty)][:3]}); not a fault "
                     "of your code")})
                 continue
-            uid = uid_base + spawned % uid_count  # a fresh uid per worker (of this zygote's block): its own process count
+            # a fresh uid per worker (of this zygote's block): its own process count
+            uid = uid_base + spawned % uid_count
             spawned += 1
             while uid in dirty:
                 uid = uid_base + spawned % uid_count

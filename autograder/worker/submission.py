@@ -200,7 +200,8 @@ class Submission:
         self.standins = standins if standins is not None else {}
         try:
             self.files = {p.stem: p for p in self.folder.iterdir()
-                          if p.suffix == ".py" and p.is_file() and p.stem.isidentifier() and not p.stem.startswith("__")}
+                          if p.suffix == ".py" and p.is_file() and p.stem.isidentifier()
+                          and not p.stem.startswith("__")}
         except OSError:
             self.files = {}
         package = types.ModuleType(PACKAGE)

@@ -19,8 +19,10 @@ import time
 import traceback
 
 import torch
+import torch.nn as nn
+import torch.nn.functional as F
 
-from . import cgroups, host, protocol, confine, tempdirs, waits
+from . import cgroups, host, protocol, confine, tempdirs, waits, wire
 from .isolation import Level
 from . import syscalls as sc
 
@@ -32,10 +34,6 @@ def warm_up() -> None:
     fork the children inherit the initialised state. Only public, generic operations run here.
     """
     import numpy.random  # noqa: F401, PLC0415 - imported once here, seeded at every step (hygiene.fresh_random_state)
-    import torch.nn as nn  # noqa: PLC0415 - warm_up's own: paid once, before the first fork
-    import torch.nn.functional as F  # noqa: PLC0415 - warm_up's own: paid once, before the first fork
-
-    from . import wire  # noqa: PLC0415 - warm_up's own: paid once, before the first fork
 
     torch.manual_seed(0)
     x = torch.rand(2, 3, 4, requires_grad=True)

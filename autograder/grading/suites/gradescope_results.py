@@ -46,7 +46,8 @@ def build(course: Course, outcomes: dict[tuple[str, str], CountOutcome], *, note
     summary = {PASSED: 0, FAILED: 0, NOT_ATTEMPTED: 0}
     for number, (step, spec) in enumerate(course.steps.items(), start=1):
         for sub, (count, cspec) in enumerate(spec.counts.items(), start=1):
-            outcome = outcomes.get((step, count)) or CountOutcome(step, count, FAILED, f"{step} [{count}]: was not graded")
+            outcome = outcomes.get((step, count)) or CountOutcome(step, count, FAILED,
+                                                                  f"{step} [{count}]: was not graded")
             score = cspec.points if outcome.status == PASSED else 0.0
             total += score
             summary[outcome.status] = summary.get(outcome.status, 0) + 1

@@ -101,13 +101,15 @@ class Grader:
         finally:
             runner.close()
         plugin.place_warnings()
-        notes = [*gradescope_results.unreadable_modules(self.course, plugin.outcomes, module_errors or {}), *(notes or [])]
+        notes = [*gradescope_results.unreadable_modules(self.course, plugin.outcomes, module_errors or {}),
+                 *(notes or [])]
         lost = {step for (step, _count), outcome in plugin.outcomes.items() if outcome.status != PASSED}
         cell_notes, cell_problems = failed_cells.report(runner.cell_errors, runner.staged_text, runner.named, lost,
                                                         self.course.steps_by_module())
         notes += cell_notes
         if runner.output_bytes:
-            notes.append(f"Your code printed {runner.output_bytes} bytes while being graded; printed output is not shown here.")
+            notes.append(f"Your code printed {runner.output_bytes} bytes while being graded; printed output is not "
+                         "shown here.")
         # what a person should look at (the class summary's list), as data; graded.py adds the identity
         found = [*problems.modules(module_errors or {}, self.course.steps_by_module(),
                                    self._blocked(folder, module_errors or {}, plugin.outcomes)),
@@ -134,7 +136,8 @@ class Grader:
     def reference_worker(self) -> ReferenceWorker:
         """The handle on the reference worker of this process's zygote (the worker itself starts on first call)."""
         if self._reference_worker is None or self._reference_worker.zygote is not self.zygote:
-            self._reference_worker = ReferenceWorker(self.zygote, self.reference.module_sources(), list(self.course.steps),
+            self._reference_worker = ReferenceWorker(self.zygote, self.reference.module_sources(),
+                                                     list(self.course.steps),
                                                      self.limits())
             self._reference_worker.answers.preload(self.kept_standins)
         return self._reference_worker
