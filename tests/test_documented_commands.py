@@ -30,7 +30,7 @@ bundle); ``test_no_command_runs_twice`` fails on any other line two pages would 
 ``submissions/`` (three submissions of the test corpus, ``SUBMISSIONS``: not the samples, which ``make demo``
 has graded into ``results/`` already), ``roster.csv`` (every student the commands grade), ``path/to/folder`` (alice's
 correct submission), ``last-term-submissions`` and ``../last-term/submissions`` (corpus submissions), ``~``
-(a fresh HOME per document, whose ``~/.jupyter/nbgrader_config.py`` sets nbgrader's exchange to a temporary
+(a fresh HOME per copy, whose ``~/.jupyter/nbgrader_config.py`` sets nbgrader's exchange to a temporary
 folder: the hub's global config), two students' notebooks in ``~/attention-course/submitted/`` for docs/similarity.md
 (frank's are the course's source notebooks, erin's the untouched release: it continues docs/nbgrader.md, whose
 course it is), and, after each ``nbgrader release_assignment``, a student who fetches the assignment and
