@@ -313,7 +313,7 @@ def report(result: dict, n: int, jobs: int | None) -> str:
         f"{statistics.median(r['kitcold'].peak_mib for r in runs):.0f} MiB |",
         "",
         f"ratio nbgrader / kit, wall, paired: **{statistics.median(ratios):.1f}x**{spread}; "
-        f"CPU: {statistics.median(cpu_ratios):.1f}x (issue 25's target at 32 students: at least 40x, wall); with "
+        f"CPU: {statistics.median(cpu_ratios):.1f}x (the target at 32 students: at least 40x, wall); with "
         f"nothing kept (the reference answers computed in the kit's run): {statistics.median(cold_ratios):.1f}x",
     ]
     if result["differ"]:

@@ -1,5 +1,5 @@
-"""Issue 21, fast pieces: a second call on one instance, assert as well as ValueError, grade check's intake and
-output limit in autograde's words. Each test has its control (the same check without the change fails)."""
+"""Fast pieces of what grade check and grade autograde agree on: a second call on one instance, assert as well as
+ValueError, grade check's intake and output limit in autograde's words. Each test has its control (the same check without the change fails)."""
 from __future__ import annotations
 
 import json
