@@ -7,7 +7,7 @@ beside stand-ins of what it should have provided (``worker/submission.py``). A c
 module's steps (``hygiene.py``; not one that holds much memory or printed much: that would reach the next module). A
 module read from a notebook runs cell by cell, past a cell that raises; each failing cell is a worker's claim
 (``cell_errors``), which can only cost that student points, and every place in a notebook's module is said as the
-notebook's cell (``check/cells.py``), never as the staged file's line."""
+notebook's cell (``intake/staged_cells.py``), never as the staged file's line."""
 from __future__ import annotations
 
 import re
@@ -15,7 +15,6 @@ import shutil
 import time
 from pathlib import Path
 
-from autograder.check import cells
 from autograder.sandbox import argument_buffer, uids
 from autograder.sandbox.host import PROTOCOL, WorkerError
 from autograder.sandbox.per_request import PerRequest
@@ -25,6 +24,7 @@ from autograder.worker import limits as worker_limits, tempdirs
 from autograder.worker.wire import STARTED
 from autograder.worker.errors import error, failed
 from autograder.sandbox import answers
+from autograder.intake import staged_cells
 
 from .dependencies import StandinPolicy
 from .own_source import OwnSource
@@ -460,7 +460,7 @@ class SubmissionRunner:
 
     def _cell(self, module: str, line: int) -> str | None:
         text = self.staged_text(module)
-        return cells.place(text, line) if text is not None else None
+        return staged_cells.place(text, line) if text is not None else None
 
     def locate(self, err: dict) -> dict:
         """A student's error whose place is in a notebook's module: the notebook's cell added to its place
@@ -493,8 +493,8 @@ class SubmissionRunner:
         for err in self.cell_errors.get(module, []) if text else []:
             where = err.get("where") or {}
             line = where.get("line")
-            piece = next((p for first, p in reversed(cells.pieces(text)) if isinstance(line, int) and first <= line),
-                         "")
+            piece = next((p for first, p in reversed(staged_cells.pieces(text))
+                          if isinstance(line, int) and first <= line), "")
             if re.search(rf"^\s*(?:async\s+)?(?:def|class)\s+{re.escape(name)}\b", piece, re.M):
                 cell = where.get("cell") or self.named(module)
                 text = " ".join(str(where.get("text") or "").split())  # a syntax error's own line, as written
