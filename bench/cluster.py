@@ -52,7 +52,7 @@ def model(tasks: int, nodes: int, submissions: int, per_node: list[int]) -> None
     import dask
     from distributed import Client, LocalCluster, wait
 
-    from autograder.autograde import batch, content_hashes
+    from autograder.autograde import batch
     from autograder.grading.suites.session import Grader
     from autograder.autograde.cluster.warm_grader import WarmGrader
     from autograder.autograde.cluster.tasks import grade
@@ -61,7 +61,7 @@ def model(tasks: int, nodes: int, submissions: int, per_node: list[int]) -> None
     try:
         make_class(work / "subs", tasks + 1)
         grader = Grader(ROOT / "course.yml")
-        grader_hash = content_hashes.grader(grader.course_file, grader.course)
+        grader_hash = grader.identity
         sources, _ = discover([work / "subs"], grader.course.modules)
         (work / "staging").mkdir()
         jobs, _ = batch.prepare(sources, work / "staging", grader.course.modules, work / "out", grader_hash, True,

@@ -23,7 +23,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "corpus" / "similarity")]
 
 from make_corpus import MODULES, recomment, rename
 
-from autograder.commands.similarity import compare_class
+from autograder.similarity.compare_class import compare_class
 
 NAMES = ["scores", "weights", "context", "q", "k", "v", "x_i", "rows", "total", "exps", "mask", "masked", "T", "n",
          "keys", "queries", "values", "attn_scores", "attn_weights", "context_vec", "b", "num_tokens"]

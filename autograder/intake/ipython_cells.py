@@ -6,7 +6,7 @@ so IPython's syntax keeps its meaning: ``!pip install torch`` indented under ``i
 a call of the ``pinfo`` magic, ``%matplotlib inline`` a call of its magic. The intake runs the same transformer, so
 a notebook's module has the kernel's code; the sandbox's shell (``worker/ipython_shell.py``) gives each call its
 meaning when the module runs. Every line of a cell stays on its line, so a line of the staged module is a line of
-the cell (``check/cells.py`` names it).
+the cell (``staged_cells.py`` names it).
 
 Cell magics are settled here, where the cell's text is:
 

@@ -15,7 +15,7 @@ from datetime import datetime
 from html import escape
 from urllib.parse import quote
 
-from autograder.intake.hand_in_sizes import MAX_ARCHIVE, MAX_ENTRIES, MAX_NOTEBOOK, MAX_UNPACKED, words
+from autograder.intake.not_graded_words import MODULE, NOT_GRADED
 
 #: the needs-a-person categories, in the order the list shows them
 CATEGORIES = {
@@ -43,26 +43,6 @@ SHORT = {
 }
 #: the list of hand-ins a person has decided (decision.json: outputs/decision.py), apart from those still to look at
 DECIDED = "Decided by a person"
-#: why a submission was not graded at all (intake/stage.py's Staged.cause)
-NOT_GRADED = {
-    "corrupt": "corrupt zip", "empty_archive": "empty zip", "empty_folder": "empty folder",
-    "no_modules": "none of the module files in it", "several_copies": "several copies of the modules",
-    "symlink": "a symbolic link, not the files", "unsupported": "not a folder, .zip or notebook",
-    "unreadable": "unreadable hand-in", "too_many_entries": f"zip with too many entries (over {MAX_ENTRIES})",
-    "too_large": f"zip unpacking to over {words(MAX_UNPACKED)}", "zip_bomb": "zip bomb",
-    # the size limits, checked before a hand-in is read (intake/hand_in_sizes.py)
-    "notebook_too_large": f"notebook over {words(MAX_NOTEBOOK)}", "archive_too_large": f"zip over {words(MAX_ARCHIVE)}",
-    "folder_too_large": f"folder over {words(MAX_UNPACKED)}",
-    "too_many_files": f"folder of over {MAX_ENTRIES} files and folders",
-    "staging_error": "the grader failed while staging it (grader_errors.log)",
-    # what was handed in (intake/discover.py, intake/stage.py)
-    "unsupported_archive": "an archive of a kind not unpacked (not .zip or .tar.gz)", "not_code": "not code (a note?)",
-    "single_file": "a single .py not named after a module", "empty_file": "an empty file",
-    "several_hand_ins": "several hand-ins under one name", "broken_notebook": "broken notebook",
-}
-#: why a module was not graded (staging's module errors)
-MODULE = {"not_utf8": "not UTF-8", "broken_notebook": "broken notebook", "symlink": "a symbolic link",
-          "too_large": "file too large", "unreadable": "unreadable file", "missing": "missing"}
 LIMITS = {"time": "step time limit", "submission time": "submission's total time limit",
           "import": "a module's own code over a step's time limit", "memory": "memory",
           "output": "output size", "processes": "process count"}

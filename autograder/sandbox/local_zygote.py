@@ -11,8 +11,9 @@ import socket
 
 import torch
 
-from autograder.worker import confine, host, waits, zygote
+from autograder.worker import confine, host, waits
 from autograder.worker.isolation import Level
+from autograder.worker.warm_up import warm_up
 
 from .host import Sandbox
 from .spawned import SpawnedSandbox
@@ -33,7 +34,7 @@ class LocalZygote:
         if self.forks:
             # One intra-op thread, before any thread pool exists: an OpenMP pool does not survive fork().
             torch.set_num_threads(1)
-            zygote.warm_up()
+            warm_up()
         self._children: set[int] = set()
         self._plan = confine.plan_for_zygote(0, [], local=True)
 

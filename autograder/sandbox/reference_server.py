@@ -106,6 +106,10 @@ class ReferenceWorker:
                 return refused("the step ran out of its time limit while a stand-in was running")
             return refused("the stand-in could not run on these inputs (a limit of the grader's was hit)")
 
+    def calls_for(self, holds) -> StandinCalls:
+        """What one student's worker may ask of this reference worker: the stand-ins it holds (``holds()``)."""
+        return StandinCalls(self, holds)
+
     def close(self) -> None:
         if self._owner is not None and self._owner != os.getpid():  # another process's: not ours to stop
             self._worker = self._sandbox = self._owner = None

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import torch
 
-from autograder.autograde import content_hashes
 from autograder.course import CourseError, load_course
 from autograder.grading.suites import proxied_functions
 from autograder.grading import failed_cells
@@ -21,6 +20,7 @@ from autograder.grading.runner import SubmissionRunner, asked_standins, plans
 from autograder.sandbox.zygote import Zygote
 
 from . import direct, gradescope_results, problems, stored_answers
+from .grader_identity import grader_hash
 from .graded import SuiteRun
 from .plugin import PASSED, GradingPlugin
 from .suite_runner import run_suites, validate_suites
@@ -71,7 +71,7 @@ class Grader:
     @functools.cached_property
     def identity(self) -> str:
         """The grader hash (course.yml, the reference, the hidden suites, the grading code, torch's version), once."""
-        return content_hashes.grader(self.course_file, self.course)
+        return grader_hash(self.course_file, self.course)
 
     def limits(self) -> dict:
         lim = self.course.limits
