@@ -14,8 +14,8 @@ def exit_status(verb, **options) -> int:
     """``verb(**options)``'s exit status, a user's mistake said as ``error: ...`` on standard error with status 2: the
     one mapping the command line (``cli._run``) and the warm ``grade check`` server (``check/warm_server.py``) share.
     A shared folder another user made first (``worker/owned_dirs.Refused``) is said the same way."""
-    from autograder.console import error  # noqa: PLC0415 - the command line starts with click alone
-    from autograder.worker.owned_dirs import Refused  # noqa: PLC0415 - as above
+    from autograder.console import error
+    from autograder.worker.owned_dirs import Refused
 
     try:
         code = verb(**options)

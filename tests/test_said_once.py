@@ -1,4 +1,4 @@
-"""Said once, and only what is new (issue 22, items 2 and 4): the grid's precision, redaction that keeps
+"""Said once, and only what is new: the grid's precision, redaction that keeps
 identifiers, and a submission or module not graded said once with a pointer on each of its tests."""
 from __future__ import annotations
 
@@ -90,10 +90,10 @@ def test_the_gradescope_total_is_labelled_as_the_public_counts():
 
 def test_the_caption_reads_as_a_sentence():
     source = inspect.getsource(feedback_page._count)
-    assert ", , and" not in source and "too low), " not in source  # control: the words issue 22 quotes
+    assert ", , and" not in source and "too low), " not in source  # control: the words a student once read
 
 
-# -- a [gradients] count on a case already shown under [forward]: only what is new (issue 22, item 4) ------
+# -- a [gradients] count on a case already shown under [forward]: only what is new ------
 def _said(lines_forward, lines_gradients):
     said = {}
     assert said_once(said, "m.MHA", "forward", "book batch", lines_forward) == lines_forward
@@ -140,7 +140,7 @@ def test_grade_check_says_the_gradients_differ_too_without_the_values_again():
     assert "likely: out_proj is created but never applied" in forward and "output, row" in forward  # control: said once
 
 
-# -- Gradescope's step cards and feedback.html agree on each step's points (issue 22, item 5) ----------------
+# -- Gradescope's step cards and feedback.html agree on each step's points ----------------
 def _card_line(html: str, step: str) -> str:
     section = html.split(f'id="{step}"', 1)[1]
     return re.sub(r"<[^>]+>", "", section.split("</p>", 1)[0].split("<p>", 1)[1])

@@ -1,5 +1,5 @@
-"""Issue 21, fast pieces: a second call on one instance, assert as well as ValueError, grade check's intake and
-output limit in autograde's words. Each test has its control (the same check without the change fails)."""
+"""Fast pieces of what grade check and grade autograde agree on: a second call on one instance, assert as well as
+ValueError, grade check's intake and output limit in autograde's words. Each test has its control (the same check without the change fails)."""
 from __future__ import annotations
 
 import json
@@ -10,7 +10,7 @@ import pytest
 
 from autograder.check import intake
 from autograder.outputs.outcomes import CountOutcome, StepOutcome
-from autograder.check import pipeline
+from autograder.check import checking
 from autograder.grading import judge as judges
 from autograder.grading.runner import limit_hint
 from autograder.intake.stage import copy_modules
@@ -102,8 +102,8 @@ def _grade_check(monkeypatch, capsys, tmp_path, as_json=False):
     data = {"modules": ["simple_attention"], "limits": dict(LIMITS),
             "steps": {"simple_attention.attention_scores": {}, "simple_attention.normalize_sum": {}}}
     results = [StepOutcome(step, "a step", (CountOutcome(step, "values", points=1.0, max_points=1.0),)) for step in data["steps"]]
-    monkeypatch.setattr(pipeline, "run", lambda *args, **kwargs: results)
-    code = pipeline.terminal_check(tmp_path, (), data, as_json, False, None)
+    monkeypatch.setattr(checking, "run", lambda *args, **kwargs: results)
+    code = checking.terminal_check(tmp_path, (), data, as_json, False, None)
     out = capsys.readouterr()
     return code, out.out, out.err
 

@@ -101,7 +101,7 @@ def _checked_alone(request: dict) -> dict:
 
 def grade(line: str, shell=None):
     """The ``%grade`` line magic."""
-    from IPython.display import display  # noqa: PLC0415 - only inside an IPython kernel
+    from IPython.display import display
 
     shell = shell or _shell()
     try:
@@ -126,7 +126,7 @@ def grade(line: str, shell=None):
 
 
 def _shell():
-    from IPython import get_ipython  # noqa: PLC0415 - only inside an IPython kernel
+    from IPython import get_ipython
 
     return get_ipython()
 
@@ -142,9 +142,9 @@ def main() -> int:
     reply = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
-    from autograder.check import pipeline  # noqa: PLC0415 - imports torch
+    from autograder.check import checking
 
-    reply.write(json.dumps(pipeline.answer_cells(request)) + "\n")
+    reply.write(json.dumps(checking.answer_cells(request)) + "\n")
     reply.flush()
     return 0
 

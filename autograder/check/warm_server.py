@@ -5,7 +5,7 @@ Both halves of the protocol are here, side by side (as CPython's ``multiprocessi
 the clients, and the server. A terminal's ``grade check`` hands its own standard input, output and error to the
 server (``SCM_RIGHTS``, as Mercurial's ``chg``), with its folder, environment and options; a notebook's ``%grade
 check`` (``check/magic.py``) hands it the cells the kernel ran, and is answered the text and HTML to show. The
-server forks a child for each check, which runs ``check/pipeline.py`` (the command line's own pipeline, in-process):
+server forks a child for each check, which runs ``check/checking.py`` (the command line's own pipeline, in-process):
 so what is printed, where and in which colours, the page written and the exit status are the same as without a
 server. Each check is a fresh fork: nothing a check did (its workers, a submission's code, which only ever runs in a
 worker forked from the child) is in the server. The child holds no channel to its caller: a terminal's exit status,
@@ -121,7 +121,7 @@ def limited() -> str:
     with contextlib.suppress(AttributeError, OSError):
         parts.append(f"nice {os.getpriority(os.PRIO_PROCESS, 0)}")
     with contextlib.suppress(ImportError):
-        import resource  # noqa: PLC0415 - not on Windows
+        import resource
 
         for name in sorted(n for n in dir(resource) if n.startswith("RLIMIT_")):
             with contextlib.suppress(OSError, ValueError):
@@ -236,7 +236,7 @@ def ensure_started(seconds: float = 600.0) -> str | None:
     """A warm server for this user, started (``python -m autograder.check.warm_server``, which loads torch and the
     public cases, then leaves the server and ends) unless one answers already; None once it listens, else why not
     (what the starting process said). An interrupt while it loads ends it: no process of ours is left loading."""
-    import subprocess  # noqa: PLC0415 - only to start a server
+    import subprocess
 
     starting = subprocess.Popen([sys.executable, "-m", "autograder.check.warm_server"], stdin=subprocess.DEVNULL,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
@@ -344,7 +344,7 @@ def _idle_seconds() -> float:
 def _serve(listener: socket.socket, path: Path) -> None:
     """Fork a child per check; when a child ends, its exit status goes back to its caller (the child itself holds
     no channel to the caller: its workers, forked from it, could otherwise write on it)."""
-    import select  # noqa: PLC0415 - the server's own
+    import select
 
     idle = _idle_seconds()
     ours = os.stat(path).st_ino
@@ -526,7 +526,7 @@ def _child(request: dict, fds: list[int], server: int, folder: Path) -> None:  #
     except KeyboardInterrupt:  # its caller went: its workers and folders are gone (the finally clauses), said to none
         code = 130
     except BaseException:  # noqa: BLE001 - as an uncaught error of grade check: its traceback, status 1
-        import traceback  # noqa: PLC0415 - only on a failure
+        import traceback
 
         traceback.print_exc()
         code = 1
@@ -540,21 +540,21 @@ def _child(request: dict, fds: list[int], server: int, folder: Path) -> None:  #
 def _terminal(options: dict) -> int:
     """``grade check`` with these options, as the command line runs it: the same words for a usage error, the same
     exit status (``usage.exit_status``)."""
-    from autograder.check import pipeline  # noqa: PLC0415 - loaded in the server already
-    from autograder.usage import exit_status  # noqa: PLC0415 - loaded in the server already
+    from autograder.check import checking
+    from autograder.usage import exit_status
 
     html_file = options.get("html_file")
-    return exit_status(pipeline.terminal_check, path=None if options.get("path") is None else Path(options["path"]),
-                       steps=tuple(options.get("steps") or ()), data=pipeline.load(),
+    return exit_status(checking.terminal_check, path=None if options.get("path") is None else Path(options["path"]),
+                       steps=tuple(options.get("steps") or ()), data=checking.load(),
                        as_json=bool(options.get("as_json")), color=bool(options.get("color")),
                        html_file=html_file if html_file is None or isinstance(html_file, bool) else Path(html_file))
 
 
 def _notebook(request: dict, answer_file: Path) -> int:
     """A notebook's check, its answer written (0600, a new file) where the server reads it."""
-    from autograder.check import pipeline  # noqa: PLC0415 - loaded in the server already
+    from autograder.check import checking
 
-    answer = pipeline.answer_cells(request)
+    answer = checking.answer_cells(request)
     fd = os.open(answer_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as out:
         json.dump(answer, out)
@@ -571,11 +571,11 @@ def main() -> int:
     if folder is None:
         print(refused, file=sys.stderr)
         return 1
-    from autograder.check import pipeline  # noqa: PLC0415 - imports torch
-    from autograder.usage import UsageError  # noqa: PLC0415 - with the pipeline
+    from autograder.check import checking
+    from autograder.usage import UsageError
 
     try:
-        pipeline.load()
+        checking.load()
     except UsageError as exc:
         print(exc, file=sys.stderr)
         return 1

@@ -1,6 +1,6 @@
 """``grade check``: a student's exercises against the public cases of the course documents.
 
-The check itself is ``check/pipeline.py``'s; this verb only decides where it runs: asked of the student's warm server
+The check itself is ``check/checking.py``'s; this verb only decides where it runs: asked of the student's warm server
 (``check/warm_server.py``), which answers without loading torch here, else in this process, which then leaves that
 server behind for the next check (and for the notebook's ``%grade check``). ``--watch`` checks again after each save,
 from this warm process.
@@ -22,7 +22,7 @@ def main(path: Path | None = None, steps: tuple[str, ...] = (), as_json: bool = 
 
     ``path`` None: ./exercises, or the current folder when it holds the exercise files itself.
     ``html_file``: also write the feedback page (the page grade autograde writes), and say where;
-    ``True``: to ``feedback.html`` here, or beside the checked folder when run inside it (``pipeline.page_path``).
+    ``True``: to ``feedback.html`` here, or beside the checked folder when run inside it (``checking.page_path``).
     ``watch``: check again after each save, from this warm process, until Ctrl-C (``check/watch.py``)."""
     options = {"path": None if path is None else str(path), "steps": list(steps), "as_json": as_json, "color": color,
                "html_file": html_file if html_file is None or isinstance(html_file, bool) else str(html_file)}
@@ -31,30 +31,30 @@ def main(path: Path | None = None, steps: tuple[str, ...] = (), as_json: bool = 
         code = warm_server.run_served(options)
         if code is not None:
             return code
-    from autograder.check import pipeline  # noqa: PLC0415 - imported on first use: a served check needs none of it
+    from autograder.check import checking
 
-    data = pipeline.load()
+    data = checking.load()
     if not watch:
-        code = pipeline.terminal_check(path, tuple(steps), data, as_json, color, html_file)
+        code = checking.terminal_check(path, tuple(steps), data, as_json, color, html_file)
         if warm:
             warm_server.start()
         return code
-    return _watch(pipeline, path, tuple(steps), data, as_json, color, html_file)
+    return _watch(checking, path, tuple(steps), data, as_json, color, html_file)
 
 
-def _watch(pipeline, path: Path | None, steps: tuple[str, ...], data: dict, as_json: bool, color: bool,
+def _watch(checking, path: Path | None, steps: tuple[str, ...], data: dict, as_json: bool, color: bool,
            html_file: Path | bool | None) -> int:
     """``--watch``: the first check as usual (a mistake exits 2), then one per save, from one warm zygote."""
-    from autograder.check import watch  # noqa: PLC0415 - imported when needed: a plain grade check loads only what it runs
-    from autograder.sandbox.local_zygote import LocalZygote  # noqa: PLC0415 - imports torch
+    from autograder.check import watch
+    from autograder.sandbox.local_zygote import LocalZygote
 
-    folder = pipeline.default_folder(data["modules"]) if path is None else Path(path)
+    folder = checking.default_folder(data["modules"]) if path is None else Path(path)
     zygote = LocalZygote()
     first = [True]
 
     def again() -> None:
         try:
-            pipeline.terminal_check(folder, steps, data, as_json, color, html_file, zygote)
+            checking.terminal_check(folder, steps, data, as_json, color, html_file, zygote)
         except UsageError as exc:
             if first[0]:
                 raise

@@ -29,11 +29,11 @@ PAGE = "feedback.html"
 @functools.cache  # once a process: the warm server's checks, forks of it, find them loaded
 def load() -> dict:
     """The public cases, loaded for the process's life with the collector paused (``long_lived.py``)."""
-    from autograder import long_lived  # noqa: PLC0415 - a served check needs none of it
+    from autograder import long_lived
 
     try:
         with long_lived.loading():
-            from autograder.check import public_cases  # noqa: PLC0415 - imports torch
+            from autograder.check import public_cases
 
             return public_cases.load()
     except FileNotFoundError as exc:
@@ -58,8 +58,8 @@ def _check_once(path: Path, steps: tuple[str, ...], data: dict, as_json: bool, c
         if not any((checked.folder / f"{m}.py").exists() for m in modules):
             raise UsageError(f"{path}: none of {', '.join(m + '.py' for m in modules)} is here")
         notes: list[str] = []
-        results = run(checked.folder, data, list(steps) or None, zygote, checked.module_errors if checked.staged else None,
-                      checked.notebooks, notes)
+        errors = checked.module_errors if checked.staged else None
+        results = run(checked.folder, data, list(steps) or None, zygote, errors, checked.notebooks, notes)
         if checked.staged:
             results = name_cells(results, checked.folder)
         return show(results, path, checked.folder, as_json, color, html_file, limits=data.get("limits"), notes=notes)
@@ -72,7 +72,7 @@ def show(results, path: Path, folder: Path, as_json: bool, color: bool, html_fil
     """Print the table and what to fix (or the JSON); with ``html_file``, write the page; the exit status.
     ``limits`` (autograde's, as recorded): one line at the end names those this machine cannot apply; ``notes``: what
     else the student reads (a notebook's cell that raised while it ran)."""
-    from autograder.check import printout  # noqa: PLC0415 - imported on first use: torch is slow to load
+    from autograder.check import printout
 
     if as_json:
         console.say(json.dumps({**printout.as_json(results), **({"notes": list(notes)} if notes else {})}, indent=2))
@@ -82,7 +82,7 @@ def show(results, path: Path, folder: Path, as_json: bool, color: bool, html_fil
         if text:
             console.say(text)
     if html_file:
-        from autograder.check.page import write_page  # noqa: PLC0415 - imported when needed: a plain grade check loads only what it runs
+        from autograder.check.page import write_page
 
         where = path.parent if path.is_file() else path
         dest = page_path(where, html_file)
@@ -90,7 +90,7 @@ def show(results, path: Path, folder: Path, as_json: bool, color: bool, html_fil
         if written.parent == where.resolve() or where.resolve() in written.parents:
             console.warn(f"{written} is inside {where}/: do not hand it in with your exercises")
         (console.note if as_json else console.say)(f"feedback page: {written}")
-    from autograder.worker.limits import not_applied_sentence  # noqa: PLC0415 - imported when needed: a plain grade check loads only what it runs
+    from autograder.worker.limits import not_applied_sentence
 
     unapplied = not_applied_sentence(limits or {})
     if unapplied:  # once, at the end: a limit this machine lacks, which autograde applies
@@ -101,8 +101,8 @@ def show(results, path: Path, folder: Path, as_json: bool, color: bool, html_fil
 def run(path: Path, data: dict, steps: list[str] | None, zygote=None, module_errors: dict | None = None,
         notebooks: dict | None = None, said: list[str] | None = None):
     """The check results of the exercises in folder ``path``, from ``zygote`` or one started for this run."""
-    from autograder.check.run import run_check  # noqa: PLC0415 - imported on first use: torch is slow to load
-    from autograder.sandbox.local_zygote import LocalZygote  # noqa: PLC0415 - imports torch
+    from autograder.check.run import run_check
+    from autograder.sandbox.local_zygote import LocalZygote
 
     own = zygote is None
     zygote = LocalZygote() if own else zygote
@@ -116,7 +116,7 @@ def run(path: Path, data: dict, steps: list[str] | None, zygote=None, module_err
 def _prepare(path: Path, steps: tuple[str, ...], data: dict):
     """(what to check, the steps): a folder as it is; a module file in its folder; a notebook, a zip or a folder
     of notebooks through the intake of ``grade autograde`` (``autograder/check/intake.py``)."""
-    from autograder.check import intake  # noqa: PLC0415 - imported when needed: a plain grade check loads only what it runs
+    from autograder.check import intake
 
     modules = data["modules"]
     if path.is_file() and path.suffix == ".py":  # one module: check it, in its folder
@@ -166,8 +166,8 @@ def answer_cells(request: dict, zygote=None) -> dict:
     """A notebook's ``%grade check`` (``check/magic.py``): the cells the kernel ran (``request["cells"]``, cell N being
     In [N]) written as a notebook in a folder of this check's own (removed after) and checked; the answer the magic
     shows, or ``{"error"}`` in the student's words (a usage error, the intake's)."""
-    import shutil  # noqa: PLC0415 - a notebook's check only
-    import tempfile  # noqa: PLC0415 - a notebook's check only
+    import shutil
+    import tempfile
 
     tempfile.tempdir = None  # the caller's TMPDIR, not the one this process first saw
     folder = Path(tempfile.mkdtemp(prefix="grade-magic-"))
@@ -191,7 +191,7 @@ def notebook_check(data: dict, zygote, path: Path, steps: list[str], said: str, 
     "problems", "seconds"}``). ``as_run``: the notebook is the cells a kernel ran, cell N being In [N], and its cells
     are named so. ``notebook``: the kernel's notebook file, when known: named after a module, that module is checked.
     ``zygote``: None starts one for this check."""
-    from autograder.check import intake, rendered  # noqa: PLC0415 - imported on first use: torch is slow to load
+    from autograder.check import intake, rendered
 
     started = time.perf_counter()
     checked = intake.prepare(path, data["modules"], list(data["steps"]))
@@ -207,7 +207,7 @@ def notebook_check(data: dict, zygote, path: Path, steps: list[str], said: str, 
             results, notes = said_as_run(results, notes, path.name)
         page = None
         if html_file:
-            from autograder.check.page import write_page  # noqa: PLC0415 - imported when needed: a check loads only what it runs
+            from autograder.check.page import write_page
 
             page = str(write_page(results, Path(said), Path(html_file)))
         return {"text": rendered.text(results, said, notes), "html": rendered.html(results, said, notes),
