@@ -10,55 +10,50 @@ from autograder.worker.isolation import NAMES as ISOLATION_LEVELS
 
 
 def _run(verb, quick_exit: bool = False, **options) -> None:
-    """Run a verb's ``main``; a mistake of the user's is said as ``error: ...`` with exit status 2. With
-    ``quick_exit``, the command line's own process ends as soon as the verb's output is out (quick_exit.py)."""
-    import atexit  # noqa: PLC0415 - grade release copies this function, not the file's imports
-    import gc  # noqa: PLC0415 - grade release copies this function, not the file's imports
+    """Run a verb's ``main``; a mistake of the user's is said as ``error: ...`` with exit status 2 (``usage.py``).
+    With ``quick_exit``, the command line's own process ends as soon as the verb's output is out (quick_exit.py)."""
+    import atexit
+    import gc
 
-    from autograder import quick_exit as ending  # noqa: PLC0415 - grade release copies this function, not the file's imports
-    from autograder.usage import UsageError  # noqa: PLC0415 - grade release copies this function, not the file's imports
-    from autograder.worker.owned_dirs import Refused  # noqa: PLC0415 - grade release copies this function, not the file's imports
+    from autograder import quick_exit as ending
+    from autograder.usage import exit_status
 
     # at exit, the interpreter's last collections would walk every object torch made: 0.25 s of a `grade check`,
     # 1 s of a batch; frozen, they are freed by their counts alone (as the zygote's forks do, worker/zygote.py)
     atexit.register(gc.freeze)
-    try:
-        code = verb(**options)
-    except (UsageError, Refused) as exc:  # a user's mistake, or a shared folder another user made first
-        click.echo(click.style("error: ", fg="red") + str(exc), err=True)
-        sys.exit(2)
+    code = exit_status(verb, **options)
     if quick_exit and ending.allowed(click.get_current_context().find_root().obj):
-        ending.end(code or 0)
-    sys.exit(code or 0)
+        ending.end(code)
+    sys.exit(code)
 
 
 def command_line() -> None:
     """The ``grade`` console script (and ``python -m autograder.cli``): ``main``, marked as the command line's own
     process, which a command may end as soon as its output is out (quick_exit.py)."""
-    from autograder.quick_exit import COMMAND_LINE  # noqa: PLC0415 - grade release copies this function, not the file's imports
+    from autograder.quick_exit import COMMAND_LINE
 
     main(obj=COMMAND_LINE)
 
 
 def _colored() -> bool:
-    from autograder.console import colored  # noqa: PLC0415 - grade release copies this function, not the file's imports
+    from autograder.console import colored
 
     return colored()
 
 
 def _version() -> str:
-    from autograder import __version__  # noqa: PLC0415 - grade release copies this function, not the file's imports
+    from autograder import __version__
 
     return __version__
 
 
 def _course(course_file: Path, nbgrader_dir: Path | None = None, course_dir_option: bool = False) -> Path:
     """``--course`` as given, else ./course.yml, else the course an nbgrader course records (.attention-kit.yml)."""
-    from click.core import ParameterSource  # noqa: PLC0415 - kept out of the student's cli.py, which copies this file's imports
+    from click.core import ParameterSource
 
-    from autograder import console  # noqa: PLC0415 - on first use: start-up loads click alone
-    from autograder.commands import course_location  # noqa: PLC0415 - on first use: start-up loads click alone
-    from autograder.usage import UsageError  # noqa: PLC0415 - on first use: start-up loads click alone
+    from autograder import console
+    from autograder.commands import course_location
+    from autograder.usage import UsageError
 
     explicit = click.get_current_context().get_parameter_source("course_file") != ParameterSource.DEFAULT
     try:
@@ -90,7 +85,7 @@ def main() -> None:
 def check(path: Path | None, as_json: bool, steps: tuple[str, ...], html_file: str | None, watch: bool) -> None:
     """Check your exercises against the public cases: a folder (default ./exercises, or this folder when it holds
     them), a notebook (one per module, or one for all), or a .zip, as grade autograde takes them."""
-    from autograder.commands import check as verb  # noqa: PLC0415 - the verb's module on first use: start-up loads none
+    from autograder.commands import check as verb
 
     page = None if html_file is None else True if html_file == "" else Path(html_file)
     _run(verb.main, quick_exit=True, path=path, steps=steps, as_json=as_json, color=_colored(), html_file=page,
@@ -101,7 +96,7 @@ def check(path: Path | None, as_json: bool, steps: tuple[str, ...], html_file: s
 @click.option("--course", "course_file", default=Path("course.yml"), type=click.Path(path_type=Path), show_default=True)
 def assign(course_file: Path) -> None:
     """Write exercises/ from solutions/ and record the public cases for grade check."""
-    from autograder.commands import assign as verb  # noqa: PLC0415 - the verb's module on first use: start-up loads none
+    from autograder.commands import assign as verb
 
     _run(verb.main, course_file=_course(course_file))
 
@@ -153,7 +148,7 @@ def autograde(**options) -> None:
     already graded with the same submission and grader (content hashes), so an interrupted batch
     resumes where it stopped.
     """
-    from autograder.commands import autograde as verb  # noqa: PLC0415 - the verb's module on first use: start-up loads none
+    from autograder.commands import autograde as verb
 
     options["course_file"] = _course(options["course_file"], options["nbgrader_course"])
     _run(verb.main, quick_exit=True, **options)
@@ -177,15 +172,15 @@ def autograde(**options) -> None:
 @click.option("--missing", type=click.Choice(["blank", "zero"]), default="blank", show_default=True,
               help="Roster students without a submission: no grade, or 0.")
 @click.option("--ungraded", type=click.Choice(["blank", "zero"]), default="blank", show_default=True,
-              help="Hand-ins the kit never graded (a corrupt archive, an empty folder, a broken notebook) and no person "
-                   "decided (grade decide): no grade, or the kit's score (0 for what it could not grade).")
+              help="Hand-ins the kit never graded (a corrupt archive, an empty folder, a broken notebook) and no "
+                   "person decided (grade decide): no grade, or the kit's score (0 for what it could not grade).")
 @click.option("--times", "times_file", metavar="FILE", type=click.Path(path_type=Path, exists=True, dir_okay=False),
               help="CSV 'submission,submitted_at' from the LMS: these times win over the ones in results.json.")
 @click.option("--moodle-user", type=click.Choice(["email", "idnumber", "username"]), default="email",
               show_default=True, help="Moodle format: the user field the first column holds.")
 def export(**options) -> None:
     """Write the grades of DIR's results.json files as a Canvas, Moodle or plain CSV gradebook file."""
-    from autograder.commands import export as verb  # noqa: PLC0415 - the verb's module on first use: start-up loads none
+    from autograder.commands import export as verb
 
     options["course_file"] = _course(options["course_file"])
     _run(verb.main, **options)
@@ -198,14 +193,15 @@ def export(**options) -> None:
 @click.option("--score", type=float, metavar="POINTS", help="The score to give, in course.yml's points (the late "
                                                               "policy applies to it as to the kit's).")
 @click.option("--excuse", is_flag=True, help="Excuse the hand-in: no grade (Canvas: EX).")
-@click.option("--reason", metavar="TEXT", help="Why (required): kept with the decision, shown in the summary and reports.")
+@click.option("--reason", metavar="TEXT",
+              help="Why (required): kept with the decision, shown in the summary and reports.")
 @click.option("--clear", is_flag=True, help="Remove the decision: the kit's result counts again.")
 @click.option("--course", "course_file", default=Path("course.yml"), metavar="FILE", type=click.Path(path_type=Path),
               show_default=True, help="The course definition (its points).")
 def decide(**options) -> None:
     """Record a person's decision on hand-in NAME (a score or an excuse, with the reason): grade export and grade lti
     push use it in place of the kit's result; a regrade keeps it."""
-    from autograder.commands import decide as verb  # noqa: PLC0415 - the verb's module on first use: start-up loads none
+    from autograder.commands import decide as verb
 
     options["course_file"] = _course(options["course_file"])
     _run(verb.main, **options)
@@ -220,7 +216,7 @@ def decide(**options) -> None:
               show_default=True, help="The course definition.")
 def release(**options) -> None:
     """Build the student bundle: exercises, public checks, grade check; no solution, no hidden case."""
-    from autograder.commands import release as verb  # noqa: PLC0415 - the verb's module on first use: start-up loads none
+    from autograder.commands import release as verb
 
     options["course_file"] = _course(options["course_file"])
     _run(verb.main, **options)
@@ -233,7 +229,7 @@ def release(**options) -> None:
               show_default=True, help="The course definition.")
 def gradescope(**options) -> None:
     """Build the Gradescope autograder zip (instructor-only: it holds the solutions and hidden suites)."""
-    from autograder.commands import gradescope as verb  # noqa: PLC0415 - the verb's module on first use: start-up loads none
+    from autograder.commands import gradescope as verb
 
     options["course_file"] = _course(options["course_file"])
     _run(verb.main, **options)
@@ -248,7 +244,7 @@ def gradescope(**options) -> None:
 @click.option("--force", is_flag=True, help="Overwrite source/<assignment>/ and nbgrader_config.py.")
 def nbgrader(**options) -> None:
     """Write an nbgrader course: DIR/nbgrader_config.py and DIR/source/<assignment>/<module>.ipynb."""
-    from autograder.commands import nbgrader as verb  # noqa: PLC0415 - the verb's module on first use: start-up loads none
+    from autograder.commands import nbgrader as verb
 
     options["course_file"] = _course(options["course_file"], course_dir_option=True)
     if options["dest"] is None:
@@ -270,7 +266,7 @@ def nbgrader(**options) -> None:
 @click.option("--top", default=50, show_default=True, help="Pairs shown side by side in the HTML report.")
 def similarity(**options) -> None:
     """Rank pairs of SUBMISSIONS by code shared beyond boilerplate (read, never run). Never a verdict."""
-    from autograder.commands import similarity as verb  # noqa: PLC0415 - the verb's module on first use: start-up loads none
+    from autograder.commands import similarity as verb
 
     options["course_file"] = _course(options["course_file"], options["nbgrader"])
     _run(verb.main, **options)
@@ -293,7 +289,7 @@ _STORE = click.option("--store", "store_dir", metavar="DIR", type=click.Path(pat
 @click.option("--rotate", is_flag=True, help="Make a new key pair (the LMS must then fetch the new JWKS).")
 def lti_keys(**options) -> None:
     """Make the tool's key pair (private key mode 600, never printed); print its JWKS and the LMS form's values."""
-    from autograder.commands import lti as verb  # noqa: PLC0415 - the verb's module on first use: start-up loads none
+    from autograder.commands import lti as verb
 
     _run(verb.keys, **options)
 
@@ -301,7 +297,8 @@ def lti_keys(**options) -> None:
 @lti.command("register")
 @_STORE
 @click.option("--issuer", required=True, help="The platform's issuer (Canvas: https://canvas.instructure.com).")
-@click.option("--client-id", required=True, help="The client id the LMS gave the tool (Canvas: the developer key's id).")
+@click.option("--client-id", required=True,
+              help="The client id the LMS gave the tool (Canvas: the developer key's id).")
 @click.option("--login-url", required=True, help="The platform's OIDC authorization endpoint.")
 @click.option("--token-url", required=True, help="The platform's OAuth2 access token endpoint.")
 @click.option("--jwks-url", required=True, help="The platform's public keyset URL.")
@@ -310,7 +307,7 @@ def lti_keys(**options) -> None:
 @click.option("--deployment-id", "deployment_ids", multiple=True, metavar="ID", help="A deployment id; repeatable.")
 def lti_register(**options) -> None:
     """Register a platform (an LMS) and its deployments with the tool."""
-    from autograder.commands import lti as verb  # noqa: PLC0415 - the verb's module on first use: start-up loads none
+    from autograder.commands import lti as verb
 
     _run(verb.register, **options)
 
@@ -325,7 +322,7 @@ def lti_register(**options) -> None:
               help="Close a connection that has sent nothing for this long [default: 30].")
 def lti_serve(**options) -> None:
     """Run the tool's OIDC login, launch and JWKS endpoints: launch the kit once from each LMS course."""
-    from autograder.commands import lti as verb  # noqa: PLC0415 - the verb's module on first use: start-up loads none
+    from autograder.commands import lti as verb
 
     _run(verb.serve, **options)
 
@@ -334,7 +331,7 @@ def lti_serve(**options) -> None:
 @_STORE
 def lti_courses(**options) -> None:
     """List the LMS courses launched so far (the names --lms-course takes)."""
-    from autograder.commands import lti as verb  # noqa: PLC0415 - the verb's module on first use: start-up loads none
+    from autograder.commands import lti as verb
 
     _run(verb.courses, **options)
 
@@ -358,7 +355,7 @@ def lti_courses(**options) -> None:
                    "score (0 for what it could not grade).")
 def lti_push(**options) -> None:
     """Post RESULTS' scores to the LMS course's gradebook (NRPS to match, AGS to post); only what changed."""
-    from autograder.commands import lti as verb  # noqa: PLC0415 - the verb's module on first use: start-up loads none
+    from autograder.commands import lti as verb
 
     options["course_file"] = _course(options["course_file"])
     _run(verb.push, **options)

@@ -49,19 +49,19 @@ def noop(payload) -> int:
 
 
 def model(tasks: int, nodes: int, submissions: int, per_node: list[int]) -> None:
-    import dask  # noqa: PLC0415 - optional: the cluster extra
-    from distributed import Client, LocalCluster, wait  # noqa: PLC0415 - optional: the cluster extra
+    import dask
+    from distributed import Client, LocalCluster, wait
 
-    from autograder.autograde import batch, content_hashes  # noqa: PLC0415 - imported on first use: torch is slow to load
-    from autograder.grading.suites.session import Grader  # noqa: PLC0415 - imported on first use: torch is slow to load
-    from autograder.autograde.cluster.warm_grader import WarmGrader  # noqa: PLC0415 - optional: the cluster extra
-    from autograder.autograde.cluster.tasks import grade  # noqa: PLC0415 - optional: the cluster extra
+    from autograder.autograde import batch
+    from autograder.grading.suites.session import Grader
+    from autograder.autograde.cluster.warm_grader import WarmGrader
+    from autograder.autograde.cluster.tasks import grade
 
     work = Path(tempfile.mkdtemp(prefix="grade-bench-cluster-"))
     try:
         make_class(work / "subs", tasks + 1)
         grader = Grader(ROOT / "course.yml")
-        grader_hash = content_hashes.grader(grader.course_file, grader.course)
+        grader_hash = grader.identity
         sources, _ = discover([work / "subs"], grader.course.modules)
         (work / "staging").mkdir()
         jobs, _ = batch.prepare(sources, work / "staging", grader.course.modules, work / "out", grader_hash, True,
@@ -86,12 +86,14 @@ def model(tasks: int, nodes: int, submissions: int, per_node: list[int]) -> None
                 overheads.append((time.perf_counter() - start) / len(many))
             overhead = statistics.median(overheads)
         one = startup - per_task
-        print(f"machine: {os.cpu_count()} cores; one worker spawned as on a remote node; {tasks} submissions after the first")
+        print(f"machine: {os.cpu_count()} cores; one worker spawned as on a remote node; {tasks} submissions after "
+              "the first")
         print("| figure | seconds |")
         print("| --- | --- |")
         print(f"| worker start-up until ready (spawned: torch, zygote, course, reference answers) | {one:.2f} |")
         print(f"| one submission on a warm worker (per-task cost) | {per_task:.3f} |")
-        print(f"| Dask's own cost per task (no-op task with a submission's payload, scheduler and transfer) | {overhead * 1000:.2f} ms |")
+        print("| Dask's own cost per task (no-op task with a submission's payload, scheduler and transfer) | "
+              f"{overhead * 1000:.2f} ms |")
         print()
         print(f"| model: {submissions} submissions on {nodes} nodes | workers | wall (s) |")
         print("| --- | --- | --- |")

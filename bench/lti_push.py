@@ -20,7 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.support.lti_fixture import COURSE_YML, class_members, start, stop, write_results  # noqa: E402 - after the repository is on sys.path
+from tests.support.lti_fixture import COURSE_YML, class_members, start, stop, write_results
 
 
 def names(n: int) -> list[str]:

@@ -28,6 +28,7 @@ Needs the test extra (nbgrader, ipykernel: `make install`); run from the kit's v
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import os
 import platform
@@ -42,7 +43,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script: bench/ is on the path, the kit's root is not
     sys.path.insert(0, str(ROOT))
 
-from bench.measure import measure  # noqa: E402 - after the kit's root is put on the path
+from bench.measure import measure
 
 CORPUS = ROOT / "tests" / "corpus" / "submissions"
 ASSIGNMENT = "attention"
@@ -83,8 +84,6 @@ def _run(cmd: list[str], cwd: Path, env: dict | None = None, timeout: float = 90
 
 # -- the students' notebooks --------------------------------------------------------------------------------
 def _used_names(piece: str) -> set[str]:
-    import ast  # noqa: PLC0415 - only where a module's source is read
-
     return {n.id for n in ast.walk(ast.parse(piece)) if isinstance(n, ast.Name)}
 
 
@@ -112,9 +111,9 @@ def fill_notebook(release_nb: Path, submission: Path, dest: Path) -> list[str]:
     definitions from that module, with the helpers they use; imports the setup cell lacks, and the module's
     definitions no cell asks for (its own helpers), go at the top of the first solution cell. A name the
     submission does not define keeps the release's stub. Returns the grade_ids filled."""
-    import nbformat  # noqa: PLC0415 - slow to load: only where notebooks are filled
+    import nbformat
 
-    from autograder.course.sources import read_module  # noqa: PLC0415 - the kit is imported once the bench has checked it is installed
+    from autograder.course.sources import read_module
 
     module = release_nb.stem
     nb = nbformat.read(str(release_nb), as_version=4)
@@ -170,7 +169,7 @@ def make_course(course: Path, who: dict[str, str], env: dict) -> dict[str, str]:
 # -- the two graders' points --------------------------------------------------------------------------------
 def gradebook_points(course: Path) -> dict[str, dict[str, float]]:
     """student -> {"<notebook>/<test cell>": its score} from the course's gradebook.db (nbgrader's API)."""
-    from nbgrader.api import Gradebook  # noqa: PLC0415 - an optional extra: only where scores are compared
+    from nbgrader.api import Gradebook
 
     points: dict[str, dict[str, float]] = {}
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
@@ -181,7 +180,7 @@ def gradebook_points(course: Path) -> dict[str, dict[str, float]]:
 
 def waiting_for_a_person(course: Path) -> dict[str, bool]:
     """student -> whether nbgrader's formgrader lists their submission as waiting for manual grading."""
-    from nbgrader.api import Gradebook  # noqa: PLC0415 - an optional extra: only where scores are compared
+    from nbgrader.api import Gradebook
 
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
         return {sub.student.id: bool(sub.needs_manual_grade) for sub in gb.assignment_submissions(ASSIGNMENT)}
@@ -190,7 +189,7 @@ def waiting_for_a_person(course: Path) -> dict[str, bool]:
 def solution_comments(course: Path) -> dict[str, dict[str, str | None]]:
     """student -> {"<notebook>/<solution cell>": nbgrader's automatic comment} ("No response." on a cell handed in as
     released), as the formgrader shows it."""
-    from nbgrader.api import Gradebook  # noqa: PLC0415 - an optional extra: only where scores are compared
+    from nbgrader.api import Gradebook
 
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
         return {sub.student.id: {f"{nb.name}/{c.name}": c.auto_comment for nb in sub.notebooks for c in nb.comments}
@@ -314,7 +313,7 @@ def report(result: dict, n: int, jobs: int | None) -> str:
         f"{statistics.median(r['kitcold'].peak_mib for r in runs):.0f} MiB |",
         "",
         f"ratio nbgrader / kit, wall, paired: **{statistics.median(ratios):.1f}x**{spread}; "
-        f"CPU: {statistics.median(cpu_ratios):.1f}x (issue 25's target at 32 students: at least 40x, wall); with "
+        f"CPU: {statistics.median(cpu_ratios):.1f}x (the target at 32 students: at least 40x, wall); with "
         f"nothing kept (the reference answers computed in the kit's run): {statistics.median(cold_ratios):.1f}x",
     ]
     if result["differ"]:

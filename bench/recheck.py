@@ -61,7 +61,7 @@ def watch_times(work: Path, repeat: int) -> list[float]:
 
 
 def magic_vs_cli(work: Path, repeat: int) -> tuple[list[float], list[float]]:
-    from jupyter_client.manager import start_new_kernel  # noqa: PLC0415 - optional: Jupyter's, from the test extra
+    from jupyter_client.manager import start_new_kernel
 
     path = one_notebook(SAMPLES / "carol", work, name="carol.ipynb")
 
@@ -100,7 +100,8 @@ def main() -> int:
     finally:
         shutil.rmtree(work, ignore_errors=True)
     ratios = [m / c for m, c in zip(magic, cli)]
-    print(f"machine: {platform.platform()}, {platform.processor() or platform.machine()}, python {platform.python_version()}")
+    print(f"machine: {platform.platform()}, {platform.processor() or platform.machine()}, python "
+          f"{platform.python_version()}")
     print(f"- `grade check --watch`, one step (CausalAttention), save to re-check done: median "
           f"{statistics.median(saves):.2f} s (min {min(saves):.2f}, max {max(saves):.2f}; {len(saves)} saves)")
     print(f"- `%grade check causal_attention` in a kernel: median {statistics.median(magic):.2f} s; "

@@ -88,8 +88,9 @@ def main() -> None:
     full = [*grade, "check", str(CORPUS / "correct_einsum")]
     step = [*full, "--step", "simple_attention"]
     timed(full, env=warm_env)  # the first check: in-process, and it leaves the server the warm rows use
-    # One submission first, untimed: it says the isolation level, and keeps the reference's answers (stored_answers.py) in
-    # a folder of this run's own, which every timed batch reads, as an instructor's batches read what their first kept
+    # One submission first, untimed: it says the isolation level, and keeps the reference's answers
+    # (stored_answers.py) in a folder of this run's own, which every timed batch reads, as an instructor's batches
+    # read what their first kept
     os.environ["GRADE_CACHE_DIR"] = str(work / "grade-cache")
     said = subprocess.run([*grade, "autograde", str(subs / "student000"), "--out", str(work / "iso"), "--jobs", "1"],
                           cwd=ROOT, capture_output=True, text=True).stdout.splitlines()
@@ -118,7 +119,8 @@ def main() -> None:
     shutil.rmtree(server_dir, ignore_errors=True)  # the server sees its socket gone, and ends
     t, b = (statistics.median(x) for x in (torch_import, batch))
     rb = statistics.median(x / y for x, y in zip(batch, torch_import))
-    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}")
+    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python "
+          f"{platform.python_version()}")
     mix = "the corpus mix" if args.failing is None else f"{args.failing:.0%} failing public cases, the rest correct"
     print(f"submissions: {args.n} ({mix}); jobs: {args.jobs}; runs: {args.repeat} (medians; ratios paired run by run)")
     print(isolation)

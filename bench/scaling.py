@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script: bench/ is on the path, the kit's root is not
     sys.path.insert(0, str(ROOT))
 
-from bench.measure import Measured, measure  # noqa: E402 - after the kit's root is put on the path
+from bench.measure import Measured, measure
 
 GRADE = [sys.executable, "-m", "autograder.cli"]
 TORCH = [sys.executable, "-c", "import torch"]
@@ -79,8 +79,8 @@ def row(n: int, jobs: int, graded: list[Measured], torch: list[Measured]) -> str
     pss = f"{max(g.sum_pss_mib for g in sums):.0f} MiB" if sums else "-"
     rss = f"{max(g.sum_rss_mib for g in sums):.0f} MiB" if sums else "-"
     return (f"| {n} | {jobs} | {wall:.1f} s | {wall / n:.3f} s | **{statistics.median(ratios):.3f}**{spread} | "
-            f"{cpu / n:.3f} s ({statistics.median(cpu_ratios):.3f}x) | {statistics.median(t.wall for t in torch):.2f} s | "
-            f"{peak:.0f} MiB | {pss} | {rss} |")
+            f"{cpu / n:.3f} s ({statistics.median(cpu_ratios):.3f}x) | "
+            f"{statistics.median(t.wall for t in torch):.2f} s | {peak:.0f} MiB | {pss} | {rss} |")
 
 
 def main() -> None:

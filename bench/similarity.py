@@ -21,9 +21,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "corpus" / "similarity")]
 
-from make_corpus import MODULES, recomment, rename  # noqa: E402 - after the corpus folder is on sys.path
+from make_corpus import MODULES, recomment, rename
 
-from autograder.commands.similarity import compare_class  # noqa: E402 - after the repository is on sys.path
+from autograder.similarity.compare_class import compare_class
 
 NAMES = ["scores", "weights", "context", "q", "k", "v", "x_i", "rows", "total", "exps", "mask", "masked", "T", "n",
          "keys", "queries", "values", "attn_scores", "attn_weights", "context_vec", "b", "num_tokens"]

@@ -26,7 +26,8 @@ def record_public_cases(course, reference, suites) -> dict:
         steps[step] = {
             "title": spec.title,
             "counts": {c: {"points": cs.points, "visibility": cs.visibility} for c, cs in spec.counts.items()},
-            "tolerance": {"float32": [tol.float32.rtol, tol.float32.atol], "float64": [tol.float64.rtol, tol.float64.atol]},
+            "tolerance": {"float32": [tol.float32.rtol, tol.float32.atol],
+                          "float64": [tol.float64.rtol, tol.float64.atol]},
             "time_limit": course.step_time(step),
             # the steps it builds on: grade check shows it as blocked while one of those fails
             "uses": sorted(policy.builds_on(step, asked.get(step, set())), key=list(course.steps).index),

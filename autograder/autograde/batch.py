@@ -1,11 +1,10 @@
 """Grade a batch: stage every submission, skip those already graded, grade the rest in parallel.
 
 Each job (``--jobs``) is a forked grading process with its own zygote (a clone of the batch's, forked
-warm) and its own range of worker uids; it writes each submission's results.json atomically itself, so a batch killed half-way (even
-with ``kill -9``) keeps everything finished, and a re-run skips every submission whose results carry
-the same submission and grader hashes. A job gets its next submission only once it is free, so Ctrl-C
-stops the batch at once: every job, its zygote clone and sandboxes are ended (``halt``), none waits for
-the submissions not yet started.
+warm) and its own range of worker uids; it writes each submission's results.json atomically itself, so a batch killed
+half-way (even with ``kill -9``) keeps everything finished, and a re-run skips every submission whose results carry the
+same submission and grader hashes. A job gets its next submission only once it is free, so Ctrl-C stops the batch at
+once: every job, its zygote clone and sandboxes are ended (``halt``), none waits for the submissions not yet started.
 """
 from __future__ import annotations
 
@@ -61,7 +60,8 @@ def prepare(sources: list[Source], staging: Path, modules: list[str], out: Path,
         staged = stage(source.path, source.name, staging, modules, steps, source.others, source.beside)
         digest = content_hashes.submission(staged.folder, {"errors": staged.module_errors, "problem": staged.problem,
                                                            **({"beside": staged.beside} if staged.beside else {})})
-        job = Job(source, staged, digest, {"submission": source.name, "submitted_at": (times or {}).get(source.name, (times or {}).get("*")),
+        job = Job(source, staged, digest,
+                  {"submission": source.name, "submitted_at": (times or {}).get(source.name, (times or {}).get("*")),
                                            "submission_hash": digest, "grader_hash": grader_hash})
         before = _previous(out / source.name / "results.json")
         same = (before.get("submission_hash") == digest and before.get("grader_hash") == grader_hash
@@ -78,7 +78,8 @@ def _serve(slot: int, channel, grader, jobs: list, out: Path, clones: ClonesForF
     Grader (course and reference loaded, no zygote), which takes clone number ``slot`` as its zygote.
 
     Answers ("done", its GradedSubmission) or ("failed", (exception, traceback text)) per job. It ignores SIGINT:
-    Ctrl-C on a terminal reaches the whole foreground process group, and the batch (the parent) alone decides what stops.
+    Ctrl-C on a terminal reaches the whole foreground process group, and the batch (the parent) alone decides what
+    stops.
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     die_with_parent(parent)  # a job never outlives the batch (kill -9 included)

@@ -51,9 +51,9 @@ def main(submissions: tuple[Path, ...] = (), out: Path = Path("results"), course
 
 def _main(submissions, out, course_file, n_jobs, force, times_file, nbgrader_course, assignment, trust_submissions,
           require, executor, scheduler, local_workers, roster_file, scheduler_tls=None) -> int:
-    from autograder.sandbox.zygote import Zygote  # noqa: PLC0415 - no torch: the zygote starts first
-    from autograder.intake import times  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
-    from autograder.intake.discover import nbgrader_submissions  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
+    from autograder.sandbox.zygote import Zygote
+    from autograder.intake import times
+    from autograder.intake.discover import nbgrader_submissions
 
     cluster = None if executor == "local" else {
         "scheduler": scheduler, "local_workers": None if scheduler else local_workers or os.cpu_count() or 1,
@@ -73,12 +73,12 @@ def _main(submissions, out, course_file, n_jobs, force, times_file, nbgrader_cou
     nbgrader_api: list = []  # nbgrader's API, imported while the jobs grade (``nbgrader_api.ImportedMeanwhile``)
 
     def import_nbgrader_api() -> None:
-        from autograder.nbgrader_course.nbgrader_api import ImportedMeanwhile  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
+        from autograder.nbgrader_course.nbgrader_api import ImportedMeanwhile
 
         nbgrader_api.append(ImportedMeanwhile())
     notebooks = None  # an nbgrader course's feedback notebooks, built as each student is graded
     if found and found[0]:  # (on Dask too, built at the write-back: no thread imports nbgrader's API meanwhile there)
-        from autograder.nbgrader_course.feedback_meanwhile import FeedbackMeanwhile  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
+        from autograder.nbgrader_course.feedback_meanwhile import FeedbackMeanwhile
 
         notebooks = FeedbackMeanwhile(nbgrader_course, found[0], out)
     try:
@@ -153,11 +153,11 @@ def interrupts():
 def _to_nbgrader(course_dir: Path, sources, out: Path, notebooks=None) -> None:
     """Each student's points into nbgrader's gradebook, then their feedback into autograded/ notebooks (those
     ``notebooks``, a ``FeedbackMeanwhile``, built while the class was graded, moved in; the others built now)."""
-    from autograder.outputs.results import ResultsError, read  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
+    from autograder.outputs.results import ResultsError, read
 
     try:
-        from autograder.nbgrader_course import nbgrader_gradebook  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
-        from autograder.nbgrader_course.nbgrader_api import import_nbgrader_api  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
+        from autograder.nbgrader_course import nbgrader_gradebook
+        from autograder.nbgrader_course.nbgrader_api import import_nbgrader_api
 
         import_nbgrader_api()
     except ImportError:
@@ -182,14 +182,15 @@ def _to_nbgrader(course_dir: Path, sources, out: Path, notebooks=None) -> None:
         if notebooks is not None:
             notebooks.take(source.name, results[source.name])
         else:
-            nbgrader_gradebook.feedback_notebooks(course_dir, assignment, source.name, source.path, results[source.name])
+            nbgrader_gradebook.feedback_notebooks(course_dir, assignment, source.name, source.path,
+                                                  results[source.name])
     console.say(f"nbgrader: {cells} grades of {len(results)} student(s) written to the gradebook of {course_dir}; "
                 f"feedback notebooks in {course_dir}/autograded/ (nbgrader generate_feedback {assignment})")
 
 
 def _roster(path: Path):
     """The roster's students, read before anything is graded (a bad roster stops the run at once)."""
-    from autograder.export.roster import RosterError, read_roster  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
+    from autograder.export.roster import RosterError, read_roster
 
     try:
         return read_roster(path)
@@ -201,12 +202,12 @@ def _load(course_file: Path):
     """The grader: torch, the course and the reference, loaded for the process's whole life (``long_lived.py``).
     Refused, with the command to run, when the public checks students have were recorded from other sources
     (assign/recorded_from.py)."""
-    from autograder import long_lived  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
-    from autograder.course import CourseError  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
+    from autograder import long_lived
+    from autograder.course import CourseError
 
     with long_lived.loading():
-        from autograder.assign import recorded_from  # noqa: PLC0415 - imports torch (the public cases' safetensors)
-        from autograder.grading.suites.session import Grader  # noqa: PLC0415 - imports torch
+        from autograder.assign import recorded_from
+        from autograder.grading.suites.session import Grader
 
         try:
             grader = Grader(course_file)
@@ -227,12 +228,12 @@ def grade(grader, submissions: tuple[Path, ...], out: Path, n_jobs: int, force: 
 
     ``forked``: called once the local jobs are started (``batch.run``); not on Dask. ``graded_one``: called with
     each submission's name once its results.json is written (while the others are graded)."""
-    from tqdm import tqdm  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
+    from tqdm import tqdm
 
-    from autograder.autograde import batch, grader_log, summary  # noqa: PLC0415 - imported on first use: torch is slow to load
-    from autograder.autograde.run_policy import RunPolicy  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
-    from autograder.pages import changes  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
-    from autograder.intake.discover import discover  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
+    from autograder.autograde import batch, grader_log, summary
+    from autograder.autograde.run_policy import RunPolicy
+    from autograder.pages import changes
+    from autograder.intake.discover import discover
 
     course = grader.course
     sources, problems = found if found is not None else discover(list(submissions), course.modules)
@@ -313,8 +314,8 @@ def grade(grader, submissions: tuple[Path, ...], out: Path, n_jobs: int, force: 
 
 
 def _on_dask(grader, grader_hash: str, todo, out: Path, on_done, cluster: dict, policy, zygote) -> None:
-    from autograder.autograde.cluster import executor  # noqa: PLC0415 - imported on first use: torch is slow to load
-    from autograder.autograde.cluster.warm_grader import GraderMismatch  # noqa: PLC0415 - optional: the cluster extra
+    from autograder.autograde.cluster import executor
+    from autograder.autograde.cluster.warm_grader import GraderMismatch
 
     try:
         executor.run(grader, grader_hash, todo, out, on_done, scheduler=cluster["scheduler"],

@@ -18,6 +18,7 @@ import os
 import stat
 from pathlib import Path
 
+from autograder.grading.suites import stored_answers
 from autograder.worker.isolation import Level
 
 #: at most this many files are tried (a class's hand-ins and results included)
@@ -34,8 +35,6 @@ def protected(grader, staging: Path | None = None, more: tuple[tuple[str, str], 
     ``more``: (path, what) pairs (the class's hand-ins, the results folder)."""
     found = {kit_folder(): "the kit", grader.course_file: "course.yml",
              grader.root / grader.course.solutions: "the reference solutions", grader.suites: "the hidden suites"}
-    from autograder.grading.suites import stored_answers  # noqa: PLC0415 - imported when needed: torch-free, small
-
     answers = stored_answers.folder()
     if answers is not None:
         found[answers] = "the kept reference answers"

@@ -12,6 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from autograder.autograde import reach
+from autograder.sandbox.zygote import site_dirs
+from autograder.worker.confine import allow_list
 from autograder.worker.isolation import Level
 
 
@@ -46,7 +49,8 @@ class RunPolicy:
     worker checks it against its own zygote."""
 
     require: Level | None = None  # --require-isolation: the lowest level to grade at
-    untrusted: bool = False  # no --trust-submissions: refuse rlimits, and uid+rlimits where the instructor's files are readable
+    #: no --trust-submissions: refuse rlimits, and uid+rlimits where the instructor's files are readable
+    untrusted: bool = False
     #: (path, what) of the class's hand-ins (when there are several) and the results folder: the instructor's too
     protected: tuple[tuple[str, str], ...] = ()
 
@@ -59,10 +63,6 @@ class RunPolicy:
         ``staging``, ``protected``): a worker's uid could read some of them; None if it may."""
         if not self.untrusted:
             return None
-        from autograder.autograde import reach  # noqa: PLC0415 - imported when needed: the zygote starts before the pipeline loads
-        from autograder.sandbox.zygote import site_dirs  # noqa: PLC0415 - imported when needed, as above
-        from autograder.worker.confine import allow_list  # noqa: PLC0415 - imported when needed, as above
-
         roots = reach.protected(grader, staging, self.protected)
         why = reach.refusal(zygote.level, zygote.uid_base, roots, allow_list(site_dirs()))
         return why and f"at {zygote.level}, {why}."

@@ -10,6 +10,7 @@ import statistics
 from pathlib import Path
 
 from autograder.course import Course
+from autograder.export.roster import RosterError, read_roster
 
 from autograder.outputs import decision
 from autograder.outputs.results import ResultsError, read, write_atomic
@@ -131,13 +132,15 @@ def needs_person_markdown(summary: dict) -> list[str]:
         for category, found in class_list.by_category(needs).items():
             lines += [f"### {class_list.CATEGORIES[category]} ({len(found)})", ""]
             lines += [f"- **{_md(class_list.who(entry))}**: " + "; ".join(_reason_markdown(why) for why in reasons)
-                      + (f" [feedback]({entry['feedback']})" if entry.get("feedback") else "") for entry, reasons in found]
+                      + (f" [feedback]({entry['feedback']})" if entry.get("feedback") else "")
+                      for entry, reasons in found]
             lines.append("")
     if decided:
         lines += [f"### {class_list.DECIDED} ({len(decided)})", ""]
         for entry in decided:
             was = "; ".join(_reason_markdown(why) for why in entry["reasons"])
-            lines.append(f"- **{_md(class_list.who(entry))}**: {_md(entry['decision'])}" + (f" (the kit: {was})" if was else "")
+            lines.append(f"- **{_md(class_list.who(entry))}**: {_md(entry['decision'])}"
+                         + (f" (the kit: {was})" if was else "")
                          + (f" [feedback]({entry['feedback']})" if entry.get("feedback") else ""))
         lines.append("")
     return lines
@@ -149,8 +152,10 @@ def table_markdown(summary: dict) -> list[str]:
     head = ["submission", "score", "status", "grading time (s)", "submitted", *(["late"] if late else []), "feedback"]
     lines = ["## Submissions", "", "| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
     for r in rows:
-        cells = [_md(r["submission"]), "" if r["score"] is None else f"{r['score']:g}/{r['max_score']:g}", _md(r["status"]),
-                 "" if r.get("execution_time") is None else f"{r['execution_time']:.2f}", _md(r.get("submitted_at") or ""),
+        cells = [_md(r["submission"]), "" if r["score"] is None else f"{r['score']:g}/{r['max_score']:g}",
+                 _md(r["status"]),
+                 "" if r.get("execution_time") is None else f"{r['execution_time']:.2f}",
+                 _md(r.get("submitted_at") or ""),
                  *([class_list.late_text(r)] if late else []),
                  f"[feedback.html]({r['feedback']})" if r.get("feedback") else ""]
         lines.append("| " + " | ".join(cells) + " |")
@@ -183,15 +188,18 @@ def as_markdown(summary: dict) -> str:
     lines += ["## Scores", "", "| score (% of max) | submissions |", "| --- | --- |"]
     lines += [f"| {b['from_percent']}-{b['to_percent']}% | {b['submissions']} |" for b in summary["distribution"]]
     lines += ["", "| step | passed | pass rate |", "| --- | --- | --- |"]
-    lines += [f"| {step} ({s['title']}) | {s['passed']} | {100 * s['pass_rate']:.0f}% |" for step, s in summary["steps"].items()]
+    lines += [f"| {step} ({s['title']}) | {s['passed']} | {100 * s['pass_rate']:.0f}% |"
+              for step, s in summary["steps"].items()]
     if summary.get("misconceptions"):
         lines += ["", "| step | likely misconception | students | who |", "| --- | --- | --- | --- |"]
-        lines += [f"| {step} | {_cell(m['label'])} | {m['students']} | {_md(', '.join(m['who'][:12]))}{' ...' if len(m['who']) > 12 else ''} |"
+        lines += [f"| {step} | {_cell(m['label'])} | {m['students']} | "
+                  f"{_md(', '.join(m['who'][:12]))}{' ...' if len(m['who']) > 12 else ''} |"
                   for step, found in summary["misconceptions"].items() for m in found]
     if summary.get("changes"):
         lines += ["", f"Regraded {summary['regraded']} submission(s); points that changed:", "",
                   "| submission | step | before | after |", "| --- | --- | --- | --- |"]
-        lines += [f"| {_md(c['submission'])} | {c['step']} | {c['before']:g} | {c['after']:g} |" for c in summary["changes"]]
+        lines += [f"| {_md(c['submission'])} | {c['step']} | {c['before']:g} | {c['after']:g} |"
+                  for c in summary["changes"]]
     if summary.get("grader_errors"):
         lines += ["", f"**The grader itself failed** while grading {len(summary['grader_errors'])} submission(s): "
                   f"{_md(', '.join(summary['grader_errors']))}. Their tracebacks are in grader_errors.log; fix the "
@@ -265,8 +273,6 @@ def refresh(course: Course, out: Path) -> dict | None:
         return None
     roster = None
     if before.get("roster_file"):
-        from autograder.export.roster import RosterError, read_roster  # noqa: PLC0415 - only when a roster was given
-
         try:
             roster = read_roster(Path(before["roster_file"]))
         except RosterError:

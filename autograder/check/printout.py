@@ -27,7 +27,8 @@ def table(results: list[StepOutcome], color: bool) -> str:
 
 
 def details(results: list[StepOutcome], color: bool = False, notes: list[str] | tuple = ()) -> str:
-    """What to fix, step by step; ``notes``: what else the student reads (a notebook's cell that raised while it ran)."""
+    """What to fix, step by step; ``notes``: what else the student reads (a notebook's cell that raised while it
+    ran)."""
     out = [f"\n{note}" for note in notes]
     imports: dict[str, tuple[list[str], list[str]]] = {}  # module -> (its error, the steps it blocks)
     for r in results:

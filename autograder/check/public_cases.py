@@ -28,7 +28,8 @@ def save(data: dict, folder: Path = HERE) -> None:
     rounding (``same``): those are kept, byte for byte, so that `grade assign` on another machine changes no file."""
     try:
         kept = load(folder)
-        kept.pop("recorded_from", None)  # what they were recorded from: grade assign stamps it apart (assign/recorded_from.py)
+        # what they were recorded from: grade assign stamps it apart (assign/recorded_from.py)
+        kept.pop("recorded_from", None)
         if same(kept, data):
             return
     except (OSError, ValueError, KeyError):  # none there yet, or unreadable: written afresh
@@ -57,9 +58,9 @@ def same(kept, recorded) -> bool:
 def differences(kept, recorded, tolerance, where: str = "cases") -> list[str]:
     """Where two recordings of the public cases differ: in structure, names, or values, floating-point ones beyond
     ``tolerance(dtype)`` (``{"rtol": ..., "atol": ...}``; dtype ``None`` for a Python float)."""
-    import math  # noqa: PLC0415 - save's own
+    import math
 
-    import torch  # noqa: PLC0415 - loaded with the cases anyway
+    import torch
 
     if isinstance(kept, torch.Tensor) or isinstance(recorded, torch.Tensor):
         if not (isinstance(kept, torch.Tensor) and isinstance(recorded, torch.Tensor)):
@@ -78,7 +79,8 @@ def differences(kept, recorded, tolerance, where: str = "cases") -> list[str]:
     if isinstance(kept, (list, tuple)) and isinstance(recorded, (list, tuple)):
         if type(kept) is not type(recorded) or len(kept) != len(recorded):
             return [f"{where}: {type(kept).__name__} of {len(kept)} vs {type(recorded).__name__} of {len(recorded)}"]
-        return [d for i, (a, b) in enumerate(zip(kept, recorded)) for d in differences(a, b, tolerance, f"{where}[{i}]")]
+        return [d for i, (a, b) in enumerate(zip(kept, recorded))
+                for d in differences(a, b, tolerance, f"{where}[{i}]")]
     if type(kept) is float and type(recorded) is float:
         close = math.isclose(kept, recorded, rel_tol=tolerance(None)["rtol"], abs_tol=tolerance(None)["atol"])
         return [] if close or (math.isnan(kept) and math.isnan(recorded)) else [f"{where}: {kept} vs {recorded}"]

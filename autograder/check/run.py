@@ -13,7 +13,6 @@ from autograder.feedback.warned import pending, unsaid
 from autograder.feedback.tolerance import Tolerance
 from autograder.outputs.outcomes import CountOutcome, StepOutcome, failure_text, hints_of
 from autograder.outputs.verdict import FAILED, PASSED
-from autograder.sandbox.zygote import Zygote
 from autograder.grading import evidence
 
 
@@ -27,7 +26,7 @@ def selected(data: dict, steps: list[str] | None) -> list[str]:
     return [s for s in data["steps"] if not steps or s in steps or s.split(".", 1)[0] in steps]
 
 
-def run_check(folder: Path, data: dict, zygote: Zygote, steps: list[str] | None = None,
+def run_check(folder: Path, data: dict, zygote, steps: list[str] | None = None,
               module_errors: dict | None = None, notebooks: dict | None = None,
               notes: list[str] | None = None) -> list[StepOutcome]:
     """Each selected step's public counts; a step is checked after the steps it builds on (run too, unshown),

@@ -1,27 +1,29 @@
-"""A warm ``grade check``: the first check leaves a server behind; the next ones are answered by it.
+"""The student's warm ``grade check``: one process per user that holds torch, the checking code and the public
+cases, and answers every check: the terminal's ``grade check`` and each notebook's ``%grade check``.
 
-Both halves of the protocol are here, side by side (as CPython's ``multiprocessing/forkserver.py`` keeps its
-own): the client, which a ``grade check`` process runs before it imports torch, and the server, which a
-``grade check`` process becomes (forked, detached) after it has checked once in-process and so holds torch,
-the checking code and the public cases, warm. Like Mercurial's ``chg``, the client hands its own standard
-input, output and error to the server (``SCM_RIGHTS``), with its folder, environment and options; the
-server forks a child for each check, which takes those descriptors as its own and runs the same
-``grade check`` as the command line (``commands/check.py: main``, in-process), so what is printed, where and
-in which colours, the page written and the exit status are the same; the child's exit status comes back
-to the client. Each check is a fresh fork of the warm server: nothing a check did (its workers, a
-submission's code, which only ever runs in a worker forked from the child) is in the server.
+Both halves of the protocol are here, side by side (as CPython's ``multiprocessing/forkserver.py`` keeps its own):
+the clients, and the server. A terminal's ``grade check`` hands its own standard input, output and error to the
+server (``SCM_RIGHTS``, as Mercurial's ``chg``), with its folder, environment and options; a notebook's ``%grade
+check`` (``check/magic.py``) hands it the cells the kernel ran, and is answered the text and HTML to show. The
+server forks a child for each check, which runs ``check/checking.py`` (the command line's own pipeline, in-process):
+so what is printed, where and in which colours, the page written and the exit status are the same as without a
+server. Each check is a fresh fork: nothing a check did (its workers, a submission's code, which only ever runs in a
+worker forked from the child) is in the server. The child holds no channel to its caller: a terminal's exit status,
+and a notebook's answer (a file in the server's own folder), go back through the server.
 
-The server listens on a Unix socket named after everything that could change an answer (the interpreter,
-the kit's files and their times, the public cases, ``AUTOGRADER_*`` settings, the niceness and resource limits a
-check would inherit): reinstalling the kit or
-editing it makes a new name, and the old server, unused, ends after ``GRADE_CHECK_SERVER_IDLE`` seconds
-(default 600) like any idle one. It lives in a folder of the user's own, mode 0700 (``$XDG_RUNTIME_DIR``,
-else the temporary folder), made and checked by ``worker/owned_dirs.py``: a folder of that name that another user
-made first (or a link) is never used, and each check says so in one line and runs in-process. On Linux the
-server answers only its own user, and the client hands its terminal only to a server of its own (``SO_PEERCRED``).
+The first terminal check, done in-process, leaves the server behind (``start``: a fork of that process); a notebook
+starts one as ``python -m autograder.check.warm_server`` (``ensure_started``). The server listens on a Unix socket
+named after everything that could change an answer (the interpreter, the kit's files and their times, the public
+cases, ``AUTOGRADER_*`` settings, the niceness and resource limits a check would inherit): reinstalling the kit or
+editing it makes a new name, and the old server, unused, ends after ``GRADE_CHECK_SERVER_IDLE`` seconds (default
+600) like any idle one. It lives in a folder of the user's own, mode 0700 (``$XDG_RUNTIME_DIR``, else the temporary
+folder), made and checked by ``worker/owned_dirs.py``: a folder of that name that another user made first (or a
+link) is never used, and each check says so in one line and runs without it. On Linux the server answers only its
+own user, and a client talks only to a server of its own (``SO_PEERCRED``).
 
-``GRADE_CHECK_SERVER=0`` turns it off (each check then loads torch itself, as on Windows, which has no
-``fork``). Ctrl-C in the client ends the check's whole process group, as it would end an in-process check.
+``GRADE_CHECK_SERVER=0`` turns it off (each check then loads torch itself, as on Windows, which has no ``fork``).
+A caller that goes (Ctrl-C, the notebook's stop button, a killed kernel) ends its check's whole process group.
+tests/integration/test_check_warm_server.py and tests/system/test_magic.py show each of these.
 """
 from __future__ import annotations
 
@@ -48,6 +50,8 @@ ENV = "GRADE_CHECK_SERVER"
 IDLE_ENV = "GRADE_CHECK_SERVER_IDLE"
 DIR_ENV = "GRADE_CHECK_SERVER_DIR"
 IDLE_SECONDS = 600.0
+#: how long a check whose caller went may take to end itself (its workers, its folders) before it is killed
+GRACE_SECONDS = 10.0
 MAX_REQUEST = 4 << 20
 PACKAGE = Path(__file__).resolve().parent.parent
 
@@ -117,7 +121,7 @@ def limited() -> str:
     with contextlib.suppress(AttributeError, OSError):
         parts.append(f"nice {os.getpriority(os.PRIO_PROCESS, 0)}")
     with contextlib.suppress(ImportError):
-        import resource  # noqa: PLC0415 - not on Windows
+        import resource
 
         for name in sorted(n for n in dir(resource) if n.startswith("RLIMIT_")):
             with contextlib.suppress(OSError, ValueError):
@@ -129,6 +133,12 @@ def limited() -> str:
 
 def socket_path() -> Path | None:
     return _socket_in(_folder()[0])
+
+
+def refusal() -> str:
+    """Why there is no socket for a warm server here, in one line."""
+    folder, refused = _folder()
+    return refused or f"{folder}: its path is too long for a Unix socket"
 
 
 def _socket_in(folder: Path | None) -> Path | None:
@@ -177,29 +187,69 @@ def run_served(options: dict) -> int | None:
                           "encoding": [[getattr(stream, "encoding", None), getattr(stream, "errors", None)]
                                        for stream in (sys.stdout, sys.stderr)],
                           "umask": _umask()}).encode()
-    child = None
+    started = False
     with sock:
         try:
             socket.send_fds(sock, [len(request).to_bytes(8, "big") + request], [0, 1, 2])
-            answers = _lines(sock)
-            for answer in answers:
-                if "pid" in answer:
-                    child = int(answer["pid"])
-                elif "exit" in answer:
+            for answer in _lines(sock):
+                started = started or "pid" in answer
+                if "exit" in answer:
                     return int(answer["exit"])
-        except KeyboardInterrupt:  # Ctrl-C: end the check, its hosts and workers, as in-process (before its pid
-            # is heard, the server ends it when this socket closes)
-            if child is not None:
-                with contextlib.suppress(OSError):
-                    os.killpg(child, signal.SIGKILL)
-            raise
         except (OSError, ValueError):
             pass
-    if child is None:
+        # Ctrl-C (KeyboardInterrupt) closes the connection too: the server then ends the check, as in-process
+    if not started:
         return None  # nothing was started: check here
     print("error: the warm grade check server ended this check without an answer; run it again "
           f"({ENV}=0 checks without it)", file=sys.stderr, flush=True)
     return 1
+
+
+def ask(request: dict) -> dict | None:
+    """A notebook's check (``request``: the cells and what to check, ``check/magic.py``) answered by the warm server:
+    ``{"text", "html", "passed", "page", "problems", "seconds"}`` or ``{"error"}``; None where no server answers.
+    An interrupt (the stop button) closes the connection, which ends the check and its workers, and is raised."""
+    path = socket_path()
+    if path is None or not path.exists():
+        return None
+    body = json.dumps({**request, "kind": "notebook", "cwd": os.getcwd(), "env": dict(os.environ),
+                       "umask": _umask()}).encode()
+    started = False
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        try:
+            sock.connect(str(path))
+            if not _peer_is_us(sock):
+                return None
+            sock.sendall(len(body).to_bytes(8, "big") + body)
+            for answer in _lines(sock):
+                started = started or "pid" in answer
+                if "exit" in answer:
+                    return answer.get("answer") or {"error": "the check ended without an answer (exit status "
+                                                             f"{answer['exit']}); run it again"}
+        except (OSError, ValueError):
+            pass
+    return {"error": "the warm grade check server ended this check without an answer; run it again"} if started \
+        else None
+
+
+def ensure_started(seconds: float = 600.0) -> str | None:
+    """A warm server for this user, started (``python -m autograder.check.warm_server``, which loads torch and the
+    public cases, then leaves the server and ends) unless one answers already; None once it listens, else why not
+    (what the starting process said). An interrupt while it loads ends it: no process of ours is left loading."""
+    import subprocess
+
+    starting = subprocess.Popen([sys.executable, "-m", "autograder.check.warm_server"], stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        _, said = starting.communicate(timeout=seconds)
+    except BaseException:  # the stop button while torch loads, or too long: the loading process and its group end
+        with contextlib.suppress(OSError):
+            os.killpg(starting.pid, signal.SIGKILL)
+        starting.wait()
+        raise
+    if starting.returncode != 0:
+        return said.decode(errors="replace")[-2000:].strip() or f"it ended with status {starting.returncode}"
+    return None
 
 
 def _umask() -> int:
@@ -294,7 +344,7 @@ def _idle_seconds() -> float:
 def _serve(listener: socket.socket, path: Path) -> None:
     """Fork a child per check; when a child ends, its exit status goes back to its caller (the child itself holds
     no channel to the caller: its workers, forked from it, could otherwise write on it)."""
-    import select  # noqa: PLC0415 - the server's own
+    import select
 
     idle = _idle_seconds()
     ours = os.stat(path).st_ino
@@ -304,8 +354,9 @@ def _serve(listener: socket.socket, path: Path) -> None:
     os.set_blocking(wake_w, False)
     signal.signal(signal.SIGCHLD, lambda *_: None)
     signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
-    callers: dict[int, socket.socket] = {}  # a running check's pid -> its caller's connection
+    callers: dict[int, tuple[socket.socket, str]] = {}  # a running check's pid -> its caller's connection, its kind
     heard: dict[socket.socket, int] = {}  # the callers still there, watched: one that goes, ends its check
+    ending: dict[int, float] = {}  # a check whose caller went -> when it is killed, should it not have ended by then
     server = os.getpid()  # what each check dies with
     while True:
         ready = select.select([listener, wake_r, *heard], [], [], min(idle, 2.0))[0]
@@ -313,8 +364,16 @@ def _serve(listener: socket.socket, path: Path) -> None:
             with contextlib.suppress(OSError):
                 os.read(wake_r, 4096)
         for conn in [c for c in ready if c in heard]:
-            _end_if_gone(conn, heard)
-        _answer_ended(callers)
+            _end_if_gone(conn, heard, ending)
+        _answer_ended(callers, path.parent)
+        for pid, deadline in list(ending.items()):
+            if pid not in callers:
+                del ending[pid]
+            elif time.monotonic() > deadline:
+                for kill in (os.killpg, os.kill):
+                    with contextlib.suppress(OSError):
+                        kill(pid, signal.SIGKILL)
+                del ending[pid]
         heard = {c: pid for c, pid in heard.items() if pid in callers}
         if listener not in ready:
             if callers:
@@ -353,9 +412,9 @@ def _serve(listener: socket.socket, path: Path) -> None:
             for fd in (wake_r, wake_w):
                 os.close(fd)
             listener.close()
-            for other in (*callers.values(), conn):
+            for other in (*(c for c, _ in callers.values()), conn):
                 other.close()
-            _child(request, fds, server)  # never returns
+            _child(request, fds, server, path.parent)  # never returns
         for fd in fds:
             os.close(fd)
         try:
@@ -363,13 +422,14 @@ def _serve(listener: socket.socket, path: Path) -> None:
         except OSError:
             pass  # the caller is gone already: seen at once as gone, below
         conn.setblocking(False)
-        callers[pid] = conn
+        callers[pid] = (conn, request["kind"])
         heard[conn] = pid
 
 
-def _end_if_gone(conn: socket.socket, heard: dict[socket.socket, int]) -> None:
-    """A caller says nothing after its request: readable means it is gone (Ctrl-C before it heard the check's
-    pid, killed, its terminal closed). Its check, which writes to that caller's terminal, is ended with it."""
+def _end_if_gone(conn: socket.socket, heard: dict[socket.socket, int], ending: dict[int, float]) -> None:
+    """A caller says nothing after its request: readable means it is gone (Ctrl-C, the stop button, killed, its
+    terminal closed). Its check is interrupted, as Ctrl-C interrupts an in-process check: it ends its workers and
+    removes its folders; one that has not ended ``GRACE_SECONDS`` later is killed with its whole process group."""
     try:
         data = conn.recv(4096)
     except BlockingIOError:
@@ -379,22 +439,32 @@ def _end_if_gone(conn: socket.socket, heard: dict[socket.socket, int]) -> None:
     if data:
         return  # not ours to read: ignored
     pid = heard.pop(conn)
-    for kill in (os.killpg, os.kill):  # its group; the check itself, should it not have made its group yet
-        with contextlib.suppress(OSError):
-            kill(pid, signal.SIGKILL)
+    with contextlib.suppress(OSError):
+        os.kill(pid, signal.SIGINT)
+    ending[pid] = time.monotonic() + GRACE_SECONDS
 
 
-def _answer_ended(callers: dict[int, socket.socket]) -> None:
-    """Reap every ended child; tell each one's caller its exit status."""
+def _answer_ended(callers: dict[int, tuple[socket.socket, str]], folder: Path) -> None:
+    """Reap every ended child; tell each one's caller its exit status, and a notebook its answer."""
     for pid, status in ended_children():
-        conn = callers.pop(pid, None)
+        conn, kind = callers.pop(pid, (None, None))
+        answer = None
+        if kind == "notebook":
+            with contextlib.suppress(OSError, ValueError):
+                answer = json.loads(_answer_file(folder, pid).read_text(encoding="utf-8"))
+            with contextlib.suppress(OSError):
+                _answer_file(folder, pid).unlink()
         if conn is not None:
             code = os.waitstatus_to_exitcode(status)
             with contextlib.suppress(OSError):
                 conn.setblocking(True)
                 conn.settimeout(5.0)
-                conn.sendall(json.dumps({"exit": code if code >= 0 else 1}).encode() + b"\n")
+                conn.sendall(json.dumps({"exit": code if code >= 0 else 1, "answer": answer}).encode() + b"\n")
             conn.close()
+
+
+def _answer_file(folder: Path, pid: int) -> Path:
+    return folder / f"answer-{pid}.json"
 
 
 def _peer_is_us(conn: socket.socket) -> bool:
@@ -405,8 +475,9 @@ def _peer_is_us(conn: socket.socket) -> bool:
 
 
 def _receive(conn: socket.socket) -> tuple[dict | None, list[int]]:
+    """A request and its descriptors: a terminal's hands its three standard streams, a notebook's none."""
     data, fds, _flags, _addr = socket.recv_fds(conn, 65536, 3)
-    if len(fds) != 3 or len(data) < 8 or not _peer_is_us(conn):
+    if len(data) < 8 or not _peer_is_us(conn):
         return None, fds
     size = int.from_bytes(data[:8], "big")
     if size > MAX_REQUEST:
@@ -418,15 +489,19 @@ def _receive(conn: socket.socket) -> tuple[dict | None, list[int]]:
             return None, fds
         body += chunk
     request = json.loads(body)
-    return (request if type(request) is dict else None), fds
+    if type(request) is not dict:
+        return None, fds
+    request["kind"] = "notebook" if request.get("kind") == "notebook" and not fds else "terminal"
+    return (request if request["kind"] == "notebook" or len(fds) == 3 else None), fds
 
 
-def _child(request: dict, fds: list[int], server: int) -> None:  # pragma: no cover - a check's own process
-    """One check, in the caller's streams, folder and environment; its exit status is this process's."""
+def _child(request: dict, fds: list[int], server: int, folder: Path) -> None:  # pragma: no cover - a check's own
+    """One check, in the caller's folder and environment (a terminal's: in its streams too); its exit status is this
+    process's, a notebook's answer the file the server relays."""
     code = 1
     try:
         die_with_parent(server)  # a server killed mid-check takes its checks with it
-        os.setpgid(0, 0)  # the caller ends this group on Ctrl-C
+        os.setpgid(0, 0)  # a caller that goes ends this group
         signal.signal(signal.SIGINT, signal.default_int_handler)
         signal.signal(signal.SIGHUP, signal.SIG_DFL)
         for target, fd in zip((0, 1, 2), fds):
@@ -437,15 +512,21 @@ def _child(request: dict, fds: list[int], server: int) -> None:  # pragma: no co
         os.environ.clear()
         os.environ.update({str(k): str(v) for k, v in dict(request["env"]).items()})
         os.environ[ENV] = "0"  # this check runs here: it neither asks a server nor leaves one
-        for stream, (encoding, errors) in zip((sys.stdout, sys.stderr), request.get("encoding") or [[None, None]] * 2):
-            with contextlib.suppress(Exception):  # as the caller's own streams: encoding, errors handler, buffering
-                stream.reconfigure(encoding=encoding or stream.encoding, errors=errors or stream.errors,
-                                   line_buffering=os.isatty(stream.fileno()))
-        code = _check(request["options"])
+        if request["kind"] == "notebook":
+            code = _notebook(request, _answer_file(folder, os.getpid()))
+        else:
+            for stream, (encoding, errors) in zip((sys.stdout, sys.stderr),
+                                                  request.get("encoding") or [[None, None]] * 2):
+                with contextlib.suppress(Exception):  # as the caller's own streams: encoding, errors, buffering
+                    stream.reconfigure(encoding=encoding or stream.encoding, errors=errors or stream.errors,
+                                       line_buffering=os.isatty(stream.fileno()))
+            code = _terminal(request["options"])
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except KeyboardInterrupt:  # its caller went: its workers and folders are gone (the finally clauses), said to none
+        code = 130
     except BaseException:  # noqa: BLE001 - as an uncaught error of grade check: its traceback, status 1
-        import traceback  # noqa: PLC0415 - only on a failure
+        import traceback
 
         traceback.print_exc()
         code = 1
@@ -456,18 +537,51 @@ def _child(request: dict, fds: list[int], server: int) -> None:  # pragma: no co
         os._exit(code & 0xFF)
 
 
-def _check(options: dict) -> int:
-    """``grade check`` with these options, run as the command line runs it (``cli._run``: the same words for a
-    usage error, the same exit status)."""
-    from autograder.cli import _run  # noqa: PLC0415 - warm here (the student bundle's cli.py keeps it)
-    from autograder.commands import check as verb  # noqa: PLC0415 - warm here
+def _terminal(options: dict) -> int:
+    """``grade check`` with these options, as the command line runs it: the same words for a usage error, the same
+    exit status (``usage.exit_status``)."""
+    from autograder.check import checking
+    from autograder.usage import exit_status
 
     html_file = options.get("html_file")
-    try:
-        _run(verb.main, path=None if options.get("path") is None else Path(options["path"]),
-             steps=tuple(options.get("steps") or ()), as_json=bool(options.get("as_json")),
-             color=bool(options.get("color")), watch=False,
-             html_file=html_file if html_file is None or isinstance(html_file, bool) else Path(html_file))
-    except SystemExit as exc:
-        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    return exit_status(checking.terminal_check, path=None if options.get("path") is None else Path(options["path"]),
+                       steps=tuple(options.get("steps") or ()), data=checking.load(),
+                       as_json=bool(options.get("as_json")), color=bool(options.get("color")),
+                       html_file=html_file if html_file is None or isinstance(html_file, bool) else Path(html_file))
+
+
+def _notebook(request: dict, answer_file: Path) -> int:
+    """A notebook's check, its answer written (0600, a new file) where the server reads it."""
+    from autograder.check import checking
+
+    answer = checking.answer_cells(request)
+    fd = os.open(answer_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        json.dump(answer, out)
     return 0
+
+
+def main() -> int:
+    """``python -m autograder.check.warm_server``: load what a check needs, leave the server, end (``ensure_started``).
+    What stops it (no folder of ours, a broken torch) is said on standard error, with status 1."""
+    if not enabled():
+        print(f"no warm grade check server here ({ENV}=0, or no fork)", file=sys.stderr)
+        return 1
+    folder, refused = _folder()
+    if folder is None:
+        print(refused, file=sys.stderr)
+        return 1
+    from autograder.check import checking
+    from autograder.usage import UsageError
+
+    try:
+        checking.load()
+    except UsageError as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    start()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

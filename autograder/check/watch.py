@@ -33,7 +33,7 @@ def loop(path: Path, check_once: Callable[[], object], on_change: Callable[[set[
     """Check now, then again after each relevant change under ``path`` until Ctrl-C (or ``stop_event``).
 
     ``on_change``: called with the changed paths before each re-check (``grade check`` clears the screen)."""
-    import watchfiles  # noqa: PLC0415 - imported on first use: only --watch needs watchfiles
+    import watchfiles
 
     folder, relevant = watched(path)
     check_once()

@@ -4,14 +4,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from autograder import console
+from autograder.assign.build import assign as build
 from autograder.assign.strip import MarkerError
 from autograder.course import CourseError
 from autograder.usage import UsageError
 
 
 def main(course_file: Path = Path("course.yml")) -> int:
-    from autograder.assign.build import assign as build  # noqa: PLC0415 - imported on first use: torch is slow to load
-
     try:
         summary = build(course_file)
     except (CourseError, MarkerError) as exc:

@@ -31,7 +31,8 @@ def main(submissions: tuple[Path, ...] = (), out: Path = Path("results"), course
 
 
 def _check_executor(executor: str, scheduler: str | None, local_workers: int | None, n_jobs: int | None) -> None:
-    """--executor's options go together: --scheduler or --local-workers with dask only (one of them), --jobs with local."""
+    """--executor's options go together: --scheduler or --local-workers with dask only (one of them), --jobs with
+    local."""
     if executor == "local":
         if scheduler or local_workers:
             raise UsageError("--scheduler and --local-workers go with --executor dask")
@@ -41,7 +42,7 @@ def _check_executor(executor: str, scheduler: str | None, local_workers: int | N
     if n_jobs:
         raise UsageError("--jobs is for --executor local; on Dask, the workers are the jobs (--local-workers N)")
     try:
-        import distributed  # noqa: F401, PLC0415 - optional: the cluster extra
+        import distributed  # noqa: F401 - optional: the cluster extra
     except ImportError:
         raise UsageError("--executor dask needs Dask: pip install -e '.[cluster]' (docs/cluster.md)") from None
 
@@ -54,7 +55,7 @@ def _check_scheduler(scheduler: str | None, insecure: bool, ca_file, cert, key) 
             raise UsageError("--insecure-scheduler and --tls-* go with --scheduler ADDRESS (a LocalCluster has a key "
                              "of its own)")
         return None
-    from autograder.autograde.cluster import tls  # noqa: PLC0415 - optional: the cluster extra
+    from autograder.autograde.cluster import tls
 
     found = tls.credentials(ca_file, cert, key)
     why = tls.refusal(scheduler, insecure, found)

@@ -19,7 +19,7 @@ DEFAULT = Path("course.yml")
 
 def write_record(course_dir: Path, course_file: Path) -> Path:
     """Write ``course_dir/.attention-kit.yml`` naming ``course_file`` (absolute) and the kit's folder."""
-    import yaml  # noqa: PLC0415 - imported on first use: YAML only for a kit record
+    import yaml
 
     course_file = Path(course_file).resolve()
     path = Path(course_dir) / RECORD
@@ -33,7 +33,7 @@ def write_record(course_dir: Path, course_file: Path) -> Path:
 
 def read_record(folder: Path) -> Path | None:
     """The course.yml recorded in ``folder/.attention-kit.yml``, or None when there is no record."""
-    import yaml  # noqa: PLC0415 - imported on first use: YAML only for a kit record
+    import yaml
 
     path = Path(folder) / RECORD
     if not path.is_file():

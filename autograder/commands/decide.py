@@ -62,7 +62,7 @@ def main(name: str, results_dir: Path = Path("results"), score: float | None = N
 
 def _refresh(course_file: Path, results_dir: Path, course=None) -> None:
     """The class summary of ``results_dir``, written again so that it shows the decision (when there is one)."""
-    from autograder.autograde import summary  # noqa: PLC0415 - the summary's pages, only when there is one
+    from autograder.autograde import summary
 
     try:
         course = course or load_course(course_file)

@@ -25,7 +25,8 @@ def keys(store_dir: Path | None = None, url: str | None = None, rotate: bool = F
         console.note(f"the tool's key pair exists ({path}, mode 600): kept; --rotate makes a new one")
     else:
         tool_keys.make_private_key(path)
-        console.note(f"wrote the tool's private key to {path} (mode 600; never printed, never leave it in a repository)")
+        console.note(f"wrote the tool's private key to {path} (mode 600; never printed, never leave it in a "
+                     "repository)")
     if url:
         store.set_tool(base_url=url.rstrip("/"))
     base = store.tool("base_url")
@@ -63,7 +64,7 @@ def register(store_dir: Path | None, issuer: str, client_id: str, login_url: str
 
 def serve(store_dir: Path | None, host: str, port: int, url: str | None,
           idle_timeout: int | None = None) -> int:
-    from autograder.lti import server  # noqa: PLC0415 - optional: the lti extra
+    from autograder.lti import server
 
     store = _store(store_dir)
     if not store.private_key_path.exists():
@@ -102,7 +103,7 @@ def push(results_dir: Path, course: str, store_dir: Path | None = None, course_f
          dry_run: bool = False, ungraded: str = "blank") -> int:
     """``course``: the LMS course (``--lms-course``); ``course_file``: course.yml (``--course``); ``ungraded``:
     ``blank`` posts nothing for a hand-in the kit never graded and no person decided, ``zero`` posts the kit's score."""
-    from autograder.lti import push as pushing  # noqa: PLC0415 - optional: the lti extra
+    from autograder.lti import push as pushing
 
     store = _store(store_dir)
     _lms_course_named_as_course(store, course_file)

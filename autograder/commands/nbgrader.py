@@ -13,7 +13,7 @@ from . import course_location
 def main(dest: Path, course_file: Path = Path("course.yml"), assignment: str | None = None,
          force: bool = False) -> int:
     try:
-        from autograder.nbgrader_course.course_dir import CourseDirError, write_course  # noqa: PLC0415 - torch
+        from autograder.nbgrader_course.course_dir import CourseDirError, write_course
     except ImportError as exc:
         raise UsageError(f"grade nbgrader needs nbformat ({exc}): pip install -e '.[test]', "
                          "or pip install 'nbgrader>=0.9'") from None
@@ -45,8 +45,8 @@ def _keep_reference_answers(course_file: Path) -> tuple[int, Path] | None:
     """The reference's answer to every hidden case, computed now, as the course is built, and kept for every
     ``grade autograde`` of it (grading/suites/stored_answers.py), rather than at the start of its first batch.
     How many cases, and where; None where nothing is kept (``GRADE_REFERENCE_CACHE=0``, a folder not writable)."""
-    from autograder.grading.suites import stored_answers  # noqa: PLC0415 - torch
-    from autograder.grading.suites.session import Grader  # noqa: PLC0415 - torch
+    from autograder.grading.suites import stored_answers
+    from autograder.grading.suites.session import Grader
 
     if stored_answers.folder() is None:
         return None

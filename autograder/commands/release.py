@@ -5,13 +5,12 @@ from pathlib import Path
 
 from autograder import console
 from autograder.course import CourseError
+from autograder.release.bundle import build_release
 from autograder.release.student_code import ReleaseError
 from autograder.usage import UsageError
 
 
 def main(out: Path, zip_path: Path | None = None, course_file: Path = Path("course.yml")) -> int:
-    from autograder.release.bundle import build_release  # noqa: PLC0415 - imported on first use: torch is slow to load
-
     try:
         summary = build_release(out, course_file, zip_path)
     except (ReleaseError, CourseError, LookupError) as exc:

@@ -1,3 +1,5 @@
 """course.yml: the unit's steps, points, tolerances, visibility and limits."""
-from .load import CourseError, load_course  # noqa: F401 - the package's names
-from .schema import Course  # noqa: F401 - the package's names
+from .load import CourseError, load_course
+from .schema import Course
+
+__all__ = ["Course", "CourseError", "load_course"]

@@ -36,7 +36,8 @@ def summary(book: Gradebook, options: ExportOptions, fmt: str) -> list[str]:
     """Informational lines."""
     graded = book.graded
     counts = {k: sum(1 for e in graded if e.status == k) for k in (ON_TIME, IN_GRACE, LATE, UNDATED, NO_POLICY)}
-    parts = [f"{n} {label}" for label, n in (("on time", counts[ON_TIME]), ("within the grace period", counts[IN_GRACE]),
+    parts = [f"{n} {label}"
+             for label, n in (("on time", counts[ON_TIME]), ("within the grace period", counts[IN_GRACE]),
                                              ("late", counts[LATE]), ("undated", counts[UNDATED]),
                                              ("without a late policy", counts[NO_POLICY])) if n]
     lines = [f"exported {len(graded)} of {len(book.entries)} roster student(s) with a grade"
@@ -76,7 +77,8 @@ def warnings(book: Gradebook, options: ExportOptions, fmt: str) -> list[str]:
     ungraded = book.not_graded
     if ungraded:
         lines.append(f"{len(ungraded)} hand-in(s) the kit never graded, {UNGRADED_CELL[fmt, options.ungraded]}"
-                     + ("" if options.ungraded == "zero" else "; record a decision for each (grade decide NAME --score N "
+                     + ("" if options.ungraded == "zero"
+                        else "; record a decision for each (grade decide NAME --score N "
                         "--reason ...) or export the kit's zeros with --ungraded zero")
                      + ": " + _names(f"{e.student.label} ({e.submission.name}: {'; '.join(e.submission.ungraded)})"
                                      for e in ungraded))

@@ -112,7 +112,8 @@ def read_roster(path: Path) -> list[Student]:
             continue
         student = Student(line, name=name, **{k: values.get(k, "") for k in (*IDENTIFYING, "section")})
         if not student.keys():
-            raise RosterError(f"{path}, line {line}: {name or 'this row'} has no {' or '.join(c for c in IDENTIFYING if c in columns)}")
+            raise RosterError(f"{path}, line {line}: {name or 'this row'} has no "
+                              f"{' or '.join(c for c in IDENTIFYING if c in columns)}")
         students.append(student)
     if not students:
         raise RosterError(f"{path}: no students below the header row")

@@ -10,7 +10,7 @@ zero, as the student's own doing (tests/integration/test_decisions.py).
 from __future__ import annotations
 
 from autograder.outputs.results import Results
-from autograder.pages.class_list import MODULE, NOT_GRADED
+from autograder.intake.not_graded_words import MODULE, NOT_GRADED
 
 
 def reasons(results: Results) -> list[str]:

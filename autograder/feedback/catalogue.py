@@ -23,11 +23,13 @@ MISCONCEPTIONS = {
     "mask-hides-diagonal": ("the mask also hides each token from itself (triu(..., diagonal=0) or tril(..., "
                             "diagonal=-1)): mask only the future, j > i (triu(..., diagonal=1))"),
     "mask-wrong-corner": ("the mask is sliced from the wrong corner of the context_length mask (mask[:T, -T:]): rows "
-                          "with every entry masked give NaN when T < context_length; slice mask[:num_tokens, :num_tokens]"),
+                          "with every entry masked give NaN when T < context_length; slice mask[:num_tokens, "
+                          ":num_tokens]"),
     "queries-keys-swapped": "queries and keys swapped (keys @ queries.T)",
     "returned-weights": ("returned the attention weights instead of the context vectors: the output is the weights "
                          "applied to the values"),
-    "mean-instead-of-sum": "took a mean where a sum was expected (your values are the expected ones divided by their count)",
+    "mean-instead-of-sum": "took a mean where a sum was expected (your values are the expected ones divided by their "
+                           "count)",
     "normalized-by-total": ("divided by the sum of all entries instead of each row's own sum: "
                             "normalize with sum(dim=-1, keepdim=True)"),
     "weights-drawn-transposed": ("the weights are drawn transposed (torch.rand(d_out, d_in).T): draw "
@@ -51,7 +53,8 @@ MISCONCEPTIONS = {
     "seed-in-forward": ("torch.manual_seed(...) inside forward: your dropout mask is the same on every call, and not "
                         "the one the caller's seed gives; seed outside the module, never in forward"),
     "transposed": "your result is the transpose of the expected one: check the order of a matrix product or .T",
-    "rows-not-normalized": "your rows do not sum to 1: a normalization (softmax, or renormalizing after masking) is missing",
+    "rows-not-normalized": "your rows do not sum to 1: a normalization (softmax, or renormalizing after masking) is "
+                           "missing",
     "nan-in-result": ("your result contains NaN: 0/0 or inf/inf (an exp that overflowed), -inf times 0 (a mask or "
                       "dropout multiplied into -inf scores), or a softmax over scores that are all -inf (a query "
                       "that sees no key)?"),
@@ -68,7 +71,8 @@ MISCONCEPTIONS = {
     "mask-not-sliced": ("the mask is not sliced to the input's length: it is [context_length, context_length] and "
                         "the scores are [num_tokens, num_tokens]; slice it: {mask}[:num_tokens, :num_tokens]"),
     "batch-transposed-with-T": ("{name}.T reverses every dimension of a batch ([b, num_tokens, d] becomes "
-                                "[d, num_tokens, b]): transpose the last two only, {name}.transpose(1, 2) (or {name}.mT)"),
+                                "[d, num_tokens, b]): transpose the last two only, {name}.transpose(1, 2) (or "
+                                "{name}.mT)"),
     "view-not-contiguous": ("{name}.view(...) on a tensor that is not contiguous (a transpose leaves its memory in the "
                             "old order): {name}.contiguous().view(...), or {name}.reshape(...)"),
     "linear-weight-transposed": ("nn.Linear keeps its weight as [d_out, d_in]: call the layer ({layer}(x)), or "
@@ -84,11 +88,12 @@ MISCONCEPTIONS = {
     "assert-on-a-tuple": ("assert (condition, message) asserts a tuple, which is always true, so it never fails: "
                           "write assert condition, message (or raise ValueError(message))"),
     # a module's structure (``structure.py``: what its __init__ left unregistered)
-    "modules-in-a-plain-list": ("{attribute} is a plain Python {container} of modules, which nn.Module does not register: "
-                                "its layers' parameters are not your module's (and .eval() and .to() miss them); "
+    "modules-in-a-plain-list": ("{attribute} is a plain Python {container} of modules, which nn.Module does not "
+                                "register: its layers' parameters are not your module's (and .eval() and .to() miss "
+                                "them); "
                                 "use nn.ModuleList([...]) (or nn.ModuleDict)"),
-    "tensors-in-a-plain-list": ("{attribute} is a plain Python {container} of tensors, which nn.Module does not register: "
-                                "use nn.ParameterList([nn.Parameter(...), ...])"),
+    "tensors-in-a-plain-list": ("{attribute} is a plain Python {container} of tensors, which nn.Module does not "
+                                "register: use nn.ParameterList([nn.Parameter(...), ...])"),
     "plain-tensor-attribute": ("{attribute} is a plain tensor, not a parameter, so nn.Module does not register it: "
                                "wrap it, nn.Parameter(...)"),
     "buffer-not-registered": ("{attribute} is a plain tensor attribute, not a buffer: register it with "

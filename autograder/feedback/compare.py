@@ -55,7 +55,8 @@ def describe_difference(got: torch.Tensor, expected: torch.Tensor, tol: Toleranc
         shown_e, shown_g = (expected[row], got[row]) if row else (expected, got)
         differ = [not c for c in (close[row] if row else close).flatten().tolist()[:8]]
         places = decimals_to_show((e, g) for (e, g), d in zip(zip(shown_e.detach().double().flatten().tolist(),
-                                                                    shown_g.detach().double().flatten().tolist()), differ) if d)
+                                                                    shown_g.detach().double().flatten().tolist()),
+                                                              differ) if d)
         lines.append(f"expected {label}: {fmt_values(shown_e, places=places)}")
         lines.append(f"got      {label}: {fmt_values(shown_g, places=places)}")
     return lines
@@ -90,7 +91,8 @@ def compare_values(got, expected, tol: Tolerance, public: bool, what: str, mista
                 return lines
         if same(got, expected, tol):
             return lines
-        lines += [f"{what}: " + part if i == 0 else "  " + part for i, part in enumerate(describe_difference(got, expected, tol, public))]
+        lines += [f"{what}: " + part if i == 0 else "  " + part
+                  for i, part in enumerate(describe_difference(got, expected, tol, public))]
         lines += [likely_line(h) for h in likely(got, expected, mistakes)]
         return lines
     if isinstance(expected, (int, float)) and not isinstance(expected, bool):
@@ -100,7 +102,8 @@ def compare_values(got, expected, tol: Tolerance, public: bool, what: str, mista
             return [f"{what}: expected a number, got {kind_of(got, public)}"]
         if abs(got - expected) <= tol.atol + tol.rtol * abs(expected):
             return []
-        return [f"{what}: expected {expected:.6g}, got {got:.6g}" if public else f"{what}: the number differs from the expected one"]
+        return [f"{what}: expected {expected:.6g}, got {got:.6g}" if public
+                else f"{what}: the number differs from the expected one"]
     if isinstance(expected, (tuple, list)):
         if not isinstance(got, (tuple, list)) or len(got) != len(expected):
             return [f"{what}: expected {kind_of(expected)}, got {kind_of(got, public)}"]

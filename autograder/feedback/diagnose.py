@@ -29,7 +29,8 @@ def likely_from_values(got: torch.Tensor, expected: torch.Tensor) -> list[str]:
             hints.append(hint("transposed"))
             return hints
     if got.shape != expected.shape:
-        if got.dim() >= 2 and got.shape[-1] == got.shape[-2] == expected.shape[-2] and got.shape[:-1] == expected.shape[:-1]:
+        if (got.dim() >= 2 and got.shape[-1] == got.shape[-2] == expected.shape[-2]
+                and got.shape[:-1] == expected.shape[:-1]):
             hints.append(hint("returned-weights"))  # [.., T, T] where [.., T, d_out] was expected
         return hints
     if _hides_diagonal(got, expected):
@@ -56,13 +57,17 @@ def likely_from_values(got: torch.Tensor, expected: torch.Tensor) -> list[str]:
     if e.dim() >= 2 and e.shape[-1] == e.shape[-2]:
         upper = torch.triu(torch.ones(e.shape[-2:], dtype=torch.bool), diagonal=1)
         if (e[..., upper].abs() < 1e-12).all() and (g[..., upper].abs() > 1e-6).any():
-            hints.append(hint("no-causal-mask", "your result is not zero above the diagonal: future tokens are not masked out"))
+            hints.append(hint("no-causal-mask",
+                              "your result is not zero above the diagonal: future tokens are not masked out"))
         rows_e = e.sum(-1)
         if torch.allclose(rows_e, torch.ones_like(rows_e), atol=1e-4):
             rows_g = g.sum(-1)
             cols_g = g.sum(-2)
-            if torch.allclose(cols_g, torch.ones_like(cols_g), atol=1e-4) and not torch.allclose(rows_g, torch.ones_like(rows_g), atol=1e-4):
-                hints.append(hint("softmax-wrong-dim", "your columns sum to 1 instead of your rows: softmax (or the normalization) runs over the wrong dim"))
+            if (torch.allclose(cols_g, torch.ones_like(cols_g), atol=1e-4)
+                    and not torch.allclose(rows_g, torch.ones_like(rows_g), atol=1e-4)):
+                hints.append(hint("softmax-wrong-dim",
+                                  "your columns sum to 1 instead of your rows: softmax (or the normalization) runs "
+                                  "over the wrong dim"))
             elif not torch.allclose(rows_g, torch.ones_like(rows_g), atol=1e-4):
                 whole = g.sum((-2, -1))
                 if torch.allclose(whole, torch.ones_like(whole), atol=1e-4):
@@ -74,7 +79,8 @@ def likely_from_values(got: torch.Tensor, expected: torch.Tensor) -> list[str]:
 
 def _hides_diagonal(got: torch.Tensor, expected: torch.Tensor) -> bool:
     """Causal weights whose diagonal is masked too: zero (or NaN, a row with nothing left) on and above it."""
-    if got.shape != expected.shape or expected.dim() < 2 or expected.shape[-1] != expected.shape[-2] or expected.shape[-1] < 2:
+    if (got.shape != expected.shape or expected.dim() < 2 or expected.shape[-1] != expected.shape[-2]
+            or expected.shape[-1] < 2):
         return False
     e, g = expected.double(), got.double().nan_to_num(nan=0.0)
     on_or_above = torch.triu(torch.ones(e.shape[-2:], dtype=torch.bool), diagonal=0)

@@ -19,7 +19,8 @@ def dropout_problems(out, x: torch.Tensor, p: float, public: bool, *, needs_grap
     lines = []
     if not bool((zero | scaled).all()):
         if bool(((o - xd).abs() <= 1e-6).all()) and p > 0:
-            lines.append("your output equals the input: dropout was not applied (eval mode? a module created with p=0?)")
+            lines.append("your output equals the input: dropout was not applied (eval mode? a module created with "
+                         "p=0?)")
         else:
             lines.append(f"every entry must be 0 or input / (1 - p) = input * {1 / (1 - p):.4g}; yours are not"
                          " (kept entries must be rescaled by 1/(1-p))")
@@ -76,18 +77,20 @@ def module_dropout_problems(out, eval_out, p: float, heads: int, public: bool) -
     same = ((o - e).abs() <= 1e-5 + 1e-4 * e.abs()).all(-1)
     lines = []
     if bool(same.all()):
-        return [f"in training mode with dropout {p:g}, your output equals the eval-mode output: dropout was not applied "
-                "to the attention weights", likely_line(hint("dropout-missing-or-on-scores"))]
+        return [f"in training mode with dropout {p:g}, your output equals the eval-mode output: dropout was not "
+                "applied to the attention weights", likely_line(hint("dropout-missing-or-on-scores"))]
     if not bool((zero | scaled).all()):
         if bool((zero | same).all()):
-            lines.append(f"the attention weights dropout keeps must be rescaled by 1/(1-p) = {1 / (1 - p):.4g}: with one "
-                         "token, each head's output is all zeros or the eval-mode output / (1 - p); yours are not rescaled")
+            lines.append(f"the attention weights dropout keeps must be rescaled by 1/(1-p) = {1 / (1 - p):.4g}: with "
+                         "one token, each head's output is all zeros or the eval-mode output / (1 - p); yours are not "
+                         "rescaled")
         else:
-            lines.append("with one token, each head's attention weight is 1, so dropout on the attention weights leaves "
-                         "each head's output all zeros or the eval-mode output / (1 - p); yours are neither")
+            lines.append("with one token, each head's attention weight is 1, so dropout on the attention weights "
+                         "leaves each head's output all zeros or the eval-mode output / (1 - p); yours are neither")
             lines.append(likely_line(hint("dropout-on-values")))
     keep = 1 - zero.double().mean().item()
     slack = 6 * (p * (1 - p) / zero.numel()) ** 0.5 + 1e-9
     if abs(keep - (1 - p)) > slack:
-        lines.append(f"dropout kept {keep:.3f} of the heads' attention weights; with p={p:g} it keeps about {1 - p:.3f}")
+        lines.append(f"dropout kept {keep:.3f} of the heads' attention weights; with p={p:g} it keeps about "
+                     f"{1 - p:.3f}")
     return lines

@@ -37,7 +37,8 @@ def gradient_problems(state: str, inputs: list, params: list, tol: Tolerance, pu
     problems = []
     for name, got, expected in inputs:
         if got is None and expected is not None:
-            problems.append(f"no gradient reaches {name}: the graph from {name} to your output is cut (.detach()? a copy through numpy or a Python list?)")
+            problems.append(f"no gradient reaches {name}: the graph from {name} to your output is cut (.detach()? a "
+                            "copy through numpy or a Python list?)")
         elif expected is not None:
             problems += compare_values(got, expected, tol, public, f"gradient w.r.t. {name}")
     for name, got, expected in params:

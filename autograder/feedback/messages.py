@@ -76,7 +76,8 @@ def raised(error: dict, public: bool = True) -> list[str]:
 
 
 def modified_in_place(names: list) -> str:
-    return f"your code modified its input in place ({', '.join(names)}): use out-of-place operations (x / s, not x /= s)"
+    return (f"your code modified its input in place ({', '.join(names)}): use out-of-place operations "
+            "(x / s, not x /= s)")
 
 
 def should_be_parameter(index: int) -> str:

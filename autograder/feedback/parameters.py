@@ -32,7 +32,8 @@ def parameter_problems(expected: list, mine: list, tol: Tolerance, public: bool,
     if exp_names != my_names:
         lines = [f"expected parameters {exp_names} (in this order), got {redact_names(my_names, exp_names, public)}"]
         if sorted(exp_names) == sorted(my_names):
-            lines.append(Likely("likely: the parameters are created in a different order, so the seeded random draws land in the wrong matrices", "parameter-order"))
+            lines.append(Likely("likely: the parameters are created in a different order, so the seeded random draws "
+                                "land in the wrong matrices", "parameter-order"))
         else:
             lines += structure_hints(unregistered, public, missing_buffers=missing_buffers,
                                      no_parameters=not my_names)
@@ -45,31 +46,38 @@ def parameter_problems(expected: list, mine: list, tol: Tolerance, public: bool,
         shape, mine_shape = list(exp_shapes[name]), list(mine_shapes.get(name, []))
         if shapes_only or stride:
             if mine_shape != shape:
-                lines.append(f"parameter {name}: expected shape {shape}, got {redact_dims(mine_shape, set(shape), public)}")
+                lines.append(f"parameter {name}: expected shape {shape}, got "
+                             f"{redact_dims(mine_shape, set(shape), public)}")
             if shapes_only or mine_shape != shape:
                 continue
         sampled = stride and math.prod(shape) != e.numel()
         label = f"parameter {name}" + (f" (compared on every {stride}th value)" if sampled else "")
         lines += compare_values(by_name[name], e, tol, public, label)
     if lines and not shapes_only:
-        swapped = {n for n, e in expected for m, g in mine if n != m and list(exp_shapes[n]) == list(mine_shapes.get(m, []))
+        swapped = {n for n, e in expected for m, g in mine if n != m
+                   and list(exp_shapes[n]) == list(mine_shapes.get(m, []))
                    and tuple(e.shape) == tuple(g.shape) and same(g, e, tol)}
         transposed = [n for n, e in expected if n in by_name and isinstance(by_name[n], torch.Tensor)
-                      and by_name[n].dim() == 2 and tuple(by_name[n].shape) == tuple(e.shape) and not same(by_name[n], e, tol)
+                      and by_name[n].dim() == 2 and tuple(by_name[n].shape) == tuple(e.shape)
+                      and not same(by_name[n], e, tol)
                       and same(by_name[n].t().reshape(e.shape), e, tol)]
         if swapped:
-            lines.append(Likely("likely: the random draws landed in other parameters: create them in the specified order", "parameter-order"))
+            lines.append(Likely("likely: the random draws landed in other parameters: create them in the specified "
+                                "order", "parameter-order"))
         elif transposed:
             lines.append(Likely("likely: " + MISCONCEPTIONS["weights-drawn-transposed"], "weights-drawn-transposed"))
         else:
-            lines.append(Likely("likely: a different constructor or a different number of random draws (torch.rand vs torch.randn, nn.Linear vs nn.Parameter)", "different-constructor"))
+            lines.append(Likely("likely: a different constructor or a different number of random draws (torch.rand vs "
+                                "torch.randn, nn.Linear vs nn.Parameter)", "different-constructor"))
     mine_buffers = {n: list(s) for n, s in my_buffers}
     for name, shape in expected_buffers:
         if name not in mine_buffers:
             lines.append(f"no registered buffer named {name!r} (use self.register_buffer({name!r}, ...))")
-            lines += [h for h in structure_hints(unregistered, public, missing_buffers=[name]) if h.mid == "buffer-not-registered"]
+            lines += [h for h in structure_hints(unregistered, public, missing_buffers=[name])
+                      if h.mid == "buffer-not-registered"]
         elif mine_buffers[name] != list(shape):
-            lines.append(f"buffer {name!r}: expected shape {list(shape)}, got {redact_dims(mine_buffers[name], set(shape), public)}")
+            lines.append(f"buffer {name!r}: expected shape {list(shape)}, got "
+                         f"{redact_dims(mine_buffers[name], set(shape), public)}")
     if expect_count is not None:
         count = sum(math.prod(shape) for shape in mine_shapes.values())
         if count != expect_count:
@@ -88,7 +96,8 @@ def modules_after_problems(got, expected, module_names: list, tol: Tolerance, pu
     for i, wanted in enumerate(expected or []):
         module = module_names[i] if i < len(module_names) else f"module argument {i + 1}"
         mine = got[i] if i < len(got) and isinstance(got[i], (list, tuple)) else []
-        mine = [tuple(pair) for pair in mine if isinstance(pair, (list, tuple)) and len(pair) == 2 and isinstance(pair[0], str)]
+        mine = [tuple(pair) for pair in mine if isinstance(pair, (list, tuple)) and len(pair) == 2
+                and isinstance(pair[0], str)]
         exp_names, my_names = [n for n, _ in wanted], [n for n, _ in mine]
         if exp_names != my_names:
             lines.append(f"{module}: expected parameters {exp_names} after the call, got "

@@ -25,9 +25,11 @@ def structure_hints(found, public, *, missing_buffers=(), no_parameters: bool = 
             continue
         leaf = name.rsplit(".", 1)[-1]
         if fact.get("kind") == "modules":
-            lines.append(hint("modules-in-a-plain-list", attribute=f"self.{name}", container=str(fact.get("container"))))
+            lines.append(hint("modules-in-a-plain-list", attribute=f"self.{name}",
+                              container=str(fact.get("container"))))
         elif fact.get("kind") == "tensors":
-            lines.append(hint("tensors-in-a-plain-list", attribute=f"self.{name}", container=str(fact.get("container"))))
+            lines.append(hint("tensors-in-a-plain-list", attribute=f"self.{name}",
+                              container=str(fact.get("container"))))
         elif fact.get("kind") == "tensor" and leaf in missing_buffers:
             lines.append(hint("buffer-not-registered", attribute=f"self.{name}", leaf=leaf))
         elif fact.get("kind") == "tensor" and fact.get("requires_grad"):

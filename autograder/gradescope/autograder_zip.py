@@ -35,7 +35,8 @@ def entries(course_file: Path) -> list[tuple[str, Path | bytes]]:
     found: list[tuple[str, Path | bytes]] = [
         ("setup.sh", SETUP_SH.encode()),
         ("run_autograder", RUN_AUTOGRADER.encode()),
-        ("requirements.txt", requirements_txt(pins, "the Gradescope grading environment (setup.sh installs it)").encode()),
+        ("requirements.txt",
+         requirements_txt(pins, "the Gradescope grading environment (setup.sh installs it)").encode()),
         ("course.yml", course_file),
         ("pyproject.toml", root / "pyproject.toml"),
         ("README.md", root / "README.md"),

@@ -1,6 +1,8 @@
 """The two scripts Gradescope runs: ``setup.sh`` (once, building the image) and ``run_autograder``."""
 from __future__ import annotations
 
+import json
+
 from autograder.release.pins import TORCH_CPU_INDEX
 
 SETUP_SH = f"""#!/usr/bin/env bash
@@ -45,10 +47,17 @@ grep -v '^--' "$SOURCE/requirements.txt" > "$VENV/requirements.txt"
 # (a speed-up only: where they cannot be kept, each run computes its own, as it would without this line).
 "$VENV/bin/python" -m autograder.gradescope.reference_answers || echo "setup.sh: reference answers not kept" >&2
 # The source (the reference solutions, the hidden suites, course.yml, the kit) is root's alone: the grader runs as
-# root, its workers as other uids, which read none of it whatever the isolation the container allows (docs/gradescope.md).
+# root, its workers as other uids, which read none of it whatever the isolation the container allows
+# (docs/gradescope.md).
 # The venv the workers import torch from stays readable.
 chmod -R go-rwx "$SOURCE"
 """
+
+#: the results.json run_autograder writes when the grading runner wrote none (one line of JSON)
+ZERO_SCORE = {"score": 0, "execution_time": 0,
+              "output": "The autograder failed before it could grade this submission (its Python environment did not "
+                        "start). Your submission was not graded: please tell your instructor.",
+              "visibility": "visible", "stdout_visibility": "hidden", "tests": []}
 
 RUN_AUTOGRADER = """#!/usr/bin/env bash
 # Gradescope runs this for each submission: it grades $ROOT/submission into $ROOT/results/results.json.
@@ -67,8 +76,8 @@ status=$?
 if [ ! -s "$RESULTS" ]; then
     echo "run_autograder: the grading runner wrote no results (exit $status); writing a zero score" >&2
     cat > "$RESULTS" <<'JSON'
-{"score": 0, "execution_time": 0, "output": "The autograder failed before it could grade this submission (its Python environment did not start). Your submission was not graded: please tell your instructor.", "visibility": "visible", "stdout_visibility": "hidden", "tests": []}
+@ZERO_SCORE@
 JSON
 fi
 exit 0
-"""
+""".replace("@ZERO_SCORE@", json.dumps(ZERO_SCORE))

@@ -1,10 +1,10 @@
 """``check``: the object a hidden test uses to grade one count of one step.
 
 A test calls ``check.call(...)``, ``check.module(...)``, ``check.parameters(...)``, ``check.raises(...)``,
-``check.dropout(...)`` or ``check.module_dropout(...)`` once per case. Each builds a request, runs it against the reference (here, in
-the trusted process) and against the student (in a worker), judges the answers and raises
-:class:`StepFailure` with teaching feedback on the first failing case. Cases marked ``public`` are the
-course documents' own inputs: ``grade assign`` records them, with their expected answers, for
+``check.dropout(...)`` or ``check.module_dropout(...)`` once per case. Each builds a request, runs it against the
+reference (here, in the trusted process) and against the student (in a worker), judges the answers and raises
+:class:`StepFailure` with teaching feedback on the first failing case. Cases marked ``public`` are the course documents'
+own inputs: ``grade assign`` records them, with their expected answers, for
 ``grade check``.
 """
 from __future__ import annotations
@@ -134,7 +134,8 @@ class Check:
         if "modules_after" in case_["fields"]:  # each module argument as built, before the call: what was not copied
             case_["modules_before"] = [self._reference({"kind": "module", "target": a["$module"]["target"],
                                                         "init_args": a["$module"].get("init_args", []),
-                                                        "seed": a["$module"].get("seed"), "construct_only": True})["params"]
+                                                        "seed": a["$module"].get("seed"),
+                                                        "construct_only": True})["params"]
                                        for a in args if isinstance(a, dict) and "$module" in a]
         return case_, expected
 

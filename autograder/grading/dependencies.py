@@ -4,7 +4,7 @@ A step is graded beside correct stand-ins of the steps *before it* in the unit, 
 once: the wrapper calls ``CausalAttention`` (its reference does too), and a student's ``SelfAttention_v1``
 may call their own ``project`` and ``scaled_attention_weights`` (its reference does not). What the student's
 code names plays no part: every earlier step is held, whatever the code names, and none of them is the
-graded step's answer. Two rules keep it so (security issue 19):
+graded step's answer. Two rules keep it so:
 
 - never a later step: a later step's stand-in computes the earlier ones (the delegation attack);
 - never a stand-in whose reference reaches the graded step, directly or through another stand-in (that would

@@ -96,11 +96,13 @@ def collect(step: str, case: dict, expected: dict | None, got: dict, tol, public
         differ = _differ(mine.to(exp.dtype), exp, within_lower_precision(mine, exp, tol))
         if not differ:  # a float32 answer with the right values differs in its dtype only: nothing to draw
             continue
-        found = {"public": bool(public), "what": what, "shape": list(exp.shape), "dtype": str(exp.dtype).replace("torch.", ""),
+        found = {"public": bool(public), "what": what, "shape": list(exp.shape),
+                 "dtype": str(exp.dtype).replace("torch.", ""),
                  "differ": differ, "total": exp.numel()}
         if public:
             heads = _num_heads(step, case)
             found.update(case=case.get("name", ""), expected=_as_heads(exp, heads), yours=_as_heads(mine, heads),
-                         heads=heads or (exp.shape[1] if exp.dim() == 4 else None), cut=exp.numel() > MAX_HEADS * MAX_SIDE ** 2)
+                         heads=heads or (exp.shape[1] if exp.dim() == 4 else None),
+                         cut=exp.numel() > MAX_HEADS * MAX_SIDE ** 2)
         return found
     return None

@@ -3,19 +3,19 @@ where it changed what was graded.
 
 A worker runs a notebook's module cell by cell and goes on past a cell that raises, as nbgrader runs a notebook
 (``worker/submission.py``), and says which cells raised: a claim, which can only cost that student points. The
-trusted side names each cell from the source it staged (``check/cells.py``), and judges from that source alone
+trusted side names each cell from the source it staged (``intake/staged_cells.py``), and judges from that source alone
 whether the cell changed what was graded: it did when a step of its module that lost points is defined in that cell,
 or uses, itself or through the module's other functions and classes, a name the cell binds (an import that never
 ran: ``F`` undefined). A scratch cell at the end (``attn = book_inputs @ book_inputs``) changes nothing graded: it is
-named to the student, and no person is asked to look. tests/test_failed_cells.py shows both.
+named to the student, and no person is asked to look. tests/unit/test_ipython_cells.py shows both.
 """
 from __future__ import annotations
 
 import ast
 import re
 
-from autograder.check import cells
 from autograder.feedback.redact import redact_text
+from autograder.intake import staged_cells
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
@@ -51,7 +51,7 @@ def _bound_by_words(text: str) -> set[str]:
 
 def _pieces(text: str) -> list[tuple[int, str, ast.Module | None]]:
     found = []
-    for first, piece in cells.pieces(text):
+    for first, piece in staged_cells.pieces(text):
         try:
             tree = ast.parse(piece)
         except (SyntaxError, ValueError, RecursionError, MemoryError):

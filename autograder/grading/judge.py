@@ -2,8 +2,8 @@
 
 Judges are named so that recorded public cases (``grade check``) and live hidden cases use the same
 code: ``equal`` (outputs, and gradients when the case has an upstream gradient), ``parameters``
-(parameters drawn after seeding), ``raises``, ``dropout`` (the properties of dropout), ``module_dropout`` (a module's dropout in training mode, by
-its properties).
+(parameters drawn after seeding), ``raises``, ``dropout`` (the properties of dropout), ``module_dropout`` (a module's
+dropout in training mode, by its properties).
 
 What a judge says comes from ``autograder.feedback``, which the nbgrader notebooks carry too: a judge
 only unpacks the answer as the trusted side took it (``sandbox/answers.py``): values and gradients it compares,
@@ -79,7 +79,8 @@ def judge_equal(case: dict, expected: dict, got: dict, tol: Tolerance, public: b
     lines: list[str] = []
     for field in case.get("fields", ["output"]):
         if field == "output":
-            lines += compare_values(got.get("output"), expected.get("output"), tol, public, "output", case.get("mistakes"))
+            lines += compare_values(got.get("output"), expected.get("output"), tol, public, "output",
+                                    case.get("mistakes"))
         elif field == "modules_after":
             lines += modules_after_problems(got.get(field), expected.get(field), module_arg_names(case), tol, public,
                                             case.get("modules_before"))
@@ -87,7 +88,8 @@ def judge_equal(case: dict, expected: dict, got: dict, tol: Tolerance, public: b
             lines += compare_values(got.get(field), expected.get(field), tol, public, field.replace("_", " "))
     changed = mutated(case, got)
     if changed:
-        names = [case.get("arg_names", [])[i] if i < len(case.get("arg_names", [])) else f"argument {i}" for i in changed]
+        names = [case.get("arg_names", [])[i] if i < len(case.get("arg_names", [])) else f"argument {i}"
+                 for i in changed]
         lines.append(messages.modified_in_place(names))
     lines += after_output(lines, _gradient_problems(got, expected, tol, public, case.get("arg_names", [])))
     return Verdict(FAILED if lines else PASSED, lines, notes=_parameter_notes(case, expected, got))
@@ -126,7 +128,9 @@ def judge_raises(case: dict, expected: dict, got: dict, tol: Tolerance, public: 
     if error.get("not_attempted"):
         return Verdict(NOT_ATTEMPTED, [messages.NOT_ATTEMPTED])
     if error.get("type") != wanted and error.get("type") not in case.get("also_accepted", ()):
-        return Verdict(FAILED, [messages.wrong_exception(wanted, str(error.get("type")), str(error.get("message", "")), public)])
+        return Verdict(FAILED,
+                       [messages.wrong_exception(wanted, str(error.get("type")), str(error.get("message", "")),
+                                                 public)])
     return Verdict(PASSED)
 
 

@@ -4,9 +4,10 @@ A worker imports a module when the first of its steps comes (and what that modul
 that does not import costs its own steps, a module whose own code runs out of time costs its own steps (said once, as
 its own; the next module gets a fresh worker), and the modules importing a module that does not import are graded
 beside stand-ins of what it should have provided (``worker/submission.py``). A clean worker goes on to the next
-module's steps (``hygiene.py``; not one that holds much memory or printed much: that would reach the next module). A module read from a notebook runs cell by cell, past a cell that raises;
-each failing cell is a worker's claim (``cell_errors``), which can only cost that student points, and every place in
-a notebook's module is said as the notebook's cell (``check/cells.py``), never as the staged file's line."""
+module's steps (``hygiene.py``; not one that holds much memory or printed much: that would reach the next module). A
+module read from a notebook runs cell by cell, past a cell that raises; each failing cell is a worker's claim
+(``cell_errors``), which can only cost that student points, and every place in a notebook's module is said as the
+notebook's cell (``intake/staged_cells.py``), never as the staged file's line."""
 from __future__ import annotations
 
 import re
@@ -14,16 +15,14 @@ import shutil
 import time
 from pathlib import Path
 
-from autograder.check import cells
 from autograder.sandbox import argument_buffer, uids
 from autograder.sandbox.host import PROTOCOL, WorkerError
 from autograder.sandbox.per_request import PerRequest
-from autograder.sandbox.reference_server import ReferenceWorker, StandinCalls
-from autograder.sandbox.zygote import Zygote
 from autograder.worker import limits as worker_limits, tempdirs
 from autograder.worker.wire import STARTED
 from autograder.worker.errors import error, failed
 from autograder.sandbox import answers
+from autograder.intake import staged_cells
 
 from .dependencies import StandinPolicy
 from .own_source import OwnSource
@@ -100,8 +99,9 @@ LINE_CHARS = 200
 def student_line(folder: Path, where: dict, read: dict[str, list[str] | None] | None = None) -> dict:
     """``where`` with ``source``: the line it names, read on this side from the submission's own file in ``folder``
     (the staged copy), so its digits are the student's own and shown whole even on a hidden count; the worker's
-    ``text`` (its claim of that line: a syntax error's) is dropped. Where the worker showed no line, none is. The worker chooses only which line of the student's own files is
-    shown, as it chooses the line number already shown beside it. ``read``: files read so far (name -> lines)."""
+    ``text`` (its claim of that line: a syntax error's) is dropped. Where the worker showed no line, none is. The worker
+    chooses only which line of the student's own files is shown, as it chooses the line number already shown beside it.
+    ``read``: files read so far (name -> lines)."""
     if "text" not in where:  # the worker showed no line (an exception raised at run time): none is shown
         return where
     out = {k: v for k, v in where.items() if k != "text"}
@@ -193,11 +193,17 @@ def plans(sequence: list[tuple[tuple, dict]]) -> dict[int, tuple[list[dict], int
 class SubmissionRunner:
     """Executes requests for one submission, in its own sandbox: one worker serves step after step while it
     stays clean (a fresh one otherwise). A worker holds stand-ins only for the steps before the graded one that
-    dependencies.py allows; it serves a later step only if that step may hold all it already holds."""
+    dependencies.py allows; it serves a later step only if that step may hold all it already holds.
 
-    def __init__(self, zygote: Zygote, folder: Path, modules: list[str], standins: dict[str, str],
+    ``zygote`` opens the submission's sandbox: the separate zygote of a grader (``sandbox/zygote.py``) or
+    ``grade check``'s own process (``sandbox/local_zygote.py``); ``reference``, where the grader holds the reference,
+    is the reference worker that answers the stand-ins' calls (``sandbox/reference_server.py``: ``ReferenceWorker``).
+    Neither is imported here: ``grade check``, which has no reference, ships neither the separate zygote's client nor
+    the reference worker's (tests/unit/test_shipped_folders.py)."""
+
+    def __init__(self, zygote, folder: Path, modules: list[str], standins: dict[str, str],
                  time_limits: dict[str, float], limits: dict | None = None, *, uid_base: int = 0,
-                 reference: ReferenceWorker | None = None,
+                 reference=None,
                  submission_seconds: float | None = None, module_errors: dict | None = None,
                  policy: StandinPolicy | None = None, asked: dict[str, set[str]] | None = None,
                  batches: dict[int, tuple[list[dict], int]] | None = None,
@@ -303,11 +309,12 @@ class SubmissionRunner:
         if self._sandbox is None or self._sandbox.dead:
             self._sandbox = self.zygote.open({"folder": str(self.folder), "scratch": str(self.scratch_root / "work"),
                                               "limits": self.limits, **uids.for_students(self.uid_base),
-                                              "wall_seconds": self.submission_seconds and self.submission_seconds + WALL_MARGIN})
+                                              "wall_seconds":
+                                                  self.submission_seconds and self.submission_seconds + WALL_MARGIN})
         self._output = self.scratch_root / f"{step}.out"
         # Stand-ins are proxies: their calls come back on the worker's own channel and are answered by the
         # reference worker, for the stand-ins this worker holds only. No reference code reaches the sandbox.
-        calls = StandinCalls(self.reference, lambda: self._holds) if self.reference is not None else None
+        calls = self.reference.calls_for(lambda: self._holds) if self.reference is not None else None
         refused = sorted(m for m, e in self.module_errors.items() if e.get("type") != "MissingModule")
         self._worker = self._sandbox.spawn({"modules": self.modules, "notebooks": sorted(self.notebooks),
                                             "refused": refused}, self._output, budget, self.submission_seconds,
@@ -333,7 +340,8 @@ class SubmissionRunner:
         self.import_errors.update({m: e for m, e in answer["import_errors"].items() if m in self.modules})
         self.import_errors.update(self.module_errors)
         warned = self.own.verified(answers.warnings_said(answer.get("warnings")))
-        self.own.import_warnings = [*self.own.import_warnings, *(w for w in warned if w not in self.own.import_warnings)]
+        self.own.import_warnings = [*self.own.import_warnings,
+                                    *(w for w in warned if w not in self.own.import_warnings)]
         for module, found in answer["cell_errors"].items():
             if module in self.notebooks and module not in self.cell_errors and type(found) is list:
                 self.cell_errors[module] = [answers.student_error(e, "running the notebook") for e in found[:20]]
@@ -456,7 +464,7 @@ class SubmissionRunner:
 
     def _cell(self, module: str, line: int) -> str | None:
         text = self.staged_text(module)
-        return cells.place(text, line) if text is not None else None
+        return staged_cells.place(text, line) if text is not None else None
 
     def locate(self, err: dict) -> dict:
         """A student's error whose place is in a notebook's module: the notebook's cell added to its place
@@ -489,7 +497,8 @@ class SubmissionRunner:
         for err in self.cell_errors.get(module, []) if text else []:
             where = err.get("where") or {}
             line = where.get("line")
-            piece = next((p for first, p in reversed(cells.pieces(text)) if isinstance(line, int) and first <= line), "")
+            piece = next((p for first, p in reversed(staged_cells.pieces(text))
+                          if isinstance(line, int) and first <= line), "")
             if re.search(rf"^\s*(?:async\s+)?(?:def|class)\s+{re.escape(name)}\b", piece, re.M):
                 cell = where.get("cell") or self.named(module)
                 text = " ".join(str(where.get("text") or "").split())  # a syntax error's own line, as written

@@ -89,7 +89,8 @@ def nbgrader_submissions(course_dir: Path, assignment: str | None) -> tuple[list
     student, with the time nbgrader recorded (its ``timestamp.txt``)."""
     submitted = Path(course_dir) / "submitted"
     if not submitted.is_dir():
-        return [], {}, [f"{course_dir}: not an nbgrader course folder (no submitted/ in it; run nbgrader collect first)"]
+        return [], {}, [f"{course_dir}: not an nbgrader course folder (no submitted/ in it; run nbgrader collect "
+                        "first)"]
     students = sorted(p for p in submitted.iterdir() if p.is_dir() and not p.name.startswith("."))
     if assignment is None:
         names = sorted({a.name for s in students for a in s.iterdir() if a.is_dir() and not a.name.startswith(".")})

@@ -6,7 +6,7 @@ so IPython's syntax keeps its meaning: ``!pip install torch`` indented under ``i
 a call of the ``pinfo`` magic, ``%matplotlib inline`` a call of its magic. The intake runs the same transformer, so
 a notebook's module has the kernel's code; the sandbox's shell (``worker/ipython_shell.py``) gives each call its
 meaning when the module runs. Every line of a cell stays on its line, so a line of the staged module is a line of
-the cell (``check/cells.py`` names it).
+the cell (``staged_cells.py`` names it).
 
 Cell magics are settled here, where the cell's text is:
 
@@ -86,7 +86,8 @@ def _python(source: str, count: int) -> str:
     """IPython's transformation of line-level syntax, padded to ``count`` lines (a line continued with a backslash
     into a shell command becomes one); the source as it is where the transformer fails on it (the module's own
     compile then says what is wrong, on its line)."""
-    if not any(mark in source for mark in ("%", "!", "?", ">>>", "In [", "...")) and not source.lstrip("\n")[:1].isspace():
+    if (not any(mark in source for mark in ("%", "!", "?", ">>>", "In [", "..."))
+            and not source.lstrip("\n")[:1].isspace()):
         return source  # nothing the transformer changes (its syntax, pasted prompts, an indented cell): 0.4 ms a cell
     manager = _transformer()
     if manager is None:
@@ -159,7 +160,8 @@ def _shell_calls(text: str, lines: list[str]) -> list[str]:
         return []
     found = []
     for method, strings, node in _calls(tree):
-        if method in ("system", "getoutput") or (method == "run_line_magic" and strings[:1] and strings[0] in SHELL_MAGICS):
+        if (method in ("system", "getoutput")
+                or (method == "run_line_magic" and strings[:1] and strings[0] in SHELL_MAGICS)):
             line = lines[node.lineno - 1].strip() if node.lineno - 1 < len(lines) else ""
             if line and line not in found:
                 found.append(line)
@@ -192,4 +194,5 @@ def asks_for_input(source: str) -> bool:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return False
-    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "input" for n in ast.walk(tree))
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "input"
+               for n in ast.walk(tree))

@@ -58,7 +58,8 @@ def settle(dest: Path, made: dict[str, list[str]], reads: dict, exported: dict[s
             refused.append(f"{file} ({where})")
             continue
         text = (written.get(file, "") + text) if append else text
-        if (len(written) >= MAX_WRITTEN and file not in written) or len(text.encode("utf-8")) > hand_in_sizes.MAX_SOURCE:
+        if ((len(written) >= MAX_WRITTEN and file not in written)
+                or len(text.encode("utf-8")) > hand_in_sizes.MAX_SOURCE):
             refused.append(f"{file} ({where})")
             continue
         written[file] = text

@@ -139,7 +139,8 @@ def _source_refused(label: str, size: int) -> str:
 
 
 #: a module error's type, by the cause of the notebook error it comes from
-_NOTEBOOK_ERRORS = {"broken_notebook": "MalformedNotebook", "too_large": "UnreadableSource", "unreadable": "UnreadableSource"}
+_NOTEBOOK_ERRORS = {"broken_notebook": "MalformedNotebook", "too_large": "UnreadableSource",
+                    "unreadable": "UnreadableSource"}
 
 
 def _read(path: Path, reads: dict) -> "notebook.Read":
@@ -160,7 +161,8 @@ def _both_forms(root: Path, entries: dict, notebooks: list[str], modules: list[s
             continue
         data, _error, _cause = _read_source(Path(entry.path), entry.name)
         try:
-            text = notebook.module_source(root / f"{module}.ipynb", module, steps, _read(root / f"{module}.ipynb", reads))
+            text = notebook.module_source(root / f"{module}.ipynb", module, steps,
+                                          _read(root / f"{module}.ipynb", reads))
         except notebook.NotebookError:
             continue  # the .py file is graded, and the notebook's problem is not this module's
         use, note = both_forms.choose(module, (data or b"").decode("utf-8", "replace"), text, f"{module}.ipynb",
@@ -244,7 +246,8 @@ def copy_modules(root: Path, dest: Path, modules: list[str], steps: dict[str, li
         size = len(text.encode("utf-8"))
         if size > MAX_SOURCE:
             staged.module_errors[module] = _module_error(
-                "UnreadableSource", _source_refused(f"the code cells of {', '.join(sources)} for {module}", size), "too_large")
+                "UnreadableSource", _source_refused(f"the code cells of {', '.join(sources)} for {module}", size),
+                "too_large")
             continue
         (dest / f"{module}.py").write_text(text, encoding="utf-8")
         staged.notes.append(f"{module} was read from the code cells of {', '.join(sources)}")
@@ -353,10 +356,12 @@ def _stage(source: Path, name: str, dest: Path, staging: Path, modules: list[str
         hand_in_sizes.check_folder(source, source.name, IGNORED_DIRS)
         root, problem = find_root(source, modules)
         if problem:
-            return Staged(name, None, problem=f"{source.name}/: {problem}", cause=_root_cause(problem, source, "empty_folder"))
+            return Staged(name, None, problem=f"{source.name}/: {problem}",
+                          cause=_root_cause(problem, source, "empty_folder"))
         staged = copy_modules(root, dest, modules, steps)
     elif kind in kinds.OTHER_ARCHIVES:
-        return Staged(name, None, problem=f"{source.name}: a {kind} archive, which is not unpacked here; hand in a .zip "
+        return Staged(name, None,
+                      problem=f"{source.name}: a {kind} archive, which is not unpacked here; hand in a .zip "
                       "(or a .tar.gz) of your exercise files", cause="unsupported_archive")
     else:
         return Staged(name, None, problem=f"{source.name}: a {kind or 'file'} file, not your exercise code; hand in "
@@ -366,7 +371,8 @@ def _stage(source: Path, name: str, dest: Path, staging: Path, modules: list[str
     staged.name = name
     for path in [dest, *dest.iterdir()]:
         os.chmod(path, 0o755 if path.is_dir() else 0o644)
-    if len(staged.module_errors) == len(modules) and all(e["type"] == "MissingModule" for e in staged.module_errors.values()):
+    if len(staged.module_errors) == len(modules) and all(e["type"] == "MissingModule"
+                                                         for e in staged.module_errors.values()):
         staged.problem = f"{source.name}: none of {', '.join(m + '.py' for m in modules)} is in it"
         staged.cause = "no_modules"
     return staged

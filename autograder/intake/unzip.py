@@ -35,7 +35,8 @@ def _safe_name(name: str) -> PurePosixPath | None:
 
 def _before_opening(archive: Path) -> None:
     """The limits zipfile cannot keep itself: the archive's size, then the size of its list of entries, which
-    zipfile reads and turns into objects whole as it opens one (the end record, 22 bytes to 64 KB at its end, says it)."""
+    zipfile reads and turns into objects whole as it opens one (the end record, 22 bytes to 64 KB at its end, says
+    it)."""
     size = os.lstat(archive).st_size
     if size > hand_in_sizes.MAX_ARCHIVE:
         raise ArchiveError(hand_in_sizes.archive_refused(archive.name, size), "archive_too_large")
@@ -43,9 +44,11 @@ def _before_opening(archive: Path) -> None:
         end = zipfile._EndRecData(fp)  # zipfile's own reader of the end record, as ZipFile uses it
     if end is None:
         return  # not a zip: ZipFile says so
-    entries, listed = end[zipfile._ECD_ENTRIES_TOTAL], end[zipfile._ECD_SIZE]  # (private names: the same record's fields)
+    # (private names: the same record's fields)
+    entries, listed = end[zipfile._ECD_ENTRIES_TOTAL], end[zipfile._ECD_SIZE]
     if entries > MAX_ENTRIES:
-        raise ArchiveError(f"{archive.name} has {entries} entries; at most {MAX_ENTRIES} are accepted", "too_many_entries")
+        raise ArchiveError(f"{archive.name} has {entries} entries; at most {MAX_ENTRIES} are accepted",
+                           "too_many_entries")
     if listed > hand_in_sizes.MAX_DIRECTORY:
         raise ArchiveError(f"{archive.name}'s list of entries is {hand_in_sizes.words(listed)}; at most "
                            f"{hand_in_sizes.words(hand_in_sizes.MAX_DIRECTORY)} is accepted", "too_many_entries")
@@ -66,7 +69,8 @@ def extract(archive: Path, target: Path) -> list[str]:
         if not entries:
             raise ArchiveError(f"{archive.name} is empty", "empty_archive")
         if len(entries) > MAX_ENTRIES:
-            raise ArchiveError(f"{archive.name} has {len(entries)} entries; at most {MAX_ENTRIES} are accepted", "too_many_entries")
+            raise ArchiveError(f"{archive.name} has {len(entries)} entries; at most {MAX_ENTRIES} are accepted",
+                               "too_many_entries")
         total = 0
         for info in entries:
             total += info.file_size
@@ -74,7 +78,8 @@ def extract(archive: Path, target: Path) -> list[str]:
                 raise ArchiveError(f"{archive.name} unpacks to more than {MAX_BYTES // 2**20} MB; "
                                    "submit only your .py files", "too_large")
             if info.file_size > 2**20 and info.compress_size and info.file_size / info.compress_size > MAX_RATIO:
-                raise ArchiveError(f"{archive.name}: {info.filename} is compressed {info.file_size // info.compress_size}:1 "
+                raise ArchiveError(f"{archive.name}: {info.filename} is compressed "
+                                   f"{info.file_size // info.compress_size}:1 "
                                    "(a zip bomb?); it was not unpacked", "zip_bomb")
         for info in entries:
             name = _safe_name(info.filename)
@@ -96,7 +101,8 @@ def extract(archive: Path, target: Path) -> list[str]:
                     while chunk := src.read(1 << 16):
                         left -= len(chunk)
                         if left < 0:  # the header lied about the size
-                            raise ArchiveError(f"{archive.name} unpacks to more than it says; it was not unpacked", "zip_bomb")
+                            raise ArchiveError(f"{archive.name} unpacks to more than it says; it was not unpacked",
+                                               "zip_bomb")
                         out.write(chunk)
             except (zipfile.BadZipFile, EOFError, ValueError, NotImplementedError) as exc:
                 raise ArchiveError(f"{archive.name}: {info.filename} cannot be unpacked ({exc})") from None

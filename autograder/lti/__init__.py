@@ -18,15 +18,15 @@ The extra (``pip install -e '.[lti]'``) is imported only here, lazily: ``require
 """
 from __future__ import annotations
 
+import importlib
+
 from autograder.usage import UsageError
 
 
 def require() -> None:
     """Raise a UsageError naming the extra when pylti1p3next (or waitress, requests) is not installed."""
     try:
-        import jwcrypto  # noqa: F401, PLC0415 - optional: the lti extra
-        import pylti1p3  # noqa: F401, PLC0415 - optional: the lti extra
-        import requests  # noqa: F401, PLC0415 - optional: the lti extra
-        import waitress  # noqa: F401, PLC0415 - optional: the lti extra
+        for name in ("jwcrypto", "pylti1p3", "requests", "waitress"):
+            importlib.import_module(name)
     except ImportError as exc:
         raise UsageError(f"grade lti needs the lti extra ({exc.name} is missing): pip install -e '.[lti]'") from None

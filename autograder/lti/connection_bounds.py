@@ -5,7 +5,8 @@ reads each request whole before one of its few worker threads sees it, so an idl
 and a little memory, never a thread, and never blocks the accept loop. On top of that, these settings:
 
 - an idle connection (nothing received for ``IDLE_TIMEOUT`` seconds, no request being answered) is closed;
-  ``--idle-timeout`` changes it (tests/system/test_lti_hostile_network.py, test_an_idle_connection_is_closed_after_its_timeout);
+  ``--idle-timeout`` changes it (tests/system/test_lti_hostile_network.py,
+  test_an_idle_connection_is_closed_after_its_timeout);
 - a request body of ``MAX_BODY`` or more is answered 413 and its connection closed, from its Content-Length, before
   a byte of the body is read (a chunked body is cut off at ``MAX_BODY``); headers are capped at ``MAX_HEADERS``
   (test_an_oversized_body_is_refused_unread). A launch is a form post of an id_token and a state: a few kB, tens of

@@ -132,7 +132,8 @@ def _results_match(result: dict | None, payload: dict) -> bool:
 
 def push(store: Store, course_name: str, results_dir: Path, course_file: Path, match: str | None = None,
          resource_id: str | None = None, label: str | None = None, dry_run: bool = False,
-         retry: services.Retry | None = None, progress: bool | None = None, say=print, ungraded: str = "blank") -> Summary:
+         retry: services.Retry | None = None, progress: bool | None = None, say=print,
+         ungraded: str = "blank") -> Summary:
     """``ungraded``: ``blank`` posts nothing for a hand-in the kit never graded that no person decided (export/
     ungraded.py), ``zero`` posts its score; a person's decision (decision.json) is posted in the kit's place, an
     excuse posts nothing. Each is named in the summary."""

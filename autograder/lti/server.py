@@ -163,15 +163,16 @@ class ToolApp:
                  f"{' and '.join(services) or 'no service'}")
         missing = [s for s, ok in (("Assignment and Grade Services", course.lineitems_url),
                                    ("Names and Role Provisioning", course.memberships_url)) if not ok]
-        text = (f"Course {course.context_title!r} is ready: grade lti push RESULTS --lms-course {course.name}" if not missing
+        text = (f"Course {course.context_title!r} is ready: grade lti push RESULTS --lms-course {course.name}"
+                if not missing
                 else f"Course stored as {course.name}, but the launch gave no {' and no '.join(missing)}: enable them "
                      "in the tool's configuration in the LMS and launch again")
         return page(200, "Attention autograder", text)
 
 
 class ToolServer:
-    """The application on waitress, listening on ``host:port`` (IPv4, as before), within connection_bounds.py's bounds: idle
-    connections closed after ``idle_timeout`` seconds, at most ``max_connections`` at once (by default what the
+    """The application on waitress, listening on ``host:port`` (IPv4, as before), within connection_bounds.py's bounds:
+    idle connections closed after ``idle_timeout`` seconds, at most ``max_connections`` at once (by default what the
     open-files limit leaves room for), request bodies under ``connection_bounds.MAX_BODY``."""
 
     def __init__(self, store: Store, host: str, port: int, base_url: str | None = None, log=None,
@@ -225,7 +226,8 @@ def serve(store: Store, host: str, port: int, base_url: str | None, idle_timeout
                f"connections at once, request bodies under {connection_bounds.MAX_BODY / 2**20:g} MiB")
     if server.max_connections < connection_bounds.MAX_CONNECTIONS:
         server.log(f"  only {server.max_connections} connections fit in this process's {files} open files (hard "
-                   f"limit {hard}); raise it (ulimit -Hn, systemd's LimitNOFILE=) to allow {connection_bounds.MAX_CONNECTIONS}")
+                   f"limit {hard}); raise it (ulimit -Hn, systemd's LimitNOFILE=) to allow "
+                   f"{connection_bounds.MAX_CONNECTIONS}")
     try:
         server.serve_forever()
     except KeyboardInterrupt:

@@ -200,8 +200,8 @@ class Store:
         course = self.course(name)
         if course is None:
             known = ", ".join(c.name for c in self.courses()) or "none yet"
-            raise UsageError(f"--lms-course {name}: no such LMS course in {self.dir} (launched courses: {known}); launch the "
-                             "kit once from the LMS course while grade lti serve runs (docs/lti.md)")
+            raise UsageError(f"--lms-course {name}: no such LMS course in {self.dir} (launched courses: {known}); "
+                             "launch the kit once from the LMS course while grade lti serve runs (docs/lti.md)")
         if not self.platform(course.issuer, course.client_id):
             raise UsageError(f"course {name}: its platform {course.issuer} (client id {course.client_id}) is no "
                              "longer registered: grade lti register it again")

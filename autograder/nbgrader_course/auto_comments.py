@@ -18,7 +18,7 @@ NO_RESPONSE = "No response."
 
 def released(gb, assignment_id: str) -> dict[tuple[str, str], str]:
     """(notebook, cell name) -> the released source of each solution cell of the assignment, in one query."""
-    from nbgrader.api import Notebook, SolutionCell, SourceCell  # noqa: PLC0415 - an optional dependency
+    from nbgrader.api import Notebook, SolutionCell, SourceCell
 
     rows = gb.db.query(Notebook.name, SourceCell.name, SourceCell.source) \
         .join(SourceCell, SourceCell.notebook_id == Notebook.id) \

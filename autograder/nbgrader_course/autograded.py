@@ -75,8 +75,8 @@ def _identity(path: Path | None) -> tuple | None:
 def _student_cells(path: Path | None) -> list[tuple]:
     """The cells of a submitted notebook, each as ``(cell type, grade_id, solution, source text or None, counted)``:
     ``solution`` and ``counted`` (a grade, solution or locked cell, whose grade_id nbgrader keeps once) as nbgrader's
-    ``utils`` tell them; none for a broken notebook, nor for one over the intake's limit (``hand_in_sizes.MAX_NOTEBOOK``,
-    which staging refused: it is never read)."""
+    ``utils`` tell them; none for a broken notebook, nor for one over the intake's limit
+    (``hand_in_sizes.MAX_NOTEBOOK``, which staging refused: it is never read)."""
     if path is None or not path.is_file() or path.is_symlink():
         return []
     try:
@@ -92,7 +92,8 @@ def _student_cells(path: Path | None) -> list[tuple]:
         cell = cell if isinstance(cell, dict) else {}
         meta = _nbgrader(cell)
         read.append((cell.get("cell_type"), meta.get("grade_id"), bool(meta.get("solution")),
-                     _text(cell.get("source", "")), bool(meta.get("grade") or meta.get("solution") or meta.get("locked"))))
+                     _text(cell.get("source", "")),
+                     bool(meta.get("grade") or meta.get("solution") or meta.get("locked"))))
     return read
 
 
@@ -226,7 +227,8 @@ def build(master, answers: dict[int, str], verdicts: dict[str, list]):
     return NotebookNode({**master, "cells": cells})
 
 
-def write(dest: Path, course_dir: Path, assignment: str, submitted: Path, verdicts: dict[str, dict[str, list]]) -> list[Path]:
+def write(dest: Path, course_dir: Path, assignment: str, submitted: Path,
+          verdicts: dict[str, dict[str, list]]) -> list[Path]:
     """``dest``/<notebook>.ipynb for each master notebook of the assignment; ``verdicts``: notebook -> grade_id ->
     the test cell's outputs. A notebook the student did not hand in is written with no answers."""
     written = []

@@ -104,7 +104,8 @@ class Digest:
         total, squares = flat.sum().item(), (flat * flat).sum().item()
         if bad or abs(total - self.total) > 1e-3 + 1e-5 * abs(self.total) \
                 or abs(squares - self.squares) > 1e-3 + 1e-5 * abs(self.squares):
-            return [f"{what}: the values differ from the expected ones ({bad} of {len(self.sample)} sampled entries differ)"]
+            return [f"{what}: the values differ from the expected ones ({bad} of {len(self.sample)} sampled entries "
+                    "differ)"]
         return []
 
 
@@ -258,7 +259,8 @@ def _where(exc):
         return None
     last = frames[-1]
     cell = "ipykernel_" in last.filename or last.filename.startswith("<")
-    return {"file": "your cell" if cell else os.path.basename(last.filename), "line": last.lineno, "function": last.name}
+    return {"file": "your cell" if cell else os.path.basename(last.filename), "line": last.lineno,
+            "function": last.name}
 
 
 def _run(step, count, case, phase, call, public=True, init=None, x=None, module=None):
@@ -350,7 +352,8 @@ def check_function(fn, step, count, *, case, args, names=None, kwargs=None, seed
     output = _run(step, count, case, "call", lambda: fn(*args, **(kwargs or {})), public, x=args[0] if args else None)
     lines = _compare(output, expected, tol, public, "output", likely)
     if modules_after is not None:
-        mine = [[(n, p.detach().clone()) for n, p in a.named_parameters()] for a in args if isinstance(a, torch.nn.Module)]
+        mine = [[(n, p.detach().clone()) for n, p in a.named_parameters()] for a in args
+                if isinstance(a, torch.nn.Module)]
         modules = [names[i] for i, a in enumerate(args) if isinstance(a, torch.nn.Module)]
         lines += modules_after_problems(mine, modules_after, modules, tol, public, modules_before)
     notes = []  # said, never a reason to fail: as the hidden suites say them (grading/judge.py)
@@ -426,7 +429,8 @@ def check_module(cls, step, count, *, case, init, x, seed, expected, init_kwargs
         with torch.no_grad():
             for name, value in weights:
                 if tuple(own[name].shape) != tuple(value.shape):
-                    raise ValueError(f"parameter {name} has shape {list(own[name].shape)}, expected {list(value.shape)}")
+                    raise ValueError(f"parameter {name} has shape {list(own[name].shape)}, expected "
+                                     f"{list(value.shape)}")
                 own[name].copy_(value)
 
     if weights:
@@ -452,7 +456,8 @@ def check_module(cls, step, count, *, case, init, x, seed, expected, init_kwargs
     if upstream is not None:
         state = _backward(output, upstream)
         inputs = [("the input x", x.grad, (expected_grads or {}).get("x"))]
-        params = [(n, own[n].grad if n in own else NO_SUCH_PARAMETER, e) for n, e in (expected_param_grads or {}).items()]
+        params = [(n, own[n].grad if n in own else NO_SUCH_PARAMETER, e)
+                  for n, e in (expected_param_grads or {}).items()]
         lines += after_output(lines, gradient_problems(state, inputs, params, tol, public))
     if lines:
         _fail(step, count, case, lines)

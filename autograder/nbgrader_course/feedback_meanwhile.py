@@ -47,9 +47,9 @@ class FeedbackMeanwhile:
         if not self.usable or source is None:
             return
         try:
-            from autograder.outputs.results import read  # noqa: PLC0415 - on first use: the zygote starts before the pipeline loads
+            from autograder.outputs.results import read
 
-            from .nbgrader_gradebook import feedback_notebooks  # noqa: PLC0415 - nbformat, an optional dependency
+            from .nbgrader_gradebook import feedback_notebooks
 
             if self.staging is None:
                 try:
@@ -67,7 +67,7 @@ class FeedbackMeanwhile:
     def take(self, name: str, result: dict) -> None:
         """``autograded/<name>/<assignment>/``: the notebooks built meanwhile from this very ``result``, moved in;
         else built now."""
-        from .nbgrader_gradebook import feedback_notebooks  # noqa: PLC0415 - nbformat, an optional dependency
+        from .nbgrader_gradebook import feedback_notebooks
 
         built = self.staging / name / self.assignment if self.staging is not None and name in self.built else None
         if built is not None and built.is_dir() and self.built[name] == result:

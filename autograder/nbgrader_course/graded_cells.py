@@ -71,7 +71,8 @@ def function_call(case: Case, target: str) -> str:
     items += _public(case)
     items.append(("expected", literals.value(expected.get("output"))))
     if spec.get("check_parameter_type") and isinstance(expected.get("output_facts"), list):
-        items.append(("parameters", literals.value([bool((f or {}).get("parameter")) for f in expected["output_facts"]])))
+        items.append(("parameters",
+                      literals.value([bool((f or {}).get("parameter")) for f in expected["output_facts"]])))
     if "modules_after" in spec.get("fields", []):
         # as the worker answers it: each module argument's (name, value) parameters, in argument order
         items.append(("modules_after", "[" + ", ".join(literals.named(p) for p in expected["modules_after"]) + "]"))
@@ -124,7 +125,8 @@ def module_call(case: Case, target: str) -> list[str]:
         items.append(("expected_grads", "{'x': " + literals.value(x_grad) + "}"))
         # the parameters' gradients, as the reference's weights give them: in the data file (said, never read through)
         items.append(("expected_param_grads", "{" + "".join(
-            f"\n        {n!r}: {literals.kept_aside(g)}," for n, g in (expected.get("param_grads") or {}).items()) + "\n    }"))
+            f"\n        {n!r}: {literals.kept_aside(g)}," for n, g in (expected.get("param_grads") or {}).items())
+                      + "\n    }"))
     items += _likely(case)
     return [*note, _call("check_module", target, case, items)]
 

@@ -66,11 +66,13 @@ def _strip(source: str, name: str) -> tuple[str, set[str]]:
                 needs.add(target)
                 drop.append((node.lineno, node.end_lineno))
             elif node.level or (node.module or "").split(".")[0] not in ALLOWED_IMPORTS:
-                raise HelperError(f"{name} imports from {node.module}: a notebook has torch and the standard library only")
+                raise HelperError(f"{name} imports from {node.module}: a notebook has torch and the standard library "
+                                  "only")
         elif isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.name.split(".")[0] not in ALLOWED_IMPORTS:
-                    raise HelperError(f"{name} imports {alias.name}: a notebook has torch and the standard library only")
+                    raise HelperError(f"{name} imports {alias.name}: a notebook has torch and the standard library "
+                                      "only")
     for node in ast.walk(tree):  # imports inside functions are not pasted away: none may name the package
         if isinstance(node, ast.ImportFrom) and node not in tree.body and _module_name(node, name):
             raise HelperError(f"{name} imports {node.module} inside a function: import it at the top")
@@ -123,7 +125,8 @@ def pasted(module_names: list[str]) -> list[tuple[str, str]]:
         text, _ = _strip(inspect.getsource(importlib.import_module(name)), name)
         for defined in _defined(text):
             if defined in seen:
-                raise HelperError(f"{defined} is defined by both {seen[defined]} and {name}: they share {FILE}'s namespace")
+                raise HelperError(f"{defined} is defined by both {seen[defined]} and {name}: they share {FILE}'s "
+                                  "namespace")
             seen[defined] = name
         out.append((name, text))
     return out
@@ -134,7 +137,8 @@ def module_source(tolerances: dict[str, tuple], data_file: str | None = None) ->
     float32, (rtol, atol) of float64)), the data file's name and ``__all__`` (``EXPORTS``)."""
     parts = ['"""The checking helper of the notebooks beside this file: what their test cells call.\n\n'
              "Written by the attention autograder kit's `grade nbgrader`; each notebook imports it in its locked\n"
-             "\"checking helper\" cell. The same tolerances, comparisons, likely mistakes and messages as `grade check`\n"
+             "\"checking helper\" cell. The same tolerances, comparisons, likely mistakes and messages as `grade "
+             "check`\n"
              "(the kit's autograder/feedback package), then the code that runs your functions and classes in the\n"
              "notebook (autograder/nbgrader_course/cell_runner.py). Do not edit it: grading uses the course's copy.\n"
              '"""']

@@ -135,7 +135,8 @@ def expression(t: torch.Tensor) -> str | None:
     shape, dt = list(t.shape), _dtype_arg(t.dtype)
     if t.numel() == 0:
         return f"torch.empty({shape}{dt})"
-    if t.dtype not in (torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.int32, torch.int64, torch.bool):
+    if t.dtype not in (torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.int32, torch.int64,
+                       torch.bool):
         return None
     flat = t.reshape(-1)
     first = flat[0]
@@ -178,9 +179,11 @@ def tensor(t: torch.Tensor) -> str:
 
 
 def kept_aside(t: torch.Tensor) -> str:
-    """A tensor no student reads (a likely mistake's values): in the data file when one is in use, else as ``tensor``."""
+    """A tensor no student reads (a likely mistake's values): in the data file when one is in use, else as
+    ``tensor``."""
     if _STORE[0] is not None and t.numel() > EXPRESSION_OVER and t.dtype in WRITTEN_DTYPES:
-        return f'D("{_STORE[0].add(torch.Tensor._make_subclass(torch.Tensor, t.detach()) if type(t) is not torch.Tensor else t)}")'
+        plain = torch.Tensor._make_subclass(torch.Tensor, t.detach()) if type(t) is not torch.Tensor else t
+        return f'D("{_STORE[0].add(plain)}")'
     return tensor(t)
 
 

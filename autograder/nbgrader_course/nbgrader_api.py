@@ -33,8 +33,8 @@ def import_nbgrader_api():
     with _absent(SLOW):
         _package_first("nbgrader", importing)
         try:
-            import nbgrader.api  # noqa: PLC0415 - optional: nbgrader is no dependency of the kit
-            import nbgrader.utils  # noqa: PLC0415 - the gradebook's writer uses it too
+            import nbgrader.api
+            import nbgrader.utils
         finally:
             importing.clear()
     return nbgrader.api

@@ -20,7 +20,8 @@ def _cell_id(grade_id: str) -> str:
     return _ID_CHARS.sub("-", grade_id)[:64]
 
 
-def _meta(cell_type: str, grade_id: str, *, grade: bool, solution: bool, locked: bool, points: float | None = None) -> dict:
+def _meta(cell_type: str, grade_id: str, *, grade: bool, solution: bool, locked: bool,
+          points: float | None = None) -> dict:
     meta = {"grade": grade, "solution": solution, "locked": locked, "grade_id": grade_id,
             "schema_version": SCHEMA_VERSION, "cell_type": cell_type}
     if grade:

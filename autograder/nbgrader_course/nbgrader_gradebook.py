@@ -45,9 +45,9 @@ def write(course_dir: Path, assignment: str, results: dict[str, dict], db_url: s
     score, not waiting for manual grading (else the formgrader lists every submission as waiting for it). A regrade
     keeps a score a grader entered by hand in the formgrader and flags that cell for review, as nbgrader does (but
     in a notebook not handed in, which nbgrader flags for nothing)."""
-    from nbgrader.api import (  # noqa: PLC0415 - an optional dependency
+    from nbgrader.api import (
         Comment, Grade, GradeCell, Gradebook, MissingEntry, SolutionCell, Student, SubmittedAssignment)
-    from nbgrader.utils import parse_utc  # noqa: PLC0415 - optional: nbgrader is no dependency of the kit
+    from nbgrader.utils import parse_utc
 
     db_url = db_url or f"sqlite:///{Path(course_dir).resolve() / 'gradebook.db'}"
     written = 0
@@ -57,7 +57,7 @@ def write(course_dir: Path, assignment: str, results: dict[str, dict], db_url: s
         except MissingEntry:
             raise GradebookError(f"the gradebook has no assignment {assignment!r}: run `nbgrader generate_assignment "
                                  f"{assignment}` in {course_dir} first") from None
-        from .autograded import master_notebooks  # noqa: PLC0415 - imported on first use: torch is slow to load
+        from .autograded import master_notebooks
 
         if not master_notebooks(course_dir, assignment):  # autograded/ is built from them
             raise GradebookError(f"{course_dir} has no source/{assignment}/*.ipynb (nor release/{assignment}/): "
@@ -66,7 +66,8 @@ def write(course_dir: Path, assignment: str, results: dict[str, dict], db_url: s
         known_submissions = dict(gb.db.query(SubmittedAssignment.student_id, SubmittedAssignment.id)
                                  .filter(SubmittedAssignment.assignment_id == found.id))
         grade_ids = _row_ids(gb, found.id, Grade, GradeCell)
-        notebooks = [(nb.id, nb.name, [(c.id, c.name) for c in nb.grade_cells], [(c.id, c.name) for c in nb.solution_cells],
+        notebooks = [(nb.id, nb.name, [(c.id, c.name) for c in nb.grade_cells],
+                      [(c.id, c.name) for c in nb.solution_cells],
                       [c.id for c in nb.task_cells]) for nb in found.notebooks]
         sources = auto_comments.released(gb, found.id)
         comment_ids = _row_ids(gb, found.id, Comment, SolutionCell) if submitted else {}
@@ -125,8 +126,8 @@ class Rows:
         self.comments.append({"row": comment_id, "text": text})
 
     def execute(self, db) -> None:
-        from nbgrader.api import Comment, Grade, Student, SubmittedAssignment, SubmittedNotebook  # noqa: PLC0415 - an optional dependency
-        from sqlalchemy import bindparam, insert, update  # noqa: PLC0415 - nbgrader's dependency
+        from nbgrader.api import Comment, Grade, Student, SubmittedAssignment, SubmittedNotebook
+        from sqlalchemy import bindparam, insert, update
 
         for table in (Student, SubmittedAssignment, SubmittedNotebook, Grade, Comment):  # each row after what it names
             if table in self.new:
@@ -153,9 +154,10 @@ def _new_submission(rows: Rows, assignment_id: str, notebooks: list, student: st
     """The rows nbgrader's ``Gradebook.add_submission`` creates for a new submission (0.9.6, api.py: the submission,
     a submitted notebook per notebook of the assignment, a Grade per grade cell, a Comment per solution cell, a
     Comment and a Grade per task cell), with ``scores`` ((notebook, cell name) -> points) in their grade cells and
-    ``comments`` ((notebook, cell name) -> nbgrader's auto comment, ``auto_comments.py``) in their solution cells' comments;
-    ids made as nbgrader makes them. Its grades of grade cells by (notebook, cell name), as ``_row_ids`` gives them."""
-    from nbgrader.api import Comment, Grade, SubmittedAssignment, SubmittedNotebook, new_uuid  # noqa: PLC0415 - an optional dependency
+    ``comments`` ((notebook, cell name) -> nbgrader's auto comment, ``auto_comments.py``) in their solution cells'
+    comments; ids made as nbgrader makes them. Its grades of grade cells by (notebook, cell name), as ``_row_ids`` gives
+    them."""
+    from nbgrader.api import Comment, Grade, SubmittedAssignment, SubmittedNotebook, new_uuid
 
     submission = new_uuid()
     rows.add(SubmittedAssignment, id=submission, assignment_id=assignment_id, student_id=student, timestamp=when)
@@ -169,7 +171,8 @@ def _new_submission(rows: Rows, assignment_id: str, notebooks: list, student: st
             rows.add(Grade, id=grades[(name, cell)], notebook_id=submitted, cell_id=cell_id, auto_score=score,
                      needs_manual_grade=score is None)
         for cell_id, cell in solution_cells:
-            rows.add(Comment, id=new_uuid(), notebook_id=submitted, cell_id=cell_id, auto_comment=comments.get((name, cell)))
+            rows.add(Comment, id=new_uuid(), notebook_id=submitted, cell_id=cell_id,
+                     auto_comment=comments.get((name, cell)))
         for cell_id in task_cells:  # (every row of a table with the same keys: one statement for them all)
             rows.add(Comment, id=new_uuid(), notebook_id=submitted, cell_id=cell_id, auto_comment=None)
         for cell_id in task_cells:
@@ -183,7 +186,7 @@ def _row_ids(gb, assignment_id: str, table, cells) -> dict:
     ``cells`` (GradeCell, SolutionCell) by (notebook, cell name), in one query for the class (``find_grade`` per cell
     costs a query and a flush each: 12 of the 29 s that ``grade autograde --nbgrader`` took for 32 students,
     bench/RESULTS.md)."""
-    from nbgrader.api import Notebook, SubmittedAssignment, SubmittedNotebook  # noqa: PLC0415 - an optional dependency
+    from nbgrader.api import Notebook, SubmittedAssignment, SubmittedNotebook
 
     rows = gb.db.query(SubmittedAssignment.student_id, Notebook.name, cells.name, table.id) \
         .join(cells, cells.id == table.cell_id) \
@@ -202,7 +205,7 @@ def feedback_notebooks(course_dir: Path, assignment: str, student: str, submitte
     """``autograded/<student>/<assignment>/``: the course's own notebooks with the student's answers, each test
     cell showing the kit's verdict and nothing else of the submitted notebooks (``autograded.py``). ``into``: a
     folder other than the course's ``autograded/`` (``feedback_meanwhile.py`` builds there first)."""
-    from . import autograded  # noqa: PLC0415 - nbformat, an optional dependency
+    from . import autograded
 
     pictures = embedded_pictures(result)  # the feedback page's pictures of failing public cases, by test name
     verdicts: dict[str, dict[str, list]] = {}

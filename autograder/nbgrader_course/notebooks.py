@@ -58,7 +58,8 @@ def build_notebook(course, module: str, solutions: Path, cases: dict[tuple[str, 
     nb = v4.new_notebook()
     nb.metadata["kernelspec"] = dict(KERNELSPEC)
     nb.metadata["language_info"] = {"name": "python"}
-    nb.cells.append(nbgrader_cells.markdown(prose.notebook_intro(course.title, module, source, points, len(steps)), "intro"))
+    nb.cells.append(nbgrader_cells.markdown(prose.notebook_intro(course.title, module, source, points, len(steps)),
+                                            "intro"))
     nb.cells.append(nbgrader_cells.read_only(setup_source(imports), "setup"))
     nb.cells.append(nbgrader_cells.read_only(helper.import_cell(), "checking_helper"))
     for other, (taken, pieces) in borrowed.items():
@@ -74,8 +75,8 @@ def build_notebook(course, module: str, solutions: Path, cases: dict[tuple[str, 
         number += 1
         spec = course.steps[step]
         counts = {c: (cs.points, cs.visibility) for c, cs in spec.counts.items()}
-        nb.cells.append(nbgrader_cells.markdown(prose.step_intro(number, spec.title, name, source.docstrings[name], counts),
-                                       f"about_{name}"))
+        intro = prose.step_intro(number, spec.title, name, source.docstrings[name], counts)
+        nb.cells.append(nbgrader_cells.markdown(intro, f"about_{name}"))
         nb.cells.append(nbgrader_cells.solution(piece, name))
         for count, cspec in spec.counts.items():
             code = graded_cells.count_cell(step, count, cspec.points, cases[(step, count)], data)

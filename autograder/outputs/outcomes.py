@@ -77,7 +77,8 @@ class StepOutcome:
         mids: list[str | None] = []
         for c in self.counts:
             if c.status != PASSED:
-                for h, mid in zip(c.likely, c.misconceptions if len(c.misconceptions) == len(c.likely) else [None] * len(c.likely)):
+                named = c.misconceptions if len(c.misconceptions) == len(c.likely) else [None] * len(c.likely)
+                for h, mid in zip(c.likely, named):
                     if h not in found:
                         found.append(h)
                         mids.append(mid)

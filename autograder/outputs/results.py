@@ -3,9 +3,9 @@
 The format is Gradescope's (https://gradescope-autograders.readthedocs.io/en/latest/specs/): ``score``,
 ``execution_time``, ``output``, ``visibility``, ``stdout_visibility``, ``tests[]`` (``name``, ``number``,
 ``score``, ``max_score``, ``status``, ``output``, ``tags``, ``visibility``), ``output_format`` and
-``test_output_format`` (the top-level output is the feedback page's HTML, the tests' outputs text), plus the kit's ``extra_data``
-(``submission``, ``submitted_at``, ``submission_hash``, ``grader_hash``, ``isolation``, ``grader_errors``, and
-``problems``: what a person should look at, as data; Gradescope ignores ``extra_data``).
+``test_output_format`` (the top-level output is the feedback page's HTML, the tests' outputs text), plus the kit's
+``extra_data`` (``submission``, ``submitted_at``, ``submission_hash``, ``grader_hash``, ``isolation``,
+``grader_errors``, and ``problems``: what a person should look at, as data; Gradescope ignores ``extra_data``).
 ``grade autograde`` writes it (``write_atomic``); resume, the class summary and ``grade export`` read it
 (``read``), and a file they cannot use is said in the reader's terms (``ResultsError``).
 """

@@ -3,7 +3,8 @@ feedback page), and first the submissions that need a person, with why.
 
 Built from what results.json says as data, never from its words: ``extra_data.problems`` (not graded and
 why, a module not graded and why, timed out, a limit hit and which, the worker died, a broken protocol, the
-grader's own failures; grading/suites/problems.py, each set by the trusted side from what it saw: no student's words), ``extra_data.grader_errors`` and grader_errors.log,
+grader's own failures; grading/suites/problems.py, each set by the trusted side from what it saw: no student's words),
+``extra_data.grader_errors`` and grader_errors.log,
 ``extra_data.submitted_at`` with course.yml's ``late_policy`` (export/late_policy.py, as ``grade export``
 applies it), a results.json that cannot be read, and, when ``grade autograde --roster`` gave one, the
 roster (export/roster.py: who is not on it, who matches several students, who handed nothing in).
@@ -14,7 +15,7 @@ from datetime import datetime
 from html import escape
 from urllib.parse import quote
 
-from autograder.intake.hand_in_sizes import MAX_ARCHIVE, MAX_ENTRIES, MAX_NOTEBOOK, MAX_UNPACKED, words
+from autograder.intake.not_graded_words import MODULE, NOT_GRADED
 
 #: the needs-a-person categories, in the order the list shows them
 CATEGORIES = {
@@ -34,33 +35,14 @@ CATEGORIES = {
 }
 #: the short word of each category, for the table's status column and the terminal
 SHORT = {
-    "not_graded": "not graded", "module_not_graded": "module not graded", "timed_out": "timed out", "cell_failed": "cell raised",
+    "not_graded": "not graded", "module_not_graded": "module not graded", "timed_out": "timed out",
+    "cell_failed": "cell raised",
     "limit": "limit hit", "crashed": "worker died", "protocol": "answers not taken", "grader_error": "grader error",
     "unreadable_results": "results unreadable", "not_on_roster": "not on roster", "ambiguous": "ambiguous",
     "no_submission": "no submission", "beside": "a file beside it",
 }
 #: the list of hand-ins a person has decided (decision.json: outputs/decision.py), apart from those still to look at
 DECIDED = "Decided by a person"
-#: why a submission was not graded at all (intake/stage.py's Staged.cause)
-NOT_GRADED = {
-    "corrupt": "corrupt zip", "empty_archive": "empty zip", "empty_folder": "empty folder",
-    "no_modules": "none of the module files in it", "several_copies": "several copies of the modules",
-    "symlink": "a symbolic link, not the files", "unsupported": "not a folder, .zip or notebook",
-    "unreadable": "unreadable hand-in", "too_many_entries": f"zip with too many entries (over {MAX_ENTRIES})",
-    "too_large": f"zip unpacking to over {words(MAX_UNPACKED)}", "zip_bomb": "zip bomb",
-    # the size limits, checked before a hand-in is read (intake/hand_in_sizes.py)
-    "notebook_too_large": f"notebook over {words(MAX_NOTEBOOK)}", "archive_too_large": f"zip over {words(MAX_ARCHIVE)}",
-    "folder_too_large": f"folder over {words(MAX_UNPACKED)}",
-    "too_many_files": f"folder of over {MAX_ENTRIES} files and folders",
-    "staging_error": "the grader failed while staging it (grader_errors.log)",
-    # what was handed in (intake/discover.py, intake/stage.py)
-    "unsupported_archive": "an archive of a kind not unpacked (not .zip or .tar.gz)", "not_code": "not code (a note?)",
-    "single_file": "a single .py not named after a module", "empty_file": "an empty file",
-    "several_hand_ins": "several hand-ins under one name", "broken_notebook": "broken notebook",
-}
-#: why a module was not graded (staging's module errors)
-MODULE = {"not_utf8": "not UTF-8", "broken_notebook": "broken notebook", "symlink": "a symbolic link",
-          "too_large": "file too large", "unreadable": "unreadable file", "missing": "missing"}
 LIMITS = {"time": "step time limit", "submission time": "submission's total time limit",
           "import": "a module's own code over a step's time limit", "memory": "memory",
           "output": "output size", "processes": "process count"}
@@ -86,8 +68,8 @@ def reason(problem: dict) -> dict:
         why = ", ".join(str(f) for f in problem.get("files") or [])
     elif kind == "timed_out":
         limit = problem.get("limit") or "time"
-        why = f"{LIMITS.get(limit, limit)}, " + (f"from {steps[0]} on ({len(steps)} step(s))" if limit == "submission time"
-                                                 else _steps(steps))
+        why = f"{LIMITS.get(limit, limit)}, " + (f"from {steps[0]} on ({len(steps)} step(s))"
+                                                 if limit == "submission time" else _steps(steps))
     elif kind == "limit":
         limit = problem.get("limit") or "a limit"
         why = f"{LIMITS.get(limit, limit)}, {_steps(steps)}"
@@ -127,7 +109,7 @@ def merged(problems: list[dict]) -> list[dict]:
 
 def lateness(policy, submitted_at: str | None) -> dict:
     """``{"late": on_time|in_grace|late|undated|submitted, "late_days": days or None}`` (as grade export counts)."""
-    from autograder.export.late_policy import LATE, ON_TIME, IN_GRACE, assess  # noqa: PLC0415 - imported when needed: the late policy brings the course model (pydantic)
+    from autograder.export.late_policy import LATE, ON_TIME, IN_GRACE, assess
 
     when = datetime.fromisoformat(submitted_at.replace("Z", "+00:00")) if submitted_at else None
     late = assess(policy, when)
@@ -149,7 +131,7 @@ def build(course, results: dict[str, dict], grader_errors=(), unreadable: dict[s
     logged = set(grader_errors)
     index = None
     if roster is not None:
-        from autograder.export.roster import RosterIndex  # noqa: PLC0415 - imported when needed: the late policy brings the course model (pydantic)
+        from autograder.export.roster import RosterIndex
 
         index = RosterIndex(roster)
     rows, reasons = [], {}
@@ -157,11 +139,13 @@ def build(course, results: dict[str, dict], grader_errors=(), unreadable: dict[s
         result = results.get(name)
         found = []
         if result is None and name in (unreadable or {}):
-            found.append({"category": "unreadable_results", "why": "cannot be read", "detail": (unreadable or {})[name]})
+            found.append({"category": "unreadable_results", "why": "cannot be read",
+                          "detail": (unreadable or {})[name]})
         else:
             extra = result.get("extra_data") or {}
             found += [reason(p) for p in merged(extra.get("problems") or [])]
-            if (name in logged or extra.get("grader_errors")) and not any(r["category"] == "grader_error" for r in found):
+            if ((name in logged or extra.get("grader_errors"))
+                    and not any(r["category"] == "grader_error" for r in found)):
                 found.append(reason({"kind": "grader_error"}))
         matches = index.lookup(name) if index is not None else None
         if matches is not None and not matches:
@@ -175,7 +159,8 @@ def build(course, results: dict[str, dict], grader_errors=(), unreadable: dict[s
         decided = decisions.get(name)
         status = ", ".join(dict.fromkeys(SHORT[r["category"]] for r in found)) or "graded"
         if decided is not None:
-            status = "decided by a person" + ("" if result is not None or name in (unreadable or {}) else " (no hand-in)")
+            status = "decided by a person" + ("" if result is not None or name in (unreadable or {})
+                                              else " (no hand-in)")
         row = {"submission": name,
                "student": matches[0].label if matches and len(matches) == 1 else None,
                "score": result.get("score") if result else None, "max_score": top,
@@ -184,7 +169,8 @@ def build(course, results: dict[str, dict], grader_errors=(), unreadable: dict[s
                "execution_time": result.get("execution_time") if result else None,
                "submitted_at": extra.get("submitted_at"),
                **lateness(course.late_policy, extra.get("submitted_at")),
-               "feedback": f"{quote(name)}/feedback.html" if result is not None and (pages is None or name in pages) else None}
+               "feedback": f"{quote(name)}/feedback.html" if result is not None and (pages is None or name in pages)
+               else None}
         if decided is not None:
             row["decision"] = decided.words(top)
             changed = decided.submission_hash and extra.get("submission_hash") and \
@@ -253,7 +239,8 @@ def late_text(row: dict) -> str:
 # -- on the dashboard (autograder/pages/dashboard.py) --------------------------------------------------
 STYLE = """
 nav.toc a{margin-right:1em}
-#needs-a-person{background:#fff;border:1px solid #ddd;border-left:6px solid #c62828;border-radius:4px;padding:.2em 1em .6em}
+#needs-a-person{background:#fff;border:1px solid #ddd;border-left:6px solid #c62828;border-radius:4px;
+  padding:.2em 1em .6em}
 #needs-a-person.none{border-left-color:#2e7d32}
 #needs-a-person h3{font-size:1em;margin:.7em 0 .2em}#needs-a-person ul{margin:.2em 0;padding-left:1.4em}
 #needs-a-person .why{font-weight:bold}#needs-a-person .detail{color:#555}
@@ -286,7 +273,8 @@ SCRIPT = """
         const up = th.getAttribute("aria-sort") !== "ascending";
         heads.forEach(h => h.removeAttribute("aria-sort"));
         th.setAttribute("aria-sort", up ? "ascending" : "descending");
-        if (hint) hint.textContent = `Sorted by ${label}, ${up ? "ascending" : "descending"}; click a header to sort by it.`;
+        if (hint) hint.textContent = `Sorted by ${label}, ${up ? "ascending" : "descending"}; ` +
+            "click a header to sort by it.";
         const number = th.dataset.type === "number";
         const key = row => {
           const cell = row.cells[col], raw = cell.dataset.sort ?? cell.textContent.trim();
@@ -381,7 +369,8 @@ def table_html(summary: dict) -> str:
              *([("late days", "number")] if late else [])]
     out = ["<table id=\"submissions\" class=\"sortable\"><caption>One row per submission; the name links to its "
            "feedback page. <span class=\"how\">In name order.</span></caption>",
-           "<thead><tr>" + "".join(f"<th scope=\"col\" data-type=\"{kind}\">{escape(head)}</th>" for head, kind in heads)
+           "<thead><tr>"
+           + "".join(f"<th scope=\"col\" data-type=\"{kind}\">{escape(head)}</th>" for head, kind in heads)
            + "</tr></thead><tbody>"]
     for r in rows:
         score = "" if r["score"] is None else f"{r['score']:g}/{r['max_score']:g}"

@@ -32,7 +32,7 @@ td,th{text-align:left}td.num{text-align:right}td.rate{white-space:nowrap}td.who{
 
 def histogram(summary: dict) -> bytes:
     """The score distribution as a PNG bar chart (``drawing.py``, Pillow)."""
-    from .drawing import Picture, nice_ticks  # noqa: PLC0415 - imported on first use: Pillow, only when drawn
+    from .drawing import Picture, nice_ticks
 
     buckets = summary["distribution"]
     labels = [f"{b['from_percent']}\u2013{b['to_percent']}" for b in buckets]
@@ -85,7 +85,8 @@ def page(summary: dict) -> str:
     n = summary["submissions"]
     out = [f"<h1>Class summary: {n} submission(s)</h1>",
            f"<p>Score out of {summary['max_score']:g}: mean {summary['mean']}, median {summary['median']}, "
-           f"min {summary['min']}, max {summary['max']}; {summary['full_marks']} with full marks, {summary['zero']} with zero.</p>"]
+           f"min {summary['min']}, max {summary['max']}; {summary['full_marks']} with full marks, {summary['zero']} "
+           "with zero.</p>"]
     if summary.get("grader_errors"):
         out.append(f"<p class=\"likely\"><strong>The grader itself failed</strong> while grading "
                    f"{escape(', '.join(summary['grader_errors']))}: see grader_errors.log.</p>")
@@ -96,14 +97,16 @@ def page(summary: dict) -> str:
     out.append("<h2>Scores</h2>")
     if n:
         out.append(f"<figure><img src=\"{data_uri(histogram(summary))}\" alt=\"histogram of the scores: "
-                   + escape(", ".join(f"{b['from_percent']}-{b['to_percent']}%: {b['submissions']}" for b in summary["distribution"]))
+                   + escape(", ".join(f"{b['from_percent']}-{b['to_percent']}%: {b['submissions']}"
+                                      for b in summary["distribution"]))
                    + "\"></figure>")
     out.append("<h2 id=\"steps\">Steps</h2>")
     rows = []
     for step, s in summary["steps"].items():
         rate = 100 * s["pass_rate"]
         rows.append([_td(step), _td(s["title"]), _td(f"{s['passed']}/{n}"),
-                     f"<td class=\"rate\"><span class=\"bar\" role=\"img\" aria-label=\"{rate:.0f}%\"><span style=\"width:{rate:.0f}%\"></span>"
+                     f"<td class=\"rate\"><span class=\"bar\" role=\"img\" aria-label=\"{rate:.0f}%\"><span "
+                     f"style=\"width:{rate:.0f}%\"></span>"
                      f"</span> {rate:.0f}%</td>"])
     out.append(_table(["step", "title", "passed", "pass rate"], rows))
     out.append("<h2>Misconceptions diagnosed</h2>")
@@ -130,7 +133,8 @@ def page(summary: dict) -> str:
     if summary.get("similar_pairs"):
         out.append("<h2>Most similar pairs</h2><p>From <a href=\"similarity.html\">grade similarity</a>: "
                    "a high rank is a reason to look at the two submissions side by side, not a finding.</p>")
-        rows = [[_td(p["a"]), _td(p["b"]), _td(f"{p['score']:.2f}"), _td(", ".join(p["steps"]) or "(spread over steps)")]
+        rows = [[_td(p["a"]), _td(p["b"]), _td(f"{p['score']:.2f}"),
+                 _td(", ".join(p["steps"]) or "(spread over steps)")]
                 for p in summary["similar_pairs"]]
         out.append(_table(["submission", "submission", "similarity", "steps whose code is shared"], rows))
     script = ""

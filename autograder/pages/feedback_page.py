@@ -40,7 +40,8 @@ details.passed-steps{margin:.8em 0}details.passed-steps>summary{cursor:pointer;f
 .card .status.passed{color:#2e7d32}.card .status.failed{color:#c62828}.card .status.not-attempted{color:#8d6e00}
 .likely{background:#fff3e0;padding:.3em .6em;border-radius:3px}
 pre{background:#f4f4f4;padding:.5em;overflow-x:auto;font-size:.85em;white-space:pre-wrap}
-table{border-collapse:collapse;margin:.4em 0}td,th{border:1px solid #ccc;padding:.15em .5em;font-size:.9em;text-align:right}
+table{border-collapse:collapse;margin:.4em 0}
+td,th{border:1px solid #ccc;padding:.15em .5em;font-size:.9em;text-align:right}
 th{background:#eee}td:first-child,th:first-child{text-align:left}
 figure{margin:.5em 0}img{max-width:100%;height:auto}
 """
@@ -56,8 +57,9 @@ def _status_class(status: str) -> str:
 
 def _hidden_facts(ev: dict) -> str:
     share = 100 * ev["differ"] / ev["total"] if ev["total"] else 0
-    return (f"<p>Hidden case: {escape(ev['what'])} of shape [{', '.join(map(str, ev['shape']))}], {escape(ev['dtype'])}; "
-            f"{ev['differ']} of {ev['total']} entries ({share:.0f}%) differ. Its values stay hidden.</p>")
+    return (f"<p>Hidden case: {escape(ev['what'])} of shape [{', '.join(map(str, ev['shape']))}], "
+            f"{escape(ev['dtype'])}; {ev['differ']} of {ev['total']} entries ({share:.0f}%) differ. Its values stay "
+            "hidden.</p>")
 
 
 def _mismatch_table(ev: dict) -> str:
@@ -79,7 +81,8 @@ def caption(ev: dict, weights: bool) -> str:
     """The words under a case's pictures, in whole sentences."""
     what = ev["what"]
     heads = ev.get("heads") or 0
-    if "." not in what.split(" ", 1)[0]:  # the kit's words start a sentence; a name of the student's (sa_v1.W_key) stays
+    # the kit's words start a sentence; a name of the student's (sa_v1.W_key) stays
+    if "." not in what.split(" ", 1)[0]:
         what = what[:1].upper() + what[1:]
     words = [f"{what} of case {ev.get('case', '')!r}.",
              "From left to right: the expected values, yours on the same colour scale, and yours − expected "
@@ -132,7 +135,8 @@ def _card(card: StepOutcome, pictures: dict) -> str:
     if status != PASSED:
         lines += [_count(card, c, pictures) for c in card.counts]
     if card.printed:
-        lines.append(f"<p>Your code printed while {escape(card.step)} was checked:</p><pre>{escape(card.printed)}</pre>")
+        lines.append(f"<p>Your code printed while {escape(card.step)} was "
+                     f"checked:</p><pre>{escape(card.printed)}</pre>")
     lines.append("</section>")
     return "\n".join(line for line in lines if line)
 

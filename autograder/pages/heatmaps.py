@@ -23,7 +23,7 @@ DRAWN_BYTES = 16 * 2**20
 
 def masked(expected) -> bool:
     """Square weights whose strict upper triangle is masked (zero or -inf) and whose diagonal is not."""
-    import torch  # noqa: PLC0415 - imported on first use: torch is slow to load
+    import torch
 
     n, m = expected.shape[-2:]
     if n != m or n < 2:
@@ -46,7 +46,7 @@ def _triangle(picture, xs, ys) -> None:
 
 
 def _finite(t):
-    import torch  # noqa: PLC0415 - imported on first use: torch is slow to load
+    import torch
 
     return torch.where(torch.isfinite(t), t, torch.nan).numpy()
 
@@ -73,7 +73,7 @@ def text_colour(background) -> str:
 
 def rows_are_weights(expected) -> bool:
     """Whether each expected row sums to 1 (attention weights): then a strip of row sums is drawn beside."""
-    import torch  # noqa: PLC0415 - imported on first use: torch is slow to load
+    import torch
 
     sums = torch.nansum(torch.where(torch.isfinite(expected), expected, torch.nan).double(), dim=-1)
     return bool(torch.allclose(sums, torch.ones_like(sums), atol=1e-3))
@@ -97,7 +97,7 @@ def draw(evidence: dict, strip_cells: list | None = None) -> bytes:
 
 def _shown(*tensors) -> bytes:
     """A digest of everything a picture shows: each tensor's dtype, shape and values, bit for bit."""
-    import torch  # noqa: PLC0415 - imported on first use: torch is slow to load
+    import torch
 
     digest = hashlib.blake2b(digest_size=32)
     for t in tensors:
@@ -108,10 +108,10 @@ def _shown(*tensors) -> bytes:
 
 
 def _draw(evidence: dict, strip_cells: list | None = None) -> bytes:
-    import numpy as np  # noqa: PLC0415 - imported on first use: numpy is slow to load
+    import numpy as np
 
-    from .drawing import Picture  # noqa: PLC0415 - imported on first use: Pillow, only when a picture is drawn
-    from .colormaps import Colormap, centred, linear  # noqa: PLC0415 - imported with the drawing code
+    from .drawing import Picture
+    from .colormaps import Colormap, centred, linear
 
     expected, yours = evidence["expected"], evidence["yours"]
     heads, rows, cols = expected.shape
@@ -154,7 +154,8 @@ def _draw(evidence: dict, strip_cells: list | None = None) -> bytes:
             picture.text(((where[0] + where[2]) / 2, where[1] - picture.px(3 / 72)), name, 9, anchor="md")
             if k == 0 and rows <= 16:  # row numbers, as the table of mismatches counts them
                 for r in range(0, rows, 1 if rows <= 10 else 2):
-                    picture.text((where[0] - picture.px(0.1 * cell) - 1, (ys[r] + ys[r + 1]) / 2), str(r), 6.5, anchor="rm")
+                    picture.text((where[0] - picture.px(0.1 * cell) - 1, (ys[r] + ys[r + 1]) / 2), str(r), 6.5,
+                                 anchor="rm")
             if tri:
                 _triangle(picture, xs, ys)
         if not strip:
@@ -165,7 +166,8 @@ def _draw(evidence: dict, strip_cells: list | None = None) -> bytes:
         sum_cmap, sum_norm = Colormap("PuOr"), centred(1.0, 1 - off, 1 + off)
         xs, ys = picture.grid(where, sum_cmap.rgb(sum_norm(sums)))
         picture.frame(where)
-        picture.text(((where[0] + where[2]) / 2, where[1] - picture.px(2 / 72)), "row sums\nexp | yours", 7, anchor="md")
+        picture.text(((where[0] + where[2]) / 2, where[1] - picture.px(2 / 72)), "row sums\nexp | yours", 7,
+                     anchor="md")
         if rows <= 10:
             for r in range(rows):
                 for c in range(2):

@@ -14,9 +14,9 @@ def _fmt(value: float, places: int = 4) -> str:
 
 def largest(evidence: dict, limit: int = 8) -> list[dict]:
     """Up to ``limit`` entries where yours and the expected differ most: index, expected, yours, difference."""
-    import torch  # noqa: PLC0415 - imported on first use: torch is slow to load
+    import torch
 
-    from autograder.feedback.compare import decimals_to_show  # noqa: PLC0415 - with torch, on first use
+    from autograder.feedback.compare import decimals_to_show
 
     expected, yours = evidence["expected"], evidence["yours"]
     diff = (yours - expected).abs()

@@ -19,7 +19,8 @@ def _differs(e: float, y: float) -> bool:
 
 def decimals(expected, yours) -> int:
     """The fewest decimals (3 or more) at which each differing entry shows a different number than expected."""
-    pairs = [(float(e), float(y)) for e, y in zip(expected.flatten().tolist(), yours.flatten().tolist()) if _differs(e, y)]
+    pairs = [(float(e), float(y)) for e, y in zip(expected.flatten().tolist(), yours.flatten().tolist())
+             if _differs(e, y)]
     for places in range(3, MAX_DECIMALS + 1):
         if all(f"{e:.{places}f}" != f"{y:.{places}f}" for e, y in pairs):
             return places
@@ -35,9 +36,9 @@ def fits(evidence: dict | None) -> bool:
 
 def render(evidence: dict, color: bool) -> str:
     """The grid as text: with ANSI colours (a cell's background: its value; red marks a mismatch) or plain."""
-    from rich.console import Console  # noqa: PLC0415 - imported on first use: rich, only to draw a failing case
-    from rich.table import Table  # noqa: PLC0415 - imported on first use: rich, only to draw a failing case
-    from rich.text import Text  # noqa: PLC0415 - imported on first use: rich, only to draw a failing case
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
 
     expected, yours = evidence["expected"][0], evidence["yours"][0]
     finite = [v for v in expected.flatten().tolist() + yours.flatten().tolist() if math.isfinite(v)]
@@ -77,5 +78,6 @@ def render(evidence: dict, color: bool) -> str:
                       width=200, highlight=False)
     console.print(table)
     note = "  (* marks an entry that differs" + (
-        f"; the first of a batch of {evidence['shape'][0]})" if len(evidence["shape"]) == 3 and evidence["shape"][0] > 1 else ")")
+        f"; the first of a batch of {evidence['shape'][0]})"
+        if len(evidence["shape"]) == 3 and evidence["shape"][0] > 1 else ")")
     return buf.getvalue().rstrip("\n") + "\n" + note

@@ -69,22 +69,22 @@ def python_range(pins: dict[str, str], version: tuple[int, int] | None = None) -
     the bundle cannot promise 3.10); an upper bound is kept when a pin has one. The Python building the bundle
     must be in the range (its pins are installed on it). tests/system/test_release.py installs the requirements on
     the lowest and the highest Python of the range that the machine has, and checks the refusal below it."""
-    from packaging.specifiers import SpecifierSet  # noqa: PLC0415 - pip and pytest bring packaging
-    from packaging.version import Version  # noqa: PLC0415 - pip and pytest bring packaging
+    from packaging import specifiers, version as versions  # noqa: PLC0415 - no dependency of the kit: pip brings it
 
     major, minor = version or sys.version_info[:2]
-    low, high = Version("3.0"), None
+    low, high = versions.Version("3.0"), None
     for name in pins:
         try:
             needs = metadata.distribution(name).metadata.get("Requires-Python") or ""
         except metadata.PackageNotFoundError:
             continue
-        for spec in SpecifierSet(needs):
-            bound = Version(".".join(spec.version.split(".")[:2]).rstrip(".*"))
+        for spec in specifiers.SpecifierSet(needs):
+            bound = versions.Version(".".join(spec.version.split(".")[:2]).rstrip(".*"))
             if spec.operator in (">=", ">", "~=", "=="):
                 low = max(low, bound)
             elif spec.operator == "<":
                 high = bound if high is None else min(high, bound)
-    if Version(f"{major}.{minor}") < low or (high is not None and Version(f"{major}.{minor}") >= high):
+    this = versions.Version(f"{major}.{minor}")
+    if this < low or (high is not None and this >= high):
         raise LookupError(f"the pins need Python >={low}{f',<{high}' if high else ''}, not {major}.{minor}")
     return f">={low.major}.{low.minor}" + (f",<{high}" if high else "")

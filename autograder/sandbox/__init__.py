@@ -13,5 +13,7 @@ the rest). Each of its boundaries has its other half here, under the same name:
 And what those halves need and nothing else does: ``local_zygote.py`` (``grade check``'s zygote, its own
 process), ``uids.py`` (the uid blocks zygotes claim), ``per_request.py`` (facts derived once per request)
 and ``standin_answers.py`` (the reference worker's answers kept here). This folder imports ``worker/``
-only. It ships to students (``grade check`` runs submissions through it); it holds no reference code.
+only. It ships to students (``grade check`` runs submissions through it), but for the reference worker's handle and
+the separate zygote's client, which ``grade check`` never runs (``release/student_code.py: NOT_SHIPPED_MODULES``);
+it holds no reference code.
 """

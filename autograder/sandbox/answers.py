@@ -77,7 +77,8 @@ def unregistered_said(claimed) -> list[dict]:
     for item in claimed[:MAX_FACTS] if type(claimed) is list else ():
         if type(item) is dict and item.get("kind") in UNREGISTERED and _text(item.get("name"), 200):
             kept.append({"name": item["name"][:200], "kind": item["kind"],
-                         "container": _text(item.get("container"), 20), "requires_grad": item.get("requires_grad") is True})
+                         "container": _text(item.get("container"), 20),
+                         "requires_grad": item.get("requires_grad") is True})
     return kept
 
 

@@ -38,7 +38,8 @@ def time_limit_hit(budget: float, where: str | None = None) -> str:
     """What a student reads when a step's time ran out: where their code was, when its stack could be read
     (``stopped_at``), else only that it was still running."""
     at = f"your code was at {where} when it was stopped" if where else "your code was still running when it was stopped"
-    return f"the time limit of {budget:g} s for this step was hit: {at} (an endless loop, or far more work than the step needs?)"
+    return (f"the time limit of {budget:g} s for this step was hit: {at} (an endless loop, or far more work than the "
+            "step needs?)")
 
 
 #: how long the trusted side waits for a worker's stack dump (SIGUSR2, faulthandler) before killing it

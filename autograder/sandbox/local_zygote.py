@@ -9,8 +9,14 @@ import os
 import signal
 import socket
 
-from autograder.worker import waits
+import torch
+
+from autograder.worker import confine, host, waits
 from autograder.worker.isolation import Level
+from autograder.worker.warm_up import warm_up
+
+from .host import Sandbox
+from .spawned import SpawnedSandbox
 
 
 class LocalZygote:
@@ -24,15 +30,11 @@ class LocalZygote:
     """
 
     def __init__(self) -> None:  # no separate interpreter
-        import torch  # noqa: PLC0415 - imported on first use: torch is slow to load
-
-        from autograder.worker import confine, zygote  # noqa: PLC0415 - imported on first use: torch is slow to load
-
         self.forks = hasattr(os, "fork")
         if self.forks:
             # One intra-op thread, before any thread pool exists: an OpenMP pool does not survive fork().
             torch.set_num_threads(1)
-            zygote.warm_up()
+            warm_up()
         self._children: set[int] = set()
         self._plan = confine.plan_for_zygote(0, [], local=True)
 
@@ -47,15 +49,7 @@ class LocalZygote:
 
     def open(self, request: dict):
         if not self.forks:
-            from .spawned import SpawnedSandbox  # noqa: PLC0415 - imported on first use: torch is slow to load
-
             return SpawnedSandbox(request)
-        from autograder.worker import host  # noqa: PLC0415 - imported on first use: torch is slow to load
-
-        from .host import Sandbox  # noqa: PLC0415 - imported on first use: torch is slow to load
-
-        from autograder.worker import confine  # noqa: PLC0415 - imported when needed: the zygote starts before the rest loads
-
         ours, theirs = socket.socketpair()
         me = os.getpid()
         pid = os.fork()

@@ -106,6 +106,10 @@ class ReferenceWorker:
                 return refused("the step ran out of its time limit while a stand-in was running")
             return refused("the stand-in could not run on these inputs (a limit of the grader's was hit)")
 
+    def calls_for(self, holds) -> StandinCalls:
+        """What one student's worker may ask of this reference worker: the stand-ins it holds (``holds()``)."""
+        return StandinCalls(self, holds)
+
     def close(self) -> None:
         if self._owner is not None and self._owner != os.getpid():  # another process's: not ours to stop
             self._worker = self._sandbox = self._owner = None
@@ -139,7 +143,8 @@ class StandinCalls:
         # how a module was built (``build``) changes no answer: it only lets the reference worker build a module it
         # no longer holds (a build that is not what the call names is answered stale, and never kept)
         header = json.dumps(message).encode("utf-8")
-        plain = header if "build" not in message else json.dumps({k: v for k, v in message.items() if k != "build"}).encode()
+        plain = header if "build" not in message else json.dumps({k: v for k, v in message.items()
+                                                                  if k != "build"}).encode()
         graph = None
         if message["op"] == "backward":  # a name that is no graph's is no graph of the reference worker's either
             graph = message.get("kept") if type(message.get("kept")) is str else ""

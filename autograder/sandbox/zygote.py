@@ -105,7 +105,8 @@ class Zygote:
         )
         theirs.close()
         try:
-            self.process.stdin.write(json.dumps({"package": str(WORKER_PACKAGE), "site_dirs": site_dirs()}).encode() + b"\n")
+            self.process.stdin.write(json.dumps({"package": str(WORKER_PACKAGE), "site_dirs": site_dirs()}).encode()
+                                     + b"\n")
             self.process.stdin.close()
         except OSError:  # it died at once: its start-up line says so (isolation)
             pass

@@ -25,14 +25,16 @@ def _book_kgrams(alphabet: Alphabet, kept: set[str]) -> set[int]:
         module, _ = parse(code, f"book snippet {n}")
         if module is None:
             continue
-        defs = [node for node in module.tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+        defs = [node for node in module.tree.body
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
         rest = [node for node in module.tree.body if node not in defs]
         for nodes in [[d] for d in defs] + [rest]:
             if nodes:
                 found |= all_kgrams(alphabet.text(tokens(module, nodes, kept)))
         # the statements inside a definition, as a student would write them at the top of a function
         for d in defs:
-            for method in ([d] if not isinstance(d, ast.ClassDef) else [m for m in d.body if isinstance(m, ast.FunctionDef)]):
+            for method in ([d] if not isinstance(d, ast.ClassDef)
+                           else [m for m in d.body if isinstance(m, ast.FunctionDef)]):
                 found |= all_kgrams(alphabet.text(tokens(module, method.body, kept, defined_attributes(module, [d]))))
     return found
 

@@ -74,7 +74,8 @@ def parse(source: str, label: str) -> tuple[Module | None, str | None]:
         return None, f"{label} cannot be read as Python ({type(exc).__name__}), so its steps were not compared"
 
 
-def read_module(source: str, label: str, module_name: str, names: list[str], kept: set[str]) -> tuple[dict[str, StepCode], list[str]]:
+def read_module(source: str, label: str, module_name: str, names: list[str],
+                kept: set[str]) -> tuple[dict[str, StepCode], list[str]]:
     """The steps of one module's source."""
     module, note = parse(source, label)
     if module is None:
@@ -89,14 +90,16 @@ def read_module(source: str, label: str, module_name: str, names: list[str], kep
     return found, []
 
 
-def read_folder(folder: Path, steps_by_module: dict[str, list[str]], kept: set[str]) -> tuple[dict[str, StepCode], list[str]]:
+def read_folder(folder: Path, steps_by_module: dict[str, list[str]],
+                kept: set[str]) -> tuple[dict[str, StepCode], list[str]]:
     """The steps of the modules in a folder of .py files (a staged submission, exercises/, solutions/)."""
     steps, notes = {}, []
     for module_name, names in steps_by_module.items():
         path = folder / f"{module_name}.py"
         if not path.is_file():
             continue
-        found, more = read_module(path.read_text(encoding="utf-8", errors="replace"), path.name, module_name, names, kept)
+        found, more = read_module(path.read_text(encoding="utf-8", errors="replace"), path.name, module_name, names,
+                                  kept)
         steps.update(found)
         notes += more
     return steps, notes

@@ -19,7 +19,8 @@ NO_VERDICT = ("This report ranks pairs of submissions by how much code they shar
 CSS = """
 body{font-family:system-ui,sans-serif;margin:2em;max-width:110em;color:#222}
 .verdict{border:2px solid #b45309;background:#fff7ed;padding:1em;font-size:1.05em}
-table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:.3em .6em;text-align:left;vertical-align:top}
+table{border-collapse:collapse;margin:1em 0}
+td,th{border:1px solid #ccc;padding:.3em .6em;text-align:left;vertical-align:top}
 th{background:#f3f4f6}.num{text-align:right;font-variant-numeric:tabular-nums}
 .side{display:grid;grid-template-columns:1fr 1fr;gap:1em}
 pre{background:#f8f8f8;border:1px solid #ddd;padding:.6em;overflow-x:auto;font-size:.85em;line-height:1.35}
@@ -66,7 +67,8 @@ def _side_by_side(pair: Pair, step: str, comparison: Comparison) -> str:
         cells.append(f"<div><div class='muted'>{_e(_label(sub))}: {_e(code.module)}</div>"
                      f"<pre>{_code_html(code, slices(idx, K))}</pre></div>")
     return (f"<h4>{_e(step)}: step score {match.score:.2f} ({match.shared} shared fingerprints; "
-            f"{match.evidence[0]} and {match.evidence[1]} beyond boilerplate)</h4><div class='side'>{''.join(cells)}</div>")
+            f"{match.evidence[0]} and {match.evidence[1]} beyond boilerplate)</h4><div "
+            f"class='side'>{''.join(cells)}</div>")
 
 
 def _label(sub: Submission) -> str:

@@ -87,7 +87,8 @@ def scaled_weight_mistakes(d_k) -> dict:
         "divided by d_k instead of sqrt(d_k)": lambda s, d: torch.softmax(s / d, dim=-1),
         "scaled after the softmax instead of before": lambda s, d: torch.softmax(s, dim=-1) / d**0.5,
         "softmax over the first dim instead of the last": lambda s, d: torch.softmax(s / d**0.5, dim=0),
-        "scaled by sqrt(number of tokens) instead of sqrt(d_k)": lambda s, d: torch.softmax(s / s.shape[-1]**0.5, dim=-1),
+        "scaled by sqrt(number of tokens) instead of sqrt(d_k)":
+            lambda s, d: torch.softmax(s / s.shape[-1]**0.5, dim=-1),
     }
 
 

@@ -123,7 +123,8 @@ def probe(tag: str) -> tuple[Groups, str]:
         if {"memory", "pids"} <= set(available):
             groups = Groups({"v2": os.path.join(base, tag)}, "v2")
     if not groups.usable and "memory" in mounts and "pids" in mounts:
-        groups = Groups({c: os.path.join(mounts[c], own.get(c, "/").lstrip("/"), tag) for c in ("memory", "pids")}, "v1")
+        groups = Groups({c: os.path.join(mounts[c], own.get(c, "/").lstrip("/"), tag) for c in ("memory", "pids")},
+                        "v1")
     if not groups.usable:
         return Groups(), "no writable memory and pids cgroup controllers"
     for parent in groups.parents.values():  # the groups of graders that were killed

@@ -32,8 +32,8 @@ import sys
 
 from pathlib import Path
 
-from . import argument_buffer, asked_before, confine, hygiene, importable, ipython_shell, reference_server, runtime, \
-    submission, warnings_seen, wire
+from . import argument_buffer, asked_before, confine, hygiene, importable, ipython_shell, runtime, submission, \
+    warnings_seen, wire
 from . import standins as standins_mod
 from .errors import error, failed
 
@@ -43,8 +43,6 @@ def serve(channel: socket.socket, folder: str, spawn: dict, shared: tuple[str, .
     """Serve one step or more: the host has confined this process already. Stand-ins arrive on this channel as a
     list of steps (``standins`` op): they are proxies whose code runs in the reference worker (``standins.py``),
     reached through the trusted side on this channel."""
-    if spawn.get("reference"):  # the reference worker: no submission here, ever
-        return reference_server.serve(channel)
     if stack_fd is not None:  # before any student code: where it is when its time runs out (host.stopped_at)
         try:
             os.write(stack_fd, f"folder: {folder}\n".encode("utf-8", "replace"))
@@ -103,7 +101,8 @@ def serve(channel: socket.socket, folder: str, spawn: dict, shared: tuple[str, .
             if not changed and "standins" in request:  # the stand-ins this step may hold (grading/dependencies.py)
                 ws.add_standins(request["standins"], call)
                 # what substituting them changed: the student's modules' globals (the rest is as just found)
-                baseline = hygiene.with_modules(now, modules) if now is not None else hygiene.fingerprint(modules, shared)
+                baseline = (hygiene.with_modules(now, modules) if now is not None
+                            else hygiene.fingerprint(modules, shared))
             reply = {"changed": changed}
             if not changed and request.get("import"):  # the step's module: its code runs now, in this step's time
                 with warnings_seen.collecting(folder) as warned:

@@ -81,18 +81,19 @@ class Plan:
                     f"{'no network, ' if self.network_cut else ''}unprivileged uid per worker, no_new_privs, {limits})")
         elif self.level == Level.USERNS:
             text = (f"userns (own user, PID, mount, IPC and network namespaces, the user mapped inside as uid "
-                    f"{self.user[0]} without capabilities; allow-listed read-only filesystem, private /tmp, no network, "
-                    f"no_new_privs, {limits}, the process count per submission)")
+                    f"{self.user[0]} without capabilities; allow-listed read-only filesystem, private /tmp, no "
+                    f"network, no_new_privs, {limits}, the process count per submission)")
         elif self.level == Level.UID_LANDLOCK:
             text = (f"uid+landlock (unprivileged uid per worker; {landlocked}; no network; no System V IPC outside an "
                     f"IPC namespace of the worker's own; no_new_privs, {limits})")
         elif self.level == Level.LANDLOCK:
-            text = (f"landlock ({landlocked}; no network; signals and abstract sockets only within the worker; no System V "
-                    f"IPC or message queues, no new session; the user's own uid, no_new_privs, {limits})")
+            text = (f"landlock ({landlocked}; no network; signals and abstract sockets only within the worker; no "
+                    f"System V IPC or message queues, no new session; the user's own uid, no_new_privs, {limits})")
         elif self.level == Level.UID:
-            text = ("uid+rlimits (unprivileged uid per worker; limits on time, memory, processes, file size and output; "
-                    f"after each step, every file the worker's uid left in the machine's {len(self.shared)} world-writable "
-                    f"folders ({', '.join(self.shared)}) removed at any depth, and a uid that still owns a file or a "
+            text = ("uid+rlimits (unprivileged uid per worker; limits on time, memory, processes, file size and "
+                    f"output; after each step, every file the worker's uid left in the machine's {len(self.shared)} "
+                    f"world-writable folders ({', '.join(self.shared)}) removed at any depth, and a uid that still "
+                    "owns a file or a "
                     "process never given to another worker; no network; the filesystem is what that uid may read)")
         else:
             text = "rlimits (limits on time, memory, file size and output; no namespaces, no uid change)"
@@ -173,8 +174,8 @@ def _try(plan: Plan, level: Level) -> str | None:
         if version < 1:
             return "no Landlock in this kernel (Linux 5.13 or later, with landlock among its security modules)"
         if level == Level.LANDLOCK and version < landlock.SCOPES_SIGNALS:
-            return (f"Landlock ABI {version} does not scope signals (ABI {landlock.SCOPES_SIGNALS}, Linux 6.12, is needed "
-                    "for a worker running as your own uid)")
+            return (f"Landlock ABI {version} does not scope signals (ABI {landlock.SCOPES_SIGNALS}, Linux 6.12, is "
+                    "needed for a worker running as your own uid)")
         plan.landlock_abi = version
         return _probe(plan, level)
     if level == Level.NAMESPACES:

@@ -32,7 +32,9 @@ def within_block(plan: confine.Plan, uid_base: int, uid_count: int) -> bool:
     return 0 <= first and last < locks.BLOCKS * locks.BLOCK and first // locks.BLOCK == last // locks.BLOCK
 
 
-def run(control: socket.socket, request: dict, plan: confine.Plan) -> None:
+def run(control: socket.socket, request: dict, plan: confine.Plan, serve=child.serve) -> None:
+    """Serve the trusted side's requests for one submission; each spawned worker runs ``serve`` (``child.serve``;
+    the separate zygote's hosts may also start the reference worker: ``zygote.serve_worker``)."""
     tempdirs.close_inherited()  # the zygote's folder locks: no worker (student code) may hold or release them
     limits = request.get("limits", {})
     uid_base, spawned, current = int(request.get("uid_base", 0)), 0, None
@@ -74,7 +76,8 @@ def run(control: socket.socket, request: dict, plan: confine.Plan) -> None:
                     f"still owns a file or a process (e.g. uid {min(dirty)}: {dirty[min(dirty)][:3]}); not a fault "
                     "of your code")})
                 continue
-            uid = uid_base + spawned % uid_count  # a fresh uid per worker (of this zygote's block): its own process count
+            # a fresh uid per worker (of this zygote's block): its own process count
+            uid = uid_base + spawned % uid_count
             spawned += 1
             while uid in dirty:
                 uid = uid_base + spawned % uid_count
@@ -89,7 +92,7 @@ def run(control: socket.socket, request: dict, plan: confine.Plan) -> None:
                     spawn, step_limits = op["spawn"], {**limits, **op.get("limits", {})}
                     del op, fds, request  # the requests do not outlive the fork in a frame
                     confine.confine_step(plan, uid, output_fd, workdir, step_limits, folder)
-                    child.serve(socket.socket(fileno=channel_fd), folder, spawn, plan.shared_dirs(), stack_fd=stack_fd)
+                    serve(socket.socket(fileno=channel_fd), folder, spawn, plan.shared_dirs(), stack_fd=stack_fd)
                 finally:
                     os._exit(0)
             os.close(channel_fd)

@@ -3,9 +3,9 @@
 A worker serves steps one after another for as long as the previous step left no trace that could reach
 the next: no file written, no thread or process still running, no torch setting changed (a mode left on, a kernel
 registered through ``torch.library``), nothing in torch, its modules, builtins or the student's own modules rebound
-(a monkeypatch), no trace hook, signal handler or global module hook added. Any change, and the worker is retired: the next step gets a fresh one, forked from
-the clean host. Each step also starts from the same random state, so a reused worker and a fresh one
-give the same answers.
+(a monkeypatch), no trace hook, signal handler or global module hook added. Any change, and the worker is retired: the
+next step gets a fresh one, forked from the clean host. Each step also starts from the same random state, so a reused
+worker and a fresh one give the same answers.
 """
 from __future__ import annotations
 
@@ -73,7 +73,8 @@ def _others() -> tuple[int, ...]:
 
 def _torch_state() -> tuple:
     module = sys.modules["torch.nn.modules.module"]
-    hooks = tuple(Same((getattr(module, name),)) if getattr(module, name) is None or not hasattr(getattr(module, name), "__len__")
+    hooks = tuple(Same((getattr(module, name),)) if getattr(module, name) is None
+                  or not hasattr(getattr(module, name), "__len__")
                   else len(getattr(module, name)) for name in dir(module) if name.startswith("_global_"))
     return (torch.get_default_dtype(), torch.is_grad_enabled(), torch.is_inference_mode_enabled(),
             torch.are_deterministic_algorithms_enabled(), torch.is_anomaly_enabled(), torch.get_num_threads(),

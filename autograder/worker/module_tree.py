@@ -141,7 +141,8 @@ def replay_plan(module: nn.Module) -> list | None:
             return None
         if type(sub) in _REPLAYABLE:
             args, kwargs = _REPLAYABLE[type(sub)](sub)
-            plan.append([name, args, {k: str(v).replace("torch.", "") if k == "dtype" else v for k, v in kwargs.items()}])
+            plan.append([name, args,
+                         {k: str(v).replace("torch.", "") if k == "dtype" else v for k, v in kwargs.items()}])
     return plan
 
 

@@ -193,10 +193,12 @@ class Server:
             output = callee(*args, **kwargs)
         if not grad:
             after = torch.get_rng_state()  # sent back only if the call drew (dropout in training): 5 KB less each way
-            answer = {"ok": True, "output": _detached(output), **({} if torch.equal(after, request["rng"]) else {"rng": after})}
+            answer = {"ok": True, "output": _detached(output),
+                      **({} if torch.equal(after, request["rng"]) else {"rng": after})}
             if keep is not None:  # the graph, for the backward that follows
                 token = secrets.token_hex(16)
-                self.kept[token] = (list(output) if isinstance(output, (tuple, list)) else [output], [leaves[i] for i in wrt])
+                self.kept[token] = (list(output) if isinstance(output, (tuple, list)) else [output],
+                                    [leaves[i] for i in wrt])
                 while len(self.kept) > KEPT:
                     self.kept.popitem(last=False)
                 answer["kept"] = token

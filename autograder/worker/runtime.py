@@ -111,7 +111,8 @@ def _plain(value, depth: int = 0):
     if value is None or isinstance(value, (bool, int, float, str)) and type(value) in (bool, int, float, str):
         return value
     if type(value) in (tuple, list):
-        return tuple(_plain(v, depth + 1) for v in value) if type(value) is tuple else [_plain(v, depth + 1) for v in value]
+        plain = [_plain(v, depth + 1) for v in value]
+        return tuple(plain) if type(value) is tuple else plain
     return {"$unsupported": type(value).__name__ if isinstance(type(value).__name__, str) else "object"}
 
 
@@ -138,7 +139,9 @@ def _params(module: torch.nn.Module, request: dict) -> dict:
         answer["params"] = [(n, list(p.shape)) for n, p in module.named_parameters()]
     elif request.get("param_stride"):  # GPT-2 sizes: every k-th value of the large ones, with the shapes
         stride = int(request["param_stride"])
-        answer["params"] = [(n, p.detach().reshape(-1)[::stride].clone() if p.numel() > SAMPLE_FROM else p.detach().clone())
+        answer["params"] = [(n,
+                             p.detach().reshape(-1)[::stride].clone() if p.numel() > SAMPLE_FROM
+                             else p.detach().clone())
                             for n, p in module.named_parameters()]
         answer["param_shapes"] = [(n, list(p.shape)) for n, p in module.named_parameters()]
     elif request.get("want_params", True):

@@ -2,9 +2,9 @@
 
 ``grade check`` normally forks its workers from a warm process. Where ``os.fork`` does not exist, the
 trusted side starts ``python -m autograder.worker.spawned PORT FOLDER SPAWN LIMITS`` instead (``SPAWN``: the
-request a forked worker gets, as JSON: the unit's modules, which were read from notebooks, which staging refused); the worker
-connects back to 127.0.0.1:PORT, proves it is the one started (a one-time token from its environment),
-applies what limits the platform has, and serves the same requests as a forked worker (``child.serve``).
+request a forked worker gets, as JSON: the unit's modules, which were read from notebooks, which staging refused); the
+worker connects back to 127.0.0.1:PORT, proves it is the one started (a one-time token from its environment), applies
+what limits the platform has, and serves the same requests as a forked worker (``child.serve``).
 """
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ def main(argv: list[str]) -> None:
     # parent's wait for the connection, never counted against the first step's time limit
     import torch  # noqa: PLC0415 - the grader's own start-up, before the student's code
 
-    from . import child, confine  # noqa: PLC0415 - as torch
+    from . import child, confine  # noqa: PLC0415 - they import torch: with it, after the token left the environment
 
     channel = socket.create_connection(("127.0.0.1", port), timeout=60)
     channel.settimeout(None)

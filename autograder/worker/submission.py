@@ -9,7 +9,7 @@ The folder runs as it runs for the student:
 - a module read from a notebook (``notebooks``: the trusted side says which) runs cell by cell, as nbgrader runs a
   notebook: a cell that raises is recorded (``cell_errors``) and the next cell runs, so the steps defined before it,
   and after it where they do not depend on it, are there to grade. Its lines are the staged file's lines, which the
-  trusted side maps back to the notebook's cells (``check/cells.py``);
+  trusted side maps back to the notebook's cells (``intake/staged_cells.py``);
 - a module of the unit that does not import costs its own steps (``errors``), and the modules that import it get, in
   its place, what it should have provided: the stand-in of each of its steps this worker holds (as when that step is
   wrong), else a placeholder that raises when it is used (``grade check``, which holds no stand-ins).
@@ -200,7 +200,8 @@ class Submission:
         self.standins = standins if standins is not None else {}
         try:
             self.files = {p.stem: p for p in self.folder.iterdir()
-                          if p.suffix == ".py" and p.is_file() and p.stem.isidentifier() and not p.stem.startswith("__")}
+                          if p.suffix == ".py" and p.is_file() and p.stem.isidentifier()
+                          and not p.stem.startswith("__")}
         except OSError:
             self.files = {}
         package = types.ModuleType(PACKAGE)

@@ -69,7 +69,8 @@ def encode(value, tensors: dict[str, torch.Tensor]):
         key = str(len(tensors))
         # A plain, contiguous, detached CPU copy: safetensors refuses shared or strided storage, and
         # a subclass (with its own __torch_function__) must not travel as anything but data.
-        plain = torch.Tensor._make_subclass(torch.Tensor, value.detach()) if type(value) is not torch.Tensor else value.detach()
+        plain = (torch.Tensor._make_subclass(torch.Tensor, value.detach()) if type(value) is not torch.Tensor
+                 else value.detach())
         tensors[key] = plain.to("cpu").clone().contiguous()
         return {"$t": key}
     if isinstance(value, bool) or value is None or isinstance(value, (int, str)):

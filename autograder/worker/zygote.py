@@ -20,36 +20,19 @@ import traceback
 
 import torch
 
-from . import cgroups, host, protocol, confine, tempdirs, waits
+from . import cgroups, child, host, protocol, confine, reference_server, tempdirs, waits
 from .isolation import Level
 from . import syscalls as sc
+from .warm_up import warm_up
 
 
-def warm_up() -> None:
-    """Pay torch's lazy initialisations once, here, instead of in every forked worker.
-
-    The first backward pass of a process alone costs noticeable time (autograd engine start-up); after a
-    fork the children inherit the initialised state. Only public, generic operations run here.
-    """
-    import numpy.random  # noqa: F401, PLC0415 - imported once here, seeded at every step (hygiene.fresh_random_state)
-    import torch.nn as nn  # noqa: PLC0415 - warm_up's own: paid once, before the first fork
-    import torch.nn.functional as F  # noqa: PLC0415 - warm_up's own: paid once, before the first fork
-
-    from . import wire  # noqa: PLC0415 - warm_up's own: paid once, before the first fork
-
-    torch.manual_seed(0)
-    x = torch.rand(2, 3, 4, requires_grad=True)
-    layer = nn.Linear(4, 4)
-    drop = nn.Dropout(0.5)
-    scores = layer(x) @ x.transpose(1, 2)
-    scores = scores.masked_fill(torch.triu(torch.ones(3, 3, dtype=torch.bool), 1), -torch.inf)
-    weights = drop(torch.softmax(scores / 2**0.5, dim=-1))
-    out = torch.einsum("bij,bjk->bk", weights, x) + F.scaled_dot_product_attention(x, x, x, is_causal=True).sum(1)
-    (out * torch.ones_like(out)).sum().backward()  # as runtime.run does it
-    q = torch.randn(4, 3, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
-    q.var(unbiased=False).item()
-    header = wire.pack({"w": weights.detach(), "n": (1, 2.0)})
-    del header
+def serve_worker(channel: socket.socket, folder: str, spawn: dict, *args, **kwargs) -> None:
+    """A worker of this zygote's hosts: the reference worker (``reference_server.py``: no submission there, ever),
+    which only a grader holding the reference asks for, or a submission's (``child.serve``). ``grade check``'s own
+    zygote (``sandbox/local_zygote.py``) serves submissions only: the student's bundle holds no reference server."""
+    if spawn.get("reference"):
+        return reference_server.serve(channel)
+    return child.serve(channel, folder, spawn, *args, **kwargs)
 
 
 def main(control_fd: int, uid_base: int = 0, site_dirs: list[str] | None = None,
@@ -124,7 +107,7 @@ class Zygote:
                         clone.serve(socket.socket(fileno=channel_fd))
                         clone.wait_for_clones()
                     else:
-                        host.run(socket.socket(fileno=channel_fd), request, plan)
+                        host.run(socket.socket(fileno=channel_fd), request, plan, serve=serve_worker)
                 except BaseException:  # noqa: BLE001 - a bug of ours: say so on the grader's stderr
                     traceback.print_exc()
                     os._exit(70)

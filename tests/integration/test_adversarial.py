@@ -127,7 +127,7 @@ def load(graded, name) -> dict:
 
 
 def test_no_student_message_names_a_file_of_the_kit(graded):
-    """Issue 22, item 1: whatever the hostile code did, no results.json or feedback.html names the kit's files."""
+    """Whatever the hostile code did, no results.json or feedback.html names the kit's files."""
     assert scan(graded["out"]) == {}
 
 
@@ -549,7 +549,7 @@ def test_memory_is_limited_per_submission_not_per_process(tmp_path):
     assert graded["score"] == COURSE.max_points(), lost  # what each lost count said, to tell a limit from a bug
 
 
-# ------------------------------------------------------------------------------------------- issue 16's attacks
+# ----------------------------------------------------------- a trickled channel, marshalled bytecode, a hidden stash
 #: a batch that hangs fails here, after this long, instead of holding CI forever (the current grader never ends one
 #: with trickle_channel: the step's socket timeout restarts with every byte)
 HANG_TIMEOUT = 600

@@ -145,7 +145,7 @@ def test_no_page_shows_a_hidden_expected_value(graded):
 
 
 def test_no_student_message_names_a_file_of_the_kit(graded):
-    """Issue 22, item 1: every results.json and feedback.html of the corpus, scanned for the kit's file names."""
+    """Every results.json and feedback.html of the corpus, scanned for the kit's file names."""
     assert scan(graded) == {}
 
 
@@ -161,7 +161,7 @@ def test_a_failure_in_the_worker_is_the_student_s_to_read_and_never_the_grader_s
 
 
 def test_a_gradients_count_says_only_what_is_new(graded):
-    """Issue 22, item 4: out_proj never applied: [gradients] points to [forward] instead of reprinting its values."""
+    """out_proj never applied: [gradients] points to [forward] instead of reprinting its values."""
     out = {t["name"].split(":", 1)[0]: t["output"] for t in load(graded, "bug_mha_no_out_proj")["tests"]}
     grads = out["multihead_attention.MultiHeadAttention gradients"]
     assert "the output of this case is wrong as shown under [forward]; the gradients differ too" in grads
@@ -171,7 +171,7 @@ def test_a_gradients_count_says_only_what_is_new(graded):
 
 
 def test_mha_scaled_by_sqrt_d_out_is_named(graded):
-    """Issue 22, item 3: scaled by sqrt(d_out) instead of sqrt(head_dim), named in autograde as in grade check."""
+    """Scaled by sqrt(d_out) instead of sqrt(head_dim), named in autograde as in grade check."""
     out = "\n".join(t["output"] for t in load(graded, "bug_mha_scale_by_d_out")["tests"])
     assert "likely: scores scaled by sqrt(d_out) instead of sqrt(head_dim)" in out
     control = "\n".join(t["output"] for t in load(graded, "bug_mha_no_out_proj")["tests"])
@@ -186,7 +186,7 @@ def test_grade_check_names_the_mha_scaling(name, likely):
     assert f"likely: {likely}" in run.stdout
 
 
-#: issue 22, item 3: the sample, the count whose feedback names it, its id, and the words a student reads
+#: the sample, the count whose feedback names it, its id, and the words a student reads
 NAMED = [
     ("bug_mha_heads_interleaved", "multihead_attention.MultiHeadAttention forward", "heads-split-interleaved",
      "likely: heads split into interleaved columns (view(b, T, head_dim, num_heads)): head h takes the contiguous "

@@ -1,4 +1,4 @@
-"""The cases of one count go to the worker as one batch (issue 25), with each case's own answer and blame.
+"""The cases of one count go to the worker as one batch, with each case's own answer and blame.
 
 ``runner.plans`` turns the order in which a grading asks for its requests into one plan per count; the runner
 sends a count's planned cases in one write (``workers.Worker.batch``), the worker runs them in turn and answers

@@ -78,7 +78,7 @@ def test_step_filter_and_missing_folder(student_copy):
     assert missing.returncode == 2 and "no such folder" in missing.stderr
 
 
-# -- what a student hits in the first days (issue 10) ----------------------------------------------------
+# -- what a student hits in the first days --------------------------------------------------------------
 def test_an_unknown_step_says_the_nearest_names(student_copy):
     result = check(student_copy, "--step", "causal_atention")
     assert result.returncode == 2 and "did you mean causal_attention" in result.stderr

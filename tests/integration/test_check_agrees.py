@@ -1,4 +1,4 @@
-"""Issue 21, done when: for each case class, ``grade check`` and ``grade autograde`` agree on the same code. A
+"""For each case class, ``grade check`` and ``grade autograde`` agree on the same code. A
 failing public check wherever autograde takes points (or the step's docstring says it plainly), and no failing
 check where it takes none (a step shown blocked by the deducted one aside). The figures: tests/support/check_vs_autograde.py."""
 from __future__ import annotations
@@ -14,7 +14,7 @@ SAMPLES = [sample for sample, _ in cva.CLASSES.values()]
 def outcomes(tmp_path_factory):
     folder = tmp_path_factory.mktemp("check-vs-autograde")
     outcomes = cva.run_all(folder)
-    (folder / "table.md").write_text(cva.table(outcomes) + "\n")  # the figures, for the issue's closing note
+    (folder / "table.md").write_text(cva.table(outcomes) + "\n")  # the figures, for a person to read
     return outcomes
 
 
@@ -51,8 +51,8 @@ def test_where_check_says_more_it_is_the_known_case_still(outcomes):
 
 
 @pytest.mark.unit
-def test_the_comparison_finds_the_issues_disagreements():
-    # control: the issue's figures before the fixes (the book's loops: check 54/54, autograde -2 on attention_scores;
+def test_the_comparison_finds_disagreements():
+    # control: disagreements the comparison must find (the book's loops: check 54/54, autograde -2 on attention_scores;
     # dropout in eval mode: the same on CausalAttention) are found as disagreements; the docstring exemption holds
     # only for the words the docstring has
     before = cva.Outcome("bug_book_loops_float32", check_score=54, check_max=54, check_exit=0,

@@ -247,7 +247,7 @@ def test_an_idle_server_ends_on_its_own(warm):
 @pytest.mark.slow
 def test_a_served_check_writes_with_the_callers_encoding_and_errors_handler(warm, tmp_path):
     """``PYTHONIOENCODING=ascii``: a note naming a non-ASCII folder is written as the caller's stderr writes it
-    (``backslashreplace``), not a traceback (found by a red team: the errors handler was reset to strict)."""
+    (``backslashreplace``), not a traceback (a handler reset to strict would raise)."""
     folder, env = warm
     assert _grade(env, "check", str(CORPUS / "correct_einsum"), "--step", "simple_attention")[0] == 0
     odd = tmp_path / "\u00fcbung"
@@ -261,8 +261,8 @@ def test_a_served_check_writes_with_the_callers_encoding_and_errors_handler(warm
 
 @pytest.mark.slow
 def test_the_server_keeps_nothing_its_first_caller_inherited(warm, tmp_path):
-    """``flock LOCK grade check``: once grade check has ended, the lock is free (found by a red team: the server,
-    forked from that first check, held flock's descriptor for its idle time)."""
+    """``flock LOCK grade check``: once grade check has ended, the lock is free (a server forked from that
+    first check that kept flock's descriptor would hold it for its idle time)."""
     folder, env = warm
     lock = tmp_path / "lock"
     fd = os.open(lock, os.O_CREAT | os.O_RDWR)

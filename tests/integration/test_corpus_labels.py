@@ -1,4 +1,4 @@
-"""The corpus's labels are not the grader's own opinion: each variant of issue 21 (tests/corpus/variants/) is
+"""The corpus's labels are not the grader's own opinion: each variant (tests/corpus/variants/) is
 labelled by tests/corpus/label.py, a differential checker against solutions/ that uses none of the kit's
 judges, suites or cases, and manifest.json must say the same."""
 from __future__ import annotations
@@ -9,7 +9,7 @@ from .conftest import CORPUS, MANIFEST
 from tests.corpus import label
 from tests.corpus.variants.make_variants import VARIANTS
 
-#: the issue-21 variants: those make_variants.py builds, and the book's assert (written by hand)
+#: the variants: those make_variants.py builds, and the book's assert (written by hand)
 LABELLED = sorted([*VARIANTS, "correct_mha_assert"])
 
 

@@ -26,7 +26,7 @@ import pytest
 
 from autograder import __version__
 from autograder.check.steps import known_steps
-from autograder.commands import check as check_verb
+from autograder.check import checking as check_verb
 from autograder.commands import course_location
 from autograder.usage import UsageError
 from autograder.release.pins import installed_closure, python_range

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from autograder.cli import main as cli
 from autograder.commands import similarity as verb
-from autograder.commands.similarity import compare_class
+from autograder.similarity.compare_class import compare_class
 from autograder.usage import UsageError
 from autograder.similarity import book_code
 from autograder.similarity.normalise import Module, tokens

@@ -1,4 +1,4 @@
-"""Attacks on the stand-in channel and the worker's answers (tests/corpus/redteam/), each with what a sound grader
+"""Attacks on the stand-in channel and the worker's answers (tests/corpus/standin_attacks/), each with what a sound grader
 does.
 
 * ``standin_root_class_oracle``: a call sent under a held stand-in's step, with a module tree whose root
@@ -26,15 +26,15 @@ import pytest
 
 from .conftest import ROOT, run_grade
 
-REDTEAM = ROOT / "tests" / "corpus" / "redteam"
+STANDIN_ATTACKS = ROOT / "tests" / "corpus" / "standin_attacks"
 ALICE = ROOT / "samples" / "submissions" / "alice"
 
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
-    root = tmp_path_factory.mktemp("redteam")
+    root = tmp_path_factory.mktemp("standin_attacks")
     subs = root / "subs"
-    for path in sorted(REDTEAM.iterdir()):
+    for path in sorted(STANDIN_ATTACKS.iterdir()):
         if path.is_dir():
             shutil.copytree(path, subs / path.name)
     shutil.copytree(ALICE, subs / "zz_after_them_all")  # graded last by the same job (one job)
@@ -49,7 +49,7 @@ def graded(tmp_path_factory):
 def test_the_batch_finishes_without_a_grader_error(graded):
     run, results = graded
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
-    assert len(results) == len([p for p in REDTEAM.iterdir() if p.is_dir()]) + 1
+    assert len(results) == len([p for p in STANDIN_ATTACKS.iterdir() if p.is_dir()]) + 1
     for name, result in results.items():
         assert not any("the grader itself failed" in t["output"] for t in result["tests"]), name
 

@@ -1,4 +1,4 @@
-"""A step that runs out of time says where the student's code was (issue 22, item 2).
+"""A step that runs out of time says where the student's code was.
 
 Before any student code runs, the worker registers ``faulthandler`` on SIGUSR2, writing into a file of its
 own (``child.py``); when a step's time runs out, the trusted side has the host send SIGUSR2, waits briefly

@@ -1,4 +1,4 @@
-"""Issue 21's done-when: for each case class, ``grade check`` and ``grade autograde`` on the same code.
+"""For each case class, ``grade check`` and ``grade autograde`` on the same code.
 
 ``python -m tests.support.check_vs_autograde [FOLDER]`` builds the samples into FOLDER (a temporary one by default), runs
 both commands and prints the table; ``tests/integration/test_check_agrees.py`` asserts on the same figures.
@@ -16,7 +16,7 @@ from pathlib import Path
 from tests.conftest import CORPUS, ROOT, run_grade
 from tests.corpus.variants.make_variants import build
 
-# case class of the issue -> (sample, how it is made: a corpus sample's name, or edits of solutions/)
+# case class -> (sample, how it is made: a corpus sample's name, or edits of solutions/)
 LATIN1 = "# r\xe9sum\xe9: the mask hides the future\n"
 PRINTS = """    for i in range(100_000):  # debug lines
         print(f"debug {i}: scores sum to {scores.sum().item():.6f}, shape {tuple(scores.shape)}")

@@ -1,4 +1,4 @@
-"""What a student reads may never name a file of the kit (issue 22, item 1): the kit's file names, and a scan."""
+"""What a student reads may never name a file of the kit: the kit's file names, and a scan."""
 from __future__ import annotations
 
 import re

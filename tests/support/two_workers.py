@@ -20,6 +20,8 @@ import pytest
 LONGEST = [
     "tests/integration/test_adversarial.py",  # 387 s (the 77 attempts graded, then the zips, the tricklers...)
     "tests/system/test_nbgrader.py",  # 280 s
+    "tests/system/test_normal_user_journeys.py",  # 200-260 s, make demo's install as a normal user the most of it
+    "tests/system/test_normal_user.py",
     "tests/integration/test_autograde_corpus.py",  # 178 s
     "tests/system/test_bench_nbgrader.py",  # 170 s
     "tests/system/test_release.py",  # 148 s

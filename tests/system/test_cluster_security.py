@@ -26,9 +26,9 @@ import dask
 import pytest
 from distributed import Client, LocalCluster
 
-from autograder.autograde import content_hashes
 from autograder.autograde.cluster.warm_grader import NAME, WarmGrader
 from autograder.course import load_course
+from autograder.grading.suites.grader_identity import grader_hash
 
 from tests.support import course_certificates
 from tests.support.ways_in import attempt, listening_ports, successes
@@ -247,7 +247,7 @@ def test_the_look_finds_a_warm_grader_where_there_is_one(tls_cluster):
     """The control for the tests below: the warm grader registered by hand, the same look finds it."""
     client = tls_cluster.client
     course_file = ROOT / "course.yml"
-    client.register_plugin(WarmGrader(str(course_file), content_hashes.grader(course_file, COURSE)))
+    client.register_plugin(WarmGrader(str(course_file), grader_hash(course_file, COURSE)))
     try:
         def warm(dask_worker):
             plugin = dask_worker.plugins[NAME]

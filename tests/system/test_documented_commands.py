@@ -6,36 +6,44 @@ a reason when it is skipped). ``NOT_COMMANDS`` names the untagged blocks that ar
 ``test_every_block_is_classified`` fails on a new block nobody classified, and on an entry of these tables that
 no longer matches a line, so the tables cannot go stale.
 
-**Where.** Each document runs in a fresh copy of the repository (its tracked and untracked, not ignored files,
-committed into a new git repository), with a fresh ``HOME``. Each block starts in the copy's folder, in one
-``bash`` for the whole block (a ``cd`` or ``source`` holds until the block ends); ``BLOCK_START`` names the
-blocks that start elsewhere (the student bundle's README starts in the unzipped bundle). The copy's ``.venv`` is
-what ``make install`` leaves: a venv with the kit installed editable from the copy, layered over the kit's own
-venv (a ``.pth`` line) so torch is not installed again; ``pip install -e .`` lines run for real, into it.
-Every command must exit 0 unless ``EXPECTED_RC`` says otherwise, with its reason. After the last block,
-``git status`` in the copy must show nothing but the placeholders the test filled: everything the commands
-wrote is either ignored by .gitignore or identical to what is committed (``grade assign`` regenerates
-``exercises/`` byte for byte).
+**Where.** The documents run in fresh copies of the repository (its tracked and untracked, not ignored files,
+committed into a new git repository), each with a fresh ``HOME``. A document runs in a copy of its own, unless
+``CONTINUES`` says it continues another (export.md exports the class instructors.md graded): it then runs after
+that one, in its copy and with its ``HOME``. Each block starts in the copy's folder, in one ``bash`` for the whole
+block (a ``cd`` or ``source`` holds until the block ends); ``BLOCK_START`` names the blocks that start elsewhere (the
+student bundle's README starts in the unzipped bundle). The copy's ``.venv`` is what ``make install`` leaves: a venv
+with the kit installed editable from the copy, layered over the kit's own venv (a ``.pth`` line) so torch is not
+installed again; ``pip install -e .`` lines run for real, into it. It is built once per run, in a first copy, and
+each copy gets a copy of it with that copy's paths written in (a venv names its own folder in its scripts and in
+the editable install's finder). Every command must exit 0 unless ``EXPECTED_RC`` says otherwise, with its reason.
+After the last block of a copy, ``git status`` in it must show nothing but the placeholders the test filled:
+everything the commands wrote is either ignored by .gitignore or identical to what is committed (``grade assign``
+regenerates ``exercises/`` byte for byte).
+
+**Run once.** A command shown on two pages runs on one. The README shows the first commands of each page: a README
+line that a page runs is run there, in that page's context, and not again in the README's copy. Between pages,
+``RUN_ELSEWHERE`` names each line run on another page, with its reason, and ``REPEATED`` each line run on every page
+that shows it, with its reason (the same words, in other places: ``grade check`` in the kit and in the unzipped
+bundle); ``test_no_command_runs_twice`` fails on any other line two pages would run.
 
 **Placeholders filled** (the command is run as written; the test makes what it names exist first):
 ``submissions/`` (three submissions of the test corpus, ``SUBMISSIONS``: not the samples, which ``make demo``
 has graded into ``results/`` already), ``roster.csv`` (every student the commands grade), ``path/to/folder`` (alice's
 correct submission), ``last-term-submissions`` and ``../last-term/submissions`` (corpus submissions), ``~``
-(a fresh HOME per document, whose ``~/.jupyter/nbgrader_config.py`` sets nbgrader's exchange to a temporary
-folder: the hub's global config), ``~/attention-course`` for docs/similarity.md (an nbgrader course with two
-students' notebooks), and, after each ``nbgrader release_assignment``, a student who fetches the assignment and
+(a fresh HOME per copy, whose ``~/.jupyter/nbgrader_config.py`` sets nbgrader's exchange to a temporary
+folder: the hub's global config), two students' notebooks in ``~/attention-course/submitted/`` for docs/similarity.md
+(frank's are the course's source notebooks, erin's the untouched release: it continues docs/nbgrader.md, whose
+course it is), and, after each ``nbgrader release_assignment``, a student who fetches the assignment and
 submits it through that exchange (what the comment "students: ... Fetch, work, Submit" says happens).
 
 **Placeholders substituted** (``SUBSTITUTE``, each with its reason): ``tls://login1:8786`` (a scheduler the test
 starts on loopback, with one ``dask worker``, both over TLS with the certificates the document's own commands
 made, started once they are made), ``/shared/attention`` (the copy; so the certificates' ``/shared/attention-tls``
 is a folder beside it), ``/tmp/ag`` (a temporary folder: a fixed path in /tmp is shared by everyone on the
-machine), and README's ``--nbgrader
-~/attention-course`` in "Grade a class" (an nbgrader course prepared with submissions, since the README's
-nbgrader section, later, creates ``~/attention-course`` from scratch).
+machine).
 
 **Skipped** (``SKIP_LINES`` and ``PYTHON``, each with its reason): ``make test`` (it is what runs this test)
-and docs/cluster.md's Slurm script (it needs a Slurm cluster; tests/test_cluster.py runs its job script).
+and docs/cluster.md's Slurm script (it needs a Slurm cluster; tests/system/test_cluster.py runs its job script).
 """
 from __future__ import annotations
 
@@ -69,10 +77,10 @@ NOT_COMMANDS = {
 #: python blocks: (document, first line starts with) -> None to run it, or the reason it is not run
 PYTHON = {
     ("docs/adding-a-step.md", "def scale_by_two(x):"): "a fragment of solutions/simple_attention.py "
-                                                          "(tests/test_adding_a_step.py does these steps)",
+                                                          "(tests/integration/test_adding_a_step.py does these steps)",
     ("docs/adding-a-step.md", '@step("simple_attention.scale_by_two")'): "a fragment of a suite file "
-                                                                         "(tests/test_adding_a_step.py)",
-    ("docs/cluster.md", "# slurm_grading.py"): "needs a Slurm cluster (sbatch, a login node); tests/test_cluster.py "
+                                                                         "(tests/integration/test_adding_a_step.py)",
+    ("docs/cluster.md", "# slurm_grading.py"): "needs a Slurm cluster (sbatch, a login node); tests/system/test_cluster.py "
                                                "builds its job script and runs the worker command it holds",
 }
 #: command lines not run: line -> reason
@@ -85,8 +93,6 @@ SUBSTITUTE = [
                                                "certificates the document's commands made"),
     (None, "/shared/attention", "{course}", "the shared folder of a cluster: the copy itself"),
     (None, "/tmp/ag", "{tmp}/ag", "a fixed path in /tmp is shared by everyone on the machine"),
-    ("README.md", "--nbgrader ~/attention-course --out results",
-     "--nbgrader {prepared} --out results", "README's nbgrader section, later, creates ~/attention-course"),
 ]
 #: (document, line) -> (exit status, why)
 EXPECTED_RC = {
@@ -94,8 +100,8 @@ EXPECTED_RC = {
                                             "anything fails (2 would be a usage error)"),
     ("docs/release.md", "grade check notebooks/causal_attention.ipynb"): (1, "the bundle's notebooks hold the "
                                                                              "untouched stubs too"),
-    ("README.md", "grade check"): (1, "exercises/ holds the stubs"),
-    ("README.md", "grade check --json"): (1, "exercises/ holds the stubs"),
+    ("docs/students.md", "grade check"): (1, "exercises/ holds the stubs"),
+    ("docs/students.md", "grade check --json"): (1, "exercises/ holds the stubs"),
 }
 #: (document, the block's first command starts with) -> a shell line run first, instead of `cd COURSE`
 BLOCK_START = {
@@ -110,6 +116,23 @@ AFTER = {
     "nbgrader release_assignment attention": "(mkdir -p {tmp}/a-student && cd {tmp}/a-student && "
                                              "nbgrader fetch_assignment attention --course attention && "
                                              "nbgrader submit attention --course attention) >/dev/null 2>&1",
+}
+#: document -> (the document it continues, in that one's copy and HOME, after it; why)
+CONTINUES = {
+    "docs/export.md": ("docs/instructors.md", "it exports the class that instructors.md grades (its first line says "
+                                              "so, and links there)"),
+    "docs/similarity.md": ("docs/nbgrader.md", "its --nbgrader ~/attention-course is the course nbgrader.md makes"),
+}
+#: (document, line) -> (the document that runs it, why it is not run here too)
+RUN_ELSEWHERE = {
+    ("docs/adding-a-step.md", "grade assign"): ("docs/release.md", "here it would regenerate what is committed, as "
+                                                "release.md's does: this test makes none of the page's edits "
+                                                "(tests/integration/test_adding_a_step.py makes them, and assigns them)"),
+}
+#: line -> why it runs on every page that shows it
+REPEATED = {
+    "grade check": "students.md checks the kit's exercises/; release.md the exercises of the unzipped bundle, "
+                   "with the bundle's own grade installed as a student installs it",
 }
 
 
@@ -160,6 +183,49 @@ def bare(line: str) -> str:
     return re.sub(r"\s+#.*$", "", line).strip()
 
 
+def _lines(document: str) -> list[str]:
+    return [bare(line) for block in command_blocks(document) for line in block.commands()]
+
+
+def runs_elsewhere(document: str, line: str) -> str | None:
+    """The document that runs this line of ``document``, when another one does (README's lines run on a page that
+    runs them: the first, in DOCUMENTS' order); None when it runs here."""
+    key = bare(line)
+    if (document, key) in RUN_ELSEWHERE:
+        return RUN_ELSEWHERE[(document, key)][0]
+    if document == "README.md":
+        return next((page for page in DOCUMENTS if page != document and key in lines_run(page)), None)
+    return None
+
+
+def lines_run(document: str) -> list[str]:
+    """The lines the test runs in ``document``'s copy, in order."""
+    return [line for line in _lines(document) if line not in SKIP_LINES and not runs_elsewhere(document, line)]
+
+
+def runs() -> list[tuple[str, ...]]:
+    """The copies: the documents run one after another in each, a document before the ones that continue it."""
+    out = []
+    for document in DOCUMENTS:
+        if document in CONTINUES:
+            continue
+        chain = [document]
+        while follower := next((d for d, (before, _) in CONTINUES.items() if before == chain[-1]), None):
+            chain.append(follower)
+        if any(lines_run(d) for d in chain):
+            out.append(tuple(chain))
+    return out
+
+
+def run_twice(lines: dict[str, list[str]]) -> dict[str, list[str]]:
+    """The lines (but REPEATED's) that two documents would run: line -> the documents."""
+    where: dict[str, list[str]] = {}
+    for document, run in lines.items():
+        for line in dict.fromkeys(run):
+            where.setdefault(line, []).append(document)
+    return {line: docs for line, docs in where.items() if len(docs) > 1 and line not in REPEATED}
+
+
 # -- the tables hold --------------------------------------------------------------------------------------
 @pytest.mark.unit
 def test_every_block_is_classified():
@@ -191,13 +257,32 @@ def test_every_block_is_classified():
         assert any(b.commands() and b.commands()[0].startswith(start) for b in command_blocks(document)), start
     for line in AFTER:
         assert any(line in map(bare, ls) for ls in lines.values()), line
+    for document, (before, _) in CONTINUES.items():
+        assert document in DOCUMENTS and before in DOCUMENTS and before not in CONTINUES, document
     # the documents this test runs, and what it runs there: the README and the workflows
-    assert {d for d, ls in lines.items() if ls} >= {"README.md", "docs/nbgrader.md", "docs/release.md",
-                                                    "docs/export.md", "docs/cluster.md", "docs/gradescope.md"}
-    # the README's nbgrader sequence is the one the issue found broken
-    readme = lines["README.md"]
-    assert "grade nbgrader --course-dir ~/attention-course" in readme
-    assert readme.index("nbgrader release_assignment attention") < readme.index("nbgrader collect attention")
+    assert {d for d in DOCUMENTS if lines_run(d)} >= {"README.md", "docs/nbgrader.md", "docs/release.md",
+                                                      "docs/export.md", "docs/cluster.md", "docs/gradescope.md",
+                                                      "docs/students.md", "docs/instructors.md"}
+    assert lines_run("README.md") == ["make demo"]
+    # the nbgrader sequence: the course made first, the assignment released before it is collected
+    nbgrader = lines["docs/nbgrader.md"]
+    assert "grade nbgrader --course-dir ~/attention-course" in nbgrader
+    assert nbgrader.index("nbgrader release_assignment attention") < nbgrader.index("nbgrader collect attention")
+
+
+@pytest.mark.unit
+def test_no_command_runs_twice():
+    assert run_twice({d: lines_run(d) for d in DOCUMENTS}) == {}
+    for (document, line), (where, _) in RUN_ELSEWHERE.items():
+        assert line in _lines(document) and line in lines_run(where), (document, line)
+    for line in REPEATED:  # the table holds: each line is run on two pages at least
+        assert sum(line in lines_run(d) for d in DOCUMENTS) > 1, line
+    # the README shows each page's first commands; it runs only what no page runs
+    assert all(runs_elsewhere("README.md", line) for line in _lines("README.md")
+               if line not in SKIP_LINES and line != "make demo")
+    # the control: a line two pages run is found, and a REPEATED one is not
+    assert run_twice({"a.md": ["grade assign", "grade check"], "b.md": ["grade assign", "grade check"]}) == \
+        {"grade assign": ["a.md", "b.md"]}
 
 
 @pytest.mark.unit
@@ -251,23 +336,61 @@ def _layered_venv(course: Path) -> Path:
     return venv
 
 
+@pytest.fixture(scope="module")
+def first_copy(tmp_path_factory) -> Path:
+    """The first copy of the repository, with its venv: built once, copied for each run."""
+    course = tmp_path_factory.mktemp("first-copy") / "course"
+    course.mkdir()
+    _copy_repository(course)
+    _layered_venv(course)
+    return course
+
+
+def _copy_of(first: Path, dest: Path) -> None:
+    """``first`` copied to ``dest``, its venv's own paths (the scripts' interpreter, ``activate``, the editable
+    install's finder and record) rewritten to name ``dest``."""
+    shutil.copytree(first, dest, symlinks=True)
+    old, new = str(first).encode(), str(dest).encode()
+    for path in (dest / ".venv").rglob("*"):
+        if path.is_symlink() or not path.is_file() or path.suffix == ".pyc" or path.stat().st_size > 1 << 20:
+            continue
+        data = path.read_bytes()
+        if old in data:
+            path.write_bytes(data.replace(old, new))
+    for cache in (dest / ".venv").glob("lib/python*/site-packages/__pycache__"):
+        shutil.rmtree(cache)  # the finder's bytecode holds the first copy's path
+
+
 class Scheduler:
     """A ``dask scheduler`` and one ``dask worker`` on loopback, run by the copy's venv in the copy, over TLS with the
     cluster's certificate in ``tls`` (docs/cluster.md's commands made it)."""
 
     def __init__(self, python: Path, cwd: Path, env: dict, logs: Path, tls: Path):
-        self.address = f"tls://127.0.0.1:{_free_port()}"
+        port = _free_port()
+        self.address = f"tls://127.0.0.1:{port}"
         self.procs = []
         certificate = ["--tls-ca-file", str(tls / "ca.pem"), "--tls-cert", str(tls / "cluster.pem"),
                        "--tls-key", str(tls / "cluster.key")]
-        for args in (["scheduler", "--host", "127.0.0.1", "--port", self.address.rsplit(":", 1)[1], "--no-dashboard",
+        for args in (["scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard",
                       "--protocol", "tls", *certificate],
                      ["worker", self.address, "--nworkers", "1", "--nthreads", "1", "--host", "127.0.0.1",
                       "--no-dashboard", *certificate]):
             log = open(logs / f"dask-{args[0]}.log", "wb")  # noqa: SIM115 - the process writes it until it is stopped
             self.procs.append(subprocess.Popen([str(python), "-m", "dask", *args], cwd=cwd, env=env, stdout=log,
                                                stderr=subprocess.STDOUT, start_new_session=True))
-            time.sleep(2 if args[0] == "scheduler" else 0)
+            if args[0] == "scheduler":
+                self._listening(port, logs / "dask-scheduler.log")
+
+    def _listening(self, port: int, log: Path, bound: float = 120) -> None:
+        """Wait, within ``bound`` seconds, until the scheduler accepts connections on ``port``."""
+        deadline = time.monotonic() + bound
+        while time.monotonic() < deadline:
+            assert self.procs[0].poll() is None, log.read_text(errors="replace")
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    return
+            time.sleep(0.2)
+        raise AssertionError(f"the scheduler did not listen within {bound} s:\n" + log.read_text(errors="replace"))
 
     def close(self) -> None:
         for proc in reversed(self.procs):
@@ -283,26 +406,7 @@ class Scheduler:
                 proc.wait()
 
 
-@pytest.fixture(scope="module")
-def prepared_nbgrader_course(tmp_path_factory) -> Path:
-    """An nbgrader course with two students' notebooks in submitted/: frank's are the source notebooks (the
-    solutions), erin's the untouched release."""
-    course = tmp_path_factory.mktemp("prepared") / "attention-course"
-    env = {**os.environ, "PATH": f"{KIT_VENV / 'bin'}{os.pathsep}{os.environ['PATH']}"}
-    run = subprocess.run([sys.executable, "-m", "autograder.cli", "nbgrader", "--course-dir", str(course), "--course",
-                          str(ROOT / "course.yml")], capture_output=True, text=True, timeout=900, env=env)
-    assert run.returncode == 0, run.stderr
-    run = subprocess.run([str(KIT_VENV / "bin" / "nbgrader"), "generate_assignment", "attention"], cwd=course,
-                         capture_output=True, text=True, timeout=900, env=env)
-    assert run.returncode == 0, run.stderr
-    for student, folder in (("frank", "source"), ("erin", "release")):
-        dest = course / "submitted" / student / "attention"
-        shutil.copytree(course / folder / "attention", dest)
-        (dest / "timestamp.txt").write_text("2025-03-14 20:00:00.000000 UTC")
-    return course
-
-
-def _fill(course: Path, home: Path, tmp: Path, prepared: Path) -> list[str]:
+def _fill(course: Path, home: Path, tmp: Path) -> list[str]:
     """Make the placeholders exist; return the paths in the copy that the test made (git status may show them)."""
     corpus = ROOT / "tests" / "corpus" / "submissions"
     for student, name in SUBMISSIONS.items():  # not the samples: make demo has graded those into results/ already
@@ -321,6 +425,20 @@ def _fill(course: Path, home: Path, tmp: Path, prepared: Path) -> list[str]:
     return ["submissions/", "roster.csv", "path/", "last-term-submissions/"]
 
 
+def _two_students(home: Path) -> None:
+    """docs/similarity.md's course (the one docs/nbgrader.md made) gets two students' notebooks in submitted/:
+    frank's are the source notebooks (the solutions), erin's the untouched release."""
+    course = home / "attention-course"
+    for student, folder in (("frank", "source"), ("erin", "release")):
+        dest = course / "submitted" / student / "attention"
+        shutil.copytree(course / folder / "attention", dest)
+        (dest / "timestamp.txt").write_text("2025-03-14 20:00:00.000000 UTC")
+
+
+#: before a document that continues another: what the test makes first, in its HOME
+BEFORE = {"docs/similarity.md": _two_students}
+
+
 def _script(block: Block, values: dict) -> tuple[str, list[tuple[int, str, int, str | None]]]:
     """The block as one bash script printing each line's exit status; and per line (index, line, rc, skip)."""
     commands = block.commands()
@@ -333,7 +451,7 @@ def _script(block: Block, values: dict) -> tuple[str, list[tuple[int, str, int, 
             if document in (None, block.document):
                 text = text.replace(old, new.format(**values))
         rc, _ = EXPECTED_RC.get((block.document, bare(line)), (0, None))
-        skip = SKIP_LINES.get(bare(line))
+        skip = SKIP_LINES.get(bare(line)) or runs_elsewhere(block.document, line)
         plan.append((i, text, rc, skip))
         if skip:
             lines.append(f"printf '\\n@@@ {i} skipped\\n'")
@@ -347,53 +465,59 @@ def _script(block: Block, values: dict) -> tuple[str, list[tuple[int, str, int, 
     return "\n".join(lines) + "\n", plan
 
 
-def _run_document(document: str, tmp: Path, prepared: Path) -> None:
+def _run_documents(chain: tuple[str, ...], tmp: Path, first: Path) -> None:
     course, home = tmp / "course", tmp / "home"
-    course.mkdir()
     home.mkdir()
-    _copy_repository(course)
-    venv = _layered_venv(course)
-    made = _fill(course, home, tmp, prepared)
-    if document == "docs/similarity.md":
-        shutil.copytree(prepared, home / "attention-course")
+    _copy_of(first, course)
+    venv = course / ".venv"
+    made = _fill(course, home, tmp)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("VIRTUAL_ENV", "PYTHON"))}
     env.update(HOME=str(home), PATH=os.pathsep.join([str(venv / "bin"), str(KIT_VENV / "bin"), env["PATH"]]),
                DASK_TEMPORARY_DIRECTORY=str(tmp), NO_COLOR="1")
     # A command that names an index this machine cannot reach (the bundle's PyTorch CPU index, with no network
     # but the registries) runs as written; pip is only told not to retry it, package after package.
     env.setdefault("PIP_RETRIES", "0")
-    todo = command_blocks(document)
     scheduler = None
-    values = {"course": str(course), "tmp": str(tmp), "prepared": str(prepared), "scheduler": ""}
+    values = {"course": str(course), "tmp": str(tmp), "scheduler": ""}
     try:
-        for block in todo:
-            if scheduler is None and "tls://login1:8786" in block.text:  # its certificates are made by now
-                scheduler = Scheduler(venv / "bin" / "python", course, env, tmp, Path(f"{course}-tls"))
-                values["scheduler"] = scheduler.address
-            script, plan = _script(block, values)
-            log = tmp / f"block-{block.line}.log"
-            with open(log, "w") as out:
-                run = subprocess.run(["bash", "-c", script], cwd=course, env=env, stdout=out,
-                                     stderr=subprocess.STDOUT, timeout=3600)
-            text = log.read_text(errors="replace")
-            for i, line, rc, skip in plan:
-                if skip:
+        for document in chain:
+            if document in BEFORE:
+                BEFORE[document](home)
+            for block in command_blocks(document):
+                if not any(not SKIP_LINES.get(bare(line)) and not runs_elsewhere(document, line)
+                           for line in block.commands()):
                     continue
-                got = re.search(rf"^@@@ {i} rc (\d+)$", text, re.M)
-                section = text.split(f"@@@ {i} start\n", 1)[-1].split(f"\n@@@ {i} rc", 1)[0][-4000:]
-                assert got, f"{document}:{block.line}: `{line}` did not finish (bash exited {run.returncode}):\n{section}"
-                assert int(got.group(1)) == rc, \
-                    f"{document}:{block.line}: `{line}` exited {got.group(1)}, not {rc}:\n{section}"
+                if scheduler is None and "tls://login1:8786" in block.text:  # its certificates are made by now
+                    scheduler = Scheduler(venv / "bin" / "python", course, env, tmp, Path(f"{course}-tls"))
+                    values["scheduler"] = scheduler.address
+                _run_block(block, values, course, env, tmp)
     finally:
         if scheduler:
             scheduler.close()
     status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=normal"], cwd=course,
                             capture_output=True, text=True, check=True).stdout.splitlines()
     unexpected = [line for line in status if line[3:] not in made]
-    assert not unexpected, f"{document}: files the commands wrote that git would pick up:\n" + "\n".join(unexpected)
+    assert not unexpected, f"{chain}: files the commands wrote that git would pick up:\n" + "\n".join(unexpected)
+
+
+def _run_block(block: Block, values: dict, course: Path, env: dict, tmp: Path) -> None:
+    script, plan = _script(block, values)
+    log = tmp / f"{Path(block.document).stem}-{block.line}.log"
+    with open(log, "w") as out:
+        run = subprocess.run(["bash", "-c", script], cwd=course, env=env, stdout=out, stderr=subprocess.STDOUT,
+                             timeout=3600)
+    text = log.read_text(errors="replace")
+    for i, line, rc, skip in plan:
+        if skip:
+            continue
+        got = re.search(rf"^@@@ {i} rc (\d+)$", text, re.M)
+        section = text.split(f"@@@ {i} start\n", 1)[-1].split(f"\n@@@ {i} rc", 1)[0][-4000:]
+        where = f"{block.document}:{block.line}"
+        assert got, f"{where}: `{line}` did not finish (bash exited {run.returncode}):\n{section}"
+        assert int(got.group(1)) == rc, f"{where}: `{line}` exited {got.group(1)}, not {rc}:\n{section}"
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("document", [d for d in DOCUMENTS if command_blocks(d)])
-def test_the_documented_commands_run_as_written(document, tmp_path, prepared_nbgrader_course):
-    _run_document(document, tmp_path, prepared_nbgrader_course)
+@pytest.mark.parametrize("chain", runs(), ids="+".join)
+def test_the_documented_commands_run_as_written(chain, tmp_path, first_copy):
+    _run_documents(chain, tmp_path, first_copy)

@@ -1,4 +1,4 @@
-"""The feedback page in a real headless Chromium, as a student sees it (issue 22, item 7): the list of what
+"""The feedback page in a real headless Chromium, as a student sees it: the list of what
 failed is at the top and its links reach the cards; the passed steps are folded until opened; no title
 overflows its card or breaks inside a word; the row sums on the picture read on every colour. In-process
 pages (no grading): the graded sample class is opened in tests/system/test_feedback_pages.py."""

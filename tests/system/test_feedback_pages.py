@@ -96,7 +96,7 @@ def test_gradescope_gets_the_same_feedback_as_html_under_a_megabyte(graded):
         assert all("<" not in t["output"] for t in result["tests"])  # the tests' words stay text
     bob = load(graded, "bob")
     assert bob["output"].count("data:image/png;base64,") == 1  # values and gradients: one case, drawn once
-    # the gradients count points to [values] (issue 22, item 4: said once) and draws nothing of its own
+    # the gradients count points to [values] (said once) and draws nothing of its own
     assert "the output of this case is wrong as shown under [values]; the gradients differ too" in bob["output"]
     hidden = [t for t in bob["tests"] if t["visibility"] != "visible" and t["status"] == "failed"]
     assert hidden and all(t["name"].split(":")[0] not in bob["output"] for t in hidden)  # not before publishing

@@ -67,7 +67,7 @@ def test_every_step_gets_the_kernel_s_verdict_or_the_hand_in_is_named(corpus):
     assert {name: v.unexplained for name, v in found.items() if v.unexplained} == {}
     named = {name: sorted(v.named) for name, v in found.items() if v.named}
     assert named == {name: sorted(spec["named"]) for name, spec in make_handins.HANDINS.items() if spec.get("named")}
-    # the figures: a syntax error in causal_attention.py costs its own 17 points, not multihead_attention's
+    # a syntax error in causal_attention.py costs its own 17 points, not multihead_attention's
     assert results["py_causal_syntax_error"]["score"] == 64
     assert results["py_causal_latin1"]["score"] == 64
     # a slow cell costs its own module's steps, said as its own, and no other's

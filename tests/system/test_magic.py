@@ -1,6 +1,6 @@
 """``%grade check`` as a student uses it: a notebook run top to bottom by nbclient in a real kernel.
 
-The notebooks are the runnable fixtures of ``tests/submission_forms.py`` with ``%load_ext autograder`` in
+The notebooks are the runnable fixtures of ``tests/support/submission_forms.py`` with ``%load_ext autograder`` in
 their first cell and the magic in their last. The test reads the magic's outputs as the notebook shows
 them, and compares its verdict with ``grade check`` on the saved notebook.
 """
@@ -10,10 +10,14 @@ import contextlib
 import json
 import queue
 import re
-import signal
+import shutil
+import tempfile
 import time
+from pathlib import Path
 
 import pytest
+
+from autograder.check import warm_server
 
 from .conftest import ROOT, run_grade
 from tests.support.submission_forms import one_notebook
@@ -21,6 +25,23 @@ from tests.support.submission_forms import one_notebook
 pytestmark = pytest.mark.slow
 
 SAMPLES = ROOT / "samples" / "submissions"
+#: what the kernel imports of the kit: the magic and the warm server's client (no torch, no checking code)
+KERNEL_SIDE = ["autograder", "autograder.check", "autograder.check.magic", "autograder.check.warm_server",
+               "autograder.worker", "autograder.worker.owned_dirs", "autograder.worker.protocol", "autograder.worker.syscalls",
+               "autograder.worker.waits"]
+
+
+@pytest.fixture
+def warm(monkeypatch):
+    """The warm server on, in a short folder of this test's own (a socket's name must be short), for this process and
+    the kernels it starts; when done, its socket removed (the server then ends within seconds)."""
+    folder = Path(tempfile.mkdtemp(prefix="gcs-", dir="/tmp"))
+    monkeypatch.setenv(warm_server.ENV, "1")
+    monkeypatch.setenv(warm_server.DIR_ENV, str(folder))
+    monkeypatch.setenv(warm_server.IDLE_ENV, "300")
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+    _waited(lambda: not _servers(folder), seconds=60, every=0.2)
 
 
 def with_extension(path):
@@ -59,7 +80,7 @@ def shown(cell) -> tuple[str, str]:
     return "\n".join(text), "\n".join(html)
 
 
-def test_a_correct_notebook_passes_and_says_hidden_cases_come_later(tmp_path):
+def test_a_correct_notebook_passes_and_says_hidden_cases_come_later(tmp_path, warm):
     # a cell that prints when the module is imported: the worker's output never mixes with the magic's answers
     nb = run_notebook(one_notebook(SAMPLES / "alice", tmp_path, name="alice.ipynb"),
                       "print('hello from a cell')\ninput = None", "%grade check",
@@ -69,11 +90,11 @@ def test_a_correct_notebook_passes_and_says_hidden_cases_come_later(tmp_path):
     assert re.search(r"checked the \d+ cells you ran, in the order you ran them", text)
     assert "FAILED" not in text and "all passed" not in text.lower()
     assert "<pre>" in html and "public checks passed; hidden cases are graded later" in html
-    # the check ran outside the kernel: none of the checking code was imported here
-    assert shown(nb.cells[-1])[0].strip() == "['autograder', 'autograder.ipython_extension']"
+    # the check ran outside the kernel: none of the checking code was imported here, only the magic and its client
+    assert shown(nb.cells[-1])[0].strip() == str(KERNEL_SIDE)
 
 
-def test_a_buggy_notebook_reads_as_grade_check_does(tmp_path):
+def test_a_buggy_notebook_reads_as_grade_check_does(tmp_path, warm):
     path = one_notebook(SAMPLES / "carol", tmp_path, name="carol.ipynb")
     nb = run_notebook(path, "%grade check causal_attention --html")
     text, html = shown(nb.cells[-1])
@@ -93,7 +114,8 @@ def test_a_buggy_notebook_reads_as_grade_check_does(tmp_path):
 
 
 def test_a_syntax_error_is_named_with_its_cell_and_the_rest_still_checks(tmp_path):
-    """As the kernel ran it: the cell with the syntax error failed there, and the cells after it ran."""
+    """As the kernel ran it: the cell with the syntax error failed there, and the cells after it ran. With no warm
+    server (``GRADE_CHECK_SERVER=0``, as the suite runs, and as on Windows): a process of its own per check."""
     path = one_notebook(SAMPLES / "alice", tmp_path, name="typo.ipynb")
     data = json.loads(path.read_text())
     code = [c for c in data["cells"] if c["cell_type"] == "code"]
@@ -118,7 +140,7 @@ def alice_in_a_kernel(tmp_path, monkeypatch):
     from nbclient import NotebookClient  # noqa: PLC0415 - optional: Jupyter's, from the test extra
 
     temp = tmp_path / "tmp"
-    temp.mkdir()
+    temp.mkdir(exist_ok=True)
     monkeypatch.setenv("TMPDIR", str(temp))  # the kernel's environment, and so its tempfile's
     path = one_notebook(SAMPLES / "alice", tmp_path, name="alice.ipynb")
     nb = with_extension(path)
@@ -213,20 +235,26 @@ def _kernel_state(client) -> str:
     return f"the kernel said since: {said}; its processes: {processes}"
 
 
-def _services(temp) -> list[int]:
-    """The checking processes whose folder is in ``temp`` (a cell cannot ask: its code would be checked too)."""
+def _servers(folder) -> list[int]:
+    """The warm servers whose folder is ``folder`` (started by a notebook, or left by a terminal's grade check): not
+    the checks, hosts and workers they fork (those have a parent among them); never the kernel."""
     import psutil  # noqa: PLC0415 - ipykernel's own dependency
 
-    found = {p.pid: p.info["ppid"] for p in psutil.process_iter(["cmdline", "ppid"])
-             if any(str(temp) in a for a in p.info["cmdline"] or [])}
-    return sorted(pid for pid, parent in found.items() if parent not in found)  # not the hosts it forks (same command line)
+    found = {}
+    for p in psutil.process_iter(["cmdline", "ppid"]):
+        with contextlib.suppress(psutil.Error):
+            line = " ".join(p.info["cmdline"] or [])
+            if ("autograder.check.warm_server" in line or "autograder.cli" in line) and \
+                    p.environ().get(warm_server.DIR_ENV) == str(folder):
+                found[p.pid] = p.info["ppid"]
+    return sorted(pid for pid, parent in found.items() if parent not in found)
 
 
-def _descendants(temp) -> list:
+def _descendants(folder) -> list:
     import psutil  # noqa: PLC0415 - ipykernel's own dependency
 
     found = []
-    for pid in _services(temp):
+    for pid in _servers(folder):
         with contextlib.suppress(psutil.Error):
             found += psutil.Process(pid).children(recursive=True)
     return found
@@ -241,13 +269,31 @@ def _cpu(process) -> float:
         return 0.0
 
 
-def test_the_stop_button_keeps_the_warm_check_and_a_shutdown_leaves_no_folder(tmp_path, monkeypatch):
+def test_a_terminal_check_and_every_notebook_share_one_warm_process(tmp_path, monkeypatch, warm):
+    """One student: a terminal's grade check leaves the warm server; the notebook's %grade check is answered by it,
+    and so is a second kernel's: one process of the kit's, however many checks (a control: a terminal check with the
+    server off starts none)."""
+    folder = warm
+    off = run_grade("check", str(SAMPLES / "alice"), env={warm_server.ENV: "0"})
+    assert off.returncode == 0 and _servers(folder) == []
+    first = run_grade("check", str(SAMPLES / "alice"), env={warm_server.ENV: "1", warm_server.DIR_ENV: str(folder)})
+    assert first.returncode == 0, first.stderr
+    servers = _waited(lambda: _servers(folder), seconds=60, every=0.1)
+    assert len(servers) == 1
+    for _kernel in range(2):
+        with alice_in_a_kernel(tmp_path, monkeypatch) as (_client, run, temp):
+            assert "public checks passed" in run("%grade check")
+            assert _servers(folder) == servers
+            assert list(temp.iterdir()) == []  # nothing of the kit's in the kernel's temporary folder
+
+
+def test_the_stop_button_keeps_the_warm_check(tmp_path, monkeypatch, warm):
     # JupyterLab's stop button and nbclient's shutdown both go through jupyter_client: the interrupt signals the
     # kernel's process group, and the kernel, asked to shut down, first ends every child left in that group
-    with alice_in_a_kernel(tmp_path, monkeypatch) as (client, run, temp):
+    with alice_in_a_kernel(tmp_path, monkeypatch) as (client, run, _temp):
         assert "public checks passed" in run("%grade check")
-        before = _services(temp)
-        assert [p.name[:len("grade-magic-")] for p in temp.iterdir()] == ["grade-magic-"]  # control: it is there
+        before = _servers(warm)
+        assert len(before) == 1
         # a cell still running when stop is pressed (one that ends first leaves nothing to interrupt); a shell line,
         # which the checks read as a comment, not as the student's code
         asked = client.kc.execute("!sleep 900", stop_on_error=False)
@@ -255,67 +301,71 @@ def test_the_stop_button_keeps_the_warm_check_and_a_shutdown_leaves_no_folder(tm
         assert interrupted(client, asked)["status"] in ("ok", "error")
         assert not _running(client, "sleep")  # the press reached the shell line: it ended the sleep
         assert "public checks passed" in run("%grade check")
-        assert _services(temp) == before and len(before) == 1  # the same warm process answered: the interrupt did not end it
-    assert list(temp.iterdir()) == []  # the kernel's exit hook ran, and removed the folder
+        assert _servers(warm) == before  # the same warm process answered: the interrupt did not end it
+    assert _servers(warm) == before  # the kernel's shutdown did not end it either: it ends when idle
 
 
-def test_a_killed_kernel_leaves_no_folder(tmp_path, monkeypatch):
-    from jupyter_core.utils import run_sync  # noqa: PLC0415 - optional: Jupyter's, from the test extra
-
-    with alice_in_a_kernel(tmp_path, monkeypatch) as (client, run, temp):
-        assert "public checks passed" in run("%grade check")
-        assert len(list(temp.iterdir())) == 1  # control: the folder is there while the kernel lives
-        # as the out-of-memory killer or a crash would: no exit hook runs in the kernel, the service sees its input end
-        run_sync(client.km.signal_kernel)(signal.SIGKILL)
-    _waited(lambda: list(temp.iterdir()) == [], seconds=120, every=0.2)
-    assert list(temp.iterdir()) == []  # what is left, if anything, in the failure's words
-
-
-def test_the_stop_button_during_a_check_stops_it_and_the_next_check_reads_its_own_answer(tmp_path, monkeypatch):
+def test_the_stop_button_during_a_check_stops_it_and_the_next_check_reads_its_own_answer(tmp_path, monkeypatch,
+                                                                                        warm):
     # a student whose softmax loops forever checks, presses stop, then checks another module: the loop is stopped at
-    # once (not at its time limit), the same warm process answers, and the answer is that module's, not the stopped one's
+    # once (not at its time limit), the same warm process answers, and the answer is that module's, not the stopped
+    # one's; the check's own folder (the cells it read) goes with it
     import psutil  # noqa: PLC0415 - ipykernel's own dependency
 
     with alice_in_a_kernel(tmp_path, monkeypatch) as (client, run, temp):
         run("def softmax_naive(x):\n    while True:\n        pass")
         asked = client.kc.execute("%grade check simple_attention", stop_on_error=False)
         # until the student's loop runs in a worker
-        looping = _waited(lambda: [p for p in _descendants(temp) if _cpu(p) > 1], seconds=300, every=0.2)
+        looping = _waited(lambda: [p for p in _descendants(warm) if _cpu(p) > 1], seconds=300, every=0.2)
         assert looping
-        services = _services(temp)
+        assert any(p.name.startswith("grade-magic-") for p in temp.iterdir())  # the check's folder, meanwhile
+        servers = _servers(warm)
         assert interrupted(client, asked)["ename"] == "KeyboardInterrupt"
         psutil.wait_procs(looping, timeout=15)  # well inside the step's time limit (20 s), counted from before
         assert not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in looping)
+        # the check's folders (the cells it read, its workers') went with it
+        assert _waited(lambda: list(temp.iterdir()) == [], seconds=60, every=0.1), list(temp.iterdir())
         text = run("%grade check trainable_attention")
         assert re.search(r"trainable_attention\.SelfAttention_v2\s+passed", text)
         assert "simple_attention" not in text  # not the stopped check's answer
-        assert _services(temp) == services  # the same warm process
-    assert list(temp.iterdir()) == []
+        assert _servers(warm) == servers  # the same warm process
 
 
-def test_the_stop_button_while_the_check_starts_leaves_no_process_behind(tmp_path, monkeypatch):
-    # the first check loads torch (seconds): where a student presses stop. The next check starts one process, not a
-    # second beside one left running
-    with alice_in_a_kernel(tmp_path, monkeypatch) as (client, run, temp):
+def test_the_stop_button_while_the_check_starts_leaves_one_warm_process(tmp_path, monkeypatch, warm):
+    # the first check starts the warm process, which loads torch (seconds): where a student presses stop. The next
+    # check is answered by one process, not a second beside one left loading
+    with alice_in_a_kernel(tmp_path, monkeypatch) as (client, run, _temp):
         asked = client.kc.execute("%grade check", stop_on_error=False)
-        assert _waited(lambda: _services(temp), seconds=300, every=0.02)
+        assert _waited(lambda: _loading(warm), seconds=300, every=0.02)
         assert interrupted(client, asked)["ename"] == "KeyboardInterrupt"
         assert "public checks passed" in run("%grade check")
-        assert len(_services(temp)) == 1
-    assert list(temp.iterdir()) == []
+        assert len(_servers(warm)) == 1
 
 
-def test_a_checking_process_that_cannot_start_says_why_and_leaves_nothing(tmp_path, monkeypatch):
-    # a broken torch in the student's environment: the magic says what the process said, and removes its folder
-    from autograder import ipython_extension  # noqa: PLC0415 - the kernel's side, in this process
+def _loading(folder) -> list[int]:
+    """The process a notebook started to load the warm server (``python -m autograder.check.warm_server``)."""
+    import psutil  # noqa: PLC0415 - ipykernel's own dependency
+
+    found = []
+    for p in psutil.process_iter(["cmdline"]):
+        with contextlib.suppress(psutil.Error):
+            if "autograder.check.warm_server" in " ".join(p.info["cmdline"] or []) and \
+                    p.environ().get(warm_server.DIR_ENV) == str(folder):
+                found.append(p.pid)
+    return found
+
+
+def test_a_checking_process_that_cannot_start_says_why_and_leaves_nothing(tmp_path, monkeypatch, warm):
+    # a broken torch in the student's environment: the magic says what the process said, and leaves no process
+    from autograder.check import magic  # noqa: PLC0415 - the kernel's side, in this process
 
     broken = tmp_path / "broken"
     broken.mkdir()
     (broken / "torch.py").write_text("raise ImportError('this torch is broken')\n")
-    temp = tmp_path / "tmp"
-    temp.mkdir()
+    request = {"cells": ["x = 1"], "steps": [], "said": "checked", "notebook": None, "html": None}
     monkeypatch.setenv("PYTHONPATH", str(broken))
-    monkeypatch.setattr(ipython_extension.tempfile, "tempdir", str(temp))
-    with pytest.raises(RuntimeError, match="(?s)the checking process did not start: .*this torch is broken"):
-        ipython_extension.Service()
-    assert list(temp.iterdir()) == []
+    answer = magic.checked(request)
+    assert "the checking process did not start: " in answer["error"] and "this torch is broken" in answer["error"]
+    assert _servers(warm) == [] and _loading(warm) == [] and list(warm.iterdir()) == []
+    monkeypatch.delenv("PYTHONPATH")  # the control: the same request, a torch that loads
+    assert "text" in magic.checked(request) and len(_servers(warm)) == 1

@@ -272,7 +272,7 @@ def test_notebooks_stay_small_simple_tensors_are_expressions(source):
             if cell.cell_type == "code" and nbgrader_meta(cell).get("grade_id") != "checking_helper":
                 assert len(open_part(cell)) < 20_000, (module, nbgrader_meta(cell).get("grade_id"))
                 assert 'B("' not in open_part(cell)  # long tensors of open cases: in the data file (D)
-    # 876 KB with the helper pasted; 824 KB with issue 21's cases (second calls, train/eval, float64), the hidden ones inline
+    # 876 KB with the helper pasted; 824 KB with the cases (second calls, train/eval, float64), the hidden ones inline
     assert sum((source / f"{m}.ipynb").stat().st_size for m in COURSE.modules) < 1_000_000
 
 

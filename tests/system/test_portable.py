@@ -97,30 +97,50 @@ def test_the_student_code_compiles_on_other_pythons(tmp_path):
         pytest.skip("no other Python version installed here")
 
 
-#: a spawned worker whose import of MODULE takes as long as ``import torch`` can on a busy machine (seconds beyond the
-#: step's wall-clock budget of 20 s): only in the workers, which alone carry the start-up token in their environment
-SLOW_IMPORT = """
+#: the time limit of the one step these tests run, in the course their student copy has (``_short_limit``): a worker's
+#: start-up longer than it, and a student's module whose import outlasts it, cost no more than this
+STEP = "simple_attention.attention_scores"
+STEP_SECONDS = 4
+
+#: a spawned worker whose ``import torch`` takes longer than the step's whole time limit, as it can on a busy machine;
+#: only in the workers, which alone carry the start-up token in their environment; it leaves a file when it sleeps,
+#: so that the test knows the import it slows is one a worker makes
+SLOW_TORCH = """
 import os, sys, time
 if "AUTOGRADER_WORKER_TOKEN" in os.environ:
     class _Slow:
         def find_spec(self, name, path=None, target=None):
-            if name.rsplit(".", 1)[-1] == "{module}":
+            if name == "torch":
                 sys.meta_path.remove(self)
-                time.sleep(22)
+                open({marker!r}, "w").close()
+                time.sleep({seconds})
             return None
     sys.meta_path.insert(0, _Slow())
 """
 
 
-def _slow_shim(tmp_path: Path, module: str) -> Path:
-    shim = tmp_path / f"slow-{module}"
+def _slow_torch(tmp_path: Path, marker: Path) -> Path:
+    shim = tmp_path / "slow-torch"
     shim.mkdir()
-    (shim / "sitecustomize.py").write_text(HIDE_POSIX + SLOW_IMPORT.replace("{module}", module))
+    slow = SLOW_TORCH.replace("{marker!r}", repr(str(marker))).replace("{seconds}", str(STEP_SECONDS + 2))
+    (shim / "sitecustomize.py").write_text(HIDE_POSIX + slow)
     return shim
 
 
-def _one_step(home: Path, shim: Path) -> dict:
-    run = run_grade("check", str(CORPUS / "correct_loops"), "--step", "simple_attention.attention_scores", "--json",
+def _short_limit(home: Path, tmp_path: Path) -> Path:
+    """A copy of the student's kit whose public cases give ``STEP`` a time limit of ``STEP_SECONDS`` (as grade assign
+    records a course.yml's ``time_limit``), so that what outlasts it costs seconds, not the default 20."""
+    copy = tmp_path / "student-short-limit"
+    shutil.copytree(home / "autograder", copy / "autograder")
+    cases = copy / "autograder" / "check" / "public_cases.json"
+    data = json.loads(cases.read_text())
+    data["steps"][STEP]["time_limit"] = float(STEP_SECONDS)
+    cases.write_text(json.dumps(data))
+    return copy
+
+
+def _one_step(home: Path, shim: Path, folder: Path = CORPUS / "correct_loops") -> dict:
+    run = run_grade("check", str(folder), "--step", STEP, "--json",
                     cwd=home, env={"PYTHONPATH": os.pathsep.join([str(home), str(shim)])}, timeout=600)
     return json.loads(run.stdout)["steps"][0]
 
@@ -128,14 +148,24 @@ def _one_step(home: Path, shim: Path) -> dict:
 @pytest.mark.slow
 def test_a_worker_s_slow_start_is_not_counted_against_the_step(student_copy, tmp_path):
     """Without fork, each worker is a new process that imports torch (1.5 s on a quiet machine, 7 s and more on a busy
-    one): that is the grader's start-up, not the student's time. The control: a slow import of the student's own
-    module, which is the step's, still runs out of the step's time limit, so the test can tell."""
-    home, _ = student_copy
-    step = _one_step(home, _slow_shim(tmp_path, "torch"))
+    one): that is the grader's start-up, not the student's time. The control: a student's module whose import runs
+    longer than the step's time limit (its own code, at its top) is the step's, stopped by that limit and said as
+    such, so the test can tell."""
+    home, no_posix = student_copy
+    home = _short_limit(home, tmp_path)
+    slept = tmp_path / "torch-import-slept"
+    step = _one_step(home, _slow_torch(tmp_path, slept))
     said = [(c["count"], c["status"], c["feedback"][:3]) for c in step["counts"]]
+    assert slept.exists(), "the slow import of torch was never made by a worker"
     assert step["status"] == "passed" and step["points"] == step["max_points"], said  # what each count said
-    control = _one_step(home, _slow_shim(tmp_path, "simple_attention"))
-    assert control["status"] != "passed" and "time limit" in json.dumps(control), control
+    slow = tmp_path / "slow_module"
+    shutil.copytree(CORPUS / "correct_loops", slow)
+    own = slow / "simple_attention.py"
+    own.write_text("import time\ntime.sleep(600)\n" + own.read_text())
+    control = _one_step(home, no_posix, slow)
+    said = json.dumps(control)
+    assert control["status"] != "passed" and f"the time limit of {STEP_SECONDS} s was hit" in said, control
+    assert "simple_attention.py" in said, control  # the student's own module is named as what ran out of time
 
 
 #: a spawned worker that ends before it connects, as one did on a loaded machine (this test file's own runs, under a

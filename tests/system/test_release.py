@@ -189,6 +189,7 @@ def test_only_public_cases_are_shipped(release, every_case):
 def test_grade_check_closure_refuses_instructor_only_modules(tmp_path):
     root = tmp_path / "autograder"
     for rel, text in {"__init__.py": "", "cli.py": "", "worker/__init__.py": "", "check/__init__.py": "",
+                      "check/magic.py": "from autograder.check import run\n",
                       "check/run.py": "def f():\n    from autograder.grading.suites.session import Grader\n",
                       "grade/__init__.py": "", "grade/session.py": ""}.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)

@@ -1,8 +1,18 @@
-"""The process boundary drawn as two folders: ``worker/`` (what runs untrusted) and ``sandbox/`` (its trusted halves).
+"""The kit's parts stand in layers, and the process boundary is drawn as two folders.
 
-Read from the source, not run: nothing in ``worker/`` imports the rest of ``autograder`` (the zygote loads it as a
-folder of its own, beside nothing of the instructor's); ``sandbox/`` imports ``worker/`` and nothing else of the
-kit; each of its halves is named after its other half, and those pairs are the only basenames two modules share.
+Read from the source, not run (every import, those inside functions too):
+
+- no circle among ``autograder``'s top-level parts (each folder of it, each module beside them): a part never
+  imports, directly or through others, a part that imports it;
+- the lower layers (the judging, the sandbox's two sides, the feedback, the results, the intake, the pages, the
+  similarity reports) import none of the verbs' parts (the command line, ``commands/``, ``autograde/``, ``check/``,
+  ``assign/``, ``release/``, ``gradescope/``, ``lti/``, ``nbgrader_course/``);
+- ``worker/`` (what runs untrusted) imports nothing of the rest of ``autograder`` (the zygote loads it as a folder
+  of its own, beside nothing of the instructor's); ``sandbox/`` (its trusted halves) imports ``worker/`` and nothing
+  else of the kit; each of its halves is named after its other half, and those pairs are the only basenames two
+  modules share.
+
+The control: a small tree whose two parts import each other (one of them inside a function) is found a circle.
 """
 from __future__ import annotations
 
@@ -38,6 +48,107 @@ def _imported(path: Path) -> set[str]:
 def _ours(folder: str) -> dict[str, set[str]]:
     return {path.name: {name for name in _imported(path) if name.split(".")[0] == "autograder"}
             for path in sorted((PACKAGE / folder).glob("*.py"))}
+
+
+#: the lower layers, and the verbs' parts none of them may import
+LOWER = ("grading", "worker", "sandbox", "feedback", "outputs", "intake", "pages", "similarity")
+VERBS = ("cli", "commands", "autograde", "check", "assign", "release", "gradescope", "lti", "nbgrader_course")
+
+
+def _module_imports(root: Path) -> dict[str, set[str]]:
+    """module -> every ``autograder`` name it imports, anywhere in it: ``from a import b`` gives ``a`` and ``a.b``."""
+    found: dict[str, set[str]] = {}
+    for path in sorted(root.rglob("*.py")):
+        parts = path.relative_to(root.parent).with_suffix("").parts
+        module = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        here = parts[:-1]  # the package a relative import starts from
+        names = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                base = ".".join(here[:len(here) - node.level + 1]) if node.level else ""
+                base = ".".join(part for part in (base, node.module) if part)
+                names.add(base)
+                names.update(f"{base}.{alias.name}" for alias in node.names)
+        found[module] = {name for name in names if name.split(".")[0] == root.name}
+    return found
+
+
+def _part(name: str, parts: set[str]) -> str | None:
+    """The top-level part of ``autograder.x.y`` (``x``), or None for the package itself or a name of it."""
+    first = name.split(".")[1] if "." in name else None
+    return first if first in parts else None
+
+
+def _parts_graph(root: Path = PACKAGE, leave_out=frozenset()) -> dict[str, set[str]]:
+    """part -> the other parts it imports (parts: each folder of ``root``, each module beside them)."""
+    parts = {p.stem if p.is_file() else p.name for p in root.iterdir()
+             if (p.is_dir() and (p / "__init__.py").is_file()) or (p.suffix == ".py" and p.stem != "__init__")}
+    graph: dict[str, set[str]] = {part: set() for part in parts}
+    for module, names in _module_imports(root).items():
+        source = _part(module, parts)
+        for name in names:
+            target = _part(name, parts)
+            if source and target and target != source and (module, target) not in leave_out:
+                graph[source].add(target)
+    return graph
+
+
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of more than one part (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for other in sorted(graph.get(node, ())):
+            if other not in index:
+                visit(other)
+                low[node] = min(low[node], low[other])
+            elif other in stack:
+                low[node] = min(low[node], index[other])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                other = stack.pop()
+                group.append(other)
+                if other == node:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_circle_among_the_kit_s_parts():
+    graph = _parts_graph()
+    assert {"grading", "worker", "check", "cli", "commands"} <= set(graph)  # the parts are found
+    assert _circles(graph) == []
+
+
+def test_the_lower_layers_import_none_of_the_verbs():
+    graph = _parts_graph()
+    assert {part: sorted(graph[part] & set(VERBS)) for part in LOWER if graph[part] & set(VERBS)} == {}
+
+
+def test_a_circle_is_found_through_an_import_inside_a_function(tmp_path):
+    root = tmp_path / "autograder"
+    for folder, text in {"low": "def later():\n    from autograder.high import verb\n    return verb\n",
+                         "high": "from autograder.low import x\n"}.items():
+        (root / folder).mkdir(parents=True)
+        (root / folder / "__init__.py").write_text("", encoding="utf-8")
+        (root / folder / "x.py").write_text(text, encoding="utf-8")
+    (root / "__init__.py").write_text("", encoding="utf-8")
+    assert _parts_graph(root) == {"low": {"high"}, "high": {"low"}}
+    assert _circles(_parts_graph(root)) == [["high", "low"]]
+    assert _circles(_parts_graph(root, leave_out={("autograder.low.x", "high")})) == []
 
 
 def test_nothing_in_worker_imports_the_rest():

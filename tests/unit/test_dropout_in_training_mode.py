@@ -1,4 +1,4 @@
-"""A module's dropout in training mode has a public case (issue 21, "no hidden deduction without a public signal"):
+"""A module's dropout in training mode has a public case ("no hidden deduction without a public signal"):
 judged by its properties, not by a seeded mask. With one token (T = 1) each head's one attention weight is 1, so
 dropout on the weights leaves each head's output all zeros or the eval-mode output / (1 - p), whatever the mask."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The feedback page as issue 22 asks a student to read it: what failed first, with links; the passed steps
+"""The feedback page as a student reads it: what failed first, with links; the passed steps
 folded; titles that break between an identifier's parts; captions in sentences; the row-sum strip's numbers
 readable on every colour. In-process, on the page's HTML and the picture's pixels (the same page opened in
 Chromium: tests/system/test_feedback_browser.py)."""

@@ -1,6 +1,6 @@
 """Function stand-ins (``op: "call"``) in one process, the wire between proxy and reference worker kept: what a
 proxy gives back is the reference's answer for a function of its tensors (values, gradients, dropout draws),
-and not for a step that creates parameters, takes a module or a generator (issue 21, item 5). The steps of the
+and not for a step that creates parameters, takes a module or a generator. The steps of the
 second kind are found from the reference's own answers and never held (grading/suites/proxied_functions.py)."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""No hidden deduction without a public signal (issue 21 item 3): for every kind of hidden case a step has (float64,
+"""No hidden deduction without a public signal: for every kind of hidden case a step has (float64,
 a batch, T < context_length, T = 1, training mode with dropout, a second call), grade check has a public case of the
 same kind, or the step's docstring says it plainly, or no realistic bug is known that the kind alone catches."""
 from __future__ import annotations

@@ -15,10 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from autograder.check import cells
-from autograder.check.service import attempted_modules
+from autograder.check.checking import attempted_modules
 from autograder.grading import failed_cells
-from autograder.intake import both_forms, ipython_cells, notebook, notebook_effects
+from autograder.intake import both_forms, ipython_cells, notebook, notebook_effects, staged_cells
 from autograder.worker import ipython_shell, submission
 
 MODULES = ["simple_attention", "trainable_attention", "causal_attention", "multihead_attention"]
@@ -61,9 +60,9 @@ def test_a_cell_is_named_by_the_line_the_student_wrote():
     cell = "%matplotlib inline\nfiles = !ls -l\n!pip install torch\ntorch.softmax?\nclass A:\n    pass"
     text = "# --- a.ipynb, code cell 4 ---\n" + ipython_cells.transform(cell).source
     staged = text.splitlines()
-    assert [cells.as_written(line) for line in staged[1:5]] == cell.splitlines()[:4]
-    assert cells.cell_at(text, 6) == "a.ipynb, code cell 4: %matplotlib inline"  # never the converted line
-    assert cells.place(text, 6) == "a.ipynb, code cell 4, line 5"
+    assert [staged_cells.as_written(line) for line in staged[1:5]] == cell.splitlines()[:4]
+    assert staged_cells.cell_at(text, 6) == "a.ipynb, code cell 4: %matplotlib inline"  # never the converted line
+    assert staged_cells.place(text, 6) == "a.ipynb, code cell 4, line 5"
 
 
 def test_cell_magics_are_settled_where_the_cell_s_text_is():
@@ -175,7 +174,7 @@ def test_a_notebook_s_module_runs_past_a_failing_cell(load, tmp_path):
     assert module.normalize_sum([1.0, 2.0]) == 3.0  # the cell after the failing one ran
     [failed] = student.cell_errors["simple_attention"]
     assert failed["type"] == "TypeError" and failed["where"]["line"] == 7
-    assert cells.place(NOTEBOOK_MODULE, 7) == "simple_attention.ipynb, code cell 5, line 1"
+    assert staged_cells.place(NOTEBOOK_MODULE, 7) == "simple_attention.ipynb, code cell 5, line 1"
     # control: as a .py file, Python stops at the first error
     other = _staged(tmp_path / "py", {"simple_attention.py": NOTEBOOK_MODULE})
     student = load(other)

@@ -1,5 +1,5 @@
 """Every ``noqa`` in the kit's code names the rule it silences and says why, as in
-``# noqa: PLC0415 - nbgrader's dependency``: a reader (or a reviewer of the next one) can tell a considered
+``# noqa: PLC0415 - nbgrader's dependency``: a reader can tell a considered
 exception from a silenced warning. The files are those ``ruff check`` reads (pyproject.toml's [tool.ruff])."""
 from __future__ import annotations
 

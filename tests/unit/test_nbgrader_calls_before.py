@@ -1,4 +1,4 @@
-"""nbgrader's test cells judge what grade autograde judges (issue 21): the earlier calls on one instance
+"""nbgrader's test cells judge what grade autograde judges: the earlier calls on one instance
 (calls_before) and the book's assert. The cells are written from the kit's own cases and run in process."""
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ import pytest
 from autograder.check import cells
 from autograder.intake import notebook
 from autograder.intake.stage import stage
-from autograder.ipython_extension import parse
+from autograder.check.magic import parse
 
 STEPS = {"causal_attention": ["CausalAttention", "simple_causal_mask"],
          "multihead_attention": ["MultiHeadAttentionWrapper", "MultiHeadAttention"]}

@@ -1,5 +1,5 @@
 """One pair of outcome values (``autograder/outputs/outcomes.py``) from the hidden suites' plugin to results.json
-and the page, and misconception ids that travel from the diagnosis, never read back from the words (issue 24)."""
+and the page, and misconception ids that travel from the diagnosis, never read back from the words."""
 from __future__ import annotations
 
 

@@ -1,4 +1,4 @@
-"""Said once, and only what is new (issue 22, items 2 and 4): the grid's precision, redaction that keeps
+"""Said once, and only what is new: the grid's precision, redaction that keeps
 identifiers, and a submission or module not graded said once with a pointer on each of its tests."""
 from __future__ import annotations
 
@@ -87,10 +87,10 @@ def test_the_gradescope_total_is_labelled_as_the_public_counts():
 
 def test_the_caption_reads_as_a_sentence():
     source = inspect.getsource(feedback_page._count)
-    assert ", , and" not in source and "too low), " not in source  # control: the words issue 22 quotes
+    assert ", , and" not in source and "too low), " not in source  # control: the words a student once read
 
 
-# -- a [gradients] count on a case already shown under [forward]: only what is new (issue 22, item 4) ------
+# -- a [gradients] count on a case already shown under [forward]: only what is new ------
 def _said(lines_forward, lines_gradients):
     said = {}
     assert said_once(said, "m.MHA", "forward", "book batch", lines_forward) == lines_forward
@@ -121,7 +121,7 @@ def test_control_another_case_or_another_output_is_said_in_full():
     assert _said(other, grads) == grads  # the forward count said something else: nothing to point to
 
 
-# -- Gradescope's step cards and feedback.html agree on each step's points (issue 22, item 5) ----------------
+# -- Gradescope's step cards and feedback.html agree on each step's points ----------------
 def _card_line(html: str, step: str) -> str:
     section = html.split(f'id="{step}"', 1)[1]
     return re.sub(r"<[^>]+>", "", section.split("</p>", 1)[0].split("<p>", 1)[1])

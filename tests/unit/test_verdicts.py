@@ -1,5 +1,5 @@
-"""Issue 21, fast pieces: a second call on one instance, assert as well as ValueError, grade check's intake and
-output limit in autograde's words. Each test has its control (the same check without the change fails)."""
+"""Fast pieces of what grade check and grade autograde agree on: a second call on one instance, assert as well as
+ValueError, grade check's intake and output limit in autograde's words. Each test has its control (the same check without the change fails)."""
 from __future__ import annotations
 
 import json
@@ -10,7 +10,7 @@ import pytest
 
 from autograder.check import intake
 from autograder.outputs.outcomes import CountOutcome, StepOutcome
-from autograder.commands import check as command
+from autograder.check import checking
 from autograder.grading import judge as judges
 from autograder.grading.runner import limit_hint
 from autograder.intake.stage import copy_modules
@@ -96,17 +96,14 @@ def test_an_error_python_raises_at_a_limit_gets_the_limit_s_words_as_a_hint_only
 LIMITS = {"memory_mb": 3072, "processes": 32, "output_mb": 4, "submission_seconds": 300.0}
 
 
-def _grade_check(monkeypatch, capsys, tmp_path, *args):
+def _grade_check(monkeypatch, capsys, tmp_path, as_json=False):
     """``grade check`` in process, on two checked steps (the run itself stood in for: this is about its ending)."""
-    from autograder.check import public_cases  # noqa: PLC0415 - imported on first use: safetensors, for the stored cases only
-
     (tmp_path / "simple_attention.py").write_text("import torch\n")
     data = {"modules": ["simple_attention"], "limits": dict(LIMITS),
             "steps": {"simple_attention.attention_scores": {}, "simple_attention.normalize_sum": {}}}
     results = [StepOutcome(step, "a step", (CountOutcome(step, "values", points=1.0, max_points=1.0),)) for step in data["steps"]]
-    monkeypatch.setattr(public_cases, "load", lambda: data)
-    monkeypatch.setattr(command, "run", lambda *args, **kwargs: results)
-    code = command.main(tmp_path, *args)
+    monkeypatch.setattr(checking, "run", lambda *args, **kwargs: results)
+    code = checking.terminal_check(tmp_path, (), data, as_json, False, None)
     out = capsys.readouterr()
     return code, out.out, out.err
 
@@ -130,7 +127,7 @@ def test_without_rlimits_both_limits_are_named_in_one_line_and_json_stays_json(m
     assert said == ["not applied by grade check on this machine: the memory limit of 3,072 MB and the output limit of "
                     "4 MB (this system has no resource limits, as on Windows); grade autograde applies them, so code "
                     "that passes here can still hit them there."]
-    _code, out, err = _grade_check(monkeypatch, capsys, tmp_path, (), True)
+    _code, out, err = _grade_check(monkeypatch, capsys, tmp_path, as_json=True)
     assert json.loads(out)["score"] == 2  # the note goes to standard error, the JSON stays whole
     assert err.count("not applied by grade check") == 1
 

@@ -1,10 +1,10 @@
 """The client side of ``--executor dask``: submit each staged submission, write each results.json as it completes.
 
-results.json (and feedback.html, first) is written here, on the client, atomically, as each future completes: the workers need no
-access to the results folder (nor to the staging folder: the staged bytes travel with the task), and each
-submission's results.json is written exactly once per run, whatever the cluster did to get it (a task
-retried after its worker died is still one future, one result, one write). A client killed half-way
-keeps every results.json written so far; a re-run skips them (batch.prepare), as with ``--jobs``.
+results.json (and feedback.html, first) is written here, on the client, atomically, as each future completes: the
+workers need no access to the results folder (nor to the staging folder: the staged bytes travel with the task), and
+each submission's results.json is written exactly once per run, whatever the cluster did to get it (a task retried after
+its worker died is still one future, one result, one write). A client killed half-way keeps every results.json written
+so far; a re-run skips them (batch.prepare), as with ``--jobs``.
 """
 from __future__ import annotations
 
@@ -61,8 +61,8 @@ def local_cluster(n_workers: int, grader=None, grader_hash: str | None = None, z
     (``tls.for_a_local_cluster``), and no web pages. Run as root, the workers drop root as they start
     (``unprivileged.py``): their zygote clones keep it. tests/system/test_cluster_security.py shows both.
     """
-    import dask  # noqa: PLC0415 - optional: the cluster extra
-    from distributed import Client, LocalCluster  # noqa: PLC0415 - optional: the cluster extra
+    import dask
+    from distributed import Client, LocalCluster
 
     clones: ClonesForForks | None = None
     # the workers' scratch space, removed with the run (swept if killed), where their uid can reach it
@@ -126,10 +126,11 @@ def connect(scheduler: str | None, local_workers: int | None, grader=None, grade
             tls_found: dict | None = None):
     """A Client on the scheduler at ``scheduler`` (with the course's certificate: ``tls.py``), or on a
     LocalCluster of ``local_workers`` processes (secured with a key of the run's own)."""
-    from distributed import Client  # noqa: PLC0415 - optional: the cluster extra
+    from distributed import Client
 
     if scheduler:
-        return contextlib.closing(Client(scheduler, timeout=60, security=tls.for_a_scheduler(scheduler, tls_found or {})))
+        return contextlib.closing(Client(scheduler, timeout=60,
+                                         security=tls.for_a_scheduler(scheduler, tls_found or {})))
     return local_cluster(local_workers or 1, grader, grader_hash, zygote)
 
 
@@ -143,12 +144,12 @@ def run(grader, grader_hash: str, jobs: list, out: Path, on_done, *, scheduler: 
     LocalCluster whose workers are forked from the client. ``tls_found``: the certificate shown to
     ``scheduler`` (``tls.credentials``; ``tls.refusal`` has said yes to it).
     """
-    from distributed import wait  # noqa: PLC0415 - optional: the cluster extra
-    from distributed.client import FutureCancelledError  # noqa: PLC0415 - optional: the cluster extra
-    from distributed.scheduler import KilledWorker  # noqa: PLC0415 - optional: the cluster extra
+    from distributed import wait
+    from distributed.client import FutureCancelledError
+    from distributed.scheduler import KilledWorker
 
-    from .warm_grader import WarmGrader  # noqa: PLC0415 - optional: the cluster extra
-    from .tasks import grade  # noqa: PLC0415 - optional: the cluster extra
+    from .warm_grader import WarmGrader
+    from .tasks import grade
 
     if not jobs:
         return
@@ -204,7 +205,7 @@ def withdraw(client, seconds: float) -> None:
 
     Stops: a warm grader left on a cluster that outlives the run, for any later client to read.
     Shown by tests/system/test_cluster_security.py (after a run, nothing of the grader is left on the workers)."""
-    from .warm_grader import NAME  # noqa: PLC0415 - optional: the cluster extra
+    from .warm_grader import NAME
 
     try:
         client.sync(client._unregister_worker_plugin, name=NAME, callback_timeout=seconds)

@@ -19,7 +19,7 @@ def bound(submission_seconds: float) -> float:
     """How long a task may run before its worker counts as stuck: Dask's ``autograder.stall-seconds`` where
     set (``DASK_AUTOGRADER__STALL_SECONDS``, docs/cluster.md), else twice a submission's budget plus two
     minutes for staging and the feedback page on a loaded machine."""
-    import dask  # noqa: PLC0415 - optional: the cluster extra
+    import dask
 
     said = dask.config.get("autograder.stall-seconds", None)
     return float(said) if said else 2 * float(submission_seconds) + 120
@@ -27,7 +27,7 @@ def bound(submission_seconds: float) -> float:
 
 def busy_seconds(dask_worker) -> float | None:
     """On a worker (``Client.run``): how long its grading thread has been on its current work, or None."""
-    from .warm_grader import NAME  # noqa: PLC0415 - optional: the cluster extra
+    from .warm_grader import NAME
 
     plugin = dask_worker.plugins.get(NAME)
     return plugin.busy_seconds() if plugin is not None else None

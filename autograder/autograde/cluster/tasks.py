@@ -12,5 +12,6 @@ def grade(payload) -> dict:
     worker = get_worker()
     plugin = worker.plugins.get(NAME)
     if plugin is None:
-        raise RuntimeError(f"worker {worker.address} has no {NAME} plugin: submit through autograder.autograde.cluster.executor")
+        raise RuntimeError(f"worker {worker.address} has no {NAME} plugin: submit through "
+                           "autograder.autograde.cluster.executor")
     return plugin.grade(payload)

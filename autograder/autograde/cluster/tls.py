@@ -46,7 +46,7 @@ def scheme(address: str) -> str:
 
 def credentials(ca_file: str | None = None, cert: str | None = None, key: str | None = None) -> dict:
     """The options given, each completed from Dask's configuration: {"ca_file": ..., "cert": ..., "key": ...}."""
-    import dask  # noqa: PLC0415 - optional: the cluster extra
+    import dask
 
     given = {"ca_file": ca_file, "cert": cert, "key": key}
     return {field: str(given[field] or dask.config.get(CONFIG[field], None) or "") or None for field in given}
@@ -78,7 +78,7 @@ def refusal(address: str, insecure: bool, found: dict) -> str | None:
 def for_a_scheduler(address: str, found: dict):
     """The Security a client connects to ``address`` with (``refusal`` said yes): the course's certificate
     for ``tls://``, none otherwise (``--insecure-scheduler``)."""
-    from distributed.security import Security  # noqa: PLC0415 - optional: the cluster extra
+    from distributed.security import Security
 
     if scheme(address) != "tls":
         return Security()
@@ -89,6 +89,6 @@ def for_a_scheduler(address: str, found: dict):
 def for_a_local_cluster():
     """A key and certificate made for one LocalCluster, in memory only: its scheduler, nannies, workers and
     the grader's client all require it (mutual TLS), and no other process has it."""
-    from distributed.security import Security  # noqa: PLC0415 - optional: the cluster extra
+    from distributed.security import Security
 
     return Security.temporary()

@@ -65,7 +65,7 @@ def give_scratch(scratch: Path, uid: int) -> None:
 
 def dask_setup(worker) -> None:
     """Dask's preload hook, in each worker before it registers: drop root for good."""
-    import dask  # noqa: PLC0415 - optional: the cluster extra
+    import dask
 
     uid = dask.config.get(UID_KEY, None)
     if uid is None or not wanted():
@@ -84,7 +84,7 @@ def drop(uid: int, workspace: Path, scratch: Path) -> None:
 
     ``workspace`` (Dask made it as root a moment ago) becomes ``uid``'s, and the temporary folder of this
     process is ``scratch`` (``uid``'s, ``give_scratch``): a folder ``uid`` cannot write in is no use to it."""
-    from autograder.worker import syscalls  # noqa: PLC0415 - Linux only, as this path is
+    from autograder.worker import syscalls  # Linux only, as this path is
 
     for path in [workspace, workspace.with_name(workspace.name + ".dirlock"), *workspace.rglob("*")]:
         if os.path.lexists(path):

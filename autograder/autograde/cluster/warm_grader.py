@@ -16,6 +16,9 @@ Dask's worker processes are daemonic, so ``multiprocessing`` cannot start childr
 """
 from __future__ import annotations
 
+import asyncio
+import gc
+import linecache
 import os
 import shutil
 import sys
@@ -66,8 +69,6 @@ class WarmGrader(WorkerPlugin):
         zygote stops, and the grader, its course and its reference answers leave this worker (``forget``),
         once the submission in progress, if any, is graded. Awaited, not waited for: the worker's event
         loop goes on answering the scheduler meanwhile."""
-        import asyncio  # noqa: PLC0415 - the worker's event loop
-
         closed = self._thread.submit(self._close)
         self._thread.shutdown(wait=False)
         try:
@@ -105,7 +106,7 @@ class WarmGrader(WorkerPlugin):
             return
         zygote = Zygote()  # imports torch while we import ours and load the course
         try:
-            from autograder.grading.suites.session import Grader  # noqa: PLC0415 - imported on first use: torch is slow to load
+            from autograder.grading.suites.session import Grader
 
             grader = Grader(Path(self.course_file))
             grader.adopt(zygote)
@@ -146,7 +147,7 @@ class WarmGrader(WorkerPlugin):
         return self._checked[key]
 
     def _grade(self, payload) -> dict:
-        from autograder.grading.suites import graded  # noqa: PLC0415 - imported on first use: torch is slow to load
+        from autograder.grading.suites import graded
 
         self._ready.result()  # the start-up's error, if any, is every task's
         self._restart_if_dead()
@@ -170,9 +171,6 @@ def forget(grader) -> None:
     suites (``sys.modules``, and their names in their packages) and the source lines read from them
     (``linecache``: ``inspect.getsource`` of the reference). Then a client on this worker finds neither,
     and the next run loads the course as it is then, not as an earlier run left it."""
-    import gc  # noqa: PLC0415 - once per run
-    import linecache  # noqa: PLC0415 - once per run
-
     folders = [str(Path(grader.suites).resolve()), str((grader.root / grader.course.solutions).resolve())]
 
     def of_the_course(path) -> bool:

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 from . import canvas, moodle, plain
-from .options import ExportOptions  # noqa: F401 - the package's names
+from .options import ExportOptions
 
 WRITERS = {"canvas": canvas.write, "moodle": moodle.write, "csv": plain.write}
+
+__all__ = ["WRITERS", "ExportOptions"]

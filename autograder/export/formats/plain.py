@@ -45,7 +45,8 @@ def write(book: Gradebook, options: ExportOptions, out: TextIO) -> list[str]:
             sub.submitted_at.isoformat() if sub.submitted_at else "",
             "" if raw is None or entry.withheld else number(raw * options.scale), number(options.points),
             number(late.late_days) if late.status == LATE else ("" if sub.submitted_at is None else "0"),
-            number(late.penalty * 100) if final is not None else "", "" if final is None else number(final * options.scale),
+            number(late.penalty * 100) if final is not None else "",
+            "" if final is None else number(final * options.scale),
             entry.status, note(entry),
         ])
     return []

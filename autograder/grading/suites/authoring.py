@@ -14,7 +14,8 @@ def step(step_id: str):
     return mark
 
 
-def rand(*shape: int, seed: int, dtype: torch.dtype = torch.float32, low: float = 0.0, high: float = 1.0) -> torch.Tensor:
+def rand(*shape: int, seed: int, dtype: torch.dtype = torch.float32, low: float = 0.0,
+         high: float = 1.0) -> torch.Tensor:
     g = torch.Generator().manual_seed(seed)
     return (torch.rand(shape, generator=g, dtype=torch.float64) * (high - low) + low).to(dtype)
 

@@ -67,7 +67,8 @@ def grade_submission(grader, staged: Staged, extra: dict) -> GradedSubmission:
     """Grade one staged submission with ``grader`` (``session.Grader``), or reject it when staging found nothing
     to grade; ``extra``: its identity (submission, submitted_at, hashes: ``autograde/batch.py: prepare``).
 
-    Writes nothing. Shared by the local jobs and the Dask workers (``autograder/autograde/cluster/``), so both grade alike.
+    Writes nothing. Shared by the local jobs and the Dask workers (``autograder/autograde/cluster/``), so both grade
+    alike.
     """
     course = grader.course
     if staged.problem:

@@ -46,7 +46,8 @@ def build(course: Course, outcomes: dict[tuple[str, str], CountOutcome], *, note
     summary = {PASSED: 0, FAILED: 0, NOT_ATTEMPTED: 0}
     for number, (step, spec) in enumerate(course.steps.items(), start=1):
         for sub, (count, cspec) in enumerate(spec.counts.items(), start=1):
-            outcome = outcomes.get((step, count)) or CountOutcome(step, count, FAILED, f"{step} [{count}]: was not graded")
+            outcome = outcomes.get((step, count)) or CountOutcome(step, count, FAILED,
+                                                                  f"{step} [{count}]: was not graded")
             score = cspec.points if outcome.status == PASSED else 0.0
             total += score
             summary[outcome.status] = summary.get(outcome.status, 0) + 1
@@ -66,7 +67,7 @@ def build(course: Course, outcomes: dict[tuple[str, str], CountOutcome], *, note
     lines = [f"Score: {total:g} / {course.max_points():g}",
              f"{summary[PASSED]} counts passed, {summary[FAILED]} failed, {summary[NOT_ATTEMPTED]} not attempted."]
     # the isolation level is the instructor's to read (extra_data.isolation, isolation_detail; the run's last
-    # lines): a student's output and feedback page say nothing of the sandbox (issue 22)
+    # lines): a student's output and feedback page say nothing of the sandbox
     lines += notes or []
     timed = {} if execution_time is None else {"execution_time": round(execution_time, 3)}
     # in the results model's order (outputs/results.py); validated once complete, extra_data and page in (graded.py)

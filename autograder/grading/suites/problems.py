@@ -7,7 +7,8 @@ worker says (a worker runs the student's code: its answers are the student's to 
 - a module not graded: staging's module errors (their ``type``, and ``cause`` for an unreadable file);
 - a step that ran out of time (its module's own code, ``import``, once for all its steps), hit a limit the trusted
   side measured (the output file's size), or whose worker died or broke the protocol: the trusted side's own errors
-  (``kind``: ``limit`` with its ``limit``, ``died``, ``protocol``: ``grading/runner.py``), seen as the runner returns them;
+  (``kind``: ``limit`` with its ``limit``, ``died``, ``protocol``: ``grading/runner.py``), seen as the runner returns
+  them;
 - a notebook's cell that raised where it changed what was graded (``grading/failed_cells.py``);
 - the grader's own failures: the counts the plugin recorded as the grader's (``GradingPlugin``).
 
@@ -15,6 +16,9 @@ A problem names its kind, its limit and its steps, in the kit's own words: the i
 a student's text (an exception's message, a class name), which the student's code chooses.
 """
 from __future__ import annotations
+
+import ast
+from pathlib import Path
 
 #: staging's module error types -> Problem.cause
 MODULE_CAUSES = {"SymbolicLink": "symlink", "MalformedNotebook": "broken_notebook", "MissingModule": "missing"}
@@ -73,9 +77,6 @@ def beside(files: list[str]) -> list[dict]:
 def importers(folder, modules: list[str]) -> dict[str, set[str]]:
     """module -> the staged modules that import it (``from .m import``, ``from m import``, ``import m``), directly or
     through another: read from the staged files on this side (parsed, never run), never from what a worker says."""
-    import ast  # noqa: PLC0415 - only when a module was not graded
-    from pathlib import Path  # noqa: PLC0415 - only when a module was not graded
-
     direct: dict[str, set[str]] = {m: set() for m in modules}
     for module in modules:
         try:

@@ -32,7 +32,8 @@ class Reference:
         for step in steps:
             module, name = step.split(".", 1)
             if not hasattr(self.modules[module], name):
-                raise LookupError(f"course.yml names step {step}, but {solutions_dir.name}/{module}.py defines no {name}")
+                raise LookupError(f"course.yml names step {step}, but {solutions_dir.name}/{module}.py defines no "
+                                  f"{name}")
             objects[step] = getattr(self.modules[module], name)
         self.workspace = runtime.Workspace(None, self.modules, objects)
         self._sources: dict[str, str] | None = None
@@ -52,7 +53,8 @@ class Reference:
         for node in ast.walk(tree):
             body = getattr(node, "body", None)
             if isinstance(body, list) and body and isinstance(body[0], ast.Expr) \
-                    and isinstance(getattr(body[0], "value", None), ast.Constant) and isinstance(body[0].value.value, str):
+                    and isinstance(getattr(body[0], "value", None), ast.Constant) \
+                    and isinstance(body[0].value.value, str):
                 node.body = body[1:] or [ast.Pass()]
         return ast.unparse(tree) + "\n"
 

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import torch
 
-from autograder.autograde import content_hashes
 from autograder.course import CourseError, load_course
 from autograder.grading.suites import proxied_functions
 from autograder.grading import failed_cells
@@ -21,6 +20,7 @@ from autograder.grading.runner import SubmissionRunner, asked_standins, plans
 from autograder.sandbox.zygote import Zygote
 
 from . import direct, gradescope_results, problems, stored_answers
+from .grader_identity import grader_hash
 from .graded import SuiteRun
 from .plugin import PASSED, GradingPlugin
 from .suite_runner import run_suites, validate_suites
@@ -71,7 +71,7 @@ class Grader:
     @functools.cached_property
     def identity(self) -> str:
         """The grader hash (course.yml, the reference, the hidden suites, the grading code, torch's version), once."""
-        return content_hashes.grader(self.course_file, self.course)
+        return grader_hash(self.course_file, self.course)
 
     def limits(self) -> dict:
         lim = self.course.limits
@@ -101,13 +101,15 @@ class Grader:
         finally:
             runner.close()
         plugin.place_warnings()
-        notes = [*gradescope_results.unreadable_modules(self.course, plugin.outcomes, module_errors or {}), *(notes or [])]
+        notes = [*gradescope_results.unreadable_modules(self.course, plugin.outcomes, module_errors or {}),
+                 *(notes or [])]
         lost = {step for (step, _count), outcome in plugin.outcomes.items() if outcome.status != PASSED}
         cell_notes, cell_problems = failed_cells.report(runner.cell_errors, runner.staged_text, runner.named, lost,
                                                         self.course.steps_by_module())
         notes += cell_notes
         if runner.output_bytes:
-            notes.append(f"Your code printed {runner.output_bytes} bytes while being graded; printed output is not shown here.")
+            notes.append(f"Your code printed {runner.output_bytes} bytes while being graded; printed output is not "
+                         "shown here.")
         # what a person should look at (the class summary's list), as data; graded.py adds the identity
         found = [*problems.modules(module_errors or {}, self.course.steps_by_module(),
                                    self._blocked(folder, module_errors or {}, plugin.outcomes)),
@@ -134,7 +136,8 @@ class Grader:
     def reference_worker(self) -> ReferenceWorker:
         """The handle on the reference worker of this process's zygote (the worker itself starts on first call)."""
         if self._reference_worker is None or self._reference_worker.zygote is not self.zygote:
-            self._reference_worker = ReferenceWorker(self.zygote, self.reference.module_sources(), list(self.course.steps),
+            self._reference_worker = ReferenceWorker(self.zygote, self.reference.module_sources(),
+                                                     list(self.course.steps),
                                                      self.limits())
             self._reference_worker.answers.preload(self.kept_standins)
         return self._reference_worker

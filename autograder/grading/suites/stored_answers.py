@@ -51,11 +51,11 @@ def folder() -> Path | None:
         if chosen:
             base = Path(chosen).expanduser()
         elif POSIX and os.geteuid() == 0 and Path.home().stat().st_uid != 0:  # sudo: root's own, not the user's
-            import pwd  # noqa: PLC0415 - POSIX only
+            import pwd
 
             base = Path(pwd.getpwuid(0).pw_dir) / ".cache" / "attention-autograder"
         else:
-            import platformdirs  # noqa: PLC0415 - imported on first use
+            import platformdirs
 
             base = Path(platformdirs.user_cache_dir("attention-autograder", appauthor=False))
     except Exception:  # noqa: BLE001 - no home (~nobody/x), platformdirs not installed: nothing kept, graded as before
@@ -65,7 +65,7 @@ def folder() -> Path | None:
 
 def key(grader_hash: str) -> str:
     """The file's name: the grader's identity and what the numbers depend on where it runs."""
-    import torch  # noqa: PLC0415 - numerics depend on it
+    import torch
 
     where = (f"{FORMAT} {grader_hash} torch {torch.__version__} {torch.backends.cpu.get_cpu_capability()} "
              f"{platform.machine()} {platform.system()} python {sys.version_info[0]}.{sys.version_info[1]}")
@@ -79,7 +79,8 @@ def file_for(grader_hash: str) -> Path | None:
 
 
 #: flags that keep an open from following a link, blocking on a FIFO, or leaking into a child (those this OS has)
-_SAFE = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+_SAFE = (getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+         | getattr(os, "O_BINARY", 0))
 
 
 class _Folder:
@@ -142,7 +143,7 @@ def load(grader_hash: str) -> tuple[dict, list] | None:
     path = file_for(grader_hash)
     if path is None:
         return None
-    import torch  # noqa: PLC0415 - imported on first use
+    import torch
 
     try:
         with _opened(path.parent, make=False) as where:
@@ -165,9 +166,10 @@ def save(grader_hash: str, cache: dict, asked: list) -> Path | None:
     path = file_for(grader_hash)
     if path is None:
         return None
-    import torch  # noqa: PLC0415 - imported on first use
+    import torch
 
-    return _write(path, lambda out: torch.save({"format": FORMAT, "key": path.stem, "cache": cache, "asked": asked}, out))
+    return _write(path,
+                  lambda out: torch.save({"format": FORMAT, "key": path.stem, "cache": cache, "asked": asked}, out))
 
 
 def _write(path: Path, write) -> Path | None:

@@ -25,9 +25,11 @@ def run_suites(suites: Path, plugin: GradingPlugin, allow_empty: bool = False) -
     sink = io.StringIO()
     with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
         code = pytest.main(pytest_args(suites), plugins=[plugin])
-    ok = {pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED} | ({pytest.ExitCode.NO_TESTS_COLLECTED} if allow_empty else set())
+    ok = ({pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED}
+          | ({pytest.ExitCode.NO_TESTS_COLLECTED} if allow_empty else set()))
     if code not in ok:
-        raise RuntimeError(f"the hidden suites in {suites} did not run (pytest exit {int(code)}):\n{sink.getvalue()[-3000:]}")
+        raise RuntimeError(f"the hidden suites in {suites} did not run (pytest exit "
+                           f"{int(code)}):\n{sink.getvalue()[-3000:]}")
     return int(code)
 
 

@@ -1006,7 +1006,7 @@ def init_qkv(d_in, d_out):
 '''}})
 
 
-# ---------------------------------------------------------------------------------------------- reference code reachable from the worker (issue 15)
+# ---------------------------------------------------------------------------------------------- reference code reachable from the worker
 # Each trick below has an honest control: the same code without the trick (manifest: "control"). A sound grader
 # gives the trick exactly what it gives its control ("score").
 def _course():
@@ -1515,7 +1515,7 @@ def _rebind_the_way_out():
 
 def _rebind_a_global_of_the_caller(tensor):
     """``type`` rebound in the caller's module (the grader's, found by a frame walk) for one lookup after the call,
-    which puts ``tensor`` back as it was (the red team's second review)."""
+    which puts ``tensor`` back as it was."""
     import sys
     space = sys._getframe(2).f_globals
     saved = _SAVED[-1]
@@ -1867,7 +1867,7 @@ sub("scan_memory_for_solution_lines_control", "lose",
 
 
 
-# ---------------------------------------------------------------------------------------------- issue 16: three new attacks
+# ----------------------------------------------------------- a trickled channel, marshalled bytecode, a hidden stash
 # Each with its honest control (the same code without the trick); the manifest's "score" is what a SOUND grader gives.
 
 # --- 1. a trickle on the worker's own channel -------------------------------------------------------------------

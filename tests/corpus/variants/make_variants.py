@@ -1,4 +1,4 @@
-"""Build the one-step bug variants of issue 21 from ``solutions/``: each is the reference with one edit.
+"""Build the one-step bug variants from ``solutions/``: each is the reference with one edit.
 
 ``python tests/corpus/variants/make_variants.py`` rewrites ``tests/corpus/submissions/<name>/``; their labels
 (manifest.json) come from ``tests/corpus/label.py``, a differential checker that uses none of the kit's judges.
@@ -35,7 +35,7 @@ VARIANTS: dict[str, list[tuple[str, str, str]]] = {
                            "    return torch.nn.functional.normalize(scores, p=1, dim=0)\n")],
     "bug_softmax_no_max": [("trainable_attention", "    return torch.softmax(attn_scores / d_k**0.5, dim=-1)\n",
                             "    e = torch.exp(attn_scores / d_k**0.5)\n    return e / e.sum(dim=-1, keepdim=True)\n")],
-    # issue 21 item 5: a SelfAttention_v1 built on the student's own earlier helpers, one of them wrong
+    # a SelfAttention_v1 built on the student's own earlier helpers, one of them wrong
     "bug_v1_own_helpers_scale": [
         ("trainable_attention", "    return torch.softmax(attn_scores / d_k**0.5, dim=-1)\n",
          "    return torch.softmax(attn_scores / d_k, dim=-1)\n"),
@@ -78,7 +78,7 @@ VARIANTS: dict[str, list[tuple[str, str, str]]] = {
         scores[i] = torch.dot(x_i, query)
     return scores
 """)],
-    # issue 21 item 2: each earns a public case its bug fails (float64 in, float32 out; a batch of two)
+    # each earns a public case its bug fails (float64 in, float32 out; a batch of two)
     "bug_query_scores_loop_float32": [("trainable_attention", "    return query @ keys.T\n", """    scores = torch.empty(keys.shape[0])  # the book's loop: float32 whatever the input
     for i, k_i in enumerate(keys):
         scores[i] = torch.dot(query, k_i)

@@ -107,7 +107,7 @@ def _rebind_the_way_out():
 
 def _rebind_a_global_of_the_caller(tensor):
     """``type`` rebound in the caller's module (the grader's, found by a frame walk) for one lookup after the call,
-    which puts ``tensor`` back as it was (the red team's second review)."""
+    which puts ``tensor`` back as it was."""
     import sys
     space = sys._getframe(2).f_globals
     saved = _SAVED[-1]

@@ -1,4 +1,4 @@
-"""Red team: bug_inplace_input (normalize_sum divides its input in place), with a tracer that forges the facts.
+"""An attack: bug_inplace_input (normalize_sum divides its input in place), with a tracer that forges the facts.
 
 A trace function installed at import (``sys.settrace``) sees every frame the worker runs after it: it keeps a
 copy of normalize_sum's arguments as the call begins, and when the worker's ``run`` returns its answer, it puts

@@ -1,4 +1,4 @@
-"""Red team: bug_inplace_input (normalize_sum divides its input in place), with a ``gc.callbacks`` function, with the collector's threshold at 1 so it runs on almost every allocation.
+"""An attack: bug_inplace_input (normalize_sum divides its input in place), with a ``gc.callbacks`` function, with the collector's threshold at 1 so it runs on almost every allocation.
 
 No trace function: student code that runs after its call returned, while the worker builds its answer, walks up
 to ``runtime``'s frame and puts a copy of the input from before the call in place of the arguments sent back, so

@@ -1,4 +1,4 @@
-"""Red team: bug_inplace_input (normalize_sum divides its input in place), with the ``__del__`` of a cyclic object that makes a new one of itself until the swap is done.
+"""An attack: bug_inplace_input (normalize_sum divides its input in place), with the ``__del__`` of a cyclic object that makes a new one of itself until the swap is done.
 
 No trace function: student code that runs after its call returned, while the worker builds its answer, walks up
 to ``runtime``'s frame and puts a copy of the input from before the call in place of the arguments sent back, so
