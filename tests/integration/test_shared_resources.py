@@ -21,6 +21,7 @@ from autograder.worker import confine, leftovers
 from autograder.worker.isolation import Level
 
 from .conftest import ROOT, run_grade
+from tests.support.levels import for_this_user
 from tests.support.machine_lock import machine_to_ourselves
 
 SAMPLES = ROOT / "samples" / "submissions"
@@ -195,7 +196,7 @@ def _unshare_pid() -> list[str]:
     return ["unshare", "--pid", "--fork", "--mount-proc"] if probe.returncode == 0 else []
 
 
-@pytest.mark.parametrize("level", ["namespaces", "uid+rlimits", "rlimits"])
+@pytest.mark.parametrize("level", for_this_user("namespaces", "uid+rlimits", "rlimits"))
 def test_two_batches_and_a_check_side_by_side_grade_right(tmp_path, level):
     """Two ``grade autograde`` batches and a ``grade check`` at once, on one machine, sharing /tmp, the uid
     blocks and the control groups. The second batch starts once the first has staged its submissions,

@@ -28,6 +28,7 @@ from autograder.course import load_course
 from tests.support import course_certificates
 from .conftest import ROOT, run_grade
 from tests.support.documented_slurm import documented_cluster, worker_command
+from tests.support.levels import best_here
 from tests.support.processes import alive, descendants
 
 pytest.importorskip("distributed", reason="the [cluster] extra (pip install -e '.[cluster]')")
@@ -198,7 +199,7 @@ def test_the_cli_cluster_grades_exactly_as_jobs_does(cli_cluster, local_run, tmp
     assert f"graded {len(CLASS)} submission(s)" in run.stdout and f"Dask at {cli_cluster.address}" in run.stdout
     # the same summary, but for how long each submission took (the table of every submission has its time)
     assert _without_times((out / "summary.md").read_text()) == _without_times((local_run["out"] / "summary.md").read_text())
-    assert "isolation: namespaces" in run.stdout  # the workers' own level, reported as locally
+    assert f"isolation: {best_here()}" in run.stdout  # the workers' own level, reported as locally
     # Dask's worker processes are daemonic (no multiprocessing children): the kit's forking works under them
     assert all(cli_cluster.client.run(lambda: __import__("multiprocessing").current_process().daemon).values())
 
@@ -359,6 +360,6 @@ def test_the_documented_slurm_configuration_starts_workers_that_grade(tmp_path):
             assert option in command, command
         out = tmp_path / "results"
         run = autograde(str(SAMPLES / "alice"), "--out", str(out), "--executor", "dask",
-                        "--scheduler", documented.cluster.scheduler_address, "--require-isolation", "namespaces",
+                        "--scheduler", documented.cluster.scheduler_address, "--require-isolation", best_here(),
                         *documented.certificates.grade_args())
         assert results(out)["alice"]["score"] == TOP and "alice: " in run.stdout
