@@ -6,9 +6,11 @@
 - The units that take longest start first (``LONGEST``, measured with ``--durations``), so that the two workers
   finish together instead of one waiting for the other's last long module. A module not named there keeps its
   place after them; the order changes when a test runs, never what it checks.
-- Tests that use a machine-wide resource (fixed paths in /tmp, /run/lock, the local users' homes, System V IPC)
-  take the machine-wide lock (tests/support/machine_lock.py) as they do beside another run of the suite; each
-  cluster listens on a free port of its own (``free_port``). So two workers need nothing more.
+- Tests that use a machine-wide resource (fixed paths in /tmp, /run/lock, System V IPC) take the machine-wide lock
+  (tests/support/machine_lock.py) as they do beside another run of the suite; each cluster listens on a free port
+  of its own (``free_port``). The modules that run code as the local users (tests/support/local_users.py) and
+  check what those users own in /tmp and /dev/shm afterwards are one unit (``SAME_WORKER``): one of them running as
+  ``attn-student`` would otherwise leave files the other counts as its own run's.
 
 Without xdist (``pytest`` as is, ``-p no:xdist``) nothing here changes anything.
 """
@@ -40,6 +42,9 @@ LONGEST = [
 ]
 #: modules whose tests are each a unit of their own
 ONE_BY_ONE = {"tests/system/test_documented_commands.py"}
+#: modules run one after the other by one worker: group -> modules
+SAME_WORKER = {"local-users": ["tests/integration/test_owned_folders.py", "tests/system/test_cluster_security.py",
+                              "tests/system/test_lti_ledger_files.py", "tests/system/test_normal_user.py"]}
 
 
 def _module(item: pytest.Item) -> str:
@@ -48,11 +53,14 @@ def _module(item: pytest.Item) -> str:
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if not config.pluginmanager.hasplugin("xdist") or config.getoption("dist", "no") != "loadgroup":
+    # the controller has --dist loadgroup; a worker has dist "no" and xdist's own "loadgroup" flag
+    if not config.pluginmanager.hasplugin("xdist") or not (
+            config.getoption("loadgroup", False) or config.getoption("dist", "no") == "loadgroup"):
         return
+    together = {module: group for group, modules in SAME_WORKER.items() for module in modules}
     for item in items:
-        if item.get_closest_marker("xdist_group") is None:
-            module = _module(item)
-            item.add_marker(pytest.mark.xdist_group(item.nodeid if module in ONE_BY_ONE else module))
+        module = _module(item)
+        if item.get_closest_marker("xdist_group") is None and module not in ONE_BY_ONE:  # ungrouped: a unit alone
+            item.add_marker(pytest.mark.xdist_group(together.get(module, module)))
     rank = {module: i for i, module in enumerate(LONGEST)}
     items.sort(key=lambda item: rank.get(_module(item), len(rank)))  # stable: the rest keep their order
