@@ -144,6 +144,15 @@ def with_suppressed(call, *args) -> None:
         pass
 
 
+@pytest.fixture(scope="module", autouse=True)
+def answers_kept(graded_samples):
+    """The sample class graded once before any batch here (the run's, tests/support/built_for_the_run.py): its
+    reference answers are kept, so a batch interrupted here leaves no reference worker's folder, whatever ran
+    before it on either xdist worker (the folder of an interrupted run's reference worker is swept when a later
+    run starts one, and a re-run that finds every answer kept starts none)."""
+    return graded_samples
+
+
 @pytest.fixture
 def batch_of(tmp_path, scratch_dir):
     started: list[Batch] = []
