@@ -39,7 +39,7 @@ test: $(STAMP)
 	$(BIN)/ruff check .
 	@echo "1/3 the fast unit tests (about 30 s)..."
 	$(BIN)/python -m pytest -m unit -q -p no:cacheprovider
-	@echo "2/3 the rest of the suite, slow end-to-end tests included, on two workers (about 15 minutes on 2 cores)..."
-	$(BIN)/python -m pytest -m "not unit" -n 2 --dist loadgroup --no-loadscope-reorder --durations=20
+	@echo "2/3 the rest of the suite, slow end-to-end tests included, on two workers (about 25 minutes on 2 cores: 2,600 s of CPU)..."
+	$(BIN)/python -m pytest -m "not unit" -n 2 --dist loadscope --no-loadscope-reorder --durations=20
 	@echo "3/3 the CPU-dependent numerics again, as on a CPU without vector units (about 1 minute)..."
 	ATEN_CPU_CAPABILITY=default $(BIN)/python -m pytest -m numerics -p no:cacheprovider -q

@@ -80,6 +80,16 @@ def dev_null_stays_a_device():
         assert stat.S_ISCHR(os.stat(os.devnull).st_mode), "this test replaced /dev/null with a regular file"
 
 
+@pytest.fixture
+def scratch_dir() -> Path:
+    """A temporary folder with a short path, for a test that points TMPDIR at a folder of its own: a Unix socket's
+    path (multiprocessing makes some inside TMPDIR) holds at most 107 bytes, and ``tmp_path`` under an xdist
+    worker (``/tmp/pytest-of-root/pytest-N/popen-gw1/<test name>0/``) leaves too few of them. Removed afterwards."""
+    path = Path(tempfile.mkdtemp(prefix="ag-"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
 @pytest.fixture(scope="session")
 def root() -> Path:
     return ROOT

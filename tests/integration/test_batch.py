@@ -218,15 +218,14 @@ def test_one_job_and_two_jobs_grade_alike(batch, reruns):
 
 
 # -- interrupted batches -------------------------------------------------------------------------
-def test_a_batch_killed_half_way_resumes(tmp_path):
+def test_a_batch_killed_half_way_resumes(tmp_path, scratch_dir):
     names = [f"{name}{i}" for i in (1, 2) for name in THREE]
     subs = tmp_path / "subs"
     subs.mkdir()
     for name in names:
         shutil.copytree(SAMPLES / name[:-1], subs / name)
     out = tmp_path / "out"
-    scratch = tmp_path / "tmp"  # kill -9 leaves the batch's staging folder behind: keep it in tmp_path
-    scratch.mkdir()
+    scratch = scratch_dir  # kill -9 leaves the batch's staging folder behind: keep it in a folder of the test's
     env = {**os.environ, "TMPDIR": str(scratch)}
     log = (tmp_path / "killed.log").open("w")
     process = subprocess.Popen([sys.executable, "-m", "autograder.cli", "autograde", str(subs), "--out", str(out),
@@ -338,9 +337,8 @@ def test_a_mistake_in_course_yml_stops_before_grading(tmp_path):
     assert not list(out.rglob("results.json")) and not (out / "summary.json").exists()
 
 
-def test_a_run_leaves_nothing_in_the_temp_folder_and_sweeps_dead_runs(tmp_path):
-    scratch = tmp_path / "tmp"
-    scratch.mkdir()
+def test_a_run_leaves_nothing_in_the_temp_folder_and_sweeps_dead_runs(tmp_path, scratch_dir):
+    scratch = scratch_dir
     dead = scratch / "grade-root-999999999-abcd"  # a killed run's: its process is gone
     dead.mkdir()
     (scratch / "grade-scratch-999999999-x" / "work").mkdir(parents=True)

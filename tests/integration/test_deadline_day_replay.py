@@ -122,7 +122,7 @@ def needs_a_person(out: Path) -> None:
     assert "Needs a person" in page and "Needs a person" in markdown
 
 
-def test_deadline_day(tmp_path):
+def test_deadline_day(tmp_path, scratch_dir):
     subs = tmp_path / "subs"
     forms = build_class(subs)
     names = sorted(forms)
@@ -131,7 +131,7 @@ def test_deadline_day(tmp_path):
     times_file.write_text("submission,submitted_at\n" + "".join(f"{n},{t}\n" for n, t in times.items() if t))
 
     # -- 1. grading starts; Ctrl-C half way --------------------------------------------------------
-    batch = Batch(tmp_path, subs, "--jobs", "2", "--times", str(times_file))
+    batch = Batch(tmp_path, subs, "--jobs", "2", "--times", str(times_file), scratch=scratch_dir)
     try:
         batch.wait_for_results(at_least=SIZE // 2, timeout=1800)
         batch.interrupt("group")

@@ -61,10 +61,9 @@ def graded_lines(stdout: str) -> set[str]:
 class Batch:
     """`grade autograde` started as a terminal's shell starts it: a process group (here a session) of its own."""
 
-    def __init__(self, tmp_path: Path, subs: Path, *options: str) -> None:
+    def __init__(self, tmp_path: Path, subs: Path, *options: str, scratch: Path) -> None:
         self.out = tmp_path / "out"
-        self.scratch = tmp_path / "tmp"  # the batch's temporary folders, kept apart from the machine's
-        self.scratch.mkdir(exist_ok=True)
+        self.scratch = scratch  # the batch's temporary folders, kept apart from the machine's (conftest's scratch_dir)
         self.log_path = tmp_path / "interrupted.log"
         self.command = [sys.executable, "-m", "autograder.cli", "autograde", str(subs), "--out", str(self.out), *options]
         with self.log_path.open("w") as log:
@@ -145,12 +144,21 @@ def with_suppressed(call, *args) -> None:
         pass
 
 
+@pytest.fixture(scope="module", autouse=True)
+def answers_kept(graded_samples):
+    """The sample class graded once before any batch here (the run's, tests/support/built_for_the_run.py): its
+    reference answers are kept, so a batch interrupted here leaves no reference worker's folder, whatever ran
+    before it on either xdist worker (the folder of an interrupted run's reference worker is swept when a later
+    run starts one, and a re-run that finds every answer kept starts none)."""
+    return graded_samples
+
+
 @pytest.fixture
-def batch_of(tmp_path):
+def batch_of(tmp_path, scratch_dir):
     started: list[Batch] = []
 
     def start(subs: Path, *options: str) -> Batch:
-        started.append(Batch(tmp_path, subs, *options))
+        started.append(Batch(tmp_path, subs, *options, scratch=scratch_dir))
         return started[-1]
 
     yield start

@@ -1,4 +1,4 @@
-"""How ``make test`` shares its slow stage between two pytest-xdist workers (``-n 2 --dist loadgroup``).
+"""How ``make test`` shares its slow stage between two pytest-xdist workers (``-n 2 --dist loadscope``).
 
 - A test module is one unit of work, run whole by one worker: its module-scoped fixtures (a graded class, a
   cluster, a course) are built once. The modules of ``ONE_BY_ONE`` are the exception: their tests are long and
@@ -6,9 +6,15 @@
 - The units that take longest start first (``LONGEST``, measured with ``--durations``), so that the two workers
   finish together instead of one waiting for the other's last long module. A module not named there keeps its
   place after them; the order changes when a test runs, never what it checks.
-- Tests that use a machine-wide resource (fixed paths in /tmp, /run/lock, the local users' homes, System V IPC)
-  take the machine-wide lock (tests/support/machine_lock.py) as they do beside another run of the suite; each
-  cluster listens on a free port of its own (``free_port``). So two workers need nothing more.
+- Tests that use a machine-wide resource (fixed paths in /tmp, /run/lock, System V IPC) take the machine-wide lock
+  (tests/support/machine_lock.py) as they do beside another run of the suite; each cluster listens on a free port
+  of its own (``free_port``). The modules that run code as the local users (tests/support/local_users.py) and
+  check what those users own in /tmp and /dev/shm afterwards are one unit (``SAME_WORKER``): one of them running as
+  ``attn-student`` would otherwise leave files the other counts as its own run's.
+
+The units are this module's scheduler's (``pytest_xdist_make_scheduler``: xdist's load-by-module scheduling with
+these units), not ``xdist_group`` marks: pytest 9 keeps a test's id where xdist 3.8's ``--dist loadgroup`` no longer
+renames it, so its groups are silently ignored (each test then goes anywhere, a module's fixtures built twice).
 
 Without xdist (``pytest`` as is, ``-p no:xdist``) nothing here changes anything.
 """
@@ -42,19 +48,38 @@ LONGEST = [
 ]
 #: modules whose tests are each a unit of their own
 ONE_BY_ONE = {"tests/system/test_documented_commands.py"}
+#: modules run one after the other by one worker: group -> modules
+SAME_WORKER = {"local-users": ["tests/integration/test_owned_folders.py", "tests/system/test_cluster_security.py",
+                              "tests/system/test_lti_ledger_files.py", "tests/system/test_normal_user.py"]}
 
 
-def _module(item: pytest.Item) -> str:
-    return item.nodeid.split("::", 1)[0]
+def _module(nodeid: str) -> str:
+    return nodeid.split("::", 1)[0]
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
+def unit_of(nodeid: str) -> str:
+    """The unit of work a test belongs to: its module, its own id (``ONE_BY_ONE``), or its group (``SAME_WORKER``)."""
+    module = _module(nodeid)
+    if module in ONE_BY_ONE:
+        return nodeid
+    return next((group for group, modules in SAME_WORKER.items() if module in modules), module)
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    from xdist.scheduler import LoadScopeScheduling  # noqa: PLC0415 - only where xdist runs the tests
+
+    class ByUnit(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return unit_of(nodeid)
+
+    return ByUnit(config, log)
+
+
+@pytest.hookimpl(trylast=True)  # after deselection: only the order of what runs
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if not config.pluginmanager.hasplugin("xdist") or config.getoption("dist", "no") != "loadgroup":
+    """In an xdist worker, the longest units first; the scheduler hands units out in the order the workers collected
+    them (with ``--no-loadscope-reorder``)."""
+    if not hasattr(config, "workerinput"):
         return
-    for item in items:
-        if item.get_closest_marker("xdist_group") is None:
-            module = _module(item)
-            item.add_marker(pytest.mark.xdist_group(item.nodeid if module in ONE_BY_ONE else module))
     rank = {module: i for i, module in enumerate(LONGEST)}
-    items.sort(key=lambda item: rank.get(_module(item), len(rank)))  # stable: the rest keep their order
+    items.sort(key=lambda item: rank.get(_module(item.nodeid), len(rank)))  # stable: the rest keep their order
