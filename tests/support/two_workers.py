@@ -50,7 +50,8 @@ LONGEST = [
 ONE_BY_ONE = {"tests/system/test_documented_commands.py"}
 #: modules run one after the other by one worker: group -> modules
 SAME_WORKER = {"local-users": ["tests/integration/test_owned_folders.py", "tests/system/test_cluster_security.py",
-                              "tests/system/test_lti_ledger_files.py", "tests/system/test_normal_user.py"]}
+                              "tests/system/test_lti_ledger_files.py", "tests/system/test_normal_user.py",
+                              "tests/system/test_normal_user_journeys.py"]}
 
 
 def _module(nodeid: str) -> str:

@@ -23,9 +23,7 @@ import pytest
 from tests.support import isolation_attacks as attacks
 from tests.support.local_users import normal_user, other_user, python_for, run_as, site_packages
 
-#: one xdist worker runs both files of the local users' journeys: each reads what those users own in /tmp
-pytestmark = [pytest.mark.xdist_group("local_users"),
-              pytest.mark.skipif(not hasattr(os, "fork") or os.uname().sysname != "Linux",
+pytestmark = [pytest.mark.skipif(not hasattr(os, "fork") or os.uname().sysname != "Linux",
                                  reason="the sandbox's levels for a normal user are Linux's")]
 
 NAMES = ["1_writer", "2_reader", "3_thief", "alice", "bob"]

@@ -34,10 +34,7 @@ from .conftest import ROOT
 from tests.support.local_users import normal_user, other_user, python_for, run_as, site_packages
 from tests.support.submission_forms import one_notebook
 
-#: one xdist worker runs both files of the local users' journeys (tests/system/test_normal_user.py too): each reads
-#: what those users own in /tmp
-pytestmark = [pytest.mark.xdist_group("local_users"),
-              pytest.mark.skipif(os.uname().sysname != "Linux", reason="local users, SO_PEERCRED and /proc are Linux's")]
+pytestmark = [pytest.mark.skipif(os.uname().sysname != "Linux", reason="local users, SO_PEERCRED and /proc are Linux's")]
 
 SAMPLES = ROOT / "samples" / "submissions"
 #: what make demo grades the bundled samples (their scores are the samples' own: samples/README)
