@@ -37,7 +37,7 @@ check: $(STAMP)
 test: $(STAMP)
 	@echo "0/3 the linter: ruff check (about 1 s)..."
 	$(BIN)/ruff check .
-	@echo "1/3 the fast unit tests (about 30 s)..."
+	@echo "1/3 the fast unit tests (about 80 s)..."
 	$(BIN)/python -m pytest -m unit -q -p no:cacheprovider
 	@echo "2/3 the rest of the suite, slow end-to-end tests included, on two workers (about 25 minutes on 2 cores: 2,600 s of CPU)..."
 	$(BIN)/python -m pytest -m "not unit" -n 2 --dist loadscope --no-loadscope-reorder --durations=20
