@@ -36,7 +36,10 @@ import gc
 gc.disable()  # until all it loads (torch) is frozen: zygote.main
 import sys, importlib.util, json
 control_fd, parent, uid_base, most = sys.argv[1:]
-where = json.loads(sys.stdin.readline())  # not on the command line: it names the kit's folder
+line = sys.stdin.readline()  # not on the command line: it names the kit's folder
+if not line:  # the parent went first (a Ctrl-C as it started this one): nothing to say on the user's terminal
+    raise SystemExit(0)
+where = json.loads(line)
 package_dir, site_dirs = where["package"], where["site_dirs"]
 sys.path.extend(site_dirs)
 spec = importlib.util.spec_from_file_location("attention_worker", package_dir + "/__init__.py",

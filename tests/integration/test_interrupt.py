@@ -318,3 +318,14 @@ def test_ctrl_c_on_a_running_scheduler_cancels_the_rest(tmp_path, batch_of):
         assert_resumes(batch, names, finished)
     finally:
         cluster.close()
+
+
+@pytest.mark.unit
+def test_a_zygote_whose_parent_went_before_saying_where_the_kit_is_ends_without_a_word():
+    """Ctrl-C reaches `grade autograde` as it starts its zygote, before it writes the zygote's first line: the
+    zygote (a session of its own, its stderr the user's terminal) reads an empty line and ends, saying nothing."""
+    from autograder.sandbox.zygote import _BOOT  # noqa: PLC0415 - the zygote's first lines, as it runs them
+
+    ended = subprocess.run([sys.executable, "-I", "-S", "-c", _BOOT, "0", str(os.getpid()), "0", "rlimits"],
+                           input=b"", capture_output=True, timeout=60)
+    assert (ended.returncode, ended.stdout, ended.stderr) == (0, b"", b"")
