@@ -1,0 +1,73 @@
+"""The CPU each test step spends, its own and its finished child processes', printed as "slowest 20 by CPU" beside
+pytest's ``--durations`` (wall time). On 2 shared cores the CPU is what sets the suite's time: a step that waits
+costs wall time only, one that starts ``grade`` or a kernel costs both. Measured on the process that runs the step
+(an xdist worker) and carried to the controller in the report's ``user_properties``."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+SHOWN = 20
+_started: dict[str, float] = {}
+_spent: list[tuple[float, str, str]] = []
+_elsewhere = [0.0]
+
+
+def add_child_cpu(seconds: float) -> None:
+    """CPU a step's command spent in a process this one did not wait for (tests/support/warm_grade.py's children)."""
+    _elsewhere[0] += seconds
+
+
+def _cpu() -> float:
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system + _elsewhere[0]
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    began = _started.pop(f"{item.nodeid}:{call.when}", None)
+    if began is not None:
+        report.user_properties.append(("cpu_seconds", _cpu() - began))
+
+
+def _phase(item, when):
+    _started[f"{item.nodeid}:{when}"] = _cpu()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    _phase(item, "setup")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_call(item):
+    _phase(item, "call")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_teardown(item):
+    _phase(item, "teardown")
+
+
+def pytest_runtest_logreport(report):
+    for name, value in report.user_properties:
+        if name == "cpu_seconds" and value >= 0.5:
+            _spent.append((value, report.when, report.nodeid))
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    if not _spent or config.getoption("durations", None) is None:
+        return
+    total = sum(s for s, _, _ in _spent)
+    terminalreporter.write_sep("=", f"slowest {SHOWN} by CPU (steps over 0.5 s: {total:,.0f} CPU-s in all)")
+    for seconds, when, nodeid in sorted(_spent, reverse=True)[:SHOWN]:
+        terminalreporter.write_line(f"{seconds:7.2f}s {when:<8} {nodeid}")
+    by_file: dict[str, float] = {}
+    for seconds, _, nodeid in _spent:
+        by_file[nodeid.split("::")[0]] = by_file.get(nodeid.split("::")[0], 0.0) + seconds
+    terminalreporter.write_sep("-", f"the {SHOWN} files that spend the most CPU")
+    for path, seconds in sorted(by_file.items(), key=lambda kv: -kv[1])[:SHOWN]:
+        terminalreporter.write_line(f"{seconds:7.1f}s {path}")
