@@ -21,8 +21,10 @@ from pathlib import Path
 import pytest
 
 from tests.support.browser import Browser, find_or_install
+from tests.support.warm_grade import WarmGrade
 
 pytest_plugins = ["tests.support.two_workers",  # how the slow stage is shared between two xdist workers
+                  "tests.support.cpu_time",  # the CPU each step spends, printed beside --durations
                   "tests.support.built_for_the_run"]  # what many tests read, built once per run
 
 # ``grade check`` leaves a warm server behind (autograder/check/warm_server.py); each test's checks run in-process
@@ -39,11 +41,21 @@ CORPUS = ROOT / "tests" / "corpus" / "submissions"
 MANIFEST = json.loads((ROOT / "tests" / "corpus" / "manifest.json").read_text())
 
 
-def run_grade(*args: str, cwd: Path = ROOT, env: dict | None = None, timeout: float = 900) -> subprocess.CompletedProcess:
-    """Run ``grade ARGS`` in a fresh interpreter, as a user's shell would."""
+def run_grade(*args: str, cwd: Path = ROOT, env: dict | None = None, timeout: float = 900,
+              fresh: bool = False) -> subprocess.CompletedProcess:
+    """Run ``grade ARGS`` as ``python -m autograder.cli ARGS`` in ``cwd``: forked from this test process's warm
+    server (tests/support/warm_grade.py: torch imported once, not once per command), or, with ``fresh`` (or where
+    the fork cannot stand for it), in a fresh interpreter as a user's shell would start it."""
     full_env = {**os.environ, **(env or {})}
+    if not fresh and not os.environ.get("GRADE_TESTS_FRESH"):
+        done = _WARM.run(list(args), Path(cwd), full_env, timeout)
+        if done is not None:
+            return done
     return subprocess.run([sys.executable, "-m", "autograder.cli", *args], cwd=cwd, env=full_env,
                           capture_output=True, text=True, timeout=timeout)
+
+
+_WARM = WarmGrade()
 
 
 LEVELS = {"unit": "unit", "integration": "slow", "system": "slow"}
