@@ -273,6 +273,54 @@ def label_all(handins: dict[str, Path], workers: int = 2) -> dict[str, dict]:
     return labels
 
 
+# -- the labels as recorded -------------------------------------------------------------------------------
+#: the labels of make_handins.write's corpus, as the kernels gave them, with the key of what they were made from
+RECORDED = Path(__file__).with_name("labels.json")
+#: what a kernel's verdict could change with besides the hand-ins themselves
+VERSIONS = ("torch", "ipykernel", "ipython", "nbclient")
+
+
+def corpus_key(handins: dict[str, Path]) -> str:
+    """What the labels were made from: every file of every hand-in, the label's own code, the versions of
+    ``VERSIONS`` and Python's (a change to any of them makes the recorded labels stale)."""
+    from importlib.metadata import version  # noqa: PLC0415 - only here
+
+    digest = hashlib.sha256()
+    for name in sorted(handins):
+        for path in sorted(p for p in handins[name].rglob("*") if p.is_file()):
+            digest.update(f"{name}/{path.relative_to(handins[name])}\0".encode() + path.read_bytes() + b"\0")
+    for own in (Path(__file__), ROOT / "tests" / "corpus" / "label.py"):
+        digest.update(own.read_bytes())
+    digest.update(json.dumps([sys.version_info[:2], [version(p) for p in VERSIONS]]).encode())
+    return digest.hexdigest()
+
+
+def recorded(handins: dict[str, Path]) -> dict[str, dict] | None:
+    """The recorded labels, when they were made from these very hand-ins, code and versions; else None."""
+    if not RECORDED.is_file():
+        return None
+    kept = json.loads(RECORDED.read_text())
+    return kept["labels"] if kept.get("key") == corpus_key(handins) else None
+
+
+def record(dest: Path) -> dict[str, dict]:
+    """Write make_handins' corpus under ``dest``, label it in kernels and record the labels (``RECORDED``)."""
+    import make_handins  # noqa: PLC0415 - beside this file
+
+    folders = make_handins.write(dest)
+    labels = label_all(folders)
+    RECORDED.write_text(json.dumps({"key": corpus_key(folders), "labels": labels}, indent=1, sort_keys=True) + "\n")
+    return labels
+
+
 if __name__ == "__main__":
-    for name, found in label_all({Path(p).name: Path(p).resolve() for p in sys.argv[1:]}).items():
-        print(name, json.dumps(found))
+    # python tests/corpus/handins/kernel_label.py          label make_handins' corpus again and record it
+    # python tests/corpus/handins/kernel_label.py DIR...   label these hand-ins and print the labels
+    if sys.argv[1:]:
+        for name, found in label_all({Path(p).name: Path(p).resolve() for p in sys.argv[1:]}).items():
+            print(name, json.dumps(found))
+    else:
+        sys.path.insert(0, str(Path(__file__).parent))
+        with tempfile.TemporaryDirectory(prefix="handins-") as temp:
+            record(Path(temp) / "handins")
+        print(f"recorded: {RECORDED.relative_to(ROOT)}")
