@@ -8,20 +8,17 @@ import os
 
 import pytest
 
+from tests.support import warm_grade
+
 SHOWN = 20
 _started: dict[str, float] = {}
 _spent: list[tuple[float, str, str]] = []
-_elsewhere = [0.0]
-
-
-def add_child_cpu(seconds: float) -> None:
-    """CPU a step's command spent in a process this one did not wait for (tests/support/warm_grade.py's children)."""
-    _elsewhere[0] += seconds
 
 
 def _cpu() -> float:
+    """This process's CPU, its waited-for children's, and its ``grade`` commands' (forked by the warm server)."""
     t = os.times()
-    return t.user + t.system + t.children_user + t.children_system + _elsewhere[0]
+    return t.user + t.system + t.children_user + t.children_system + warm_grade.SPENT_IN_CHILDREN[0]
 
 
 @pytest.hookimpl(hookwrapper=True)
