@@ -117,8 +117,8 @@ def test_a_hang_and_an_exit_cost_only_their_steps(graded):
     # where the loop was when it was stopped (its stack, dumped on SIGUSR2): the student's own file and line
     assert re.search(r"your code was at simple_attention\.py, line [56], in attention_scores when it was stopped",
                      tests["simple_attention.attention_scores values"]["output"])
-    assert "the time limit of 20 s for this step was hit" in tests["simple_attention.attention_scores gradients"][
-        "output"]
+    assert ("the time limit of 20 s for this step was hit"
+            in tests["simple_attention.attention_scores gradients"]["output"])
     assert "ended the worker process" in tests["simple_attention.normalize_sum values"]["output"]
     assert tests["simple_attention.softmax_naive values"]["status"] == "passed"
 

@@ -260,8 +260,8 @@ def test_a_second_ctrl_c_stops_at_once(tmp_path, batch_of):
     assert "Aborted!" not in batch.log()
     finished = set(snapshot(batch.out))
     for name in finished:
-        assert json.loads((batch.out / name / "results.json").read_text(encoding="utf-8"))["extra_data"][
-            "submission"] == name
+        assert json.loads((batch.out / name / "results.json").read_text(
+            encoding="utf-8"))["extra_data"]["submission"] == name
     assert_resumes(batch, names, finished)
 
 

@@ -218,8 +218,8 @@ def test_a_folder_keeps_the_newest_files_only(kept):
         assert stored_answers.save(f"grader {n}", {}, []) is not None
         os.utime(stored_answers.file_for(f"grader {n}"), (n, n))  # each one older than the next
     assert len(list(kept.glob("*.pt"))) == stored_answers.KEEP
-    assert stored_answers.load("grader 0") is None and stored_answers.load(
-        f"grader {stored_answers.KEEP + 1}") is not None
+    assert (stored_answers.load("grader 0") is None
+            and stored_answers.load(f"grader {stored_answers.KEEP + 1}") is not None)
 
 
 @pytest.mark.unit

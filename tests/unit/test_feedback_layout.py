@@ -66,8 +66,8 @@ def test_the_page_leads_with_what_failed_and_folds_what_passed():
 def test_gradescope_output_leads_with_what_failed_too():
     step_cards = cards.from_results(result_of(STEPS))
     html = gradescope_html.embed(result_of(STEPS), step_cards, {})["output"]
-    assert html.index("What failed: 2 of 8") < html.index("<pre class=\"summary\">") < html.index(
-        '<section class="card')
+    assert (html.index("What failed: 2 of 8") < html.index("<pre class=\"summary\">")
+            < html.index('<section class="card'))
 
 
 def test_titles_break_between_an_identifiers_parts_never_inside_a_word():

@@ -68,8 +68,8 @@ def test_the_same_code_is_found_in_other_wrappings(tmp_path, code, forward, wrap
     elif wrap == "hex(lzma)":
         text = lzma.compress(data).hex()
     elif wrap == "a85(bz2) in html":
-        text = "<pre>" + base64.a85encode(bz2.compress(data)).decode().replace("&", "&amp;").replace(
-            "<", "&lt;") + "</pre>"
+        text = ("<pre>" + base64.a85encode(bz2.compress(data)).decode().replace("&", "&amp;").replace("<", "&lt;")
+                + "</pre>")
     else:
         text = base64.b64encode(gzip.compress(marshal.dumps(("forward", slim(forward), 1)))).decode()
     assert any("CausalAttention.forward" in item for item in leak_scan.decodable_reference_code(text, code)), wrap
