@@ -404,8 +404,9 @@ def test_setup_sh_uses_the_cpu_index_unless_told_otherwise(tmp_path):
     assert "--no-deps --no-build-isolation -e" in kit
     assert not any("--find-links" in call for call in calls)
 
-    calls = _setup_sh_calls(tmp_path / "elsewhere", {"AUTOGRADER_PIP_INDEX_URL": "https://mirror.example/simple",
-                                                    "AUTOGRADER_PIP_FIND_LINKS": " /opt/wheels  https://mirror.example/w/"})
+    calls = _setup_sh_calls(tmp_path / "elsewhere",
+                            {"AUTOGRADER_PIP_INDEX_URL": "https://mirror.example/simple",
+                             "AUTOGRADER_PIP_FIND_LINKS": " /opt/wheels  https://mirror.example/w/"})
     torch, requirements, kit = calls
     assert "--index-url https://mirror.example/simple torch==2.13.0" in torch and TORCH_CPU_INDEX not in torch
     for call in calls:  # each space-separated entry once, on every call
