@@ -69,7 +69,8 @@ def test_a_toy_step_added_in_three_places_is_graded(tmp_path):
         folder = subs / name
         folder.mkdir(parents=True)
         for source in (ROOT / "solutions").glob("*.py"):
-            kept = "".join(line for line in source.read_text().splitlines(True) if "SOLUTION" not in line or "###" not in line)
+            kept = "".join(line for line in source.read_text().splitlines(True)
+                           if "SOLUTION" not in line or "###" not in line)
             (folder / source.name).write_text(kept + (extra if source.stem == "simple_attention" else ""))
     out = tmp_path / "out"
     result = run_grade("autograde", str(subs), "--out", str(out), "--course", str(course / "course.yml"))

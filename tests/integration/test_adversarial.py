@@ -86,7 +86,8 @@ def jobs_args() -> list[str]:
 
 def solution_lines() -> set[str]:
     """Non-trivial lines of the reference between the markers that the student version does not show."""
-    public = "\n".join(p.read_text() for p in (ROOT / "exercises").glob("*.py")) if (ROOT / "exercises").is_dir() else ""
+    public = ("\n".join(p.read_text() for p in (ROOT / "exercises").glob("*.py"))
+              if (ROOT / "exercises").is_dir() else "")
     lines: set[str] = set()
     for path in (ROOT / "solutions").glob("*.py"):
         inside = False
@@ -151,7 +152,8 @@ def test_submission_scores_as_the_manifest_says(graded, name):
     else:
         assert lost == sorted(expect["steps"]), expect.get("why")
         lost_points = sum(COURSE.steps[s].counts[c].points for s in lost for c in COURSE.steps[s].counts
-                          if any(t["name"].startswith(f"{s} {c}:") and t["status"] == "failed" for t in result["tests"]))
+                          if any(t["name"].startswith(f"{s} {c}:") and t["status"] == "failed"
+                                 for t in result["tests"]))
         assert result["score"] == COURSE.max_points() - lost_points, expect.get("why")
 
 
@@ -209,11 +211,13 @@ def test_the_marker_tricks_do_write_their_markers_when_not_confined(tmp_path):
 
 def _write_markers_unconfined(tmp_path, env) -> None:
     try:
-        subprocess.run([sys.executable, "-c", "pass"], env={**env, "PYTHONPATH": str(tmp_path / "sitecustomize_in_submission")},
+        subprocess.run([sys.executable, "-c", "pass"],
+                       env={**env, "PYTHONPATH": str(tmp_path / "sitecustomize_in_submission")},
                        timeout=60, check=False)
         code = ("import sys, torch; sys.path.insert(0, sys.argv[1]); import simple_attention as m; "
                 "m.attention_scores(torch.rand(6, 3), torch.rand(3))")
-        subprocess.run([sys.executable, "-c", code, str(tmp_path / "background_thread")], env=env, timeout=120, check=True)
+        subprocess.run([sys.executable, "-c", code, str(tmp_path / "background_thread")], env=env, timeout=120,
+                       check=True)
         names = sorted(p.name for p in markers())
         assert "adversarial-background_thread-marker" in names, names
         assert any("sitecustomize" in n for n in names), names
@@ -287,7 +291,8 @@ def test_clear_messages(graded):
     assert "time limit" in by_step(load(graded, "sleep_forever"))["simple_attention.attention_scores"]
     assert "segmentation fault" in by_step(load(graded, "segfault"))["simple_attention.attention_scores"]
     hostile = by_step(load(graded, "hostile_exceptions"))
-    for step in ("simple_attention.attention_scores", "simple_attention.normalize_sum", "simple_attention.softmax_naive"):
+    for step in ("simple_attention.attention_scores", "simple_attention.normalize_sum",
+                 "simple_attention.softmax_naive"):
         assert hostile[step].strip(), step
     assert "in place" in by_step(load(graded, "mutate_input_hide_with_patched_equal"))["simple_attention.normalize_sum"]
     # a note, whatever the trick: never a point
@@ -300,16 +305,19 @@ def test_no_hidden_input_reaches_a_result_whatever_the_exception_is_called(grade
     """A worker's exception named after a kit error type (UnreadableSource), raised on hidden cases only with the
     hidden input in its message, is the student's own: redacted as its control's (InputError) is, in results.json and
     on the page; each named by its own class name, which is in the student's source (feedback/redact.py)."""
-    marked = {name: entry["hidden_input_marker"] for name, entry in ADV_MANIFEST.items() if "hidden_input_marker" in entry}
+    marked = {name: entry["hidden_input_marker"] for name, entry in ADV_MANIFEST.items()
+              if "hidden_input_marker" in entry}
     assert len(marked) == 2
     for name, marker in marked.items():
         said = by_step(load(graded, name))[SA]
         assert f"{marker} [#." in said, name  # said, masked
-        for text in ((graded["out"] / name / "results.json").read_text(), (graded["out"] / name / "feedback.html").read_text()):
+        for text in ((graded["out"] / name / "results.json").read_text(),
+                     (graded["out"] / name / "feedback.html").read_text()):
             assert not re.search(re.escape(marker) + r" \[\d", text), name
     attack, control = (by_step(load(graded, n))[SA] for n in marked)
     assert "your code raised UnreadableSource (" in attack and "your code raised InputError (" in control
-    assert attack.replace("UnreadableSource", "InputError") == control  # a class of the student's, whatever it is called
+    # a class of the student's, whatever it is called
+    assert attack.replace("UnreadableSource", "InputError") == control
 
 
 def test_no_student_words_reach_the_class_summary(graded):
@@ -343,7 +351,8 @@ def reference_files() -> dict[str, bytes]:
     files = {"__init__.py": b'"""A submission in a zip."""\n'}
     for module in MODULES:
         text = (ROOT / "solutions" / f"{module}.py").read_text()
-        body = "".join(line for line in text.splitlines(True) if line.strip() not in ("### BEGIN SOLUTION", "### END SOLUTION"))
+        body = "".join(line for line in text.splitlines(True)
+                       if line.strip() not in ("### BEGIN SOLUTION", "### END SOLUTION"))
         files[f"{module}.py"] = body.encode()
     return files
 
@@ -484,7 +493,8 @@ def _ipc_owned_by_workers() -> list[str]:
 
 def _trusted_at(level: str) -> list[str]:
     """At uid+rlimits the checkout's files are readable to every uid, so untrusted code is refused there
-    (tests/integration/test_isolation.py shows it); what these tests look at, the leftovers between submissions, is the same."""
+    (tests/integration/test_isolation.py shows it); what these tests look at, the leftovers between submissions, is
+    the same."""
     return ["--trust-submissions"] if level == "uid+rlimits" else []
 
 
@@ -543,7 +553,8 @@ def test_memory_is_limited_per_submission_not_per_process(tmp_path):
     if "limited per submission" not in result.stdout:
         pytest.skip("no per-submission control group on this machine: " + result.stdout.strip().splitlines()[-1])
     budget = COURSE.limits.memory_mb
-    assert attack_mb - honest_mb < budget + 1024, f"the attack took {attack_mb:.0f} MB, its honest control {honest_mb:.0f} MB"
+    assert attack_mb - honest_mb < budget + 1024, (f"the attack took {attack_mb:.0f} MB, "
+                                                   f"its honest control {honest_mb:.0f} MB")
     graded = json.loads((tmp_path / "out" / "fork_children_memory" / "results.json").read_text())
     lost = [(t["name"], t.get("output", "")[:600]) for t in graded["tests"] if t.get("score") != t.get("max_score")]
     assert graded["score"] == COURSE.max_points(), lost  # what each lost count said, to tell a limit from a bug
@@ -558,7 +569,8 @@ TRICKLE_BOUND = 6 * COURSE.limits.step_seconds + 60
 
 
 def _run_batch(names: dict[str, str], tmp_path: Path, *args: str, env: dict | None = None) -> dict:
-    """Grade copies of corpus submissions (folder name -> corpus name) in one batch; a hang is reported, not waited on."""
+    """Grade copies of corpus submissions (folder name -> corpus name) in one batch; a hang is reported, not waited
+    on."""
     subs, out = tmp_path / "subs", tmp_path / "out"
     for folder, name in names.items():
         shutil.copytree(ADV_DIR / name, subs / folder)
@@ -597,7 +609,8 @@ def test_a_trickle_on_the_channel_is_a_time_limit_and_the_batch_finishes(tmp_pat
 
 def test_two_tricklers_do_not_starve_a_correct_submission(tmp_path):
     """With --jobs 2 and two tricklers, each job is held by one: the correct submission must still be graded."""
-    run = _run_batch({"0_trickle": "trickle_channel", "1_trickle": "trickle_channel", "2_correct": "trickle_channel_control"},
+    run = _run_batch({"0_trickle": "trickle_channel", "1_trickle": "trickle_channel",
+                      "2_correct": "trickle_channel_control"},
                      tmp_path, "--jobs", "2")
     assert run["scores"].get("2_correct") == COURSE.max_points(), _hung(run) or run["scores"]
     assert run["result"] is not None, _hung(run)
@@ -611,12 +624,14 @@ SA_STEP = "simple_attention.attention_scores"
 #: the machine's world-writable folders a worker uid may write under uid+rlimits (no private /tmp)
 SHARED_FOLDERS = [Path("/run/lock"), Path("/var/tmp"), Path("/tmp"), Path("/dev/shm")]
 RUN_LOCK_STASH = Path("/run/lock/adversarial-stash_run_lock")
-#: a world-writable folder of root's inside /tmp, as /tmp/.X11-unix is on many machines: the writer stashes inside it too
+#: a world-writable folder of root's inside /tmp, as /tmp/.X11-unix is on many machines: the writer stashes inside it
+#: too
 NESTED_SHARED = TMP / "adversarial-world-writable"
 
 
 def _worker_files() -> set[str]:
-    """Everything in the shared folders, at any depth, that a worker uid owns (the grader's blocks start at 1,000,000)."""
+    """Everything in the shared folders, at any depth, that a worker uid owns (the grader's blocks start at
+    1,000,000)."""
     found = set()
     for top in SHARED_FOLDERS:
         for folder, dirs, files in os.walk(top, onerror=lambda e: None):
@@ -672,8 +687,8 @@ def _stash_in_run_lock(tmp_path, level) -> None:
 def test_no_reference_bytecode_decodes_from_a_leak(tmp_path):
     """leak_standin_bytecode raises the stand-ins' marshalled bytecode (zlib, base85) on its public cases;
     leak_standin_bytecode_values writes the stand-in's instructions into a failing public case's values: nothing in
-    their results.json (Gradescope output included) or feedback.html decodes to reference code (tests/support/leak_scan.py),
-    and neither scores more than its control."""
+    their results.json (Gradescope output included) or feedback.html decodes to reference code
+    (tests/support/leak_scan.py), and neither scores more than its control."""
     names = [n for n, e in ADV_MANIFEST.items() if e.get("no_decodable_reference_code")]
     assert sorted(names) == ["leak_standin_bytecode", "leak_standin_bytecode_values"]
     run = _run_batch({n: n for n in [*names, "leak_standin_bytecode_control"]}, tmp_path, "--jobs", "2")

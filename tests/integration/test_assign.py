@@ -82,7 +82,8 @@ def test_the_drift_check_ignores_rounding_and_catches_a_changed_value():
     scores = {"args": [torch.tensor([1.8523844480514526, 0.4032], dtype=torch.float64)]}  # float32's rounding, cast
     cast_elsewhere = {"args": [scores["args"][0] + torch.tensor([2.384185791015625e-07, 0.0], dtype=torch.float64)]}
     assert differences(scores, cast_elsewhere) == []
-    assert differences(scores, {"args": [scores["args"][0] * 1.001]}) == ["cases.args[0]: values differ beyond the tolerance"]
+    assert differences(scores, {"args": [scores["args"][0] * 1.001]}) == [
+        "cases.args[0]: values differ beyond the tolerance"]
 
 
 @pytest.mark.unit

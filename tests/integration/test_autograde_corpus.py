@@ -42,7 +42,8 @@ def test_submission_scores_as_the_manifest_says(graded, name):
     else:
         assert lost == sorted(expect["steps"]), expect.get("why")
         lost_points = sum(COURSE.steps[s].counts[c].points for s in lost for c in COURSE.steps[s].counts
-                          if any(t["name"].startswith(f"{s} {c}:") and t["status"] == "failed" for t in result["tests"]))
+                          if any(t["name"].startswith(f"{s} {c}:") and t["status"] == "failed"
+                                 for t in result["tests"]))
         assert result["score"] == COURSE.max_points() - lost_points
 
 
@@ -71,7 +72,8 @@ def test_feedback_names_the_misconception(graded):
     assert "got      values: [" in text
     assert "likely: forgot the 1/sqrt(d_k) scaling" in text
     cut = {t["name"]: t["output"] for t in load(graded, "bug_detach")["tests"]}
-    assert "gradient was cut" in cut["causal_attention.causal_attention_weights gradients: Causal attention weights (-inf mask)"]
+    assert "gradient was cut" in cut["causal_attention.causal_attention_weights gradients: "
+                                     "Causal attention weights (-inf mask)"]
     renorm = "\n".join(t["output"] for t in load(graded, "bug_mask_after_softmax_no_renorm")["tests"])
     assert "likely: masked after the softmax without renormalizing the rows" in renorm
     order = "\n".join(t["output"] for t in load(graded, "bug_param_order")["tests"])
@@ -109,12 +111,14 @@ def test_broken_files_get_clear_messages(graded):
 
 
 def test_a_hang_and_an_exit_cost_only_their_steps(graded):
-    tests = {t["name"].split(" ", 1)[0] + " " + t["name"].split(" ")[1].rstrip(":"): t for t in load(graded, "hang_and_exit")["tests"]}
+    tests = {t["name"].split(" ", 1)[0] + " " + t["name"].split(" ")[1].rstrip(":"): t
+             for t in load(graded, "hang_and_exit")["tests"]}
     assert "the time limit of 20 s for this step was hit" in tests["simple_attention.attention_scores values"]["output"]
     # where the loop was when it was stopped (its stack, dumped on SIGUSR2): the student's own file and line
     assert re.search(r"your code was at simple_attention\.py, line [56], in attention_scores when it was stopped",
                      tests["simple_attention.attention_scores values"]["output"])
-    assert "the time limit of 20 s for this step was hit" in tests["simple_attention.attention_scores gradients"]["output"]
+    assert ("the time limit of 20 s for this step was hit"
+            in tests["simple_attention.attention_scores gradients"]["output"])
     assert "ended the worker process" in tests["simple_attention.normalize_sum values"]["output"]
     assert tests["simple_attention.softmax_naive values"]["status"] == "passed"
 
@@ -154,7 +158,8 @@ def test_a_failure_in_the_worker_is_the_student_s_to_read_and_never_the_grader_s
     into): the student reads what the grader could not do with their object; the worker's traceback is the worker's
     word, so nothing of it reaches grader_errors.log, which holds the trusted side's own failures only."""
     out = "\n".join(t["output"] for t in load(graded, "bug_renamed_query")["tests"])
-    assert "loading the reference weights into your module failed: your module has no parameter named W_query.weight" in out
+    assert ("loading the reference weights into your module failed: your module has no parameter named "
+            "W_query.weight") in out
     assert "runtime.py" not in out and "your code raised" not in out
     log = graded / "grader_errors.log"
     assert not log.exists() or "bug_renamed_query" not in log.read_text()
@@ -180,7 +185,8 @@ def test_mha_scaled_by_sqrt_d_out_is_named(graded):
     assert "misconception:scaled-by-d-out" in tags
 
 
-@pytest.mark.parametrize("name, likely", [("bug_mha_scale_by_d_out", "scores scaled by sqrt(d_out) instead of sqrt(head_dim)")])
+@pytest.mark.parametrize("name, likely", [("bug_mha_scale_by_d_out",
+                                           "scores scaled by sqrt(d_out) instead of sqrt(head_dim)")])
 def test_grade_check_names_the_mha_scaling(name, likely):
     run = run_grade("check", str(CORPUS / name))
     assert f"likely: {likely}" in run.stdout
@@ -238,17 +244,21 @@ def test_grade_check_names_each_public_misconception(name, test, mid, words):
 #: with a control that passes: the count whose feedback names it (public counts are checked by grade check too), its
 #: id, and the "likely:" line, in the student's own names
 STUDENT_MISTAKES = [
-    ("bug_transfer_key_not_copied", "correct_transfer_loop", "trainable_attention.transfer_weights values", "not-copied",
+    ("bug_transfer_key_not_copied", "correct_transfer_loop", "trainable_attention.transfer_weights values",
+     "not-copied",
      "likely: sa_v1.W_key still holds the values it was created with: the call never copies into it (copy_ the "
      "transposed weight into it under torch.no_grad())"),
-    ("bug_mha_assert_tuple", "correct_mha_assert", "multihead_attention.MultiHeadAttention errors", "assert-on-a-tuple",
+    ("bug_mha_assert_tuple", "correct_mha_assert", "multihead_attention.MultiHeadAttention errors",
+     "assert-on-a-tuple",
      "likely: assert (condition, message) asserts a tuple, which is always true, so it never fails: write assert "
      "condition, message (or raise ValueError(message))"),
-    ("bug_wrapper_plain_list", "correct_wrapper_appended_heads", "multihead_attention.MultiHeadAttentionWrapper parameters",
+    ("bug_wrapper_plain_list", "correct_wrapper_appended_heads",
+     "multihead_attention.MultiHeadAttentionWrapper parameters",
      "modules-in-a-plain-list", "likely: self.heads is a plain Python list of modules, which nn.Module does not "
      "register: its layers' parameters are not your module's (and .eval() and .to() miss them); use "
      "nn.ModuleList([...]) (or nn.ModuleDict)"),
-    ("bug_causal_keys_T", "correct_causal_keys_mT", "causal_attention.CausalAttention forward", "batch-transposed-with-T",
+    ("bug_causal_keys_T", "correct_causal_keys_mT", "causal_attention.CausalAttention forward",
+     "batch-transposed-with-T",
      "likely: keys.T reverses every dimension of a batch ([b, num_tokens, d] becomes [d, num_tokens, b]): transpose "
      "the last two only, keys.transpose(1, 2) (or keys.mT)"),
     ("bug_mha_view_no_contiguous", "correct_mha_reshape", "multihead_attention.MultiHeadAttention forward",
@@ -311,7 +321,8 @@ def test_grade_check_names_each_students_mistake_in_the_same_words(graded, name,
     run = run_grade("check", str(CORPUS / name), "--step", step, env={"NO_COLOR": "1"})
     block = run.stdout.split(f"{step} [{count}] (", 1)[1].split("\n\n", 1)[0].splitlines()[1:]
     grid = re.compile(r"\s+(\d+ |\(\* marks|[\w.]+, row )")  # the grid under the words: grade check's own
-    said = [line.strip() for line in block if not grid.match(line) and not line.lstrip().startswith(("| ", "your code printed"))]
+    said = [line.strip() for line in block
+            if not grid.match(line) and not line.lstrip().startswith(("| ", "your code printed"))]
     assert words in said, run.stdout
     autograde = _count_lines({t["name"].split(":", 1)[0]: t for t in load(graded, name)["tests"]}[test]["output"])[1:]
     assert said == autograde  # the same words, line for line
@@ -337,7 +348,8 @@ def test_the_students_warning_is_shown_once_at_its_line_never_as_printed_output(
     warning = ("warning about your code: multihead_attention.py, line 41: SyntaxWarning: assertion is always true, "
                "perhaps remove parentheses?")
     assert everything.count(warning) == 1
-    errors = {t["name"].split(":", 1)[0]: t["output"] for t in result["tests"]}["multihead_attention.MultiHeadAttention errors"]
+    errors = {t["name"].split(":", 1)[0]: t["output"]
+              for t in result["tests"]}["multihead_attention.MultiHeadAttention errors"]
     assert warning in errors and 'assert (d_out % num_heads == 0, "d_out must be divisible by num_heads")' in errors
     assert "printed" not in result["output"]
     assert "warning about your code" not in json.dumps(load(graded, "correct_mha_assert"))
@@ -360,4 +372,5 @@ def test_no_count_says_values_differ_that_its_printed_values_do_not_show(graded)
             if expected == yours:
                 found.append((name, "feedback.html"))
     assert shown > 50 and found == []
-    assert rows.findall("  expected values: [0.5000]\n  got      values: [0.5000]") == [("values", "[0.5000]", "[0.5000]")]
+    assert rows.findall("  expected values: [0.5000]\n  got      values: [0.5000]") == [
+        ("values", "[0.5000]", "[0.5000]")]

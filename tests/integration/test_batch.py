@@ -214,7 +214,8 @@ def test_one_job_and_two_jobs_grade_alike(batch, reruns):
     for name in THREE:
         two = load(batch["out"], name)
         one = json.loads(reruns["after_forced"][name][1])
-        assert comparable(one) == comparable(two), f"{name}: " + "\n".join(differences(comparable(one), comparable(two)))
+        assert comparable(one) == comparable(two), f"{name}: " + "\n".join(
+            differences(comparable(one), comparable(two)))
 
 
 # -- interrupted batches -------------------------------------------------------------------------
@@ -306,7 +307,9 @@ def test_a_corrupt_zip_and_an_empty_folder_score_zero_with_a_message(tmp_path):
     assert "This submission could not be graded: eve/: none of" in eve["output"]
     for result in (frank, eve):
         assert len(result["tests"]) == len(alice["tests"])
-        assert all(t["status"] == "failed" and t["output"] == "not graded; the message at the top of your feedback says why" for t in result["tests"])
+        assert all(t["status"] == "failed"
+                   and t["output"] == "not graded; the message at the top of your feedback says why"
+                   for t in result["tests"])
         assert result["extra_data"]["submission_hash"]
     assert alice["score"] == TOP
     lines = graded_lines(run.stdout)

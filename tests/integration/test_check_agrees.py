@@ -1,6 +1,7 @@
 """For each case class, ``grade check`` and ``grade autograde`` agree on the same code. A
 failing public check wherever autograde takes points (or the step's docstring says it plainly), and no failing
-check where it takes none (a step shown blocked by the deducted one aside). The figures: tests/support/check_vs_autograde.py."""
+check where it takes none (a step shown blocked by the deducted one aside). The figures:
+tests/support/check_vs_autograde.py."""
 from __future__ import annotations
 
 import pytest
@@ -47,7 +48,8 @@ def test_what_check_says_of_the_encoding_and_the_output_limit_is_what_autograde_
 def test_where_check_says_more_it_is_the_known_case_still(outcomes):
     # CHECK_SAYS_MORE lists the one place check fails a step autograde grades in full; when it is fixed, this says so
     for sample, steps in cva.CHECK_SAYS_MORE.items():
-        assert set(steps) <= set(outcomes[sample].check_failing) and not set(steps) & set(outcomes[sample].autograde_lost)
+        assert (set(steps) <= set(outcomes[sample].check_failing)
+                and not set(steps) & set(outcomes[sample].autograde_lost))
 
 
 @pytest.mark.unit

@@ -182,8 +182,10 @@ def test_a_served_check_says_what_an_in_process_check_says_without_loading_torch
     hostile = tmp_path / "hostile"  # writes "exit 0" on every socket it can reach: the caller's channel is not one
     shutil.copytree(CORPUS / "stubs", hostile)
     module = hostile / "simple_attention.py"
-    module.write_text("import os, stat\nfor fd in range(3, 256):\n    try:\n        if stat.S_ISSOCK(os.fstat(fd).st_mode):\n"
-                      "            os.write(fd, b'{\"exit\": 0}\\n')\n    except OSError:\n        pass\n" + module.read_text())
+    module.write_text("import os, stat\nfor fd in range(3, 256):\n    try:\n"
+                      "        if stat.S_ISSOCK(os.fstat(fd).st_mode):\n"
+                      "            os.write(fd, b'{\"exit\": 0}\\n')\n    except OSError:\n        pass\n"
+                      + module.read_text())
     cases = [  # (arguments, working folder)
         (["check", str(hostile)], ROOT),
         (["check", str(CORPUS / "bug_no_scaling")], ROOT),

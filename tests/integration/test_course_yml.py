@@ -84,7 +84,8 @@ def test_late_policy_loads_and_a_bad_one_names_key_and_line(tmp_path):
     bad = GOOD.replace("  grace_minutes:", "  grace_minuts:", 1)
     with pytest.raises(CourseError) as err:
         load_course(write(tmp_path, bad))
-    assert f"line {at + 1}: late_policy.grace_minuts: unknown key 'grace_minuts' (did you mean 'grace_minutes'?)" in str(err.value)
+    assert (f"line {at + 1}: late_policy.grace_minuts: unknown key 'grace_minuts' "
+            "(did you mean 'grace_minutes'?)") in str(err.value)
     due = next(line for line in lines if line.startswith("  due:"))
     naive = GOOD.replace(due, "  due: 2025-03-14T23:59:00", 1)
     with pytest.raises(CourseError, match=r"line \d+: late_policy\.due: needs a UTC offset"):

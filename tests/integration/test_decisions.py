@@ -28,7 +28,8 @@ MISSING_MODULE = [{"kind": "module_not_graded", "cause": "missing", "module": "s
 
 
 def results_json(score: float, when: str | None = "2025-03-14T20:00:00+01:00", found=(), digest="h1") -> str:
-    data = {"score": score, "tests": [{"name": "simple_attention.attention_scores values: x", "score": 0, "max_score": 4.0},
+    data = {"score": score, "tests": [{"name": "simple_attention.attention_scores values: x", "score": 0,
+                                       "max_score": 4.0},
                                       {"name": "simple_attention.attention_scores gradients: x", "score": 0,
                                        "max_score": 6.0}],
             "extra_data": {"submission": "x", "submitted_at": when, "problems": list(found), "submission_hash": digest}}
@@ -171,7 +172,8 @@ def test_lti_push_posts_no_invented_grade_and_posts_a_decision(tmp_path):
     try:
         (tmp_path / "course.yml").write_text(COURSE_YML)
         for name, text in {"alice": results_json(10), "frank": results_json(0, found=NOT_GRADED),
-                           "dave": results_json(4, found=BROKEN_MODULE), "erin": results_json(0, found=NOT_GRADED)}.items():
+                           "dave": results_json(4, found=BROKEN_MODULE),
+                           "erin": results_json(0, found=NOT_GRADED)}.items():
             (tmp_path / "results" / name).mkdir(parents=True)
             (tmp_path / "results" / name / "results.json").write_text(text)
         assert lms.launch("u-teacher").status_code == 200

@@ -194,7 +194,8 @@ def test_a_canvas_gradebook_export_serves_as_roster(setup):
     result, text = export(setup, "canvas", roster="canvas_roster.csv")
     assert result.returncode == 0, result.stderr
     rows = list(csv.reader(io.StringIO(text)))
-    assert rows[2:] == [["Able, Alice", "101", "S001", "alice", "A", "10"], ["Bee, Bob", "102", "S002", "bob", "A", "8"]]
+    assert rows[2:] == [["Able, Alice", "101", "S001", "alice", "A", "10"],
+                        ["Bee, Bob", "102", "S002", "bob", "A", "8"]]
     assert "Test" not in result.stderr
     unknown = next(line for line in result.stderr.splitlines() if "match no roster student" in line)
     assert all(name in unknown for name in ("carol", "dave", "erin", "mallory", "zed"))

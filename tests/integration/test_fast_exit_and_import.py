@@ -156,7 +156,8 @@ def test_the_kit_imports_nbgrader_without_the_iri_grammars():
                   "import importlib.metadata, nbgrader\n"
                   "print('whole after:', nbgrader.__version__ == importlib.metadata.version('nbgrader'),\n"
                   "      hasattr(nbgrader.server_extensions.formgrader, 'load_jupyter_server_extension'),\n"
-                  "      nbgrader._jupyter_server_extension_points() == [{'module': 'nbgrader'}], nbgrader.api is api)\n"
+                  "      nbgrader._jupyter_server_extension_points() == [{'module': 'nbgrader'}], "
+                  "nbgrader.api is api)\n"
                   "import rfc3987_syntax\n"
                   "print('importable after:', rfc3987_syntax.is_valid_syntax('iri', 'https://example.org/'))\n")
     assert "gradebook: True" in ran
@@ -170,7 +171,8 @@ def test_the_kit_imports_nbgrader_without_the_iri_grammars():
 
 
 # Each full pass of the collector, written down by every process of the command that runs this (the batch's jobs are
-# forked from it): "walked torch" when torch was (being) loaded and nothing was frozen yet, so the pass walked all of it.
+# forked from it): "walked torch" when torch was (being) loaded and nothing was frozen yet, so the pass walked all of
+# it.
 FULL_PASSES = ("import gc, os, sys\n"
                "def note(phase, info):\n"
                "    if phase == 'start' and info['generation'] == 2:\n"
@@ -227,7 +229,8 @@ def test_student_code_runs_with_the_collector_on(tmp_path):
 
     def scores_passed(name: str) -> bool:
         tests = json.loads((out / name / "results.json").read_text())["tests"]
-        return all(t["score"] == t["max_score"] for t in tests if t["name"].startswith("simple_attention.attention_scores"))
+        return all(t["score"] == t["max_score"] for t in tests
+                   if t["name"].startswith("simple_attention.attention_scores"))
 
     assert scores_passed("on")
     assert not scores_passed("off")

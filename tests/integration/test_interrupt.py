@@ -65,7 +65,8 @@ class Batch:
         self.out = tmp_path / "out"
         self.scratch = scratch  # the batch's temporary folders, kept apart from the machine's (conftest's scratch_dir)
         self.log_path = tmp_path / "interrupted.log"
-        self.command = [sys.executable, "-m", "autograder.cli", "autograde", str(subs), "--out", str(self.out), *options]
+        self.command = [sys.executable, "-m", "autograder.cli", "autograde", str(subs), "--out", str(self.out),
+                        *options]
         with self.log_path.open("w") as log:
             self.process = subprocess.Popen(self.command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
                                             env={**os.environ, "TMPDIR": str(self.scratch)}, start_new_session=True)
@@ -184,7 +185,8 @@ def assert_stopped_cleanly(batch: Batch, names: list[str], seconds: float) -> se
     said = MESSAGE.search(log)
     assert said, log
     # each finished submission is counted, but for one whose job was stopped between its write and its word
-    assert int(said.group(2)) == len(names) and len(finished) - 2 <= int(said.group(1)) <= len(finished), (said[0], len(finished))
+    assert int(said.group(2)) == len(names) and len(finished) - 2 <= int(said.group(1)) <= len(finished), (
+        said[0], len(finished))
 
     # the class summary: written, of the finished submissions only
     for name in ("summary.json", "summary.md", "summary.html"):
@@ -258,7 +260,8 @@ def test_a_second_ctrl_c_stops_at_once(tmp_path, batch_of):
     assert "Aborted!" not in batch.log()
     finished = set(snapshot(batch.out))
     for name in finished:
-        assert json.loads((batch.out / name / "results.json").read_text(encoding="utf-8"))["extra_data"]["submission"] == name
+        assert json.loads((batch.out / name / "results.json").read_text(
+            encoding="utf-8"))["extra_data"]["submission"] == name
     assert_resumes(batch, names, finished)
 
 

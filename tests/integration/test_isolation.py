@@ -67,14 +67,16 @@ def test_every_level_grades_alike_and_says_which_it_used(tmp_path, level):
     assert f"isolation: {level}" in result.stdout
     scores = {n: json.loads((out / n / "results.json").read_text()) for n in ("alice", "bob")}
     assert scores["alice"]["score"] == 81 and scores["bob"]["score"] == 78
-    assert all(r["extra_data"]["isolation"] == level and level in r["extra_data"]["isolation_detail"] for r in scores.values())
+    assert all(r["extra_data"]["isolation"] == level and level in r["extra_data"]["isolation_detail"]
+               for r in scores.values())
     # the instructor reads the level (above, and the run's last lines); the student's output and page do not
     assert not any("Isolation" in r["output"] for r in scores.values())
     assert not any("Isolation" in (out / n / "feedback.html").read_text() for n in ("alice", "bob"))
 
 
 def test_an_unknown_isolation_level_is_refused(tmp_path):
-    result = run_grade("autograde", str(SAMPLES / "alice"), "--out", str(tmp_path), env={"AUTOGRADER_ISOLATION": "chroot"})
+    result = run_grade("autograde", str(SAMPLES / "alice"), "--out", str(tmp_path),
+                       env={"AUTOGRADER_ISOLATION": "chroot"})
     assert result.returncode != 0
     assert "AUTOGRADER_ISOLATION='chroot'" in result.stderr
 
@@ -112,7 +114,8 @@ def _in_a_child(install: bool, **without) -> dict:
                 libc.prctl(38, 1, 0, 0, 0)  # PR_SET_NO_NEW_PRIVS
                 seccomp.install(**without)
             found = {"unshare": libc.unshare(0)}
-            for name, family, kind in (("tcp", socket.AF_INET, socket.SOCK_STREAM), ("udp", socket.AF_INET, socket.SOCK_DGRAM),
+            for name, family, kind in (("tcp", socket.AF_INET, socket.SOCK_STREAM),
+                                       ("udp", socket.AF_INET, socket.SOCK_DGRAM),
                                        ("netlink", socket.AF_NETLINK, socket.SOCK_RAW),
                                        ("unix_stream", socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC),
                                        ("unix_dgram", socket.AF_UNIX, socket.SOCK_DGRAM)):

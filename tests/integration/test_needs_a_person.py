@@ -54,8 +54,10 @@ def a_class() -> dict[str, dict]:
                                                     COURSE.steps_by_module())),
         "ivan": result("ivan", 78, [{"kind": "timed_out", "limit": "time", "steps": [STEP],
                                      "message": "the step ran out of its time limit (20 s)"}]),
-        "olga": result("olga", 78, [{"kind": "limit", "limit": "output", "steps": [STEP], "message": "File too large"}]),
-        "tom": result("tom", 78, [{"kind": "protocol", "steps": [STEP], "message": problems.SENTENCES[("protocol", None)]}]),
+        "olga": result("olga", 78, [{"kind": "limit", "limit": "output", "steps": [STEP],
+                                     "message": "File too large"}]),
+        "tom": result("tom", 78, [{"kind": "protocol", "steps": [STEP],
+                                   "message": problems.SENTENCES[("protocol", None)]}]),
         "gina": result("gina", 80, grader_errors=2),
     }
 
@@ -75,9 +77,12 @@ def test_each_problem_is_classified_from_what_the_trusted_side_saw_never_from_a_
                   {"type": "MemoryError", "message": ""}, {"type": "OSError", "message": "[Errno 27] File too large"},
                   {"type": "ZeroDivisionError", "message": "division by zero"}):
         assert problems.classify(named) is None, named
-    found = problems.modules({"trainable_attention": {"type": "UnreadableSource", "message": "not UTF-8", "cause": "not_utf8"},
-                              "causal_attention": {"type": "MissingModule", "message": "missing"}}, COURSE.steps_by_module())
-    assert [(p["module"], p["cause"]) for p in found] == [("trainable_attention", "not_utf8"), ("causal_attention", "missing")]
+    found = problems.modules({"trainable_attention": {"type": "UnreadableSource", "message": "not UTF-8",
+                                                      "cause": "not_utf8"},
+                              "causal_attention": {"type": "MissingModule", "message": "missing"}},
+                             COURSE.steps_by_module())
+    assert [(p["module"], p["cause"]) for p in found] == [("trainable_attention", "not_utf8"),
+                                                          ("causal_attention", "missing")]
     assert found[0]["steps"][0] == "trainable_attention.init_qkv"
     recorder = problems.Recorder(lambda step, request: {"ok": False, "error": {"kind": "limit", "limit": "time",
                                                                                "message": "out of time at INPUT 0.7"}})
@@ -129,7 +134,8 @@ def test_the_terminal_names_at_most_ten_then_says_where_the_rest_are(tmp_path):
     assert lines[0] == f"needs a person: 13 (see {tmp_path / 'summary.html'})"
     assert lines[1:11] == [f"  s{i:02d}: not graded (corrupt zip)" for i in range(10)]
     assert lines[11:] == [f"  and 3 more: see {tmp_path / 'summary.html'}"]
-    assert summary.terminal_lines(summary.build(COURSE, {"a": result("a", TOP)}, []), tmp_path) == ["needs a person: none"]
+    assert summary.terminal_lines(summary.build(COURSE, {"a": result("a", TOP)}, []), tmp_path) == [
+        "needs a person: none"]
 
 
 @pytest.mark.unit
@@ -190,7 +196,8 @@ def mixed(tmp_path_factory):
     run = run_grade("autograde", str(subs), "--out", str(out), "--course", str(short_course(base / "course")),
                     "--roster", str(roster), "--times", str(times), env={"TMPDIR": str(tmp)})
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    return {"out": out, "stdout": run.stdout, "names": [*CORRECT, "frank", "eve", "nina", "infinite_loop", "output_flood"]}
+    return {"out": out, "stdout": run.stdout,
+            "names": [*CORRECT, "frank", "eve", "nina", "infinite_loop", "output_flood"]}
 
 
 def needs_list(view) -> dict[str, list[tuple[str, str]]]:

@@ -1,7 +1,8 @@
 """Module steps have a public case with one token (T = 1): a squeeze() that drops the size-1 dims
 is harmless for a batch of one (the [T, T] weights broadcast over it) and collapses the token dims when T = 1.
 The corpus's bug_causal_squeeze_one_token passed every check before; grade check and grade autograde now agree
-on it (tests/integration/test_check_agrees.py), and it costs CausalAttention only (tests/integration/test_autograde_corpus.py)."""
+on it (tests/integration/test_check_agrees.py), and it costs CausalAttention only
+(tests/integration/test_autograde_corpus.py)."""
 from __future__ import annotations
 
 import pytest

@@ -202,9 +202,9 @@ def test_a_normal_user_claims_no_uid_block_and_touches_no_lock_folder(monkeypatc
 @needs_root
 def test_a_lock_folder_left_by_root_costs_a_normal_users_autograde_nothing():
     """Lock folders an earlier root run left (root's, 0700) in both shared places; a normal user's
-    ``grade autograde`` of a sample submission (``--trust-submissions``: at rlimits, where a normal user may be, untrusted code is refused) exits 0
-    with its results and no traceback. The control: the lock folder's old search, run as that user, raises the
-    ``OSError`` that ended such a run in a traceback."""
+    ``grade autograde`` of a sample submission (``--trust-submissions``: at rlimits, where a normal user may be,
+    untrusted code is refused) exits 0 with its results and no traceback. The control: the lock folder's old search,
+    run as that user, raises the ``OSError`` that ended such a run in a traceback."""
     student = normal_user()
     python = python_for(student)
     made = []
@@ -218,7 +218,8 @@ def test_a_lock_folder_left_by_root_costs_a_normal_users_autograde_nothing():
                     made.append(folder)
                 assert folder.stat().st_uid == 0
             old = ("import os\nfrom pathlib import Path\n"
-                   "for folder in [Path('/run/lock/attention-autograder-uids'), Path('/tmp/attention-autograder-uids')]:\n"
+                   "for folder in [Path('/run/lock/attention-autograder-uids'), "
+                   "Path('/tmp/attention-autograder-uids')]:\n"
                    "    try:\n"
                    "        folder.mkdir(mode=0o700, parents=True, exist_ok=True)\n"
                    "        if os.access(folder, os.W_OK):\n"

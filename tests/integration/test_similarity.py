@@ -57,7 +57,8 @@ def test_every_planted_pair_ranks_above_every_independent_pair(corpus_run):
     top10 = ranked[:10]
     hits = sum(k in planted for k in top10)
     print(f"\nprecision at top 10 pairs: {hits}/10 = {hits / 10:.2f} (all {len(planted)} planted pairs are the top "
-          f"{len(planted)}: precision at top {len(planted)} = {sum(k in planted for k in ranked[:len(planted)]) / len(planted):.2f}); "
+          f"{len(planted)}: precision at top {len(planted)} = "
+          f"{sum(k in planted for k in ranked[:len(planted)]) / len(planted):.2f}); "
           f"lowest planted score {lowest_planted:.2f}, highest independent {others[worst]:.2f} {sorted(worst)}")
     assert set(ranked[:len(planted)]) == planted
 
@@ -166,7 +167,8 @@ def test_same_inputs_and_names_as_grade_autograde(tmp_path):
     (cls / "broken_student.zip").write_bytes(b"PK\x03\x04 not really a zip")
     done = _run([cls], tmp_path / "out")
     assert done.submissions == 5
-    notes = re.findall(r"<li><strong>broken_student</strong>: ([^<]*)</li>", (tmp_path / "out" / "similarity.html").read_text())
+    notes = re.findall(r"<li><strong>broken_student</strong>: ([^<]*)</li>",
+                       (tmp_path / "out" / "similarity.html").read_text())
     assert notes and "broken_student.zip" in notes[0], notes
     ranked = {_key(p["a"], p["b"]): p["score"] for p in done.pairs}
     assert ranked[_key("renamed_student", "alt_student")] > 0.9

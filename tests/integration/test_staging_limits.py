@@ -144,7 +144,8 @@ def test_a_notebook_with_plots_is_far_below_the_limit(tmp_path, staging):
     resolution (48 KB of PNG each) a student's is about 1.3 MB, an eighth of the limit, and is graded."""
     cells = every_module_cells()
     plot = {"output_type": "display_data", "metadata": {},
-            "data": {"image/png": "iVBORw0KGgo" + "A" * (64 * 1024), "text/plain": ["<Figure size 600x400 with 2 Axes>"]}}
+            "data": {"image/png": "iVBORw0KGgo" + "A" * (64 * 1024),
+                     "text/plain": ["<Figure size 600x400 with 2 Axes>"]}}
     for cell in [c for c in cells if c["cell_type"] == "code"]:
         cell["outputs"] = [plot] * 5
     path = tmp_path / "attention.ipynb"
@@ -161,7 +162,8 @@ def test_a_notebook_over_its_limit_in_a_folder_costs_its_module_or_the_submissio
     assert staged.problem is None and list(staged.module_errors) == [MODULES[0]]
     error = staged.module_errors[MODULES[0]]
     assert error["cause"] == "too_large" and "notebooks over 10 MB are not graded" in error["message"]
-    assert sorted(p.name for p in staged.folder.iterdir() if p.suffix == ".py") == sorted(f"{m}.py" for m in MODULES[1:])
+    assert sorted(p.name for p in staged.folder.iterdir() if p.suffix == ".py") == sorted(
+        f"{m}.py" for m in MODULES[1:])
 
     only = tmp_path / "carol"  # one notebook for every module, over its limit: nothing to grade, said once
     only.mkdir()
@@ -261,7 +263,8 @@ def test_an_archive_whose_list_of_entries_is_over_its_limit_is_refused_before_zi
         staged = stage(archive, f"ivan{count}", staging, MODULES, STEPS)
         if refused:
             assert staged.cause == "too_many_entries"
-            assert staged.problem.startswith(f"ivan{count}.zip's list of entries is 1.") and "at most 1 MB" in staged.problem
+            assert (staged.problem.startswith(f"ivan{count}.zip's list of entries is 1.")
+                    and "at most 1 MB" in staged.problem)
         else:
             assert_all_modules_staged(staged)
 
@@ -288,7 +291,8 @@ def test_a_folder_of_too_many_files_is_refused_and_one_at_the_limit_is_graded(tm
         (folder / ".git" / f"{i}").touch()
     extra = folder / "extra"
     extra.mkdir()
-    for i in range(hand_in_sizes.MAX_ENTRIES - len(MODULES) - 2):  # the modules, .git/, extra/ and its files: 2000 entries
+    # the modules, .git/, extra/ and its files: 2000 entries
+    for i in range(hand_in_sizes.MAX_ENTRIES - len(MODULES) - 2):
         (extra / f"{i}.txt").touch()
     assert_all_modules_staged(stage(folder, "kim", staging, MODULES, STEPS))  # the control
 
@@ -377,7 +381,8 @@ def test_a_hand_in_that_cannot_be_read_is_the_submissions_problem(tmp_path, stag
 
     monkeypatch.setattr(stage_module, "find_root", unreadable)
     staged = stage(write_modules(tmp_path / "mona"), "mona", staging, MODULES, STEPS)
-    assert (staged.cause, staged.problem, staged.kit_error) == ("unreadable", "mona cannot be read (Permission denied)", None)
+    assert (staged.cause, staged.problem, staged.kit_error) == ("unreadable",
+                                                                "mona cannot be read (Permission denied)", None)
 
 
 @pytest.mark.unit
@@ -395,7 +400,8 @@ def test_the_batch_stages_the_others_after_one_fails(tmp_path, staging, monkeypa
     monkeypatch.setattr(stage_module, "copy_modules", fails_for_nina)
     sources = [Source(n, write_modules(tmp_path / n)) for n in ("mark", "nina", "olga")]
     todo, done = batch.prepare(sources, staging, MODULES, tmp_path / "out", "grader", False, steps=STEPS)
-    assert [(j.source.name, j.staged.cause) for j in todo] == [("mark", None), ("nina", "staging_error"), ("olga", None)]
+    assert [(j.source.name, j.staged.cause) for j in todo] == [("mark", None), ("nina", "staging_error"),
+                                                               ("olga", None)]
     assert "MemoryError" in todo[1].staged.kit_error and done == []
 
 

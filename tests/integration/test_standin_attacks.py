@@ -1,5 +1,5 @@
-"""Attacks on the stand-in channel and the worker's answers (tests/corpus/standin_attacks/), each with what a sound grader
-does.
+"""Attacks on the stand-in channel and the worker's answers (tests/corpus/standin_attacks/), each with what a sound
+grader does.
 
 * ``standin_root_class_oracle``: a call sent under a held stand-in's step, with a module tree whose root
   names the graded step itself, would have the reference worker compute the graded step: it scores no more

@@ -126,13 +126,15 @@ def graded(tmp_path_factory):
     out = root / "out"
     result = run_grade("autograde", str(subs), "--out", str(out), "--jobs", "2")
     assert result.returncode == 0, result.stderr
-    return {p.name: json.loads((p / "results.json").read_text()) for p in out.iterdir() if (p / "results.json").exists()}
+    return {p.name: json.loads((p / "results.json").read_text()) for p in out.iterdir()
+            if (p / "results.json").exists()}
 
 
 @pytest.mark.parametrize("step", BESIDE_STANDINS)
 def test_no_code_of_the_reference_is_in_a_worker_beside_a_stand_in(graded, step):
     scores = _step_scores(graded["walker"])
-    assert scores[step][0] == scores[step][1], [t["output"] for t in graded["walker"]["tests"] if t["name"].startswith(step)]
+    assert scores[step][0] == scores[step][1], [t["output"] for t in graded["walker"]["tests"]
+                                                if t["name"].startswith(step)]
 
 
 @pytest.mark.parametrize("step", BESIDE_STANDINS)

@@ -218,7 +218,8 @@ def test_a_folder_keeps_the_newest_files_only(kept):
         assert stored_answers.save(f"grader {n}", {}, []) is not None
         os.utime(stored_answers.file_for(f"grader {n}"), (n, n))  # each one older than the next
     assert len(list(kept.glob("*.pt"))) == stored_answers.KEEP
-    assert stored_answers.load("grader 0") is None and stored_answers.load(f"grader {stored_answers.KEEP + 1}") is not None
+    assert (stored_answers.load("grader 0") is None
+            and stored_answers.load(f"grader {stored_answers.KEEP + 1}") is not None)
 
 
 @pytest.mark.unit
@@ -311,7 +312,8 @@ def test_the_newest_standins_answers_are_kept_within_the_bound_and_read_back(kep
 
 @pytest.mark.unit
 def test_a_kept_answer_that_is_not_an_ok_answer_is_left_out():
-    """A refusal (or a ``$stale``) says something of one reference worker at one moment: never kept, nor taken from a file."""
+    """A refusal (or a ``$stale``) says something of one reference worker at one moment: never kept, nor taken from a
+    file."""
     answers = StandinAnswers()
     refusal = refused("planted")
     answers.preload([*_frames(2), (bytes([9]) * 32, refusal), (bytes([8]) * 32, b"\x00\x00")])

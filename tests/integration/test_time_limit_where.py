@@ -80,7 +80,8 @@ Current thread 0x00007f0000000001 (most recent call first):
 @pytest.mark.unit
 def test_the_step_thread_s_innermost_frame_of_the_student_s_files_is_named():
     assert stopped_at(DUMP) == "causal_attention.py, line 12, in forward"
-    assert "your code was at causal_attention.py, line 12, in forward when it was stopped" in time_limit_hit(20, stopped_at(DUMP))
+    assert "your code was at causal_attention.py, line 12, in forward when it was stopped" in time_limit_hit(
+        20, stopped_at(DUMP))
 
 
 @pytest.mark.unit

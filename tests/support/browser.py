@@ -34,7 +34,8 @@ def find_or_install() -> tuple[str | None, str]:
     if not shutil.which("apt-get"):
         return None, "Chromium is not installed and there is no apt-get to install Debian's chromium package"
     if hasattr(os, "geteuid") and os.geteuid() != 0:
-        return None, "Chromium is not installed, and installing Debian's chromium package needs root (sudo apt-get install chromium)"
+        return None, ("Chromium is not installed, and installing Debian's chromium package needs root "
+                      "(sudo apt-get install chromium)")
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
     install = subprocess.run(["apt-get", "install", "-y", "--no-install-recommends", "chromium"],
                              capture_output=True, text=True, env=env)
@@ -85,7 +86,8 @@ class Browser:
     def open(self, path: Path) -> View:
         page = self._context.new_page()
         view = View(page)
-        page.on("console", lambda message: view.console_errors.append(message.text) if message.type == "error" else None)
+        page.on("console",
+                lambda message: view.console_errors.append(message.text) if message.type == "error" else None)
         page.on("pageerror", lambda error: view.console_errors.append(str(error)))
         page.on("requestfailed", lambda request: view.console_errors.append(f"request failed: {request.url}"))
         page.goto(Path(path).resolve().as_uri(), wait_until="load")
@@ -95,7 +97,8 @@ class Browser:
         """A page served on loopback (a JupyterLab the test started), as ``open`` opens a file."""
         page = self._context.new_page()
         view = View(page)
-        page.on("console", lambda message: view.console_errors.append(message.text) if message.type == "error" else None)
+        page.on("console",
+                lambda message: view.console_errors.append(message.text) if message.type == "error" else None)
         page.on("pageerror", lambda error: view.console_errors.append(str(error)))
         page.goto(url, wait_until="load")
         return view

@@ -1,7 +1,7 @@
 """For each case class, ``grade check`` and ``grade autograde`` on the same code.
 
-``python -m tests.support.check_vs_autograde [FOLDER]`` builds the samples into FOLDER (a temporary one by default), runs
-both commands and prints the table; ``tests/integration/test_check_agrees.py`` asserts on the same figures.
+``python -m tests.support.check_vs_autograde [FOLDER]`` builds the samples into FOLDER (a temporary one by default),
+runs both commands and prints the table; ``tests/integration/test_check_agrees.py`` asserts on the same figures.
 """
 from __future__ import annotations
 
@@ -119,8 +119,9 @@ SAID_IN_DOCSTRING = {"bug_gpt2_dropout": {"multihead_attention.gpt2_small_attent
 #: where grade check fails more than autograde deducts, and why (sample -> {step: why})
 CHECK_SAYS_MORE = {
     "bug_v1_own_helpers_scale": {
-        "trainable_attention.SelfAttention_v1": "built on the student's own scaled_attention_weights: grade check has "
-                                                "no stand-ins (reference code), autograde grades it beside correct ones"},
+        "trainable_attention.SelfAttention_v1": "built on the student's own scaled_attention_weights: grade check "
+                                                "has no stand-ins (reference code), autograde grades it beside "
+                                                "correct ones"},
 }
 
 

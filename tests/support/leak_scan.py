@@ -1,11 +1,11 @@
 """Find reference solution lines hidden in feedback as encoded blobs (base85, base64, ...; compressed or not).
 
-The redaction in ``autograder/grading/suites/reference_quotes.py`` looks for solution lines as text. A submission that finds the
-reference in its worker can raise ``RuntimeError(base64.b85encode(zlib.compress(source)))`` instead: no line is
-readable, yet the student decodes it from results.json. ``decodable_solution_lines`` undoes that: every long
-token of an encoding's alphabet is decoded (base85, ascii85, base64, urlsafe base64, base32, hex), then read as
-is and decompressed (zlib, raw deflate, gzip, bz2, lzma; a damaged stream yields what decodes before the damage),
-and the solution lines found in any of that are returned.
+The redaction in ``autograder/grading/suites/reference_quotes.py`` looks for solution lines as text. A submission that
+finds the reference in its worker can raise ``RuntimeError(base64.b85encode(zlib.compress(source)))`` instead: no line
+is readable, yet the student decodes it from results.json. ``decodable_solution_lines`` undoes that: every long token of
+an encoding's alphabet is decoded (base85, ascii85, base64, urlsafe base64, base32, hex), then read as is and
+decompressed (zlib, raw deflate, gzip, bz2, lzma; a damaged stream yields what decodes before the damage), and the
+solution lines found in any of that are returned.
 
 Reference *code* can leave without a single line of source: a worker holds the stand-ins as bytecode, and a
 submission can raise ``base85(zlib(marshal(CausalAttention.forward.__code__)))`` or write the bytes of its instructions
@@ -393,7 +393,8 @@ def scan_results(results_dir: Path, lines=None, code: ReferenceCode | None = Non
     lines = solution_lines() if lines is None else lines
     code = ReferenceCode.load() if code is None else code
     leaks = {}
-    folders = sorted({p.parent for p in [*Path(results_dir).glob("*/results.json"), *Path(results_dir).glob("*/feedback.html")]})
+    folders = sorted({p.parent for p in [*Path(results_dir).glob("*/results.json"),
+                                         *Path(results_dir).glob("*/feedback.html")]})
     for folder in folders:
         texts = []
         if (folder / "results.json").is_file():
@@ -432,7 +433,8 @@ def _tensors(answer: dict, limit: int = 100_000):
 
 
 def _singles(t) -> set[str]:
-    return {f"{v:.6g}" for v in t.flatten().tolist() if math.isfinite(v) and len(f"{v:.6g}".strip("-0.").replace(".", "")) >= 5}
+    return {f"{v:.6g}" for v in t.flatten().tolist()
+            if math.isfinite(v) and len(f"{v:.6g}".strip("-0.").replace(".", "")) >= 5}
 
 
 def _pairs(t) -> set[tuple[str, str]]:
@@ -480,7 +482,8 @@ def scan_pages(results_dir: Path, needles: dict[str, set]) -> dict[str, list[str
         text = path.read_text(encoding="utf-8", errors="replace")
         if path.suffix == ".json":  # results.json: its outputs (JSON escapes would hide nothing, but be exact)
             data = json.loads(text)
-            text = "\n".join([str(data.get("output", ""))] + [str(t.get("output", "")) for t in data.get("tests", [])]) \
+            text = "\n".join([str(data.get("output", ""))]
+                             + [str(t.get("output", "")) for t in data.get("tests", [])]) \
                 if isinstance(data, dict) and "tests" in data else text
         found = values_in(text, needles)
         if found:

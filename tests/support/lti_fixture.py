@@ -1,5 +1,6 @@
-"""The kit's tool (``grade lti serve``'s server, in a thread) and an independent platform (tests/support/lti_platform.py), both
-on loopback, registered with each other as an LMS administrator and an instructor would; a browser's launch."""
+"""The kit's tool (``grade lti serve``'s server, in a thread) and an independent platform
+(tests/support/lti_platform.py), both on loopback, registered with each other as an LMS administrator and an instructor
+would; a browser's launch."""
 from __future__ import annotations
 
 import json

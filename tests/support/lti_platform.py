@@ -114,7 +114,8 @@ class Ags(AssignmentsGradesService):
     def find_lineitems(self, page=1, limit=None, line_item_id=None, resource_link_id=None, resource_id=None,
                        tag=None, **_):
         items = [i for i in self.book.lineitems.values()
-                 if (resource_id is None or i.get("resourceId") == resource_id) and (tag is None or i.get("tag") == tag)]
+                 if (resource_id is None or i.get("resourceId") == resource_id)
+                 and (tag is None or i.get("tag") == tag)]
         return {"content": items, "has_next": False, "next": None}
 
     def find_lineitem(self, line_item_id):

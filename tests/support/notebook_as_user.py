@@ -1,11 +1,12 @@
-"""A notebook run in a real kernel by the user this process runs as: ``python -m tests.support.notebook_as_user REQUEST``.
+"""A notebook run in a real kernel by the user this process runs as:
+``python -m tests.support.notebook_as_user REQUEST``.
 
-``tests/system/test_normal_user_journeys.py`` runs it as a normal user (``local_users.run_as``), with the system's Python
-and ``PYTHONPATH`` on this environment's packages and the kit: so the kernel (jupyter_client's own ``python3``, the
-interpreter that runs this) is that user's, as a student's is. REQUEST names a JSON file: ``{"notebook": PATH,
-"cells": [SOURCE, ...]}``; the notebook runs top to bottom with ``%load_ext autograder`` first and the cells at the
-end, in the notebook's folder; standard output is one JSON line: for each added cell, what it showed (its text, and
-what it wrote on standard error apart).
+``tests/system/test_normal_user_journeys.py`` runs it as a normal user (``local_users.run_as``), with the system's
+Python and ``PYTHONPATH`` on this environment's packages and the kit: so the kernel (jupyter_client's own ``python3``,
+the interpreter that runs this) is that user's, as a student's is. REQUEST names a JSON file: ``{"notebook": PATH,
+"cells": [SOURCE, ...]}``; the notebook runs top to bottom with ``%load_ext autograder`` first and the cells at the end,
+in the notebook's folder; standard output is one JSON line: for each added cell, what it showed (its text, and what it
+wrote on standard error apart).
 """
 from __future__ import annotations
 

@@ -26,7 +26,8 @@ def run_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
 
 
-def built_once(tmp_path_factory: pytest.TempPathFactory, name: str, build: Callable[[Path], object]) -> tuple[Path, object]:
+def built_once(tmp_path_factory: pytest.TempPathFactory, name: str,
+               build: Callable[[Path], object]) -> tuple[Path, object]:
     base = run_folder(tmp_path_factory)
     folder, record = base / name, base / f"{name}.built.json"
     with open(base / f"{name}.lock", "w") as lock:

@@ -1,8 +1,8 @@
 """Record the public cases of a copy of the course, as ``grade assign`` does, into the copy's own kit folder.
 
 A test that changes a course's solutions, suites or limits grades it only after its public cases are recorded again
-(autograder/assign/recorded_from.py: ``grade autograde`` refuses stale ones): here, into ``COURSE_DIR/autograder/check``,
-never into the kit's own."""
+(autograder/assign/recorded_from.py: ``grade autograde`` refuses stale ones): here, into
+``COURSE_DIR/autograder/check``, never into the kit's own."""
 from __future__ import annotations
 
 import subprocess

@@ -1,11 +1,11 @@
 """``grade ARGS`` as ``python -m autograder.cli ARGS`` runs it, without importing torch again for each command.
 
-A test process starts one server (``python -m tests.support.warm_grade``) the first time it runs ``grade``: it
-imports the command line and torch once, runs nothing, and for each command forks a child that sets the
-command's folder, environment and standard streams (files the test reads afterwards) and then runs
-``autograder.cli``'s ``command_line``, as the ``grade`` script and ``python -m autograder.cli`` do. Torch's import is 1.6-1.8 CPU-s of every ``grade``
-process (the zygote it starts imports torch again: that one stays, it is the product's). The server forks before
-any torch operation, so no thread pool is shared with a child.
+A test process starts one server (``python -m tests.support.warm_grade``) the first time it runs ``grade``: it imports
+the command line and torch once, runs nothing, and for each command forks a child that sets the command's folder,
+environment and standard streams (files the test reads afterwards) and then runs ``autograder.cli``'s ``command_line``,
+as the ``grade`` script and ``python -m autograder.cli`` do. Torch's import is 1.6-1.8 CPU-s of every ``grade`` process
+(the zygote it starts imports torch again: that one stays, it is the product's). The server forks before any torch
+operation, so no thread pool is shared with a child.
 
 What the fork cannot give stays a fresh interpreter (``run_grade`` falls back to ``subprocess.run``): a command
 whose environment changes what the interpreter or torch read at start-up (``PYTHON*``, locale, ``ATEN_*``, thread
@@ -30,8 +30,8 @@ from pathlib import Path
 #: CPU seconds this process's commands spent in the server's children (which this process does not wait for)
 SPENT_IN_CHILDREN = [0.0]
 #: what the server imports before its first fork: the command line, the verbs that load torch, torch
-PRELOADED = ("autograder.cli", "torch", "safetensors.torch", "autograder.commands.autograde", "autograder.commands.check",
-             "autograder.commands.export", "autograder.commands.similarity")
+PRELOADED = ("autograder.cli", "torch", "safetensors.torch", "autograder.commands.autograde",
+             "autograder.commands.check", "autograder.commands.export", "autograder.commands.similarity")
 #: environment variables read when an interpreter or torch starts: a command that changes one runs fresh
 STARTUP_PREFIXES = ("PYTHON", "LC_", "LANG", "ATEN_", "OMP_", "MKL_", "TORCH", "LD_")
 
@@ -140,7 +140,8 @@ class WarmGrade:
         started = self._started_env if self._process is not None else dict(os.environ)
         return not any(env.get(key) != started.get(key) for key in {*env, *started} if key.startswith(STARTUP_PREFIXES))
 
-    def run(self, args: list[str], cwd: Path, env: dict[str, str], timeout: float) -> subprocess.CompletedProcess | None:
+    def run(self, args: list[str], cwd: Path, env: dict[str, str],
+            timeout: float) -> subprocess.CompletedProcess | None:
         """The command's result, or None when it must run in a fresh interpreter."""
         if not self.can_run(env) or not self._lock.acquire(blocking=False):
             return None

@@ -136,7 +136,8 @@ def test_the_filled_notebooks_grade_as_their_corpus_labels(course):
 @pytest.mark.unit
 def test_disagreement_is_named_by_student_and_cell():
     """compare(): equal gradebooks give nothing; one cell changed is named with its student and both scores."""
-    nb = {"s1": {"trainable_attention/test_scaled_attention_weights_values": 1.0, "simple_attention/test_x_values": 1.0}}
+    nb = {"s1": {"trainable_attention/test_scaled_attention_weights_values": 1.0,
+                 "simple_attention/test_x_values": 1.0}}
     same = {"s1": dict(nb["s1"])}
     assert bench.compare(nb, same, {"s1": 2.0}, {"s1": "bug"}) == []
     other = {"s1": {**nb["s1"], "trainable_attention/test_scaled_attention_weights_values": 0.0}}
@@ -190,12 +191,14 @@ def test_the_script_prints_the_ratio_and_the_agreement(tmp_path):
     nbg, kit = bench.gradebook_points(a), bench.gradebook_points(b)
     assert nbg == kit and len(kit) == 2
     assert bench.waiting_for_a_person(a) == bench.waiting_for_a_person(b) == {"student000": False, "student001": False}
-    assert bench.solution_comments(a) == bench.solution_comments(b) and len(bench.solution_comments(b)["student000"]) > 5
+    assert (bench.solution_comments(a) == bench.solution_comments(b)
+            and len(bench.solution_comments(b)["student000"]) > 5)
     cell = next(iter(kit["student000"]))
     kit["student000"][cell] -= 1
     differ = bench.compare(nbg, kit, bench.kit_totals(b / "kit-results"), bench.students(2))
     assert differ and differ[0].startswith(f"student000 (correct_einsum): {cell}: nbgrader")
-    result = {"who": bench.students(2), "differ": differ, "isolation": "", "totals": bench.kit_totals(b / "kit-results"),
+    result = {"who": bench.students(2), "differ": differ, "isolation": "",
+              "totals": bench.kit_totals(b / "kit-results"),
               "runs": [{"nbgrader": bench.measure([sys.executable, "-c", "pass"]),
                         "kit": bench.measure([sys.executable, "-c", "pass"]),
                         "kitcold": bench.measure([sys.executable, "-c", "pass"])}]}

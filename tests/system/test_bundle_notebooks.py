@@ -122,13 +122,15 @@ def test_a_failing_scratch_cell_costs_nothing_and_is_named(tmp_path):
     shutil.copytree(subs / "filled", subs / "scratch")
     path = subs / "scratch" / "simple_attention.ipynb"
     data = json.loads(path.read_text())
-    data["cells"].append({"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None, "source": SCRATCH})
+    data["cells"].append({"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+                          "source": SCRATCH})
     path.write_text(json.dumps(data))
     graded = run_grade("autograde", str(subs), "--out", str(tmp_path / "results"), "--jobs", "2", timeout=900)
     assert graded.returncode == 0, graded.stderr
     results = {n: json.loads((tmp_path / "results" / n / "results.json").read_text()) for n in ("filled", "scratch")}
     assert results["filled"]["score"] == results["scratch"]["score"] == 81
-    assert f"simple_attention.ipynb, code cell {len(data['cells'])}, line 1 raised RuntimeError" in results["scratch"]["output"]
+    assert (f"simple_attention.ipynb, code cell {len(data['cells'])}, line 1 raised RuntimeError"
+            in results["scratch"]["output"])
     assert results["scratch"]["extra_data"]["problems"] == [] and "needs a person: none" in graded.stdout
     assert "raised" not in results["filled"]["output"]  # control: the same notebooks without it say nothing of the kind
 
@@ -152,7 +154,8 @@ def test_the_magic_without_a_step_passes_each_bundle_notebook_filled_in(tmp_path
                        resources={"metadata": {"path": str(folder)}}).execute()
         text, _html = shown(nb.cells[-1])
         steps = [s for s in DATA["steps"] if s.startswith(module + ".")]
-        public = sum(c["points"] for s in steps for c in DATA["steps"][s]["counts"].values() if c["visibility"] == "public")
+        public = sum(c["points"] for s in steps for c in DATA["steps"][s]["counts"].values()
+                     if c["visibility"] == "public")
         assert f"public checks passed; hidden cases are graded later ({public:g}/{public:g})" in text, (module, text)
         rows = [line.split()[0] for line in text.splitlines() if re.match(r"^[a-z_]+\.\w+\s+(passed|FAILED)", line)]
         assert rows == steps  # the steps this notebook defines, no other module's (control: 14/21 before)

@@ -1,10 +1,10 @@
 """`grade autograde --executor dask` on real Dask clusters on loopback: the same results as ``--jobs``, and faults.
 
-Each cluster is started here: a ``dask scheduler`` and two ``dask worker`` processes through Dask's own CLI
-(random free ports, one process and one thread each, over TLS with the course's certificates made as
-docs/cluster.md says: tests/support/course_certificates.py), and a ``LocalCluster`` (``--local-workers 2``, secured with a
-key of the run's own). Grading goes through the real ``grade`` CLI. The comparisons are against a local
-``--jobs 2`` run of the same submissions: every results.json must be equal apart from the timing field.
+Each cluster is started here: a ``dask scheduler`` and two ``dask worker`` processes through Dask's own CLI (random free
+ports, one process and one thread each, over TLS with the course's certificates made as docs/cluster.md says:
+tests/support/course_certificates.py), and a ``LocalCluster`` (``--local-workers 2``, secured with a key of the run's
+own). Grading goes through the real ``grade`` CLI. The comparisons are against a local ``--jobs 2`` run of the same
+submissions: every results.json must be equal apart from the timing field.
 """
 from __future__ import annotations
 
@@ -198,7 +198,8 @@ def test_the_cli_cluster_grades_exactly_as_jobs_does(cli_cluster, local_run, tmp
     assert sorted(progress_lines(run.stdout)) == sorted(CLASS)
     assert f"graded {len(CLASS)} submission(s)" in run.stdout and f"Dask at {cli_cluster.address}" in run.stdout
     # the same summary, but for how long each submission took (the table of every submission has its time)
-    assert _without_times((out / "summary.md").read_text()) == _without_times((local_run["out"] / "summary.md").read_text())
+    assert _without_times((out / "summary.md").read_text()) == _without_times(
+        (local_run["out"] / "summary.md").read_text())
     assert f"isolation: {best_here()}" in run.stdout  # the workers' own level, reported as locally
     # Dask's worker processes are daemonic (no multiprocessing children): the kit's forking works under them
     assert all(cli_cluster.client.run(lambda: __import__("multiprocessing").current_process().daemon).values())
@@ -302,7 +303,8 @@ def test_submissions_that_crash_or_hang_their_worker_get_a_fair_zero_and_others_
 
 # -- isolation -----------------------------------------------------------------------------------
 def test_a_worker_below_the_required_isolation_refuses_and_reports_its_level(tmp_path, certificates):
-    """One node without namespaces (capped to rlimits here): it says so in each result, and refuses to go below a level."""
+    """One node without namespaces (capped to rlimits here): it says so in each result, and refuses to go below a
+    level."""
     cluster = CliCluster(tmp_path, certificates, workers=1, env={"AUTOGRADER_ISOLATION": "rlimits"})
     try:
         out = tmp_path / "out"

@@ -1,10 +1,11 @@
-"""A Dask cluster obeys only the grader's owner: another local user is refused, and nothing of the grader outlives a run.
+"""A Dask cluster obeys only the grader's owner: another local user is refused, and nothing of the grader outlives
+a run.
 
-- A LocalCluster (``--local-workers``) while it grades: another local user (tests/support/local_users.py) tries every port
-  the grader listens on (tests/support/ways_in.py: a Client and ``client.run``, a nanny's or worker's ``run``
-  handler, on tcp:// and on tls:// with a certificate of its own, and Dask's web pages): all refused. Its
-  workers run as an unprivileged uid. The control: the same attempts on a LocalCluster started as the kit
-  started it before (no security) run code as root.
+- A LocalCluster (``--local-workers``) while it grades: another local user (tests/support/local_users.py) tries every
+  port the grader listens on (tests/support/ways_in.py: a Client and ``client.run``, a nanny's or worker's ``run``
+  handler, on tcp:// and on tls:// with a certificate of its own, and Dask's web pages): all refused. Its workers run as
+  an unprivileged uid. The control: the same attempts on a LocalCluster started as the kit started it before (no
+  security) run code as root.
 - docs/cluster.md's Slurm set-up (its certificates made by its own commands, its SLURMCluster, one node's
   worker): the same user is refused, and served once given a copy of the course's grader certificate.
 - A scheduler that is not tls:// is refused unless ``--insecure-scheduler``; a tls:// one needs the certificate.
@@ -57,7 +58,8 @@ def _status(pid: int) -> dict[str, str]:
 def _dask_workers(client_pid: int) -> list[int]:
     """The client's children forked from it (the same command line): its LocalCluster's Dask workers."""
     own = Path(f"/proc/{client_pid}/cmdline").read_bytes()
-    children = [c for task in Path(f"/proc/{client_pid}/task").iterdir() for c in (task / "children").read_text().split()]
+    children = [c for task in Path(f"/proc/{client_pid}/task").iterdir()
+                for c in (task / "children").read_text().split()]
     found = []
     for pid in map(int, children):
         try:
@@ -134,7 +136,8 @@ def test_the_documented_cluster_refuses_a_client_without_the_course_certificate(
     other = other_user()
     with documented_cluster(tmp_path) as documented:
         certificates = documented.certificates
-        with Client(documented.cluster.scheduler_address, security=certificates.client_security(), timeout=60) as client:
+        with Client(documented.cluster.scheduler_address, security=certificates.client_security(),
+                    timeout=60) as client:
             client.wait_for_workers(1, timeout=120)
             worker_pids = list(client.run(os.getpid).values())
         # the scheduler (in this process, as on the login node), the node's nanny and worker
@@ -149,7 +152,8 @@ def test_the_documented_cluster_refuses_a_client_without_the_course_certificate(
         shutil.rmtree(mine, ignore_errors=True)
         mine.mkdir(mode=0o700)
         copies = {}
-        for field, source in (("ca", certificates.ca), ("cert", certificates.grader[0]), ("key", certificates.grader[1])):
+        for field, source in (("ca", certificates.ca), ("cert", certificates.grader[0]),
+                              ("key", certificates.grader[1])):
             copies[field] = str(mine / source.name)
             shutil.copy(source, copies[field])
         for path in [mine, *mine.iterdir()]:

@@ -121,7 +121,8 @@ def test_every_hand_in_is_graded_or_named_once(graded, browser):
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     assert "skipped:" not in run.stderr  # nothing scrolls away unnamed
     # the terminal: one line per hand-in as it is graded, then who needs a person, each once
-    graded_lines = [line.split(":", 1)[0] for line in run.stdout.splitlines() if re.match(r"^\S+: \d+(\.\d+)?/81", line)]
+    graded_lines = [line.split(":", 1)[0] for line in run.stdout.splitlines()
+                    if re.match(r"^\S+: \d+(\.\d+)?/81", line)]
     assert sorted(graded_lines) == sorted(names), sorted(set(names) ^ set(graded_lines))
     lines = run.stdout.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("needs a person: "))
@@ -142,7 +143,8 @@ def test_every_hand_in_is_graded_or_named_once(graded, browser):
             assert any(words in f"{r['why']} {r['detail']}" for r in entry["reasons"]), entry
     ren = next(e for e in summary["needs_person"] if e["submission"] == "ren")
     assert "(8 step(s) score zero)" in ren["reasons"][0]["detail"]  # multihead_attention imports it: 5 + 3
-    assert not any(e["submission"] in ("syn", "mpl", "olga") for e in summary["needs_person"])  # the controls: their own
+    # the controls: their own
+    assert not any(e["submission"] in ("syn", "mpl", "olga") for e in summary["needs_person"])
     # summary.md: each named once in its list
     md = (out / "summary.md").read_text()
     section = md.split("## Needs a person", 1)[1].split("## Submissions", 1)[0]

@@ -80,8 +80,9 @@ PYTHON = {
                                                           "(tests/integration/test_adding_a_step.py does these steps)",
     ("docs/adding-a-step.md", '@step("simple_attention.scale_by_two")'): "a fragment of a suite file "
                                                                          "(tests/integration/test_adding_a_step.py)",
-    ("docs/cluster.md", "# slurm_grading.py"): "needs a Slurm cluster (sbatch, a login node); tests/system/test_cluster.py "
-                                               "builds its job script and runs the worker command it holds",
+    ("docs/cluster.md", "# slurm_grading.py"): "needs a Slurm cluster (sbatch, a login node); "
+                                               "tests/system/test_cluster.py builds its job script and runs the "
+                                               "worker command it holds",
 }
 #: command lines not run: line -> reason
 SKIP_LINES = {
@@ -127,7 +128,8 @@ CONTINUES = {
 RUN_ELSEWHERE = {
     ("docs/adding-a-step.md", "grade assign"): ("docs/release.md", "here it would regenerate what is committed, as "
                                                 "release.md's does: this test makes none of the page's edits "
-                                                "(tests/integration/test_adding_a_step.py makes them, and assigns them)"),
+                                                "(tests/integration/test_adding_a_step.py makes them, and assigns "
+                                                "them)"),
 }
 #: line -> why it runs on every page that shows it
 REPEATED = {
@@ -292,7 +294,8 @@ def test_the_parser_sees_blocks_as_written():
     assert block.commands() == ["cd /shared/attention",
                                 "grade autograde /shared/attention/submissions --out /shared/attention/results "
                                 "--executor dask --scheduler tls://login1:8786 --require-isolation namespaces "
-                                "--tls-ca-file /shared/attention-tls/ca.pem --tls-cert /shared/attention-tls/grader.pem "
+                                "--tls-ca-file /shared/attention-tls/ca.pem "
+                                "--tls-cert /shared/attention-tls/grader.pem "
                                 "--tls-key /shared/attention-tls/grader.key"]
     assert [b.language for b in blocks("docs/export.md")].count("csv") == 1
 

@@ -122,7 +122,8 @@ def test_the_row_sums_read_on_every_colour_in_chromium(browser, tmp_path):
     contrasts = _strip_in_chromium(browser, tmp_path, "strip")
     assert len(contrasts) == 12 and min(contrasts) >= 4.5, contrasts
     # the control: black everywhere, drawn anew (the page's pictures this process drew are kept: heatmaps._drawn)
-    with mock.patch.object(heatmaps, "text_colour", lambda background: "black"), mock.patch.object(heatmaps, "_drawn", {}):
+    with mock.patch.object(heatmaps, "text_colour", lambda background: "black"), mock.patch.object(heatmaps, "_drawn",
+                                                                                                   {}):
         black = _strip_in_chromium(browser, tmp_path, "black")
     assert min(black) < 3, black
     assert torch.tensor(contrasts).min() > torch.tensor(black).min()

@@ -71,7 +71,8 @@ def test_pages_render_in_chromium_with_their_pictures(graded, browser, tmp_path)
         assert view.page.evaluate("""() => Array.from(document.querySelectorAll('section.card h2'))
             .every(h => h.scrollWidth <= h.clientWidth + 1)"""), name
         if name == "carol" and os.environ.get("UPDATE_DOCS_SCREENSHOTS"):
-            # her page down to the fold: the total, what failed, her failed card with its pictures, the passed steps folded
+            # her page down to the fold: the total, what failed, her failed card with its pictures, the passed steps
+            # folded
             view.page.set_viewport_size({"width": 1000, "height": 900})
             bottom = view.page.evaluate("() => document.querySelector('details.passed-steps > summary')"
                                         ".getBoundingClientRect().bottom + scrollY + 8")
@@ -82,7 +83,8 @@ def test_pages_render_in_chromium_with_their_pictures(graded, browser, tmp_path)
     text = dashboard.text()
     assert "forgot the 1/sqrt(d_k) scaling" in text and "bob" in text and "Slowest submissions" in text
     dashboard.screenshot(tmp_path / "summary.png")
-    assert "Needs a person: none" in text  # everyone here was graded in full (docs/dashboard.png: test_needs_a_person.py)
+    # everyone here was graded in full (docs/dashboard.png: test_needs_a_person.py)
+    assert "Needs a person: none" in text
 
 
 def test_gradescope_gets_the_same_feedback_as_html_under_a_megabyte(graded):
@@ -104,7 +106,8 @@ def test_gradescope_gets_the_same_feedback_as_html_under_a_megabyte(graded):
 
 def test_misconceptions_are_tagged_and_counted(graded):
     tags = {t["name"]: t["tags"] for t in load(graded, "bob")["tests"]}
-    assert "misconception:missing-scaling" in tags["trainable_attention.scaled_attention_weights values: Scaled softmax"]
+    assert ("misconception:missing-scaling"
+            in tags["trainable_attention.scaled_attention_weights values: Scaled softmax"])
     assert not any(tag.startswith("misconception:") for t in load(graded, "alice")["tests"] for tag in t["tags"])
     summary = json.loads((graded["out"] / "summary.json").read_text())
     found = summary["misconceptions"]
@@ -121,7 +124,8 @@ def test_hidden_cases_show_only_shape_dtype_and_counts(graded):
     facts = re.findall(r"<p>Hidden case: [^<]*</p>", bob)
     assert facts, "bob fails hidden cases of scaled_attention_weights"
     for fact in facts:
-        assert re.fullmatch(r"<p>Hidden case: [\w ]+ of shape \[[\d, ]*\], float\d+; \d+ of \d+ entries \(\d+%\) differ\. "
+        assert re.fullmatch(r"<p>Hidden case: [\w ]+ of shape \[[\d, ]*\], float\d+; "
+                            r"\d+ of \d+ entries \(\d+%\) differ\. "
                             r"Its values stay hidden\.</p>", fact), fact
 
 

@@ -92,7 +92,8 @@ def test_zip_layout(autograder_zip):
                  "autograder/unit/suites/pytest.ini", "autograder/check/public_cases.safetensors"):
         assert name in infos, name
     assert {f"solutions/{p.name}" for p in (ROOT / "solutions").glob("*.py")} <= set(infos)
-    assert {f"autograder/unit/suites/{p.name}" for p in (ROOT / "autograder" / "unit" / "suites").glob("*.py")} <= set(infos)
+    assert {f"autograder/unit/suites/{p.name}"
+            for p in (ROOT / "autograder" / "unit" / "suites").glob("*.py")} <= set(infos)
     assert not [n for n in infos if "__pycache__" in n or n.endswith(".pyc")]
     assert "python3.11" in setup and "https://download.pytorch.org/whl/cpu" in setup
     assert "torch==2.13.0\n" in requirements and "pytest==" in requirements

@@ -2,14 +2,15 @@
 
 tests/system/test_gradescope.py runs run_autograder with this venv's python. Here nothing of this machine's Python is
 used: a minimal Debian root is made from the package registry with mmdebstrap (the machine's own apt sources and
-release, Debian's, or Ubuntu's on an Ubuntu machine; no Python in it), the zip is unpacked into /autograder/source, and setup.sh runs there as root (Gradescope
-does the same when it builds the image): apt installs python3.11, pip the pinned environment and the kit. Then
-run_autograder grades two sample submissions, one correct and one buggy, each into /autograder/results, and must
-give what `grade autograde` gives on this machine.
+release, Debian's, or Ubuntu's on an Ubuntu machine; no Python in it), the zip is unpacked into /autograder/source, and
+setup.sh runs there as root (Gradescope does the same when it builds the image): apt installs python3.11, pip the pinned
+environment and the kit. Then run_autograder grades two sample submissions, one correct and one buggy, each into
+/autograder/results, and must give what `grade autograde` gives on this machine.
 
-The root is entered in a mount and PID namespace of its own: the root folder is bind-mounted onto itself (so it
-is a mount point, as a container's root is, and the grader's own sandbox can pivot_root inside it), with its
-own /proc, a /dev of its own (tmpfs, as in a container), /sys read-only, then chroot. The network is the machine's (setup.sh needs apt and PyPI, as on Gradescope).
+The root is entered in a mount and PID namespace of its own: the root folder is bind-mounted onto itself (so it is a
+mount point, as a container's root is, and the grader's own sandbox can pivot_root inside it), with its own /proc, a
+/dev of its own (tmpfs, as in a container), /sys read-only, then chroot. The network is the machine's (setup.sh needs
+apt and PyPI, as on Gradescope).
 
 pip: the machine's pip configuration (PIP_* variables and pip.conf files, e.g. local wheel folders, a CA bundle)
 is passed in as PIP_* variables, and the local folders and files it names are bind-mounted read-only at the same
@@ -291,7 +292,8 @@ def debian_root(tmp_path_factory, timings, gradescope_zip):
     assert setup.returncode == 0, f"setup.sh failed (exit {setup.returncode}):\n{(setup.stdout + setup.stderr)[-6000:]}"
     assert re.search(r"^torch 2\.\d+\.\d+\S* - kit ", setup.stdout, re.M), setup.stdout[-3000:]
     # its last step keeps the reference answers for every run (autograder/gradescope/reference_answers.py)
-    assert re.search(r"^reference answers: \d+ cases, kept in /autograder/cache$", setup.stdout, re.M), setup.stdout[-3000:]
+    assert re.search(r"^reference answers: \d+ cases, kept in /autograder/cache$", setup.stdout, re.M), \
+        setup.stdout[-3000:]
     KEPT_BY_SETUP[:] = [p.stat().st_ino for p in (path / "autograder" / "cache").glob("reference-answers-0/*.pt")]
     assert len(KEPT_BY_SETUP) == 1
     installed = root.run("dpkg-query -W -f='${Package} ${Version} ${Status}\\n' python3.11 python3.11-venv; "
@@ -301,7 +303,8 @@ def debian_root(tmp_path_factory, timings, gradescope_zip):
     shutil.copy2(source / "run_autograder", path / "autograder" / "run_autograder")
     yield root
     # 1.6 GB; the namespaces that held its mounts ended with each command, but never delete through a mount
-    if not any(f" {path}/" in line or f" {path} " in line for line in Path("/proc/self/mountinfo").read_text().splitlines()):
+    if not any(f" {path}/" in line or f" {path} " in line
+               for line in Path("/proc/self/mountinfo").read_text().splitlines()):
         shutil.rmtree(path, ignore_errors=True)
 
 
@@ -349,7 +352,8 @@ def test_run_autograder_in_the_root_grades_as_grade_autograde(debian_root, expec
     assert "kit: /autograder/source/autograder; python: /autograder/venv/bin/python" in done.stdout
     if cap:
         assert results["extra_data"]["isolation"] == cap, timings[f"isolation {case}"]
-    differ = [(t["name"], t["score"], u["score"], t.get("output", "")[:1500]) for t, u in zip(results["tests"], want["tests"])
+    differ = [(t["name"], t["score"], u["score"], t.get("output", "")[:1500])
+              for t, u in zip(results["tests"], want["tests"])
               if (t["name"], t["score"], t["status"]) != (u["name"], u["score"], u["status"])]
     assert not differ, (differ, timings[f"isolation {case}"])  # in the root, then on the host, with the root's words
     assert [t["name"] for t in results["tests"]] == [t["name"] for t in want["tests"]]
@@ -357,8 +361,10 @@ def test_run_autograder_in_the_root_grades_as_grade_autograde(debian_root, expec
     assert results["extra_data"]["submitted_at"] == "2026-12-10T14:03:22.500000-08:00"
     timings[f"score {case}"] = f"{results['score']:g}/{sum(t['max_score'] for t in results['tests']):g}"
     kept = [p.stat().st_ino for p in (debian_root.path / "autograder" / "cache").glob("reference-answers-0/*.pt")]
-    assert kept == KEPT_BY_SETUP, "the run computed again the reference answers setup.sh kept (a run that computes replaces the file)"
-    assert not (debian_root.path / "root" / ".cache" / "attention-autograder").exists(), "the run kept its own, elsewhere"
+    assert kept == KEPT_BY_SETUP, ("the run computed again the reference answers setup.sh kept (a run that computes "
+                                   "replaces the file)")
+    assert not (debian_root.path / "root" / ".cache" / "attention-autograder").exists(), \
+        "the run kept its own, elsewhere"
 
 
 # -- setup.sh's pip arguments, without a root or a network (stub python3.11 and pip) ------------------------
@@ -398,8 +404,9 @@ def test_setup_sh_uses_the_cpu_index_unless_told_otherwise(tmp_path):
     assert "--no-deps --no-build-isolation -e" in kit
     assert not any("--find-links" in call for call in calls)
 
-    calls = _setup_sh_calls(tmp_path / "elsewhere", {"AUTOGRADER_PIP_INDEX_URL": "https://mirror.example/simple",
-                                                    "AUTOGRADER_PIP_FIND_LINKS": " /opt/wheels  https://mirror.example/w/"})
+    calls = _setup_sh_calls(tmp_path / "elsewhere",
+                            {"AUTOGRADER_PIP_INDEX_URL": "https://mirror.example/simple",
+                             "AUTOGRADER_PIP_FIND_LINKS": " /opt/wheels  https://mirror.example/w/"})
     torch, requirements, kit = calls
     assert "--index-url https://mirror.example/simple torch==2.13.0" in torch and TORCH_CPU_INDEX not in torch
     for call in calls:  # each space-separated entry once, on every call

@@ -93,7 +93,8 @@ def test_every_step_gets_the_kernel_s_verdict_or_the_hand_in_is_named(corpus):
     assert results["py_causal_latin1"]["score"] == 64
     # a slow cell costs its own module's steps, said as its own, and no other's
     slow = found["lab_slow_cell"]
-    assert {s.split(".")[0] for s, _ in slow.wrong} == {"multihead_attention"} and results["lab_slow_cell"]["score"] == 66
+    assert ({s.split(".")[0] for s, _ in slow.wrong} == {"multihead_attention"}
+            and results["lab_slow_cell"]["score"] == 66)
     assert results["lab_slow_cell"]["execution_time"] < 2 * 20 + 15  # one step's time, not one per step
 
 
@@ -104,9 +105,12 @@ def test_a_failing_cell_is_named_by_notebook_and_cell_and_listed_only_where_it_c
     assert results["lab_scratch_fails"]["score"] == 81 and results["lab_scratch_fails"]["extra_data"]["problems"] == []
     [problem] = results["lab_failed_import_cell"]["extra_data"]["problems"]
     assert problem["kind"] == "cell_failed" and problem["steps"] == ["causal_attention.causal_attention_weights"]
-    assert problem["cell"].startswith(f"causal_attention.ipynb, code cell {labels['lab_failed_import_cell']['errors']['causal_attention.ipynb'][0]},")
+    assert problem["cell"].startswith(
+        f"causal_attention.ipynb, code cell "
+        f"{labels['lab_failed_import_cell']['errors']['causal_attention.ipynb'][0]},")
     lost = [t["output"] for t in results["lab_failed_import_cell"]["tests"] if t["score"] < t["max_score"]]
-    assert lost and all("causal_attention.ipynb, code cell" in text and "causal_attention.py" not in text for text in lost)
+    assert lost and all("causal_attention.ipynb, code cell" in text and "causal_attention.py" not in text
+                        for text in lost)
 
 
 def test_what_grading_does_not_run_and_what_it_wrote_is_said_once(corpus):
@@ -115,7 +119,8 @@ def test_what_grading_does_not_run_and_what_it_wrote_is_said_once(corpus):
     assert guard.count("not run when grading") == 1 and "code cell 3: !pip install torch==2.3.0" in guard
     [shell] = [line for line in _output(results["vscode_shell_cells"]).splitlines() if "not run when grading" in line]
     assert "code cell 4: %%bash" in shell and "code cell 6: !nvidia-smi" in shell and "%%html" not in shell
-    assert "attn_helpers.py was written by %%writefile in trainable_attention.ipynb" in _output(results["lab_writefile"])
+    assert "attn_helpers.py was written by %%writefile in trainable_attention.ipynb" in _output(
+        results["lab_writefile"])
     assert "input() answers an empty line when grading" in _output(results["lab_input"])
     assert "causal_attention.py and causal_attention.ipynb were both handed in: causal_attention.ipynb was graded" \
         in _output(results["both_forms_stub_py"])
@@ -160,4 +165,5 @@ def test_grade_check_says_what_autograde_says_on_every_public_count(corpus):
     finally:
         zygote.close()
     assert differ == {}
-    assert any("simple_attention.ipynb, code cell 25, line 1 raised RuntimeError" in n for n in notes_of["lab_scratch_fails"])
+    assert any("simple_attention.ipynb, code cell 25, line 1 raised RuntimeError" in n
+               for n in notes_of["lab_scratch_fails"])

@@ -1,8 +1,8 @@
 """``%grade check`` in a real JupyterLab 4, driven by headless Chromium as a student clicks it.
 
-The test starts JupyterLab on loopback with a token of its own, opens a student's notebook (one for all
-modules, carol's: she masks after the softmax without renormalizing), runs every cell from the Run menu,
-waits for the magic's answer and takes a screenshot (docs/notebook-check.png with UPDATE_DOCS_SCREENSHOTS=1). No server extension is
+The test starts JupyterLab on loopback with a token of its own, opens a student's notebook (one for all modules,
+carol's: she masks after the softmax without renormalizing), runs every cell from the Run menu, waits for the magic's
+answer and takes a screenshot (docs/notebook-check.png with UPDATE_DOCS_SCREENSHOTS=1). No server extension is
 installed: the magic is only ``%load_ext autograder`` in the kernel.
 """
 from __future__ import annotations

@@ -124,8 +124,8 @@ def test_the_private_key_stays_secret(lms, tmp_path):
     assert stat.S_IMODE(key.stat().st_mode) == 0o600
     body = "".join(key.read_text().splitlines()[1:-1])
     printed = run_grade("lti", "keys", "--store", str(lms.store_dir))
-    pushed = run_grade("lti", "push", str(tmp_path / "results"), "--lms-course", "ATT101", "--store", str(lms.store_dir),
-                       "--course", str(tmp_path / "course.yml"))
+    pushed = run_grade("lti", "push", str(tmp_path / "results"), "--lms-course", "ATT101", "--store",
+                       str(lms.store_dir), "--course", str(tmp_path / "course.yml"))
     assert printed.returncode == 0 and pushed.returncode == 0, pushed.stderr
     outputs = printed.stdout + printed.stderr + pushed.stdout + pushed.stderr
     assert '"n": "' in printed.stdout and '"d"' not in printed.stdout     # the control: the public key is printed

@@ -27,8 +27,8 @@ pytestmark = pytest.mark.slow
 SAMPLES = ROOT / "samples" / "submissions"
 #: what the kernel imports of the kit: the magic and the warm server's client (no torch, no checking code)
 KERNEL_SIDE = ["autograder", "autograder.check", "autograder.check.magic", "autograder.check.warm_server",
-               "autograder.worker", "autograder.worker.owned_dirs", "autograder.worker.protocol", "autograder.worker.syscalls",
-               "autograder.worker.waits"]
+               "autograder.worker", "autograder.worker.owned_dirs", "autograder.worker.protocol",
+               "autograder.worker.syscalls", "autograder.worker.waits"]
 
 
 @pytest.fixture
@@ -123,7 +123,8 @@ def test_a_syntax_error_is_named_with_its_cell_and_the_rest_still_checks(tmp_pat
     code[index]["source"] = ["def softmax_naive(x:\n", "    return x\n"]
     path.write_text(json.dumps(data))
     nb = run_notebook(path, "%grade check", allow_errors=True)
-    assert any(o.get("ename") == "SyntaxError" for c in nb.cells for o in c.get("outputs", []))  # the kernel said so too
+    # the kernel said so too
+    assert any(o.get("ename") == "SyntaxError" for c in nb.cells for o in c.get("outputs", []))
     text, _ = shown(nb.cells[-1])
     assert f"the cell you ran as In [{index + 2}], line 1 raised SyntaxError" in text  # +1: load_ext, +1: 1-based
     assert f"defined in the cell you ran as In [{index + 2}]: def softmax_naive(x:" in text

@@ -220,8 +220,8 @@ def test_the_helper_runs_with_torch_and_the_standard_library_only():
                for alias in node.names}
     imports |= {node.module.split(".")[0] for node in ast.walk(ast.parse(code))
                 if isinstance(node, ast.ImportFrom)}
-    assert imports <= {"torch", "math", "re", "builtins", "base64", "dataclasses", "os", "traceback", "ast", "linecache",
-                       "warnings"}, imports
+    assert imports <= {"torch", "math", "re", "builtins", "base64", "dataclasses", "os", "traceback", "ast",
+                       "linecache", "warnings"}, imports
     namespace: dict = {"__name__": "__main__"}
     exec(compile(code, "checking_helper", "exec"), namespace)  # noqa: S102 - our own code
     assert namespace["DATA_FILE"] == "attention_data.pt"
@@ -234,12 +234,15 @@ def test_long_tensors_of_open_cases_go_to_the_data_file_and_read_back(tmp_path, 
     long, small = torch.randn(10, 10, generator=g), torch.randn(2, 3, generator=g)
     data = literals.DataFile("attention_data.pt")
     with literals.storing(data):
-        written = {"long": literals.tensor(long), "again": literals.tensor(long.clone()), "small": literals.tensor(small),
+        written = {"long": literals.tensor(long), "again": literals.tensor(long.clone()),
+                   "small": literals.tensor(small),
                    "arange": literals.tensor(torch.arange(12, dtype=torch.int64).reshape(3, 4)),
                    "eye": literals.tensor(torch.eye(9, dtype=torch.float64)),
-                   "full": literals.tensor(torch.full((4, 5), -float("inf"))), "empty": literals.tensor(torch.zeros(0, 3))}
+                   "full": literals.tensor(torch.full((4, 5), -float("inf"))),
+                   "empty": literals.tensor(torch.zeros(0, 3))}
     hidden = literals.tensor(long)  # outside `storing`: a hidden case's, in its cell
-    assert written["long"].startswith('D("float32[10,10]:') and written["again"] == written["long"] and len(data.tensors) == 1
+    assert (written["long"].startswith('D("float32[10,10]:') and written["again"] == written["long"]
+            and len(data.tensors) == 1)
     assert written["small"].startswith("T([[") and hidden.startswith('B("float32", [10, 10]')
     assert written["arange"] == 'torch.arange(12, dtype=torch.int64).reshape([3, 4])'
     assert written["eye"] == "torch.eye(9, dtype=torch.float64)"
@@ -409,7 +412,8 @@ def test_a_failing_check_shows_the_kits_message_not_the_helpers_traceback(source
     body = raising.source.splitlines(keepends=True)
     at = next(i for i, line in enumerate(body) if line.startswith("    return"))
     raising.source = "".join(body[:at] + [RAISES] + body[at:])
-    failing = next(c for c in nb.cells if nbgrader_meta(c).get("grade_id") == f"test_{BUG_STEP.split('.', 1)[1]}_values")
+    failing = next(c for c in nb.cells
+                   if nbgrader_meta(c).get("grade_id") == f"test_{BUG_STEP.split('.', 1)[1]}_values")
     nb.cells.append(nbformat.v4.new_code_cell("del CheckFailed._render_traceback_"))  # the control, below
     nb.cells.append(nbformat.v4.new_code_cell(failing.source))
     ran = kernel_run(folder, nb, monkeypatch, tmp_path)
@@ -468,7 +472,8 @@ def plant(nb, faked: str = FAKED_CELL) -> None:
         "state": {}, "version_major": 2, "version_minor": 0, "note": "widget-state planted-meta"}}
     nb.metadata["planted"] = "planted-meta"
     assert nb.cells[0].cell_type == "markdown"
-    nb.cells[0].source += f"\n\n{script('plantedMarkdown')}\n\n<img src=\"x\" onerror=\"document.body.dataset.plantedImg = '1'\">"
+    nb.cells[0].source += (f"\n\n{script('plantedMarkdown')}\n\n"
+                           "<img src=\"x\" onerror=\"document.body.dataset.plantedImg = '1'\">")
     faked_cells = [c for c in nb.cells if nbgrader_meta(c).get("grade_id") == faked]
     assert len(faked_cells) == 1
     cell = faked_cells[0]
@@ -494,8 +499,8 @@ def plant(nb, faked: str = FAKED_CELL) -> None:
 
 
 def old_feedback_notebook(path: Path, result: dict):
-    """The control: what ``nbgrader_gradebook.feedback_notebooks`` wrote before it built from the course's notebooks: the
-    submitted notebook, with only the outputs of the cells it found by the student's own grade_id replaced."""
+    """The control: what ``nbgrader_gradebook.feedback_notebooks`` wrote before it built from the course's notebooks:
+    the submitted notebook, with only the outputs of the cells it found by the student's own grade_id replaced."""
     from autograder.nbgrader_course.nbgrader_gradebook import test_cell  # noqa: PLC0415 - at the top, pytest would collect it
 
     by_cell = {test_cell(t["name"]): t for t in result.get("tests", [])}
@@ -570,7 +575,8 @@ def test_autograded_notebooks_carry_only_what_the_kit_made(source, tmp_path):
         got, master = nbformat.read(str(dest / f"{m}.ipynb"), as_version=4), notebook(source, m)
         nbformat.validate(got)
         assert got.metadata == master.metadata, m
-        assert [(c.id, c.cell_type, c.metadata) for c in got.cells] == [(c.id, c.cell_type, c.metadata) for c in master.cells]
+        assert [(c.id, c.cell_type, c.metadata) for c in got.cells] == [(c.id, c.cell_type, c.metadata)
+                                                                        for c in master.cells]
         assert not any("attachments" in c for c in got.cells)
         theirs = {nbgrader_meta(c)["grade_id"]: c.source for c in nb.cells if nbgrader_meta(c).get("solution")}
         for cell, mine in zip(got.cells, master.cells):
@@ -587,7 +593,8 @@ def test_autograded_notebooks_carry_only_what_the_kit_made(source, tmp_path):
     faked = next(c for c in nbformat.read(str(dest / f"{module}.ipynb"), as_version=4).cells
                  if nbgrader_meta(c).get("grade_id") == FAKED_CELL)
     assert [o.output_type for o in faked.outputs] == ["error"] and "CheckFailed (0/" in faked.outputs[0].traceback[0]
-    answer = next(c for c in nbformat.read(str(dest / f"{module}.ipynb"), as_version=4).cells if nbgrader_meta(c).get("solution"))
+    answer = next(c for c in nbformat.read(str(dest / f"{module}.ipynb"), as_version=4).cells
+                  if nbgrader_meta(c).get("solution"))
     assert answer.source.startswith("# </pre><script>")  # the student's answer, as source text (the page escapes it)
     assert (dest / "timestamp.txt").read_text() == STAMPS["buggy"]
 
@@ -621,7 +628,8 @@ def test_a_markdown_answer_is_shown_as_text():
     """A student-written markdown answer cell (the course has none; nbgrader allows them) renders as text."""
     from nbconvert.filters.markdown import markdown2html  # noqa: PLC0415 - optional: Jupyter's, from the test extra
 
-    answer = f"My answer ``` and ````\n\n{script('plantedMarkdown')}\n[link](javascript:alert(1))\n![x](attachment:evil.png)"
+    answer = (f"My answer ``` and ````\n\n{script('plantedMarkdown')}\n[link](javascript:alert(1))\n"
+              "![x](attachment:evil.png)")
     essay = v4.new_markdown_cell("The master's text", metadata={"nbgrader": {
         "grade": True, "solution": True, "locked": False, "grade_id": "essay", "points": 1, "schema_version": 3,
         "cell_type": "markdown"}})
@@ -664,7 +672,8 @@ def test_the_verdicts_are_the_outputs_nbformat_makes_and_written_as_nbformat_wri
     course = tmp_path / "course"
     shutil.copytree(source, course / "source" / ASSIGNMENT)
     verdicts = {"simple_attention": {nbgrader_meta(c)["grade_id"]: autograded.verdict_outputs(failed, picture)
-                                     for c in notebook(source, "simple_attention").cells if nbgrader_meta(c).get("grade")}}
+                                     for c in notebook(source, "simple_attention").cells
+                                     if nbgrader_meta(c).get("grade")}}
     (tmp_path / "out").mkdir()
     written = autograded.write(tmp_path / "out", course, ASSIGNMENT, tmp_path / "nothing", verdicts)
     assert written
@@ -724,7 +733,8 @@ def test_notebooks_built_while_the_class_is_graded_reach_autograded_only_with_th
         """What a run killed while the class was graded leaves: a folder of its own, its lock let go of."""
         (course / ".grade-autograded").mkdir(exist_ok=True)
         made = subprocess.run([sys.executable, "-c", "import sys; from autograder.worker import tempdirs; "
-                               "print(tempdirs.make('meanwhile-', base=sys.argv[1]))", str(course / ".grade-autograded")],
+                               "print(tempdirs.make('meanwhile-', base=sys.argv[1]))",
+                               str(course / ".grade-autograded")],
                               cwd=ROOT, capture_output=True, text=True, timeout=60, check=True)
         assert Path(made.stdout.strip()).is_dir()
         return Path(made.stdout.strip())
@@ -756,7 +766,8 @@ def test_notebooks_built_while_the_class_is_graded_reach_autograded_only_with_th
     taken.close()
     moved = course / "autograded" / "ada" / ASSIGNMENT
     as_read = read(tmp_path / "out" / "ada" / "results.json").as_json()  # what the write-back reads
-    built_now = nbgrader_gradebook.feedback_notebooks(course, ASSIGNMENT, "ada", submitted, as_read, into=tmp_path / "now")
+    built_now = nbgrader_gradebook.feedback_notebooks(course, ASSIGNMENT, "ada", submitted, as_read,
+                                                      into=tmp_path / "now")
     assert sorted(p.name for p in moved.iterdir()) == sorted(f"{m}.ipynb" for m in COURSE.modules)
     assert {p.name: p.read_bytes() for p in moved.iterdir()} == {p.name: p.read_bytes() for p in built_now.iterdir()}
     assert "forgot the 1/sqrt(d_k) scaling" in (moved / f"{module}.ipynb").read_text() and leftovers() == []
@@ -820,7 +831,8 @@ def small_gradebook(source: Path, folder: Path) -> str:
 
 
 def gradebook_rows(url: str) -> dict:
-    """student -> the timestamp, grades and comments of their submission, as nbgrader's formgrader and export read them."""
+    """student -> the timestamp, grades and comments of their submission, as nbgrader's formgrader and export read
+    them."""
     from nbgrader.api import Gradebook  # noqa: PLC0415 - optional: nbgrader is no dependency of the kit
 
     with Gradebook(url) as gb:
@@ -870,8 +882,9 @@ def test_the_write_back_creates_nbgraders_rows_in_one_commit(source, tmp_path, m
     assert rows["same"] == control  # no points: the rows as nbgrader's add_submission made them
     assert len(rows["same"][1]) == 6 and len(rows["same"][2]) == 4  # 4 grade cells and 2 task cells; 2 solution, 2 task
     assert rows["graded"] == rows["control"]  # the kit's points on a new submission and on nbgrader's own alike
-    assert {(nb, cell): (auto, score) for nb, cell, _, auto, _, _, _, _, score in rows["graded"][1] if auto is not None} \
-        == {("simple_attention", "test_x_2"): (1.5, 1.5), ("causal_attention", "test_x_1"): (0.0, 0.0)}
+    assert {(nb, cell): (auto, score) for nb, cell, _, auto, _, _, _, _, score in rows["graded"][1]
+            if auto is not None} == {("simple_attention", "test_x_2"): (1.5, 1.5),
+                                     ("causal_attention", "test_x_1"): (0.0, 0.0)}
     # a cell the kit scored needs no manual grade, as after nbgrader's own autograde; the others (the control) still do
     assert {(nb, cell): needs for nb, cell, _, auto, _, _, needs, _, _ in rows["graded"][1]} == {
         (nb, cell): (nb, cell) not in {("simple_attention", "test_x_2"), ("causal_attention", "test_x_1")}
@@ -975,7 +988,8 @@ def test_a_solution_cell_left_as_released_is_commented_no_response_as_nbgrader_d
             nbformat.write(v4.new_notebook(cells=cells), folder / f"{nb}.ipynb")
         return folder
 
-    def nbgrader_autograde(folder: Path) -> None:  # the control: nbgrader's own preprocessors, as its autograde runs them
+    # the control: nbgrader's own preprocessors, as its autograde runs them
+    def nbgrader_autograde(folder: Path) -> None:
         with Gradebook(url) as gb:
             saver = SaveAutoGrades()
             saver.gradebook, saver.assignment_id, saver.student_id = gb, ASSIGNMENT, "nbgrader"
@@ -1002,7 +1016,8 @@ def test_a_solution_cell_left_as_released_is_commented_no_response_as_nbgrader_d
     assert comments("kit") == comments("nbgrader")
 
     # a solution cell pasted again (its metadata with it): nbgrader keeps the last copy, answered or not
-    pasted = hand_in(tmp_path / "pasted", {"simple_attention": (stub, "return 7"), "causal_attention": ("return 42", stub)})
+    pasted = hand_in(tmp_path / "pasted", {"simple_attention": (stub, "return 7"),
+                                           "causal_attention": ("return 42", stub)})
     nbgrader_gradebook.write(tmp_path, ASSIGNMENT, {"kit": {"tests": []}}, db_url=url, submitted={"kit": pasted})
     nbgrader_autograde(pasted)
     assert comments("kit") == {("simple_attention", "x"): None, ("causal_attention", "x"): "No response."}
@@ -1028,8 +1043,8 @@ def test_the_write_back_writes_each_row_after_the_rows_it_names(source, tmp_path
     tests = [{"name": "simple_attention.x 1: t", "score": 1.0}]
     event.listen(Engine, "connect", enforce)
     try:
-        written = nbgrader_gradebook.write(tmp_path, ASSIGNMENT, {"a-known": {"tests": tests}, "b-new": {"tests": tests}},
-                                           db_url=url)
+        written = nbgrader_gradebook.write(tmp_path, ASSIGNMENT,
+                                           {"a-known": {"tests": tests}, "b-new": {"tests": tests}}, db_url=url)
         with Gradebook(url) as gb:
             enforced = gb.db.execute(text("PRAGMA foreign_keys")).scalar()
     finally:
@@ -1048,7 +1063,8 @@ def jupyter_env(tmp: Path) -> dict:
     (spec / "kernel.json").write_text(json.dumps({
         "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
         "display_name": "Python 3 (ipykernel)", "language": "python"}))
-    dirs = {name: tmp / name.lower() for name in ("JUPYTER_DATA_DIR", "JUPYTER_CONFIG_DIR", "JUPYTER_RUNTIME_DIR", "IPYTHONDIR")}
+    dirs = {name: tmp / name.lower()
+            for name in ("JUPYTER_DATA_DIR", "JUPYTER_CONFIG_DIR", "JUPYTER_RUNTIME_DIR", "IPYTHONDIR")}
     for d in dirs.values():
         d.mkdir(exist_ok=True)
     # nbgrader runs `alembic` from PATH: the venv's bin first.
@@ -1143,10 +1159,11 @@ def test_release_holds_no_solution_and_no_hidden_test(released, source):
 
 
 #: four lines in the first solution cell that make every check_* of the kernel a no-op before each cell
-PATCH_CHECKS = """ip = get_ipython()
-def _ok(*a, **k): return None
-ip.events.register("pre_run_cell", lambda *a, **k: [ip.user_ns.__setitem__(n, _ok) for n in list(ip.user_ns) if n.startswith("check_")])
-"""
+PATCH_CHECKS = ("ip = get_ipython()\n"
+                "def _ok(*a, **k): return None\n"
+                "ip.events.register(\"pre_run_cell\", "
+                "lambda *a, **k: [ip.user_ns.__setitem__(n, _ok) for n in list(ip.user_ns) "
+                "if n.startswith(\"check_\")])\n")
 STUDENTS = ("correct", "buggy", "stubs", "patcher")
 #: when each handed in, as nbgrader's own timestamp.txt records it
 STAMPS = {s: f"2026-12-1{i} 10:00:00.000000 UTC" for i, s in enumerate(STUDENTS)}
@@ -1376,11 +1393,14 @@ def feedback_with_the_helper_pasted(exported, released, course_dir) -> Path:
         nb = nbformat.read(str(path), as_version=4)
         steps = [s for s in COURSE.steps if s.split(".")[0] == path.stem]
         (cell,) = [c for c in nb.cells if nbgrader_meta(c).get("grade_id") == "checking_helper"]
-        cell.source = notebooks.helper_source(COURSE, steps, data if (course_dir / "source" / ASSIGNMENT / data).exists()
-                                              else None).split('"""', 2)[2].strip()  # the cell: no docstring
+        # the cell: no docstring
+        cell.source = notebooks.helper_source(COURSE, steps,
+                                              data if (course_dir / "source" / ASSIGNMENT / data).exists()
+                                              else None).split('"""', 2)[2].strip()
         nbformat.write(nb, str(pasted / path.name))
     shutil.copyfile(ours / "timestamp.txt", pasted / "timestamp.txt")
-    nbgrader("generate_feedback", ASSIGNMENT, "--student", "buggy", "--CourseDirectory.autograded_directory=autograded_pasted",
+    nbgrader("generate_feedback", ASSIGNMENT, "--student", "buggy",
+             "--CourseDirectory.autograded_directory=autograded_pasted",
              "--CourseDirectory.feedback_directory=feedback_pasted", cwd=course_dir, env=env, timeout=900)
     return course_dir / "feedback_pasted" / "buggy" / ASSIGNMENT
 
@@ -1414,7 +1434,8 @@ def feedback_the_old_way(exported, released, sandboxed, course_dir) -> Path:
     for path in sorted(submitted.glob("*.ipynb")):
         nbformat.write(old_feedback_notebook(path, sandboxed[PLANTER]), str(old / path.name))
     shutil.copyfile(submitted / "timestamp.txt", old / "timestamp.txt")
-    nbgrader("generate_feedback", ASSIGNMENT, "--student", PLANTER, "--CourseDirectory.autograded_directory=autograded_old",
+    nbgrader("generate_feedback", ASSIGNMENT, "--student", PLANTER,
+             "--CourseDirectory.autograded_directory=autograded_old",
              "--CourseDirectory.feedback_directory=feedback_old", cwd=course_dir, env=env, timeout=900)
     return course_dir / "feedback_old" / PLANTER / ASSIGNMENT
 
@@ -1464,8 +1485,11 @@ def test_a_kernel_says_the_likely_mistake_and_the_students_own_warning(source, t
             shutil.copyfile(path, folder / path.name)
     said = {}
     for module, step, old, new in [
-            ("causal_attention", "CausalAttention", "attn_scores = queries @ keys.transpose(1, 2)", "attn_scores = queries @ keys.T"),
-            ("multihead_attention", "MultiHeadAttention", 'if d_out % num_heads != 0:\n            raise ValueError(f"d_out ({d_out}) must be divisible by num_heads ({num_heads})")',
+            ("causal_attention", "CausalAttention", "attn_scores = queries @ keys.transpose(1, 2)",
+             "attn_scores = queries @ keys.T"),
+            ("multihead_attention", "MultiHeadAttention",
+             'if d_out % num_heads != 0:\n'
+             '            raise ValueError(f"d_out ({d_out}) must be divisible by num_heads ({num_heads})")',
              'assert (d_out % num_heads == 0, "d_out must be divisible by num_heads")')]:
         nb = student_copy(source, module, bug=False)
         cell = next(c for c in nb.cells if nbgrader_meta(c).get("grade_id") == step)

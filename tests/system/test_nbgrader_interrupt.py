@@ -35,7 +35,8 @@ def test_ctrl_c_half_way_leaves_autograded_as_it_was_and_the_same_command_finish
 
     run = subprocess.Popen(command, cwd=course, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     ends = time.monotonic() + 600
-    while not list(course.glob(f".grade-autograded/meanwhile-*/*/{bench.ASSIGNMENT}/*.ipynb")):  # a student's, built meanwhile
+    # a student's, built meanwhile
+    while not list(course.glob(f".grade-autograded/meanwhile-*/*/{bench.ASSIGNMENT}/*.ipynb")):
         assert run.poll() is None, run.communicate()
         assert time.monotonic() < ends, "no feedback notebook was built while the class was graded"
         time.sleep(0.02)

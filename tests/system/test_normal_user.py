@@ -77,7 +77,8 @@ def classroom(tmp_path_factory):
         shutil.rmtree(theirs, ignore_errors=True)
 
 
-def _grade(user, kit: Path, hand_ins: Path, out: Path, env: dict, *extra: str) -> tuple[subprocess.CompletedProcess, dict]:
+def _grade(user, kit: Path, hand_ins: Path, out: Path, env: dict,
+           *extra: str) -> tuple[subprocess.CompletedProcess, dict]:
     python = python_for(user)
     done = run_as(user, [python, "-m", "autograder.cli", "autograde", str(hand_ins), "--out", str(out), *extra],
                   cwd=kit, env={"PYTHONPATH": f"{site_packages()}:{kit}", **env})
@@ -113,10 +114,11 @@ def test_the_same_class_gains_where_nothing_stops_it(classroom):
     """The control: at rlimits (trusted, one job, in order) the thief reads the user's own reference and the reader
     the writer's stash; untrusted, rlimits refuses the class in one message."""
     user, kit, hand_ins, places, _ = classroom
-    refused, scores = _grade(user, kit, hand_ins, user.home / "agx-course" / "refused", {"AUTOGRADER_ISOLATION": "rlimits"})
+    refused, scores = _grade(user, kit, hand_ins, user.home / "agx-course" / "refused",
+                             {"AUTOGRADER_ISOLATION": "rlimits"})
     assert refused.returncode == 2 and scores == {} and "--trust-submissions" in refused.stderr, refused.stderr
-    done, scores = _grade(user, kit, hand_ins, user.home / "agx-course" / "trusted", {"AUTOGRADER_ISOLATION": "rlimits"},
-                          "--trust-submissions", "--jobs", "1")
+    done, scores = _grade(user, kit, hand_ins, user.home / "agx-course" / "trusted",
+                          {"AUTOGRADER_ISOLATION": "rlimits"}, "--trust-submissions", "--jobs", "1")
     try:
         assert done.returncode == 0, done.stdout + done.stderr
         assert scores["3_thief"] == 81 and scores["2_reader"] > 0, scores

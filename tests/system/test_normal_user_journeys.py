@@ -34,7 +34,8 @@ from .conftest import ROOT
 from tests.support.local_users import normal_user, other_user, python_for, run_as, site_packages
 from tests.support.submission_forms import one_notebook
 
-pytestmark = [pytest.mark.skipif(os.uname().sysname != "Linux", reason="local users, SO_PEERCRED and /proc are Linux's")]
+pytestmark = [pytest.mark.skipif(os.uname().sysname != "Linux",
+                                 reason="local users, SO_PEERCRED and /proc are Linux's")]
 
 SAMPLES = ROOT / "samples" / "submissions"
 #: what make demo grades the bundled samples (their scores are the samples' own: samples/README)
@@ -112,13 +113,13 @@ def shared_before():
 
 
 def test_make_demo_in_a_fresh_clone_as_a_normal_user(shared_before):
-    """A fresh clone's ``make demo``: its real install (a venv, torch from the local wheel, the kit and its test
-    extra from pip's sources), then the samples graded in a sandbox of the user's (the level said on the isolation
-    line), nothing written outside the clone and the user's own folders. Costly: ``make demo``
-    took 89 to 155 s on 2 busy cores, nearly all of it the install (the kit and its test extra downloaded from PyPI:
-    pip keeps no cache here, and none is shared or kept between runs, so an install that fails fails here; only torch
-    is local, the wheel pip's ``find-links`` names); the controls and removing the clone, seconds. Controls: the same ``grade`` at ``rlimits`` says so on the same line; a file the user leaves in /tmp is
-    seen by the same comparison."""
+    """A fresh clone's ``make demo``: its real install (a venv, torch from the local wheel, the kit and its test extra
+    from pip's sources), then the samples graded in a sandbox of the user's (the level said on the isolation line),
+    nothing written outside the clone and the user's own folders. Costly: ``make demo`` took 89 to 155 s on 2 busy
+    cores, nearly all of it the install (the kit and its test extra downloaded from PyPI: pip keeps no cache here, and
+    none is shared or kept between runs, so an install that fails fails here; only torch is local, the wheel pip's
+    ``find-links`` names); the controls and removing the clone, seconds. Controls: the same ``grade`` at ``rlimits``
+    says so on the same line; a file the user leaves in /tmp is seen by the same comparison."""
     user = normal_user()
     clone = user.home / f"agx-fresh-clone-{os.getpid()}"
     shutil.rmtree(clone, ignore_errors=True)

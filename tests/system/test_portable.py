@@ -84,11 +84,13 @@ def test_the_student_code_compiles_on_other_pythons(tmp_path):
             (folder / rel).write_bytes(path if isinstance(path, bytes) else path.read_bytes())
     tried = []
     for version in ("3.10", "3.12", "3.13"):
-        found = sorted(Path.home().glob(f".pyenv/versions/{version}.*/bin/python")) or [shutil.which(f"python{version}")]
+        found = sorted(Path.home().glob(f".pyenv/versions/{version}.*/bin/python")) or [
+            shutil.which(f"python{version}")]
         python = str(found[-1]) if found[-1] else None
         if python is None:
             continue
-        out = subprocess.run([python, "-m", "compileall", "-q", str(folder)], capture_output=True, text=True, timeout=120)
+        out = subprocess.run([python, "-m", "compileall", "-q", str(folder)], capture_output=True, text=True,
+                             timeout=120)
         if out.returncode == 127 or "command not found" in out.stderr or "not installed" in out.stderr:
             continue
         assert out.returncode == 0, (version, out.stdout[-2000:], out.stderr[-2000:])
@@ -184,7 +186,8 @@ if "AUTOGRADER_WORKER_TOKEN" in os.environ:
 def _dying_shim(tmp_path: Path, marker: Path | None) -> Path:
     shim = tmp_path / ("dies-once" if marker else "dies-always")
     shim.mkdir()
-    (shim / "sitecustomize.py").write_text(HIDE_POSIX + DIES_AT_START.replace("{marker!r}", repr(marker and str(marker))))
+    (shim / "sitecustomize.py").write_text(HIDE_POSIX + DIES_AT_START.replace("{marker!r}",
+                                                                              repr(marker and str(marker))))
     return shim
 
 

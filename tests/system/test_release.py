@@ -110,7 +110,8 @@ def test_no_hidden_suite_no_solutions_no_instructor_module(release):
     for path in files_of(release):
         rel = path.relative_to(release)
         assert hashlib.sha256(path.read_bytes()).hexdigest() not in suites, rel
-        assert not {"unit", "suites", "solutions", "assign", "grade", "course", "release", "gradescope"} & set(rel.parts), rel
+        assert not ({"unit", "suites", "solutions", "assign", "grade", "course", "release", "gradescope"}
+                    & set(rel.parts)), rel
         assert rel.name not in ("reference.py", "documents.py", "mistakes.py", "prose.py", "course.yml"), rel
         if path.suffix in (".py", ".md", ".txt", ".toml", ".json"):
             text = {" ".join(line.split()) for line in path.read_text().splitlines()}
@@ -181,7 +182,8 @@ def test_only_public_cases_are_shipped(release, every_case):
     # hidden inputs and answers, except those equal to a public one (a hidden count may reuse them)
     public_values = set().union(*(_tensor_hashes([c["request"], e]) for c, e, public in every_case if public))
     hidden_values = set().union(*(_tensor_hashes([c["request"], e]) for c, e, public in every_case if not public))
-    shipped = _tensor_hashes(list(load_file(str(release / "autograder" / "check" / "public_cases.safetensors")).values()))
+    shipped = _tensor_hashes(list(load_file(str(release / "autograder" / "check"
+                                                / "public_cases.safetensors")).values()))
     assert hidden_values - public_values, "no hidden value to look for: the test would prove nothing"
     assert not (shipped & (hidden_values - public_values))
 
@@ -263,7 +265,8 @@ def test_the_bundle_installs_and_checks_without_the_instructor_repo(release, tmp
                               timeout=600)
 
     probe = python("-c", "import autograder, torch; print(autograder.__file__)\n"
-                   "for m in ('autograder.unit.suites', 'autograder.autograde', 'autograder.grading.suites', 'autograder.assign', 'autograder.course',"
+                   "for m in ('autograder.unit.suites', 'autograder.autograde', 'autograder.grading.suites', "
+                   "'autograder.assign', 'autograder.course',"
                    " 'autograder.grading.suites.reference', 'solutions'):\n"
                    "    try:\n        __import__(m)\n    except ImportError:\n        pass\n"
                    "    else:\n        raise SystemExit(f'{m} is importable')\n", cwd=tmp_path)
@@ -446,8 +449,8 @@ def _a_student_runs_the_magic_in_the_bundle_s_notebook(bundle: Path) -> None:
     path.write_text(json.dumps(data))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV", "JUPYTER"))}
     env["HOME"] = str(bundle.parent)
-    magic = subprocess.run([str(bundle / ".venv" / "bin" / "python"), "-c", KERNEL_RUN, str(path)], cwd=bundle / "notebooks",
-                           env=env, capture_output=True, text=True, timeout=900)
+    magic = subprocess.run([str(bundle / ".venv" / "bin" / "python"), "-c", KERNEL_RUN, str(path)],
+                           cwd=bundle / "notebooks", env=env, capture_output=True, text=True, timeout=900)
     assert magic.returncode == 0, magic.stdout[-2000:] + magic.stderr[-3000:]
     cli = subprocess.run([str(bundle / ".venv" / "bin" / "grade"), "check", str(path)], cwd=bundle, env=env,
                          capture_output=True, text=True, timeout=600)

@@ -83,7 +83,8 @@ def test_an_in_place_step_is_read_as_modified_whatever_its_worker_says(tmp_path,
 def test_the_buffer_holds_each_argument_in_place_and_reads_its_changes_back():
     x, y = torch.arange(6.0).reshape(2, 3), torch.tensor([1, 2], dtype=torch.int64)
     call = argument_buffer.outgoing({"kind": "function", "target": STEP, "args": [x, 3, y]})
-    assert [slot[0] for slot in call.slots] == [0, 2] and all(slot[1] % argument_buffer.ALIGN == 0 for slot in call.slots)
+    assert [slot[0] for slot in call.slots] == [0, 2] and all(slot[1] % argument_buffer.ALIGN == 0
+                                                              for slot in call.slots)
     handed = argument_buffer.Handed(call)
     memory = mmap.mmap(os.dup(handed.fd), len(call.data))
     view = torch.frombuffer(memory, dtype=torch.int64, count=2, offset=call.slots[1][1])
@@ -94,4 +95,5 @@ def test_the_buffer_holds_each_argument_in_place_and_reads_its_changes_back():
     untouched = argument_buffer.Handed(call)
     assert untouched.modified() == []  # control: a buffer nothing wrote to
     nan = argument_buffer.outgoing({"kind": "function", "target": STEP, "args": [torch.tensor([float("nan"), -0.0])]})
-    assert argument_buffer._same_values(nan.data, torch.tensor([float("-nan"), 0.0]).numpy().tobytes(), torch.float32, (2,))
+    assert argument_buffer._same_values(nan.data, torch.tensor([float("-nan"), 0.0]).numpy().tobytes(), torch.float32,
+                                        (2,))

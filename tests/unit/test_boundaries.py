@@ -181,7 +181,8 @@ def test_no_two_modules_share_a_basename_but_the_two_halves_of_a_boundary():
 def test_the_isolation_level_is_one_enum_and_reads_as_its_plain_name():
     assert [level.value for level in ORDER] == ["rlimits", "uid+rlimits", "landlock", "uid+landlock", "userns",
                                                 "namespaces"]  # weakest first
-    assert NAMES == ("namespaces", "userns", "uid+landlock", "landlock", "uid+rlimits", "rlimits")  # as --require-isolation lists them
+    # as --require-isolation lists them
+    assert NAMES == ("namespaces", "userns", "uid+landlock", "landlock", "uid+rlimits", "rlimits")
     assert json.dumps({"isolation": Level.UID}) == '{"isolation": "uid+rlimits"}'  # the wire, results.json
     assert f"{Level.UID}, below the required {Level.NAMESPACES}" == "uid+rlimits, below the required namespaces"
     assert Level.UID == "uid+rlimits" and Level("rlimits") is Level.RLIMITS

@@ -490,7 +490,8 @@ def printed_precision_mismatches(ref: torch.Tensor, expected: Expected) -> list[
     for i, (r, p, d) in enumerate(zip(flat, expected.values, expected.decimals)):
         tol = 0.5 * 10.0**-d + EPS
         if not abs(r - p) <= tol:
-            bad.append(f"at {_unravel(i, expected.shape)}: printed {p:.{d}f}, reference {r:.8f} (|diff| {abs(r - p):.2e} > {tol:.2e})")
+            bad.append(f"at {_unravel(i, expected.shape)}: printed {p:.{d}f}, reference {r:.8f} "
+                       f"(|diff| {abs(r - p):.2e} > {tol:.2e})")
     return bad
 
 
@@ -555,7 +556,8 @@ VARIANCE_REL_TOL = 0.05
 
 
 @pytest.mark.parametrize(
-    "dim, before, after", DOC004_VARIANCE_PRINTED, ids=[f"004-In[31]-printed-dim{d}" for d, _, _ in DOC004_VARIANCE_PRINTED]
+    "dim, before, after", DOC004_VARIANCE_PRINTED,
+    ids=[f"004-In[31]-printed-dim{d}" for d, _, _ in DOC004_VARIANCE_PRINTED]
 )
 def test_004_variance_printed_pairs_show_the_relation(dim, before, after):
     """The printed pairs satisfy var_after == var_before / dim (float64, up to rounding)."""

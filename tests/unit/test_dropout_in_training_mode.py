@@ -21,7 +21,8 @@ MODULE_STEPS = ["causal_attention.CausalAttention", "multihead_attention.MultiHe
 
 
 def causal_attention(sample: str):
-    return label.load(ROOT / "solutions" if sample == "solutions" else CORPUS / sample)["causal_attention"].CausalAttention
+    return label.load(ROOT / "solutions" if sample == "solutions"
+                      else CORPUS / sample)["causal_attention"].CausalAttention
 
 
 def train_and_eval(cls, p=0.5, batch=64, seed=0):

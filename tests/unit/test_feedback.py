@@ -147,14 +147,16 @@ def test_forgot_the_scaling_by_a_known_mistake_and_by_the_ratio():
 
 def test_softmax_over_dim_0():
     hints = likely_from_values(torch.softmax(SCORES / 2 ** 0.5, dim=0), WEIGHTS)
-    assert hints == ["your columns sum to 1 instead of your rows: softmax (or the normalization) runs over the wrong dim"]
+    assert hints == ["your columns sum to 1 instead of your rows: softmax (or the normalization) runs over the "
+                     "wrong dim"]
 
 
 def test_transpose_with_its_shape_or_square():
     context = torch.arange(12, dtype=torch.float32).reshape(6, 2) / 7
     lines = compare_values(context.T, context, TOL, True, "output")
     assert lines == ["output: expected shape [6, 2], got shape [2, 6]",
-                     "likely: your result is the transpose of the expected one: check the order of a matrix product or .T"]
+                     "likely: your result is the transpose of the expected one: check the order of a matrix product "
+                     "or .T"]
     skewed = WEIGHTS @ torch.diag(torch.arange(1.0, 7.0))
     assert likely(skewed.T, skewed) == [
         "your result is the transpose of the expected one: check the order of a matrix product or .T"]
@@ -180,7 +182,8 @@ def test_nan_and_inf():
 
 def test_future_tokens_not_masked():
     causal = torch.softmax(SCORES.masked_fill(torch.triu(torch.ones(6, 6, dtype=torch.bool), 1), -math.inf), dim=-1)
-    assert "your result is not zero above the diagonal: future tokens are not masked out" in likely_from_values(WEIGHTS, causal)
+    assert "your result is not zero above the diagonal: future tokens are not masked out" in likely_from_values(
+        WEIGHTS, causal)
 
 
 # -- gradients, parameters, dropout, errors -------------------------------------------------------
@@ -203,7 +206,8 @@ def test_parameters_in_another_order():
     a, b = torch.rand(2, 3), torch.rand(2, 3)
     assert parameter_problems([("W_query", a), ("W_key", b)], [("W_key", b), ("W_query", a)], TOL, True) == [
         "expected parameters ['W_query', 'W_key'] (in this order), got ['W_key', 'W_query']",
-        "likely: the parameters are created in a different order, so the seeded random draws land in the wrong matrices"]
+        "likely: the parameters are created in a different order, so the seeded random draws land in the wrong "
+        "matrices"]
     lines = parameter_problems([("W_query", a), ("W_key", b)], [("W_query", b), ("W_key", a)], TOL, True)
     assert lines[-1] == "likely: the random draws landed in other parameters: create them in the specified order"
     assert parameter_problems([("W", [768, 768])], [("W", torch.zeros(768, 2))], TOL, True, shapes_only=True,
@@ -237,7 +241,8 @@ MHA_IMPORT = ("from .causal_attention import CausalAttention", "from solutions.c
 BUGS = {
     "no scaling": ("trainable_attention", [("attn_scores / d_k**0.5", "attn_scores")],
                    ["trainable_attention.scaled_attention_weights"]),
-    "softmax over dim 0": ("simple_attention", [("torch.softmax(attn_scores, dim=-1)", "torch.softmax(attn_scores, dim=0)")],
+    "softmax over dim 0": ("simple_attention", [("torch.softmax(attn_scores, dim=-1)",
+                                                 "torch.softmax(attn_scores, dim=0)")],
                            ["simple_attention.all_attention_weights"]),
     "transposed output": ("trainable_attention", [("        return attn_weights @ values\n",
                                                    "        return (attn_weights @ values).T\n")],
@@ -246,37 +251,47 @@ BUGS = {
                             ["simple_attention.all_attention_weights"]),
     "NaN": ("trainable_attention", [("attn_scores / d_k**0.5", "attn_scores / (d_k - d_k)")],
             ["trainable_attention.scaled_attention_weights"]),
-    "gradient cut": ("simple_attention", [("torch.softmax(attn_scores, dim=-1)", "torch.softmax(attn_scores, dim=-1).detach()")],
+    "gradient cut": ("simple_attention", [("torch.softmax(attn_scores, dim=-1)",
+                                           "torch.softmax(attn_scores, dim=-1).detach()")],
                      ["simple_attention.all_attention_weights"]),
     "in place": ("simple_attention", [("return scores / scores.sum()", "scores /= scores.sum()\n    return scores")],
                  ["simple_attention.normalize_sum"]),
     "parameter order": ("trainable_attention", [
-        ("        self.W_query = nn.Parameter(torch.rand(d_in, d_out))\n        self.W_key = nn.Parameter(torch.rand(d_in, d_out))\n",
-         "        self.W_key = nn.Parameter(torch.rand(d_in, d_out))\n        self.W_query = nn.Parameter(torch.rand(d_in, d_out))\n")],
+        ("        self.W_query = nn.Parameter(torch.rand(d_in, d_out))\n"
+         "        self.W_key = nn.Parameter(torch.rand(d_in, d_out))\n",
+         "        self.W_key = nn.Parameter(torch.rand(d_in, d_out))\n"
+         "        self.W_query = nn.Parameter(torch.rand(d_in, d_out))\n")],
         ["trainable_attention.SelfAttention_v1"]),
     "raises": ("trainable_attention", [("return torch.softmax(attn_scores / d_k**0.5, dim=-1)",
                                         "raise ValueError(f'd_k={d_k} is odd')")],
                ["trainable_attention.scaled_attention_weights"]),
     "frozen weights": ("trainable_attention", [("    W_query = nn.Parameter(torch.rand(d_in, d_out))\n",
-                                                "    W_query = nn.Parameter(torch.rand(d_in, d_out), requires_grad=False)\n")],
+                                                "    W_query = nn.Parameter(torch.rand(d_in, d_out), "
+                                                "requires_grad=False)\n")],
                        ["trainable_attention.init_qkv"]),
-    "scaled by the number of tokens": ("trainable_attention", [("attn_scores / d_k**0.5", "attn_scores / attn_scores.shape[-1] ** 0.5")],
+    "scaled by the number of tokens": ("trainable_attention", [("attn_scores / d_k**0.5",
+                                                                "attn_scores / attn_scores.shape[-1] ** 0.5")],
                                        ["trainable_attention.scaled_attention_weights"]),
     # the mistakes beginners make most: the likely line in the student's own names, and their warnings, on both paths
     "W_key not copied": ("trainable_attention", [("        sa_v1.W_key.copy_(sa_v2.W_key.weight.T)\n", "")],
                          ["trainable_attention.transfer_weights"]),
     "float32 loop": ("simple_attention", [("    return inputs @ query\n", "    scores = torch.empty(inputs.shape[0])\n"
-                                           "    for i, x_i in enumerate(inputs):\n        scores[i] = torch.dot(x_i, query)\n"
+                                           "    for i, x_i in enumerate(inputs):\n"
+                                           "        scores[i] = torch.dot(x_i, query)\n"
                                            "    return scores\n")], ["simple_attention.attention_scores"]),
     "keys.T on a batch": ("causal_attention", [("        attn_scores = queries @ keys.transpose(1, 2)\n",
-                                                "        attn_scores = queries @ keys.T\n")], ["causal_attention.CausalAttention"]),
+                                                "        attn_scores = queries @ keys.T\n")],
+                          ["causal_attention.CausalAttention"]),
     "mask not sliced": ("causal_attention", [("self.mask.bool()[:num_tokens, :num_tokens]", "self.mask.bool()")],
                         ["causal_attention.CausalAttention"]),
-    "mask hides the diagonal": ("causal_attention", [("context_length), diagonal=1))", "context_length), diagonal=0))")],
+    "mask hides the diagonal": ("causal_attention", [("context_length), diagonal=1))",
+                                                      "context_length), diagonal=0))")],
                                 ["causal_attention.CausalAttention"]),
-    "view without contiguous": ("multihead_attention", [MHA_IMPORT, ("context_vec.contiguous().view(", "context_vec.view(")],
+    "view without contiguous": ("multihead_attention", [MHA_IMPORT, ("context_vec.contiguous().view(",
+                                                                     "context_vec.view(")],
                                 ["multihead_attention.MultiHeadAttention"]),
-    "divided by head_dim": ("multihead_attention", [MHA_IMPORT, ("attn_scores / keys.shape[-1] ** 0.5", "attn_scores / self.head_dim")],
+    "divided by head_dim": ("multihead_attention", [MHA_IMPORT, ("attn_scores / keys.shape[-1] ** 0.5",
+                                                                 "attn_scores / self.head_dim")],
                             ["multihead_attention.MultiHeadAttention"]),
     "assert on a tuple": ("multihead_attention", [MHA_IMPORT, ("""        if d_out % num_heads != 0:
             raise ValueError(f"d_out ({d_out}) must be divisible by num_heads ({num_heads})")
@@ -284,7 +299,8 @@ BUGS = {
 """)], ["multihead_attention.MultiHeadAttention"]),
     "heads in a plain list": ("multihead_attention", [MHA_IMPORT, ("""        self.heads = nn.ModuleList(
             [CausalAttention(d_in, d_out, context_length, dropout, qkv_bias) for _ in range(num_heads)]
-        )""", "        self.heads = [CausalAttention(d_in, d_out, context_length, dropout, qkv_bias) for _ in range(num_heads)]")],
+        )""", "        self.heads = [CausalAttention(d_in, d_out, context_length, dropout, qkv_bias) "
+              "for _ in range(num_heads)]")],
         ["multihead_attention.MultiHeadAttentionWrapper"]),
 }
 #: a line each bug's feedback must hold on both paths (so that equal messages are not equally empty)
@@ -299,7 +315,8 @@ SAYS = {
     "gradient cut": "the gradient was cut",
     "in place": "your code modified its input in place (scores)",
     "parameter order": "likely: the parameters are created in a different order",
-    "raises": "your code raised ValueError (trainable_attention.py, line 50, in scaled_attention_weights) during call: d_k=2 is odd",
+    "raises": "your code raised ValueError (trainable_attention.py, line 50, in scaled_attention_weights) during "
+              "call: d_k=2 is odd",
     "W_key not copied": "likely: sa_v1.W_key still holds the values it was created with",
     "float32 loop": "likely: your result is float32 for float64 inputs (its values are right)",
     "keys.T on a batch": "likely: keys.T reverses every dimension of a batch",
@@ -312,8 +329,8 @@ SAYS = {
 }
 #: a warning about the student's own line each of these bugs shows, on both paths
 WARNS = {
-    "keys.T on a batch": "warning about your code: causal_attention.py, line 86: UserWarning: The use of `x.T` on tensors "
-                         "of dimension other than",
+    "keys.T on a batch": "warning about your code: causal_attention.py, line 86: UserWarning: The use of `x.T` on "
+                         "tensors of dimension other than",
     "assert on a tuple": "warning about your code: multihead_attention.py, line 46: SyntaxWarning: assertion is always "
                          "true, perhaps remove parentheses?",
 }
@@ -378,7 +395,8 @@ def notebook_way(case: dict, module: types.ModuleType, helper_code: str) -> tupl
     a passing cell printed (its notes)."""
     # its module arguments as the reference built them (nbgrader_course/collect.py: what the holders hold)
     built = iter(case.get("modules_before") or [])
-    modules = {i: next(built) for i, a in enumerate(case["request"].get("args") or []) if isinstance(a, dict) and "$module" in a}
+    modules = {i: next(built) for i, a in enumerate(case["request"].get("args") or [])
+               if isinstance(a, dict) and "$module" in a}
     test_code = "\n".join(graded_cells.case_code(Case(case["step"], case["count"], case["public"], case,
                                                       case["expected"], modules)))
     namespace: dict = {"__name__": "__main__", **{k: v for k, v in vars(module).items() if not k.startswith("__")}}
@@ -416,9 +434,12 @@ def test_the_same_wrong_answer_gets_the_same_words_through_grade_check_and_a_not
         if checked is None:
             continue
         # the same words: the likely mistake, where the values differ, and every other line
-        assert likely_lines(in_notebook.replace("\n  ", "\n").splitlines()) == likely_lines(checked.replace("\n  ", "\n").splitlines())
-        values = [line for line in checked.splitlines() if "values differ" in line or " row " in line or " values:" in line]
-        assert values == [line for line in in_notebook.splitlines() if "values differ" in line or " row " in line or " values:" in line]
+        assert likely_lines(in_notebook.replace("\n  ", "\n").splitlines()) == likely_lines(
+            checked.replace("\n  ", "\n").splitlines())
+        values = [line for line in checked.splitlines()
+                  if "values differ" in line or " row " in line or " values:" in line]
+        assert values == [line for line in in_notebook.splitlines()
+                          if "values differ" in line or " row " in line or " values:" in line]
         assert in_notebook == checked, f"{case['step']} [{case['count']}] {case['name']}"
         said += [line.strip() for line in checked.splitlines()]
     assert compared and said  # the bug was graded, and caught
@@ -427,4 +448,5 @@ def test_the_same_wrong_answer_gets_the_same_words_through_grade_check_and_a_not
     if public:
         assert any(line.startswith(SAYS[bug]) for line in said), said
     else:  # a hidden case shows where values differ, never the values
-        assert not any(" row " in line or " values:" in line or "|difference|" in line for line in said), [s for s in said if " row " in s or " values:" in s or "|difference|" in s]
+        assert not any(" row " in line or " values:" in line or "|difference|" in line for line in said), [
+            s for s in said if " row " in s or " values:" in s or "|difference|" in s]

@@ -30,9 +30,11 @@ def weights(seed=0, n=6, after=False):
 def result_of(statuses: dict[str, str]) -> dict:
     tests = []
     for i, (step, status) in enumerate(statuses.items(), start=1):
-        tests.append({"name": f"{step} values: Title {step.split('.')[-1]}", "number": f"{i}.1", "score": 2 if status == "passed" else 0,
+        tests.append({"name": f"{step} values: Title {step.split('.')[-1]}", "number": f"{i}.1",
+                      "score": 2 if status == "passed" else 0,
                       "max_score": 2, "status": status, "visibility": "visible", "tags": [],
-                      "output": f"{step} [values] case 'book': failed" if status != "passed" else f"{step} [values]: passed"})
+                      "output": (f"{step} [values] case 'book': failed" if status != "passed"
+                                 else f"{step} [values]: passed")})
     return {"score": 0, "output": "Score: x", "tests": tests}
 
 
@@ -64,7 +66,8 @@ def test_the_page_leads_with_what_failed_and_folds_what_passed():
 def test_gradescope_output_leads_with_what_failed_too():
     step_cards = cards.from_results(result_of(STEPS))
     html = gradescope_html.embed(result_of(STEPS), step_cards, {})["output"]
-    assert html.index("What failed: 2 of 8") < html.index("<pre class=\"summary\">") < html.index('<section class="card')
+    assert (html.index("What failed: 2 of 8") < html.index("<pre class=\"summary\">")
+            < html.index('<section class="card'))
 
 
 def test_titles_break_between_an_identifiers_parts_never_inside_a_word():
@@ -87,9 +90,9 @@ def _failing_page(exp, mine, step="causal_attention.causal_attention_weights", c
 def test_captions_read_as_sentences():
     weights_page = _failing_page(weights(), weights(after=True))
     caption = re.search(r"<figcaption>(.*?)</figcaption>", weights_page).group(1)
-    assert caption == ("Output of case &#x27;book&#x27;. From left to right: the expected values, yours on the same colour "
-                       "scale, and yours − expected (red where yours is too high, blue where it is too low). On the right, "
-                       "each row&#x27;s sum, expected and yours: attention weights sum to 1.")
+    assert caption == ("Output of case &#x27;book&#x27;. From left to right: the expected values, yours on the same "
+                       "colour scale, and yours − expected (red where yours is too high, blue where it is too low). On "
+                       "the right, each row&#x27;s sum, expected and yours: attention weights sum to 1.")
     context = _failing_page(torch.rand(1, 6, 2), torch.rand(1, 6, 2), step="causal_attention.CausalAttention")
     caption = re.search(r"<figcaption>(.*?)</figcaption>", context).group(1)
     assert "row" not in caption and caption.endswith("too low).")  # no strip: not mentioned

@@ -161,7 +161,8 @@ def test_a_note_beside_a_hand_in_is_named_with_it_once(tmp_path, staging):
     assert staged.problem is None and staged.beside == ["grace.txt"]
     assert problems.beside(staged.beside) == [{"kind": "beside", "files": ["grace.txt"],
                                               "message": "handed in beside the code, not graded: grace.txt"}]
-    rows, needs = class_list.build(COURSE, {"grace": {"score": 81, "extra_data": {"problems": problems.beside(["grace.txt"])}},
+    rows, needs = class_list.build(COURSE, {"grace": {"score": 81,
+                                                      "extra_data": {"problems": problems.beside(["grace.txt"])}},
                                             "alice": {"score": 81, "extra_data": {"problems": []}}})
     assert [(class_list.who(e), [r["category"] for r in e["reasons"]]) for e in needs] == [("grace", ["beside"])]
 
@@ -189,7 +190,8 @@ def test_modules_not_graded_for_one_reason_are_said_once():
     assert entry["reasons"][0]["why"] == f"{', '.join(MODULES)}: broken notebook"
     assert f"({len(COURSE.steps)} step(s) score zero)" in entry["reasons"][0]["detail"]
     # the control: two modules not graded for two reasons stay two reasons
-    two = problems.modules({"simple_attention": {"type": "UnreadableSource", "message": "not UTF-8", "cause": "not_utf8"},
+    two = problems.modules({"simple_attention": {"type": "UnreadableSource", "message": "not UTF-8",
+                                                 "cause": "not_utf8"},
                             "causal_attention": {"type": "MalformedNotebook", "message": "broken"}},
                            COURSE.steps_by_module())
     rows, needs = class_list.build(COURSE, {"nina": {"score": 0, "extra_data": {"problems": two}}})
@@ -229,7 +231,8 @@ def test_a_missing_module_costs_the_steps_of_the_modules_that_import_it(tmp_path
     assert importing["causal_attention"] == {"multihead_attention"} and importing["simple_attention"] == set()
     by_module = COURSE.steps_by_module()
     blocked = {"causal_attention": [f"multihead_attention.{s}" for s in by_module["multihead_attention"]]}
-    (found,) = problems.modules({"causal_attention": {"type": "MissingModule", "message": "missing"}}, by_module, blocked)
+    (found,) = problems.modules({"causal_attention": {"type": "MissingModule", "message": "missing"}}, by_module,
+                                blocked)
     assert len(found["steps"]) == len(by_module["causal_attention"]) + len(by_module["multihead_attention"]) == 8
     rows, needs = class_list.build(COURSE, {"ren": {"score": 49, "extra_data": {"problems": [found]}}})
     assert "(8 step(s) score zero)" in needs[0]["reasons"][0]["detail"]

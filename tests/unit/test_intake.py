@@ -339,7 +339,8 @@ def test_one_notebook_with_every_module(tmp_path, staging):
             text = (staged.folder / f"{module}.py").read_text(encoding="utf-8")
             compile(text, f"{module}.py", "exec")
             defined = {n.name for n in ast.parse(text).body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
-            wanted = {n.name for n in ast.parse(solution(module)).body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+            wanted = {n.name for n in ast.parse(solution(module)).body
+                      if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
             assert wanted <= defined
             assert f"{module} was read from the code cells of attention.ipynb" in staged.notes
 

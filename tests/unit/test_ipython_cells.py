@@ -3,7 +3,8 @@
 The intake runs IPython's own cell transformer (``intake/ipython_cells.py``); the sandbox's shell gives each call on
 ``get_ipython()`` one meaning (``worker/ipython_shell.py``); a notebook's module runs cell by cell past a failing cell,
 a module that does not import gives its importers what it should have provided, and the folder's files import by
-their own names (``worker/submission.py``). The whole path, in a real sandbox, is ``tests/system/test_handin_corpus.py``.
+their own names (``worker/submission.py``). The whole path, in a real sandbox, is
+``tests/system/test_handin_corpus.py``.
 """
 from __future__ import annotations
 

@@ -37,7 +37,8 @@ def test_every_test_the_isolation_page_names_exists():
 @pytest.mark.unit
 def test_a_name_that_does_not_exist_is_found():
     """The control: a renamed test, a deleted file and a moved folder are each reported."""
-    text = ("`tests/integration/test_isolation.py::test_no_such_test`, `tests/test_no_such_file.py`, `tests/corpus/no_such/`, "
+    text = ("`tests/integration/test_isolation.py::test_no_such_test`, `tests/test_no_such_file.py`, "
+            "`tests/corpus/no_such/`, "
             "`tests/integration/test_isolation.py::test_a_worker_reaches_no_service_on_loopback`")
-    assert missing(text, ROOT) == ["tests/integration/test_isolation.py::test_no_such_test", "tests/test_no_such_file.py",
-                                   "tests/corpus/no_such/"]
+    assert missing(text, ROOT) == ["tests/integration/test_isolation.py::test_no_such_test",
+                                   "tests/test_no_such_file.py", "tests/corpus/no_such/"]

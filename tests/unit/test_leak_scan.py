@@ -53,7 +53,8 @@ def slim(code_object):
 
 def test_marshalled_reference_code_as_zlib_base85_is_found(tmp_path, code, forward):
     blob = base64.b85encode(zlib.compress(marshal.dumps(slim(forward)), 9)).decode()
-    results(tmp_path, "planted", f"your code raised RuntimeError (multihead_attention.py, line 25) during forward: {blob}")
+    results(tmp_path, "planted",
+            f"your code raised RuntimeError (multihead_attention.py, line 25) during forward: {blob}")
     found = leak_scan.scan_results(tmp_path, lines=set(), code=code)
     assert list(found) == ["planted"]
     assert any("CausalAttention.forward" in item for item in found["planted"]), found
@@ -67,7 +68,8 @@ def test_the_same_code_is_found_in_other_wrappings(tmp_path, code, forward, wrap
     elif wrap == "hex(lzma)":
         text = lzma.compress(data).hex()
     elif wrap == "a85(bz2) in html":
-        text = "<pre>" + base64.a85encode(bz2.compress(data)).decode().replace("&", "&amp;").replace("<", "&lt;") + "</pre>"
+        text = ("<pre>" + base64.a85encode(bz2.compress(data)).decode().replace("&", "&amp;").replace("<", "&lt;")
+                + "</pre>")
     else:
         text = base64.b64encode(gzip.compress(marshal.dumps(("forward", slim(forward), 1)))).decode()
     assert any("CausalAttention.forward" in item for item in leak_scan.decodable_reference_code(text, code)), wrap
@@ -80,14 +82,16 @@ def test_a_solution_line_in_gzip_a85_is_still_found(tmp_path, code):
 
 
 def test_instructions_in_the_values_of_a_mismatch_table_are_found(tmp_path, code, forward):
-    """As leak_standin_bytecode_values writes them: 3 bytes per value, as integers; the table lists the largest first."""
+    """As leak_standin_bytecode_values writes them: 3 bytes per value, as integers; the table lists the largest
+    first."""
     cache = opcode.opmap["CACHE"]
     ops = bytes(b for i in range(0, len(forward.co_code), 2) if forward.co_code[i] != cache
                 for b in forward.co_code[i:i + 2])[40:64]
     values = [1 + int.from_bytes(ops[i:i + 3], "big") for i in range(0, 24, 3)]
     rows = sorted(((v, [0, i // 2, i % 2]) for i, v in enumerate(values)), reverse=True)
     table = "<table class=\"mismatches\"><caption>Largest mismatches</caption>" + "".join(
-        f"<tr><td>{idx}</td><td>0.1234</td><td>{v:.4f}</td><td>{v - 0.1234:.4f}</td></tr>" for v, idx in rows) + "</table>"
+        f"<tr><td>{idx}</td><td>0.1234</td><td>{v:.4f}</td><td>{v - 0.1234:.4f}</td></tr>"
+        for v, idx in rows) + "</table>"
     results(tmp_path, "values", "output: values differ at 8 of 48 entries", html=f"<html><body>{table}</body></html>")
     found = leak_scan.scan_results(tmp_path, lines=set(), code=code)
     assert any("CausalAttention.forward" in item for item in found.get("values", [])), found

@@ -28,7 +28,8 @@ def unexplained(source: str) -> list[tuple[int, str]]:
 
 
 def linted_files() -> list:
-    """The Python files ``ruff check`` reads: the tree less pyproject's ``extend-exclude`` (and what ruff always skips)."""
+    """The Python files ``ruff check`` reads: the tree less pyproject's ``extend-exclude`` (and what ruff always
+    skips)."""
     config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["ruff"]
     excluded = [ROOT / entry for entry in config["extend-exclude"]]
     files = []

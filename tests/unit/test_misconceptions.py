@@ -24,7 +24,8 @@ TOL = Tolerance(rtol=1e-4, atol=1e-5)
 
 def causal(scores: torch.Tensor, diagonal: int = 1) -> torch.Tensor:
     T = scores.shape[-1]
-    return torch.softmax(scores.masked_fill(torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal), -torch.inf), dim=-1)
+    return torch.softmax(scores.masked_fill(torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal), -torch.inf),
+                         dim=-1)
 
 
 def said(got, expected, mistakes=None) -> tuple[list[str], list[str]]:
@@ -52,8 +53,8 @@ def test_the_same_mask_with_nan_rows_is_named_too():
 def test_returning_the_weights_instead_of_the_context():
     likely, ids = said(causal(SCORES), torch.zeros(2, 6, 2))
     assert ids == ["returned-weights"]
-    assert likely == ["likely: returned the attention weights instead of the context vectors: the output is the weights "
-                      "applied to the values"]
+    assert likely == ["likely: returned the attention weights instead of the context vectors: the output is the "
+                      "weights applied to the values"]
     assert said(torch.zeros(2, 6, 3), torch.zeros(2, 6, 2))[1] == []  # control: another wrong shape says nothing
 
 
@@ -61,7 +62,8 @@ def test_a_mean_instead_of_a_sum():
     x = torch.rand(6, 3) + 0.1
     likely, ids = said(x.mean(0), x.sum(0))
     assert ids == ["mean-instead-of-sum"]
-    assert likely == ["likely: your values are the expected ones times 0.1667 (= 1/6): took a mean where a sum was expected?"]
+    assert likely == ["likely: your values are the expected ones times 0.1667 (= 1/6): took a mean where a sum was "
+                      "expected?"]
     assert said(x.sum(0) * 0.5, x.sum(0))[1] == ["missing-scaling"]  # control: 1/2 is a scaling
 
 
@@ -89,8 +91,8 @@ def test_weights_drawn_transposed():
     torch.manual_seed(123)
     mine = torch.rand(2, 3).T
     lines = parameter_problems([("W_query", expected)], [("W_query", mine)], TOL, True)
-    assert lines[-1] == ("likely: the weights are drawn transposed (torch.rand(d_out, d_in).T): draw torch.rand(d_in, d_out), "
-                         "so the seeded values land where specified")
+    assert lines[-1] == ("likely: the weights are drawn transposed (torch.rand(d_out, d_in).T): draw "
+                         "torch.rand(d_in, d_out), so the seeded values land where specified")
     assert ids_of(lines) == ["weights-drawn-transposed"]
     other = parameter_problems([("W_query", expected)], [("W_query", torch.randn(3, 2))], TOL, True)
     assert ids_of(other) == ["different-constructor"]  # control
@@ -110,7 +112,8 @@ def test_a_mask_sliced_by_the_batch_size_is_named_from_the_error():
     verdict = judge(case, {}, {"ok": False, "error": error}, TOL, True)
     assert verdict.misconceptions == ["num-tokens-from-batch"]
     assert verdict.lines[-1].startswith("likely: num_tokens read from the batch dimension (x.shape[0])")
-    other = {**error, "message": "The size of tensor a (3) must match the size of tensor b (6) at non-singleton dimension 2"}
+    other = {**error, "message": "The size of tensor a (3) must match the size of tensor b (6) at non-singleton "
+                                 "dimension 2"}
     assert judge(case, {}, {"ok": False, "error": other}, TOL, True).misconceptions == []  # control: another mismatch
 
 
@@ -125,7 +128,8 @@ def test_heads_split_into_interleaved_columns():
     interleaved = _mha(p, x, heads=2, layout="interleaved")
     likely, ids = said(interleaved, _mha(p, x, heads=2), mistakes)
     assert ids == ["heads-split-interleaved"] and likely[0].startswith("likely: heads split into interleaved columns")
-    assert said(_mha(p, x, heads=2, scale="heads"), _mha(p, x, heads=2), mistakes)[1] == ["scaled-by-num-heads"]  # control
+    # control
+    assert said(_mha(p, x, heads=2, scale="heads"), _mha(p, x, heads=2), mistakes)[1] == ["scaled-by-num-heads"]
 
 
 def test_dropout_on_the_values_or_the_scores():
@@ -162,7 +166,8 @@ X = torch.rand(1, 5, 3)  # the 'wars' input: 5 tokens, context_length 6
       "source_line": "s = s.masked_fill(self.mask.bool(), -torch.inf)"},
      "mask-not-sliced", "slice it: self.mask.bool()[:num_tokens, :num_tokens]"),
     ("keys.T on a batch", error_of(lambda: torch.rand(2, 6, 2) @ torch.rand(2, 6, 2).permute(2, 1, 0)),
-     {"module": True, "init_args": [3, 2, 6, 0.0], "x_shape": [2, 6, 3], "source_line": "attn_scores = queries @ keys.T"},
+     {"module": True, "init_args": [3, 2, 6, 0.0], "x_shape": [2, 6, 3],
+      "source_line": "attn_scores = queries @ keys.T"},
      "batch-transposed-with-T", "keys.T reverses every dimension of a batch"),
     ("view after a transpose", error_of(lambda: torch.rand(2, 2, 6, 2).transpose(1, 2).view(2, 6, 4)),
      {"x_shape": [2, 6, 3], "source_line": "context_vec = context_vec.view(b, num_tokens, self.d_out)"},
@@ -173,19 +178,22 @@ X = torch.rand(1, 5, 3)  # the 'wars' input: 5 tokens, context_length 6
     ("float32 meets float64", error_of(lambda: torch.rand(3, 4) @ torch.rand(4, 5).double()),
      {"x_shape": [3, 4], "source_line": "out = x @ w"}, "mixed-dtypes", "float32 and float64 tensors meet"),
     ("a sum without keepdim", error_of(lambda: torch.rand(2, 5, 5) / torch.rand(2, 5, 5).sum(dim=-1)),
-     {"x_shape": [2, 5, 5], "source_line": "return masked / masked.sum(dim=-1)"}, "sum-without-keepdim", "keepdim=True"),
+     {"x_shape": [2, 5, 5], "source_line": "return masked / masked.sum(dim=-1)"}, "sum-without-keepdim",
+     "keepdim=True"),
 ])
 def test_a_runtime_error_gets_its_likely_cause_in_the_students_terms(name, error, context, mid, words):
 
     [found] = error_hints(error, **context)
     assert found.mid == mid and words in found, found
     # control: the same words of torch's, without the case's sizes or the student's line that name the cause
-    assert [h.mid for h in error_hints(error)] in ([], ["matmul-shapes"]) or mid in ("view-not-contiguous", "mixed-dtypes")
+    assert [h.mid for h in error_hints(error)] in ([], ["matmul-shapes"]) or mid in ("view-not-contiguous",
+                                                                                      "mixed-dtypes")
 
 
 def test_an_error_no_pattern_knows_gets_no_likely_line():
 
-    assert error_hints({"type": "KeyError", "message": "'W_query'"}, x_shape=[2, 6, 3], source_line="w = p['W_query']") == []
+    assert error_hints({"type": "KeyError", "message": "'W_query'"}, x_shape=[2, 6, 3],
+                       source_line="w = p['W_query']") == []
 
 
 def test_the_mask_not_sliced_is_told_apart_from_num_tokens_read_from_the_batch():
@@ -219,7 +227,8 @@ def test_unregistered_heads_tensors_and_buffers_are_named():
     found = unregistered(PlainList())
     assert [(f["name"], f["kind"]) for f in found] == [("heads", "modules"), ("W", "tensor"), ("mask", "tensor")]
     lines = structure_hints(found, True, missing_buffers=["mask"])
-    assert [line.mid for line in lines] == ["modules-in-a-plain-list", "plain-tensor-attribute", "buffer-not-registered"]
+    assert [line.mid for line in lines] == ["modules-in-a-plain-list", "plain-tensor-attribute",
+                                            "buffer-not-registered"]
     assert lines[0].startswith("likely: self.heads is a plain Python list of modules")
     assert "self.register_buffer('mask', ...)" in lines[2]
     assert unregistered(Registered()) == []  # control: registered, even when also kept in a list
@@ -233,7 +242,8 @@ def test_parameters_an_empty_list_says_why():
     lines = parameter_problems([("W_query.weight", torch.rand(2, 3))], [], TOL, True, unregistered=[])
     assert ids_of(lines) == ["no-parameters-at-init"]
 
-    plain = parameter_problems([("heads.0.weight", torch.rand(2, 3))], [], TOL, True, unregistered=unregistered(PlainList()))
+    plain = parameter_problems([("heads.0.weight", torch.rand(2, 3))], [], TOL, True,
+                               unregistered=unregistered(PlainList()))
     assert ids_of(plain) == ["modules-in-a-plain-list", "plain-tensor-attribute"]
     assert unregistered(Lazy()) == []
     assert ids_of(parameter_problems([("W", torch.rand(2))], [("V", torch.rand(2))], TOL, True)) == []  # control

@@ -59,7 +59,8 @@ def test_a_cell_makes_the_earlier_calls_autograde_makes(cases):
     # control: the same cell without its earlier calls cannot tell the caching module from the honest one
     request = {k: v for k, v in case.spec["request"].items() if k != "calls_before"}
     single = "\n".join(graded_cells.case_code(type(case)(case.step, case.count, case.public,
-                                                         {**case.spec, "request": request}, case.expected, case.modules)))
+                                                         {**case.spec, "request": request}, case.expected,
+                                                         case.modules)))
     assert "before=" not in single
     assert _run_cell(single, "MultiHeadAttention", caching) is None
 

@@ -27,7 +27,8 @@ def every_kind() -> nbformat.NotebookNode:
     ]
     markdown = v4.new_markdown_cell("# Title\n\nemoji 🧪, tab\there, a backslash \\ and a NUL-free end")
     markdown.attachments = {"a.png": {"image/png": "iVBORw0KGgo="}}
-    nb = v4.new_notebook(cells=[markdown, code, v4.new_raw_cell(""), v4.new_code_cell(""), v4.new_code_cell("x = 1\nprint('héllo')")],
+    nb = v4.new_notebook(cells=[markdown, code, v4.new_raw_cell(""), v4.new_code_cell(""),
+                                v4.new_code_cell("x = 1\nprint('héllo')")],
                          metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
                                    "orig_nbformat": 3, "zeta": [], "alpha": {}})
     return nb

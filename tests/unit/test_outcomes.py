@@ -47,7 +47,8 @@ def test_an_id_goes_from_the_diagnosis_to_the_outcome_the_tags_and_the_page():
 def test_control_likely_words_in_a_message_are_no_diagnosis():
     """A "likely: " line that is only words (a student's exception message says it) gives no id, no tag and no
     hint box: nothing reads misconceptions back out of the prose."""
-    result, outcomes = _graded(["your code raised ValueError during call: oops", "likely: forgot the 1/sqrt(d_k) scaling"])
+    result, outcomes = _graded(["your code raised ValueError during call: oops",
+                                "likely: forgot the 1/sqrt(d_k) scaling"])
     values = outcomes[(STEP, "values")]
     assert "likely: forgot the 1/sqrt(d_k) scaling" in values.feedback  # the words are still shown as said
     assert values.misconceptions == () and values.likely == ()

@@ -47,7 +47,8 @@ def image(png: bytes):
 
 def test_a_failing_public_case_keeps_both_arrays_and_a_hidden_one_only_its_counts():
     exp, mine = causal_weights(), mask_after_softmax()
-    public = evidence.collect("causal_attention.x", case_of(exp), {"output": exp}, {"ok": True, "output": mine}, TOL, True)
+    public = evidence.collect("causal_attention.x", case_of(exp), {"output": exp}, {"ok": True, "output": mine}, TOL,
+                              True)
     assert torch.equal(public["expected"][0], exp.double()) and torch.equal(public["yours"][0], mine.double())
     assert public["differ"] == int((~TOL.close(mine, exp)).sum()) > 0
     hidden = evidence.collect("causal_attention.x", case_of(exp, "randomized 3"), {"output": exp},
@@ -66,7 +67,8 @@ def test_multi_head_evidence_has_one_panel_per_head():
     ev = evidence.collect("multihead_attention.MultiHeadAttentionWrapper", wrapper, {"output": ctx},
                           {"ok": True, "output": ctx * 2}, TOL, True)
     assert ev["expected"].shape == (2, 6, 2)  # two heads' context vectors, side by side in the output
-    one, two = (image(heatmaps.draw(evidence.collect("m.x", case_of(t), {"output": t}, {"ok": True, "output": t * 2}, TOL, True)))
+    one, two = (image(heatmaps.draw(evidence.collect("m.x", case_of(t), {"output": t}, {"ok": True, "output": t * 2},
+                                                     TOL, True)))
                 for t in (torch.rand(1, 1, 5, 5), torch.rand(1, 2, 5, 5)))
     assert two.shape[0] > 1.6 * one.shape[0]  # a row of panels per head
 
@@ -164,8 +166,10 @@ def test_the_page_shows_pictures_and_mismatches_for_public_cases_and_no_values_f
     hidden = evidence.collect("c.w", case_of(secret, "randomized"), {"output": secret},
                               {"ok": True, "output": secret * 3}, TOL, False)
     result = {"score": 0, "output": "Score: 0 / 3", "tests": [
-        {"name": "c.w values: W", "number": "1.1", "score": 0, "max_score": 2, "status": "failed", "visibility": "visible",
-         "output": "c.w [values] case 'book': failed\n  likely: masked after the softmax without renormalizing the rows",
+        {"name": "c.w values: W", "number": "1.1", "score": 0, "max_score": 2, "status": "failed",
+         "visibility": "visible",
+         "output": "c.w [values] case 'book': failed\n"
+                   "  likely: masked after the softmax without renormalizing the rows",
          "tags": ["c", "values", "failed"]},
         {"name": "c.w randomized: W", "number": "1.2", "score": 0, "max_score": 1, "status": "failed",
          "visibility": "after_published", "output": "c.w [randomized] case 'randomized': failed", "tags": []}]}
@@ -198,7 +202,8 @@ def test_results_json_stays_under_a_megabyte_however_many_cases_fail():
     tests = [{"name": f"c.w{i} values: W", "number": f"{i}.1", "score": 0, "max_score": 1, "status": "failed",
               "visibility": "visible", "output": "failed", "tags": []} for i in range(60)]
     result = {"score": 0, "output": "Score", "tests": tests}
-    step_cards = cards.from_results(result, {(f"c.w{i}", "values"): CountOutcome(f"c.w{i}", "values", FAILED, evidence=ev)
+    step_cards = cards.from_results(result, {(f"c.w{i}", "values"): CountOutcome(f"c.w{i}", "values", FAILED,
+                                                                                  evidence=ev)
                                              for i in range(60)})
     pictures = feedback_page.draw_pictures(step_cards)
     assert pictures.get("__cut__")  # the budget ran out before the 60th picture
@@ -210,7 +215,8 @@ def test_results_json_stays_under_a_megabyte_however_many_cases_fail():
 def test_misconception_ids_travel_from_the_diagnosis_and_the_dashboard_says_what_the_student_read():
     expected = torch.softmax(torch.randn(2, 6, 6), dim=-1)
     label = "heads not merged back in the right order (transpose before view missing)"
-    lines = compare_values(expected * 0 + 0.5, expected, Tolerance(1e-4, 1e-5), True, "output", {label: expected * 0 + 0.5})
+    lines = compare_values(expected * 0 + 0.5, expected, Tolerance(1e-4, 1e-5), True, "output",
+                           {label: expected * 0 + 0.5})
     verdict = Verdict(FAILED, lines)
     assert f"likely: {label}" in lines and verdict.misconceptions == ["heads-merged-without-transpose"]
     assert misconceptions.tags(verdict.misconceptions) == ["misconception:heads-merged-without-transpose"]
@@ -269,7 +275,8 @@ def test_a_colour_bar_is_marked_at_round_numbers_that_fit():
     # neighbours 12 pixels apart at least, wherever the round numbers fall in the bar (not only in sum)
     marks, _ = nice_ticks(-9.95e-5, 9.95e-5, lambda w: 6 * len(w), 134)
     at = [(v + 9.95e-5) / 1.99e-4 * 134 for v, _ in marks]
-    assert all(b - a >= 6 * (len(wa) + len(wb)) / 2 + 12 for a, b, (_, wa), (_, wb) in zip(at, at[1:], marks, marks[1:]))
+    assert all(b - a >= 6 * (len(wa) + len(wb)) / 2 + 12
+               for a, b, (_, wa), (_, wb) in zip(at, at[1:], marks, marks[1:]))
     assert words(0.0, 20.0, 400)[:3] == ["0.0", "2.5", "5.0"]
     assert [w for _, w in nice_ticks(0, 20, len, 400, whole=True)[0]] == ["0", "5", "10", "15", "20"]  # counts
     assert nice_ticks(0, 1.18e6, len, 400, whole=True)[1] == 0  # counts never scaled
@@ -281,7 +288,8 @@ def test_extreme_answers_are_drawn_with_their_scale_named():
     m = torch.triu(torch.ones(6, 6, dtype=torch.bool), 1)
     scores = torch.randn(1, 6, 6, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
     for fill in (-1e9, float(torch.finfo(torch.float32).min)):
-        img = image(heatmaps.draw({"expected": scores.masked_fill(m, -torch.inf), "yours": scores.masked_fill(m, fill)}))
+        img = image(heatmaps.draw({"expected": scores.masked_fill(m, -torch.inf),
+                                   "yours": scores.masked_fill(m, fill)}))
         assert img.shape[0] > 100
     expected = torch.tensor([[[0.3, -torch.inf], [0.5, 0.2]]], dtype=torch.float64)
     yours = torch.tensor([[[0.3, -1e308], [0.5, 0.2]]], dtype=torch.float64)

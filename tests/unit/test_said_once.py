@@ -19,7 +19,8 @@ from .conftest import ROOT
 
 
 def grid(expected: torch.Tensor, yours: torch.Tensor) -> str:
-    ev = {"public": True, "what": "output", "shape": list(expected.shape), "expected": expected[None], "yours": yours[None]}
+    ev = {"public": True, "what": "output", "shape": list(expected.shape), "expected": expected[None],
+          "yours": yours[None]}
     return terminal_grid.render(ev, color=False)
 
 
@@ -67,7 +68,8 @@ def test_an_unreadable_module_is_said_once_and_its_tests_point_to_it():
     message = "simple_attention.ipynb is not a valid notebook: its JSON is broken at line 3, column 1"
     outcomes = {(step, count): CountOutcome(step, count, FAILED, f"{step} [{count}] case 'x': failed\n  {message}")
                 for step, spec in course.steps.items() for count in spec.counts}
-    notes = gradescope_results.unreadable_modules(course, outcomes, {"simple_attention": {"type": "MalformedNotebook", "message": message}})
+    notes = gradescope_results.unreadable_modules(course, outcomes, {"simple_attention": {"type": "MalformedNotebook",
+                                                                                          "message": message}})
     assert len(notes) == 1 and notes[0].startswith(f"Not graded: {message} (steps simple_attention.")
     mine = [o.feedback for (step, _), o in outcomes.items() if step.startswith("simple_attention.")]
     assert mine and set(mine) == {gradescope_results.NOT_GRADED}
@@ -81,7 +83,8 @@ def test_the_gradescope_total_is_labelled_as_the_public_counts():
     html = gradescope_html.embed({"output": "Score: 2 / 5", "tests": []}, cards, {})["output"]
     assert "<strong>2 / 2 points on the public counts (hidden counts are listed with the tests)</strong>" in html
     # control: with no hidden count the total is the whole score, unlabelled
-    whole = gradescope_html.embed({"output": "Score: 2 / 2", "tests": []}, cards[:0] + [StepOutcome("s.a", "A", cards[0].counts[:1])], {})
+    whole = gradescope_html.embed({"output": "Score: 2 / 2", "tests": []},
+                                  cards[:0] + [StepOutcome("s.a", "A", cards[0].counts[:1])], {})
     assert "<strong>2 / 2 points</strong>" in whole["output"]
 
 
@@ -138,9 +141,10 @@ def test_gradescope_s_card_and_the_page_say_the_same_public_points():
     page = feedback_page.page(cards(), {}, "Feedback")
     scope = gradescope_html.embed({"output": "Score: 3 / 3", "tests": []}, cards(), {})["output"]
     assert _card_line(page, "s.a") == "passed, 3/3 points (2/2 on its public counts, 1/1 on its hidden ones)"
-    assert _card_line(scope, "s.a") == ("passed, 2/2 points on its public counts; its 1 hidden count(s) (1 point(s)) are "
-                                        "shown with the tests once grades are published")
+    assert _card_line(scope, "s.a") == ("passed, 2/2 points on its public counts; its 1 hidden count(s) (1 point(s)) "
+                                        "are shown with the tests once grades are published")
     # control: a step with public counts only reads the same on both, unlabelled
     only = [StepOutcome("s.b", "B", (CountOutcome("s.b", "values", "passed", "", 2, 2, True),))]
     assert _card_line(feedback_page.page(only, {}, "F"), "s.b") == "passed, 2/2 points"
-    assert _card_line(gradescope_html.embed({"output": "", "tests": []}, only, {})["output"], "s.b") == "passed, 2/2 points"
+    assert _card_line(gradescope_html.embed({"output": "", "tests": []}, only, {})["output"],
+                      "s.b") == "passed, 2/2 points"

@@ -1,8 +1,8 @@
 """The trusted side answers a stand-in call asked before as the reference worker answered it
 (``sandbox/standin_answers.py``), and only such a call: the same data, the same answer, the same gradients.
 
-The relay is the real ``StandinCalls`` and ``ReferenceWorker.call``; the reference worker behind it is ``reference_server.Server`` in this
-process, reached through the wire's frames as the channel carries them."""
+The relay is the real ``StandinCalls`` and ``ReferenceWorker.call``; the reference worker behind it is
+``reference_server.Server`` in this process, reached through the wire's frames as the channel carries them."""
 from __future__ import annotations
 
 import os
@@ -100,7 +100,8 @@ def test_other_tensors_reach_the_reference_worker_and_get_its_answer(relay):
 
 
 def test_control_a_key_without_the_tensors_would_answer_other_tensors_wrongly(relay, monkeypatch):
-    """The control: keyed on the header alone, the shifted input gets the first answer back (so the test above can fail)."""
+    """The control: keyed on the header alone, the shifted input gets the first answer back (so the test above can
+    fail)."""
     monkeypatch.setattr(standin_answers.StandinAnswers, "key", staticmethod(lambda header, blob: header))
     student, _, _ = relay
     first = _wrapper_run(student(), _x())

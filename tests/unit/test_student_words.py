@@ -129,11 +129,13 @@ def test_control_another_oserror_is_the_students_own(tmp_path):
     ws = submission(tmp_path, "sa", "def scores(x):\n    raise OSError(errno_value, 'No such file')\nerrno_value = 2\n")
     request = {"target": "sa.scores", "kind": "function", "args": [1]}
     words = raised(trusted(runtime.run(request, ws), request))
-    assert words[0] == "your code raised FileNotFoundError (sa.py, line 2, in scores) during call: [Errno 2] No such file"
+    assert words[0] == ("your code raised FileNotFoundError (sa.py, line 2, in scores) during call: [Errno 2] "
+                        "No such file")
 
 
 @pytest.mark.parametrize("exc, limit", [(MemoryError(), "memory"),
-                                        (BlockingIOError(errno.EAGAIN, "Resource temporarily unavailable"), "processes")])
+                                        (BlockingIOError(errno.EAGAIN, "Resource temporarily unavailable"),
+                                         "processes")])
 def test_memory_and_process_limits_are_named(exc, limit):
     found = in_trusted_words({"type": type(exc).__name__, "message": str(exc)}, LIMITS, set(), 0)
     assert "kind" not in found  # a hint for the student: the worker's word is no kind of problem
@@ -241,7 +243,8 @@ def test_a_warning_on_a_hidden_count_is_redacted_as_the_students_text():
 # -- hidden counts: the student's own names and shape, never a hidden value -----------------------------------------
 def test_a_hidden_count_names_the_students_own_classes_and_functions():
 
-    names = names_in_source("class MultiHeadAttentionWrapper:\n    def causal_attention_weights(self, x2):\n        pass\n")
+    names = names_in_source("class MultiHeadAttentionWrapper:\n"
+                            "    def causal_attention_weights(self, x2):\n        pass\n")
     error = {"type": "TypeError", "phase": "__init__", "where": {"file": "mha.py", "line": 20,
                                                                  "function": "causal_attention_weights"},
              "message": "MultiHeadAttentionWrapper.__init__() got an unexpected keyword argument 'qkv_bias' (x2=0.25)"}
@@ -265,7 +268,7 @@ def test_a_hidden_count_shows_the_students_own_shape_from_the_cases_sizes():
         "output: expected shape [1, 1], got shape [?, 1]"]  # a size the case does not have stays hidden
 
 
-# -- one cause, one line ------------------------------------------------------------------------------------------------
+# -- one cause, one line --------------------------------------------------------------------------------------------
 def test_a_float32_result_with_the_right_values_is_said_once_as_its_dtype():
 
     tol = Tolerance(1e-7, 1e-9, lower=Tolerance(1e-4, 1e-5))

@@ -101,7 +101,8 @@ def test_stand_ins_are_the_earlier_steps_never_the_step_itself():
     assert policy.builds_on("m.Wrapper") == {"m.Causal"} and policy.builds_on("m.MHA") == set()
     assert policy.builds_on("m.GPT") == {"m.MHA"}
     # a step out of the unit's order, whose reference reaches the graded step: never beside it
-    swapped = StandinPolicy({"m.Wrapper": {"Causal"}, "m.Causal": set(), "m.X": set()}, ["m.Wrapper", "m.X", "m.Causal"])
+    swapped = StandinPolicy({"m.Wrapper": {"Causal"}, "m.Causal": set(), "m.X": set()},
+                            ["m.Wrapper", "m.X", "m.Causal"])
     assert swapped.needs("m.Causal") == {"m.X"}  # the wrapper is earlier, but its reference contains Causal
     assert swapped.needs("m.X") == set()  # nor one that reaches a later step (Causal, after X)
     assert swapped.needs("m.Causal", asked={"m.Wrapper"}) == {"m.X"}

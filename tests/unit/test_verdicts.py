@@ -1,5 +1,6 @@
 """Fast pieces of what grade check and grade autograde agree on: a second call on one instance, assert as well as
-ValueError, grade check's intake and output limit in autograde's words. Each test has its control (the same check without the change fails)."""
+ValueError, grade check's intake and output limit in autograde's words. Each test has its control (the same check
+without the change fails)."""
 from __future__ import annotations
 
 import json
@@ -49,7 +50,8 @@ def _run(cls, before):
 
 def test_state_kept_between_calls_shows_on_the_judged_call():
     honest = _run(Honest, before=True)["output"]
-    assert torch.equal(_run(Honest, before=False)["output"], honest)  # an honest module: the call before changes nothing
+    # an honest module: the call before changes nothing
+    assert torch.equal(_run(Honest, before=False)["output"], honest)
     cached = _run(CachesKeys, before=True)
     assert not cached["ok"] or not torch.equal(cached["output"], honest)
     # control: with one call only, the caching module is indistinguishable from the honest one
@@ -84,8 +86,10 @@ def test_an_error_python_raises_at_a_limit_gets_the_limit_s_words_as_a_hint_only
     value in it: a hint for that student, never a kind of problem (that needs the trusted side's own measure)."""
     limits_ = {"memory_mb": 3072, "output_mb": 4, "processes": 32}
     flood = {"type": "OSError", "message": "[Errno 27] File too large"}
-    assert limit_hint(flood, limits_) == "the output limit of 4 MB was hit: your code printed or wrote more than the output limit allows"
-    assert limit_hint({"type": "MemoryError", "message": ""}, limits_).startswith("the memory limit of 3,072 MB was hit")
+    assert limit_hint(flood, limits_) == ("the output limit of 4 MB was hit: your code printed or wrote more than the "
+                                          "output limit allows")
+    assert limit_hint({"type": "MemoryError", "message": ""}, limits_).startswith(
+        "the memory limit of 3,072 MB was hit")
     assert "kind" not in flood
     # control: the student's own OSError stays theirs
     assert limit_hint({"type": "OSError", "message": "[Errno 2] No such file or directory"}, limits_) is None
@@ -101,7 +105,8 @@ def _grade_check(monkeypatch, capsys, tmp_path, as_json=False):
     (tmp_path / "simple_attention.py").write_text("import torch\n")
     data = {"modules": ["simple_attention"], "limits": dict(LIMITS),
             "steps": {"simple_attention.attention_scores": {}, "simple_attention.normalize_sum": {}}}
-    results = [StepOutcome(step, "a step", (CountOutcome(step, "values", points=1.0, max_points=1.0),)) for step in data["steps"]]
+    results = [StepOutcome(step, "a step", (CountOutcome(step, "values", points=1.0, max_points=1.0),))
+               for step in data["steps"]]
     monkeypatch.setattr(checking, "run", lambda *args, **kwargs: results)
     code = checking.terminal_check(tmp_path, (), data, as_json, False, None)
     out = capsys.readouterr()

@@ -60,10 +60,12 @@ def test_a_parameter_fact_is_a_note_and_never_a_point():
     case = {"name": "c", "public": True, "request": request, "judge": "equal", "check_parameter_type": True}
     weights = (torch.rand(3, 2),) * 3
     expected = {"ok": True, "output": weights, "output_facts": [{"parameter": True, "requires_grad": False}] * 3}
-    plain = answers.taken({"ok": True, "output": weights, "output_facts": [{"parameter": False}] * 3}, request, [], STEPS)
+    plain = answers.taken({"ok": True, "output": weights, "output_facts": [{"parameter": False}] * 3}, request, [],
+                          STEPS)
     said = judge.judge(case, expected, plain, TOL, True)
     assert said.passed and len(said.notes) == 3 and "nn.Parameter" in said.notes[0]
-    forged = answers.taken({"ok": True, "output": weights, "output_facts": [{"parameter": True}] * 3}, request, [], STEPS)
+    forged = answers.taken({"ok": True, "output": weights, "output_facts": [{"parameter": True}] * 3}, request, [],
+                           STEPS)
     assert judge.judge(case, expected, forged, TOL, True).passed  # the same points, whatever the worker says
     wrong = answers.taken({"ok": True, "output": (torch.zeros(3, 2),) * 3, "output_facts": [{"parameter": True}] * 3},
                           request, [], STEPS)
@@ -76,7 +78,8 @@ def test_dropout_s_graph_is_judged_by_the_gradient_it_gives():
     out = torch.where(mask, x / 0.5, torch.zeros(()))
     up = torch.randn(6, 6)
     request = {"kind": "function", "args": [x, 0.5], "grad_args": [0], "upstream": up}
-    case = {"name": "c", "public": True, "request": request, "judge": "dropout", "p": 0.5, "input": x, "needs_graph": True}
+    case = {"name": "c", "public": True, "request": request, "judge": "dropout", "p": 0.5, "input": x,
+            "needs_graph": True}
     right = torch.where(mask, up / 0.5, torch.zeros(()))
     said_whole = {"ok": True, "output": out, "output_facts": {"requires_grad": True}, "modified_args": []}
     assert not judge.judge(case, {}, said_whole, TOL, True).passed  # a graph said whole, no gradient: cut
@@ -85,7 +88,8 @@ def test_dropout_s_graph_is_judged_by_the_gradient_it_gives():
 
 
 def test_a_missing_step_is_named_only_among_the_unit_s_steps():
-    missing = {"ok": False, "error": {"type": "MissingStep", "message": "", "missing": "simple_attention.normalize_sum"}}
+    missing = {"ok": False, "error": {"type": "MissingStep", "message": "",
+                                      "missing": "simple_attention.normalize_sum"}}
     assert answers.taken(missing, REQUEST, [], STEPS)["error"]["missing"] == "simple_attention.normalize_sum"
     forged = {"ok": False, "error": {**missing["error"], "missing": "INPUT 0.73"}}
     assert "missing" not in answers.taken(forged, REQUEST, [], STEPS)["error"]
