@@ -106,6 +106,7 @@ class WarmGrade:
         self._lock = threading.Lock()
         self._started_env: dict[str, str] = {}
         self._buffer = b""
+        self._owner = os.getpid()
 
     def _start(self) -> subprocess.Popen:
         if self._process is None or self._process.poll() is not None:
@@ -146,6 +147,8 @@ class WarmGrade:
         if not self.can_run(env) or not self._lock.acquire(blocking=False):
             return None
         try:
+            if self._owner != os.getpid():  # a process forked from this one has its pipes, not its server
+                self._process, self._owner = None, os.getpid()
             server = self._start()
             if not self.can_run(env):
                 return None
@@ -157,8 +160,13 @@ class WarmGrade:
                 server.stdin.write((json.dumps({"args": list(args), "cwd": str(cwd), "env": env, "stdout": str(out),
                                                 "stderr": str(err)}) + "\n").encode())
                 server.stdin.flush()
-                pid = self._message(None)["pid"]
-                ended = self._message(timeout)
+                try:
+                    pid = self._message(None)["pid"]
+                    ended = self._message(timeout)
+                except BaseException:  # an interrupt mid-command: a server left mid-way answers no later command
+                    server.kill()
+                    server.wait()
+                    raise
                 if ended is None:
                     os.kill(pid, signal.SIGKILL)
                     self._message(None)
