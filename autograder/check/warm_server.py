@@ -162,13 +162,10 @@ def _lines(sock: socket.socket):
         buffer += chunk
 
 
-def run_served(options: dict) -> int | None:
-    """The exit status of this check, done by the warm server; None where there is none (check here, then)."""
-    folder, refused = _folder()
-    if refused:  # said at every check: slower, never in silence
-        print(f"note: no warm grade check server: {refused}; each check loads torch itself ({DIR_ENV} names "
-              f"another folder, {ENV}=0 turns the server off)", file=sys.stderr, flush=True)
-    path = _socket_in(folder)
+def _connect(path: Path | None) -> socket.socket | None:
+    """A connection to this user's server at ``path``; None where none answers (no socket, a server that ended: its
+    socket is replaced by the next one) or where the peer is not of our uid (a terminal or a notebook's cells are
+    never handed to another user's process: the folder is ours alone, and ``SO_PEERCRED`` says so too)."""
     if path is None or not path.exists():
         return None
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -176,9 +173,21 @@ def run_served(options: dict) -> int | None:
         sock.connect(str(path))
     except OSError:
         sock.close()
-        return None  # a server that ended: its socket is replaced by the next one
-    if not _peer_is_us(sock):  # the folder is ours alone; a server of another uid is never handed our terminal
+        return None
+    if not _peer_is_us(sock):
         sock.close()
+        return None
+    return sock
+
+
+def run_served(options: dict) -> int | None:
+    """The exit status of this check, done by the warm server; None where there is none (check here, then)."""
+    folder, refused = _folder()
+    if refused:  # said at every check: slower, never in silence
+        print(f"note: no warm grade check server: {refused}; each check loads torch itself ({DIR_ENV} names "
+              f"another folder, {ENV}=0 turns the server off)", file=sys.stderr, flush=True)
+    sock = _connect(_socket_in(folder))
+    if sock is None:
         return None
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
@@ -209,17 +218,14 @@ def ask(request: dict) -> dict | None:
     """A notebook's check (``request``: the cells and what to check, ``check/magic.py``) answered by the warm server:
     ``{"text", "html", "passed", "page", "problems", "seconds"}`` or ``{"error"}``; None where no server answers.
     An interrupt (the stop button) closes the connection, which ends the check and its workers, and is raised."""
-    path = socket_path()
-    if path is None or not path.exists():
+    sock = _connect(socket_path())
+    if sock is None:
         return None
     body = json.dumps({**request, "kind": "notebook", "cwd": os.getcwd(), "env": dict(os.environ),
                        "umask": _umask()}).encode()
     started = False
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+    with sock:
         try:
-            sock.connect(str(path))
-            if not _peer_is_us(sock):
-                return None
             sock.sendall(len(body).to_bytes(8, "big") + body)
             for answer in _lines(sock):
                 started = started or "pid" in answer
