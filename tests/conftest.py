@@ -47,7 +47,9 @@ def run_grade(*args: str, cwd: Path = ROOT, env: dict | None = None, timeout: fl
     server (tests/support/warm_grade.py: torch imported once, not once per command), or, with ``fresh`` (or where
     the fork cannot stand for it), in a fresh interpreter as a user's shell would start it."""
     full_env = {**os.environ, **(env or {})}
-    if not fresh and not os.environ.get("GRADE_TESTS_FRESH"):
+    # a `grade check` that may leave its warm server leaves a fork of itself, which tests find by its command line
+    leaves_a_server = args[:1] == ("check",) and full_env.get("GRADE_CHECK_SERVER", "1") != "0"
+    if not fresh and not leaves_a_server and not os.environ.get("GRADE_TESTS_FRESH"):
         done = _WARM.run(list(args), Path(cwd), full_env, timeout)
         if done is not None:
             return done
