@@ -216,7 +216,12 @@ def test_a_lock_folder_left_by_root_costs_a_normal_users_autograde_nothing():
                 if not os.path.lexists(folder):
                     folder.mkdir(mode=0o700)
                     made.append(folder)
-                assert folder.stat().st_uid == 0
+                if folder.stat().st_uid in (student.uid, other_user().uid):  # an earlier run's, as these users
+                    shutil.rmtree(folder)
+                    folder.mkdir(mode=0o700)
+                    made.append(folder)
+                if folder.stat().st_uid != 0:  # a real user's grader made it first: not ours to replace
+                    pytest.skip(f"{folder} is uid {folder.stat().st_uid}'s already: not ours to replace")
             old = ("import os\nfrom pathlib import Path\n"
                    "for folder in [Path('/run/lock/attention-autograder-uids'), "
                    "Path('/tmp/attention-autograder-uids')]:\n"
