@@ -1,8 +1,8 @@
-"""Deadline day, replayed: a class of 60 mixed submissions graded with --jobs 2, Ctrl-C half way, the same
+"""Deadline day, replayed: a class of 42 mixed submissions graded with --jobs 2, Ctrl-C half way, the same
 command again (it resumes: each submission graded exactly once), a --force regrade, and the gradebook export.
 (tests/integration/test_deadline_day.py holds the deadline-day issue's smaller items.)
 
-Its cost: 75 to 115 s on a loaded 2-core machine: the 60 submissions are graded twice (half, then the rest after
+Its cost: 55 to 85 s on a loaded 2-core machine: the 42 submissions are graded twice (half, then the rest after
 the interrupt, then all again with --force), which is what it shows; one test, so nothing to share.
 
 The class is what a real deadline brings: folders (some nested in a folder two deep), .zip archives (some
@@ -32,7 +32,7 @@ from .test_interrupt import MESSAGE, Batch, graded_lines, snapshot
 CORPUS = ROOT / "tests" / "corpus" / "submissions"
 ADVERSARIAL = ROOT / "tests" / "corpus" / "adversarial"
 SAMPLES = ROOT / "samples" / "submissions"
-SIZE = 60
+SIZE = 42
 ON_TIME, IN_GRACE, LATE = "2026-12-11T21:30:00+01:00", "2026-12-12T00:05:00+01:00", "2026-12-13T11:59:00+01:00"
 
 
@@ -44,7 +44,7 @@ def _corpus_part(n: int) -> list[Path]:
 
 
 def build_class(subs: Path) -> dict[str, str]:
-    """The 60 submissions, in every form; {name: its form}."""
+    """The 42 submissions, in every form (each of the corpus's forms twice over); {name: its form}."""
     subs.mkdir()
     forms: dict[str, str] = {}
 
@@ -53,7 +53,7 @@ def build_class(subs: Path) -> dict[str, str]:
                         ignore=shutil.ignore_patterns("__pycache__"))
         forms[name] = "nested folder" if nested else "folder"
 
-    for i, source in enumerate(_corpus_part(42)):
+    for i, source in enumerate(_corpus_part(24)):
         name = source.name
         if i % 6 == 0:
             zipped(source, subs / f"{name}.zip", prefix="attention/" if i % 12 == 0 else "")
