@@ -7,10 +7,10 @@ under that name only once locked (made under a hidden name, then renamed); where
 cannot remove its folders; so every run first sweeps away the folders of its prefix whose lock nobody
 holds. A pid is no proof of life: another grader in another PID namespace (two containers sharing
 ``/tmp``) would read a live run's pid as gone, and pids are reused. Folders of older graders, without a
-lock, fall back to their pid. A run sweeps only its own user's folders (root: its grader uids' too): another
-user's folder of the same name is never looked into, and a lock file is never opened through a link nor blocked
-on by a FIFO in its place (``locks.held``; ``tests/integration/test_owned_folders.py``). The folders themselves
-are made by ``mkdtemp`` (a random name, mode 0700), never taken as found.
+lock, fall back to their pid. A run sweeps only its own user's folders: another user's folder of the same name
+is never looked into, and a lock file is never opened through a link nor blocked on by a FIFO in its place
+(``locks.held``; ``tests/integration/test_owned_folders.py``). The folders themselves are made by ``mkdtemp`` (a
+random name, mode 0700), never taken as found.
 """
 from __future__ import annotations
 
@@ -59,16 +59,13 @@ def _gone(entry: os.DirEntry, pid: str) -> bool:
 
 
 def _ours(entry: os.DirEntry) -> bool:
-    """Made by this user: folders are swept by the user who made them (root's runs by root), no one else's. A root
-    run hands some of its folders to a grader uid (a Dask run's scratch: autograde/cluster/unprivileged.py): root
-    sweeps a grader uid's folder too, or a killed cluster run's scratch would stay for good."""
+    """Made by this user: folders are swept by the user who made them (root's runs by root), no one else's."""
     if not hasattr(os, "geteuid"):
         return True
     try:
-        owner = entry.stat(follow_symlinks=False).st_uid
+        return entry.stat(follow_symlinks=False).st_uid == os.geteuid()
     except OSError:
         return False
-    return owner == os.geteuid() or (os.geteuid() == 0 and owner >= locks.FIRST_UID)
 
 
 def sweep(prefix: str, base: str | None = None) -> None:
