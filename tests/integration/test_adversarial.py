@@ -114,7 +114,8 @@ def graded(tmp_path_factory):
     with machine_to_ourselves():
         clean_markers()
         start = time.monotonic()
-        result = run_grade("autograde", str(ADV_DIR), "--out", str(out), *jobs_args(), timeout=3600)
+        # fresh: attempts read their ancestors' command lines (detect_grader, write_results_json), which must be grade's
+        result = run_grade("autograde", str(ADV_DIR), "--out", str(out), *jobs_args(), timeout=3600, fresh=True)
         elapsed = time.monotonic() - start
         time.sleep(DAEMON_GRACE)  # a daemon that escaped would have written its marker by now
         left = markers()

@@ -14,6 +14,7 @@ counts, ``LD_*``), and a command asked for while another runs in the same test p
 from __future__ import annotations
 
 import atexit
+import contextlib
 import importlib
 import json
 import os
@@ -60,11 +61,13 @@ def _become_the_command(request: dict) -> None:
             os.close(opened)
         signal.signal(signal.SIGINT, signal.default_int_handler)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        sys.argv = [sys.executable, *request["args"]]
-        sys.path[0] = os.getcwd()  # as `python -m` puts the working folder first
-        from autograder.cli import command_line  # noqa: PLC0415 - in the child, from what the server imported
+        tempfile.tempdir = None  # TMPDIR as this command's environment says, not as the server's first use cached it
+        import autograder.cli as cli  # noqa: PLC0415 - imported by the server already
 
-        command_line()  # what the `grade` console script and `python -m autograder.cli` call
+        sys.argv = [cli.__file__, *request["args"]]  # as `python -m autograder.cli` has it
+        sys.modules["__main__"].__package__ = "autograder"  # click's usage line: "python -m autograder.cli"
+        sys.path[0] = os.getcwd()  # as `python -m` puts the working folder first
+        cli.command_line()  # what the `grade` console script and `python -m autograder.cli` call
         code = 0
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
@@ -73,6 +76,7 @@ def _become_the_command(request: dict) -> None:
     except BaseException:  # noqa: BLE001 - the child's own traceback, as the interpreter would print it
         traceback.print_exc()
         code = 1
+    threading._shutdown()  # the interpreter waits for the command's other threads before its exit hooks
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         try:
@@ -160,10 +164,14 @@ class WarmGrade:
                 server.stdin.write((json.dumps({"args": list(args), "cwd": str(cwd), "env": env, "stdout": str(out),
                                                 "stderr": str(err)}) + "\n").encode())
                 server.stdin.flush()
+                pid = None
                 try:
                     pid = self._message(None)["pid"]
                     ended = self._message(timeout)
-                except BaseException:  # an interrupt mid-command: a server left mid-way answers no later command
+                except BaseException:  # an interrupt mid-command: the command ends, as Ctrl-C ends a fresh one, and
+                    if pid is not None:  # the server too (left mid-way, it would answer no later command)
+                        with contextlib.suppress(OSError):
+                            os.kill(pid, signal.SIGKILL)
                     server.kill()
                     server.wait()
                     raise
