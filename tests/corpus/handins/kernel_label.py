@@ -281,17 +281,23 @@ VERSIONS = ("torch", "ipykernel", "ipython", "nbclient")
 
 
 def corpus_key(handins: dict[str, Path]) -> str:
-    """What the labels were made from: every file of every hand-in, the label's own code, the versions of
-    ``VERSIONS`` and Python's (a change to any of them makes the recorded labels stale)."""
-    from importlib.metadata import version  # noqa: PLC0415 - only here
+    """What the labels were made from: every file of every hand-in, the label's own code, what it compares with
+    (the reference solutions, the steps of course.yml), the versions of ``VERSIONS`` and Python's (a change to any
+    of them makes the recorded labels stale; a package of ``VERSIONS`` missing, too)."""
+    from importlib.metadata import PackageNotFoundError, version  # noqa: PLC0415 - only here
 
     digest = hashlib.sha256()
     for name in sorted(handins):
         for path in sorted(p for p in handins[name].rglob("*") if p.is_file()):
             digest.update(f"{name}/{path.relative_to(handins[name])}\0".encode() + path.read_bytes() + b"\0")
-    for own in (Path(__file__), ROOT / "tests" / "corpus" / "label.py"):
-        digest.update(own.read_bytes())
-    digest.update(json.dumps([sys.version_info[:2], [version(p) for p in VERSIONS]]).encode())
+    compared = [ROOT / "course.yml", *sorted((ROOT / "solutions").glob("*.py"))]
+    for own in (Path(__file__), ROOT / "tests" / "corpus" / "label.py", *compared):
+        digest.update(f"{own.relative_to(ROOT)}\0".encode() + own.read_bytes() + b"\0")
+    try:
+        versions = [version(p) for p in VERSIONS]
+    except PackageNotFoundError as missing:
+        versions = [f"missing: {missing}"]
+    digest.update(json.dumps([sys.version_info[:2], versions]).encode())
     return digest.hexdigest()
 
 
