@@ -75,8 +75,12 @@ def _kernel_chosen_in_dialog(page) -> bool:
     accept = page.locator(".jp-Dialog .jp-mod-accept")
     if not accept.count():
         return False
-    accept.first.click(timeout=30_000)
-    page.locator(".jp-Dialog").first.wait_for(state="detached", timeout=30_000)
+    # the topmost dialog (JupyterLab may have put up two, one over the other): its "Always start the preferred
+    # kernel" ticked, so that it is not asked again, then Select
+    always = page.locator(".jp-Dialog input[type=checkbox]")
+    if always.count() and not always.last.is_checked():
+        always.last.check(timeout=30_000)
+    accept.last.click(timeout=30_000)
     return True
 
 
