@@ -23,7 +23,7 @@ import pytest
 from tests.support.browser import Browser, find_or_install
 from tests.support.warm_grade import WarmGrade
 
-pytest_plugins = ["tests.support.two_workers",  # how the slow stage is shared between two xdist workers
+pytest_plugins = ["tests.support.two_workers",  # how the slow stage is shared between the xdist workers
                   "tests.support.cpu_time",  # the CPU each step spends, printed beside --durations
                   "tests.support.built_for_the_run"]  # what many tests read, built once per run
 
