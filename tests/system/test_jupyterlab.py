@@ -42,6 +42,11 @@ def jupyterlab(tmp_path):
     news.mkdir(parents=True)
     (news / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false",
                                                                          "checkForUpdates": False}))
+    # the preferred kernel started without a "Select Kernel" dialog, as JupyterLab does once a student ticks "Always
+    # start the preferred kernel" (the dialog comes when the kernel list is slow to load, on a loaded machine)
+    notebook = tmp_path / "settings" / "@jupyterlab" / "notebook-extension"
+    notebook.mkdir(parents=True)
+    (notebook / "tracker.jupyterlab-settings").write_text(json.dumps({"autoStartDefaultKernel": True}))
     log = open(tmp_path / "jupyterlab.log", "wb")  # noqa: SIM115 - the server writes it until it is stopped
     server = subprocess.Popen([sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
                                f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
@@ -68,20 +73,10 @@ def jupyterlab(tmp_path):
     log.close()
 
 
-def _kernel_chosen_in_dialog(page) -> bool:
-    """JupyterLab's "Select Kernel" dialog (shown when the kernel is slow to start, on a loaded machine), answered as a
-    student would: Select, the kernel it offers; whether there was one. It may come at any moment after the page
-    loads: each attempt of the test answers it first."""
-    accept = page.locator(".jp-Dialog .jp-mod-accept")
-    if not accept.count():
-        return False
-    # the topmost dialog (JupyterLab may have put up two, one over the other): its "Always start the preferred
-    # kernel" ticked, so that it is not asked again, then Select
-    always = page.locator(".jp-Dialog input[type=checkbox]")
-    if always.count() and not always.last.is_checked():
-        always.last.check(timeout=30_000)
-    accept.last.click(timeout=30_000)
-    return True
+def _dialogs(page) -> str:
+    """The text of the dialogs JupyterLab has up (for a failure's message)."""
+    dialogs = page.locator(".jp-Dialog")
+    return " | ".join(dialogs.nth(i).inner_text() for i in range(dialogs.count())) or "none"
 
 
 def test_the_magic_in_jupyterlab_shows_the_verdict_and_the_heatmaps(jupyterlab, browser):
@@ -99,19 +94,20 @@ def test_the_magic_in_jupyterlab_shows_the_verdict_and_the_heatmaps(jupyterlab, 
     page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=120_000)
     page.wait_for_selector("#jupyterlab-splash", state="detached", timeout=120_000)
     answer = page.locator(".jp-OutputArea-output:has-text('likely: masked after the softmax')").first
-    for attempt in range(4):  # a Run All clicked under a dialog, or before the kernel is connected, runs nothing
+    # the kernel connected and idle, as the status bar says it to the student, before Run All (on a loaded machine a Run
+    # All clicked while the kernel is still starting runs nothing)
+    page.locator(".jp-StatusBar-TextItem:has-text('Python 3 (ipykernel) | Idle')").wait_for(timeout=180_000)
+    for attempt in range(4):  # a click the page was too busy to take
         try:
-            if not _kernel_chosen_in_dialog(page):
-                page.keyboard.press("Escape")  # an open menu in the way (never a dialog: Escape there is No Kernel)
+            page.keyboard.press("Escape")  # an open menu in the way
             page.get_by_role("menuitem", name="Run", exact=True).click(timeout=30_000)
             page.get_by_role("menuitem", name="Run All Cells").first.click(timeout=30_000)
-            _kernel_chosen_in_dialog(page)
             answer.wait_for(timeout=120_000)
             break
-        except Exception:
+        except Exception as error:
             if attempt == 3:
                 page.screenshot(path=str(root.parent / "jupyterlab-failed.png"))
-                raise
+                raise AssertionError(f"JupyterLab's dialogs on the page: {_dialogs(page)}") from error
     text = answer.inner_text()
     assert "checked the" in text and "cells you ran" in text
     assert "causal_attention.CausalAttention" in text and "FAILED" in text
