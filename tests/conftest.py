@@ -30,6 +30,10 @@ pytest_plugins = ["tests.support.two_workers",  # how the slow stage is shared b
 # ``grade check`` leaves a warm server behind (autograder/check/warm_server.py); each test's checks run in-process
 # unless it asks for one (tests/test_check_server.py)
 os.environ.setdefault("GRADE_CHECK_SERVER", "0")
+# pip installs into the tests' fresh environments (the bundle on two Pythons, a fresh clone's `make demo` as a normal
+# user, Gradescope's setup.sh in a Debian root, the documented commands) without byte-compiling what it installs:
+# torch's 5,400 modules are 21 of the 28 CPU-s of its install, and a test imports a few hundred of them
+os.environ.setdefault("PIP_COMPILE", "0")  # pip --no-compile (PIP_NO_COMPILE=1 would mean the opposite)
 # the reference answers a run keeps for the next (grading/suites/stored_answers.py): in a folder of this test session's
 # own, not the user's cache folder, so every run of the suite starts with none kept and computes them once
 if "GRADE_CACHE_DIR" not in os.environ:

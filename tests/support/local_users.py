@@ -39,7 +39,7 @@ class User:
         env = {"HOME": str(self.home), "USER": self.name, "LOGNAME": self.name, "LANG": "C.UTF-8",
                "PATH": "/usr/local/bin:/usr/bin:/bin", "TMPDIR": "/tmp"}
         for key in ("PIP_FIND_LINKS", "PIP_CERT", "PIP_DEFAULT_TIMEOUT", "PIP_DISABLE_PIP_VERSION_CHECK",
-                    "GRADE_CHECK_SERVER"):
+                    "PIP_COMPILE", "GRADE_CHECK_SERVER"):
             if key in os.environ:
                 env[key] = os.environ[key]
         return {**env, **(extra or {})}
