@@ -1,8 +1,8 @@
-"""Deadline day, replayed: a class of 42 mixed submissions graded with --jobs 2, Ctrl-C half way, the same
+"""Deadline day, replayed: a class of 30 mixed submissions graded with --jobs 2, Ctrl-C half way, the same
 command again (it resumes: each submission graded exactly once), a --force regrade, and the gradebook export.
 (tests/integration/test_deadline_day.py holds the deadline-day issue's smaller items.)
 
-Its cost: 55 to 85 s on a loaded 2-core machine: the 42 submissions are graded twice (half, then the rest after
+Its cost: 40 to 60 s on a loaded 2-core machine: the 30 submissions are graded twice (half, then the rest after
 the interrupt, then all again with --force), which is what it shows; one test, so nothing to share.
 
 The class is what a real deadline brings: folders (some nested in a folder two deep), .zip archives (some
@@ -32,19 +32,21 @@ from .test_interrupt import MESSAGE, Batch, graded_lines, snapshot
 CORPUS = ROOT / "tests" / "corpus" / "submissions"
 ADVERSARIAL = ROOT / "tests" / "corpus" / "adversarial"
 SAMPLES = ROOT / "samples" / "submissions"
-SIZE = 42
+SIZE = 30
 ON_TIME, IN_GRACE, LATE = "2026-12-11T21:30:00+01:00", "2026-12-12T00:05:00+01:00", "2026-12-13T11:59:00+01:00"
 
 
 def _corpus_part(n: int) -> list[Path]:
-    """``n`` of the corpus's submissions, the same as it grows: every correct one, then the bugs in name order."""
+    """``n`` of the corpus's submissions, in name order: half of them correct (correct_einsum among them), half bugs,
+    each half the first in name order."""
     every = sorted(p for p in CORPUS.iterdir() if p.is_dir())
-    correct = [p for p in every if p.name.startswith("correct_")]
-    return sorted(correct + [p for p in every if p not in correct][:n - len(correct)])
+    correct = [p for p in every if p.name.startswith("correct_") and p.name != "correct_einsum"][:n // 2 - 1]
+    bugs = [p for p in every if not p.name.startswith("correct_")][:n - n // 2]
+    return sorted([CORPUS / "correct_einsum", *correct, *bugs])
 
 
 def build_class(subs: Path) -> dict[str, str]:
-    """The 42 submissions, in every form (each of the corpus's forms twice over); {name: its form}."""
+    """The 30 submissions, in every form (each of the corpus's forms once, the samples' in each); {name: its form}."""
     subs.mkdir()
     forms: dict[str, str] = {}
 
@@ -53,7 +55,7 @@ def build_class(subs: Path) -> dict[str, str]:
                         ignore=shutil.ignore_patterns("__pycache__"))
         forms[name] = "nested folder" if nested else "folder"
 
-    for i, source in enumerate(_corpus_part(24)):
+    for i, source in enumerate(_corpus_part(12)):  # i % 12: each form, with and without its variant
         name = source.name
         if i % 6 == 0:
             zipped(source, subs / f"{name}.zip", prefix="attention/" if i % 12 == 0 else "")
