@@ -98,10 +98,16 @@ def wait_for(predicate, timeout: float, what: str):
     raise AssertionError(f"timed out waiting for {what}")
 
 
+#: the ``DASK_DISTRIBUTED__*`` exports of docs/cluster.md's Slurm job script (autograder's executor.QUIET), as
+#: workers started by hand are given them
+HOUSEKEEPING = dict(line.removeprefix("export ").split("=", 1) for line in re.findall(
+    r'"(export DASK_DISTRIBUTED__[A-Z_]+=(?:False|\d+s))"', (ROOT / "docs" / "cluster.md").read_text()))
+
+
 class CliCluster:
     """``dask scheduler`` and ``dask worker`` processes, each in a process group of its own: over TLS with the
     course's ``certificates`` (the cluster's for them, the grader's for the clients), or, given None, plain TCP
-    (``--insecure-scheduler``)."""
+    (``--insecure-scheduler``); with docs/cluster.md's housekeeping (HOUSEKEEPING: idle, 1% of a core, not 12%)."""
 
     def __init__(self, base: Path, certificates: course_certificates.Certificates | None, workers: int = 2,
                  env: dict | None = None, worker_args: tuple[str, ...] = ()):
@@ -110,7 +116,7 @@ class CliCluster:
         scheme, tls = ("tls", certificates.dask_args()) if certificates else ("tcp", [])
         self.address = f"{scheme}://127.0.0.1:{self.port}"
         self.base = base
-        self.env = {**os.environ, "DASK_TEMPORARY_DIRECTORY": str(base), **(env or {})}
+        self.env = {**os.environ, "DASK_TEMPORARY_DIRECTORY": str(base), **HOUSEKEEPING, **(env or {})}
         self.procs = [self._start("scheduler", "--host", "127.0.0.1", "--port", str(self.port), "--no-dashboard",
                                   "--protocol", scheme, *tls)]
         for i in range(workers):
