@@ -143,12 +143,31 @@ def test_every_submission_has_results(graded):
     assert missing == []
 
 
+def _memory_group(graded) -> bool:
+    """Whether the run held each submission's memory in a control group (the isolation line says so)."""
+    return "limited per submission" in graded["result"].stdout
+
+
+def _timed_out_for_want_of_a_memory_group(graded, name: str) -> bool:
+    """An attack the manifest says may end at a step's time limit where no control group holds its memory (the
+    machine itself must find it, slowly when loaded), that did exactly that: its only problem is one time limit."""
+    result = load(graded, name)
+    problems = result["extra_data"].get("problems") or []
+    return ("without_a_memory_group" in ADV_MANIFEST[name] and not _memory_group(graded)
+            and [p["kind"] for p in problems] == ["timed_out"] and len(problems[0]["steps"]) == 1)
+
+
 @pytest.mark.parametrize("name", sorted(ADV_MANIFEST))
 def test_submission_scores_as_the_manifest_says(graded, name):
     expect = ADV_MANIFEST[name]
     result = load(graded, name)
     lost = sorted({t["name"].split(" ", 1)[0] for t in result["tests"] if t["status"] != "passed"})
-    if expect["expect"] == "full":
+    if expect["expect"] == "full" and _timed_out_for_want_of_a_memory_group(graded, name):
+        step = lost[0]
+        assert lost == [step] and result["score"] == COURSE.max_points() - sum(
+            c.points for c in COURSE.steps[step].counts.values()), (
+            expect["without_a_memory_group"])
+    elif expect["expect"] == "full":
         assert lost == [] and result["score"] == COURSE.max_points(), expect.get("why")
     else:
         assert lost == sorted(expect["steps"]), expect.get("why")
@@ -165,7 +184,8 @@ def test_no_attack_scores_more_than_its_honest_control(graded):
     gains = {}
     for name, control in pairs.items():
         attack, honest = load(graded, name)["score"], load(graded, control)["score"]
-        if attack > honest or ("score" in ADV_MANIFEST[name] and attack != ADV_MANIFEST[name]["score"]):
+        exact = "score" in ADV_MANIFEST[name] and not _timed_out_for_want_of_a_memory_group(graded, name)
+        if attack > honest or (exact and attack != ADV_MANIFEST[name]["score"]):
             gains[name] = (attack, honest)
     assert gains == {}, "attack: (its score, its honest control's)"
 
