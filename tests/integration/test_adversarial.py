@@ -151,10 +151,10 @@ def _memory_group(graded) -> bool:
 def _timed_out_for_want_of_a_memory_group(graded, name: str) -> bool:
     """An attack the manifest says may end at a step's time limit where no control group holds its memory (the
     machine itself must find it, slowly when loaded), that did exactly that: its only problem is one time limit."""
-    result = load(graded, name)
-    problems = result["extra_data"].get("problems") or []
-    return ("without_a_memory_group" in ADV_MANIFEST[name] and not _memory_group(graded)
-            and [p["kind"] for p in problems] == ["timed_out"] and len(problems[0]["steps"]) == 1)
+    allowed = ADV_MANIFEST[name].get("without_a_memory_group")
+    problems = load(graded, name)["extra_data"].get("problems") or []
+    return (allowed is not None and not _memory_group(graded)
+            and [(p["kind"], p["steps"]) for p in problems] == [("timed_out", [allowed["may_time_out"]])])
 
 
 @pytest.mark.parametrize("name", sorted(ADV_MANIFEST))
@@ -163,10 +163,9 @@ def test_submission_scores_as_the_manifest_says(graded, name):
     result = load(graded, name)
     lost = sorted({t["name"].split(" ", 1)[0] for t in result["tests"] if t["status"] != "passed"})
     if expect["expect"] == "full" and _timed_out_for_want_of_a_memory_group(graded, name):
-        step = lost[0]
+        step = expect["without_a_memory_group"]["may_time_out"]
         assert lost == [step] and result["score"] == COURSE.max_points() - sum(
-            c.points for c in COURSE.steps[step].counts.values()), (
-            expect["without_a_memory_group"])
+            c.points for c in COURSE.steps[step].counts.values()), expect["without_a_memory_group"]["why"]
     elif expect["expect"] == "full":
         assert lost == [] and result["score"] == COURSE.max_points(), expect.get("why")
     else:
