@@ -6,27 +6,36 @@
 PYTHON ?= python3.11
 VENV   := .venv
 BIN    := $(VENV)/bin
-STAMP  := $(VENV)/.installed
+KIT    := $(VENV)/.installed
+STAMP  := $(VENV)/.installed-test
 
 .PHONY: demo test check install
 
-$(STAMP): pyproject.toml
-	@echo "installing the kit, torch 2.13.0 (CPU) and the test tools into $(VENV) (first run: about 2 minutes)..."
+# the kit alone (torch and what grading needs): all make demo and make check use
+$(KIT): pyproject.toml
+	@echo "installing the kit and torch 2.13.0 (CPU) into $(VENV) (first run: about 2 minutes)..."
 	@$(PYTHON) -m venv $(VENV)
 	@if [ -t 1 ]; then quiet=; else quiet=--quiet; fi; \
 	  $(BIN)/python autograder/release/torch_cpu.py $$quiet && \
+	  $(BIN)/python -m pip install $$quiet --disable-pip-version-check -e .
+	@touch $(KIT)
+	@echo "installed: $(BIN)/grade"
+
+# and the test tools (nbgrader, JupyterLab, Playwright, Dask, the LTI libraries, ruff, pytest-xdist): make test's
+$(STAMP): $(KIT)
+	@echo "installing the test tools into $(VENV) (first run: about 2 minutes)..."
+	@if [ -t 1 ]; then quiet=; else quiet=--quiet; fi; \
 	  $(BIN)/python -m pip install $$quiet --disable-pip-version-check -e '.[test]'
 	@touch $(STAMP)
-	@echo "installed: $(BIN)/grade"
 
 install: $(STAMP)
 
-demo: $(STAMP)
+demo: $(KIT)
 	@echo "grading the 4 sample submissions of samples/submissions/ into results/ (about 30 s: torch starts, then each in its sandbox)..."
 	@$(BIN)/grade autograde samples/submissions --out results
 	@echo "results: results/<name>/results.json (Gradescope format) and results/<name>/feedback.html; the class: results/summary.html"
 
-check: $(STAMP)
+check: $(KIT)
 	@echo "checking exercises/ against the public cases (about 10 s)..."
 	@$(BIN)/grade check exercises
 

@@ -267,6 +267,7 @@ def test_make_demo_says_each_stage_and_pip_is_quiet_only_off_a_terminal(tmp_path
     calls = (tmp_path / "calls.log").read_text().splitlines()
     pip = next(call for call in calls if " pip install " in call)
     assert ("--quiet" in pip) is (not tty), pip  # pip's progress on a terminal, quiet in a log
+    assert "[test]" not in pip, pip  # the kit alone: the test tools are make test's
     assert "grade autograde samples/submissions --out results" in calls
     # a second run installs nothing and says nothing about installing (the control: the stage line is the stage's)
     again = _make(tmp_path, "demo", tty)

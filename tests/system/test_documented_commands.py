@@ -335,7 +335,8 @@ def _layered_venv(course: Path) -> Path:
     run = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--no-deps",
                           "-e", str(course)], capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr
-    (venv / ".installed").touch()
+    (venv / ".installed").touch()  # make's stamps: the kit, and the test tools over it
+    (venv / ".installed-test").touch()
     return venv
 
 

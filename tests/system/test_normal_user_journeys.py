@@ -113,11 +113,11 @@ def shared_before():
 
 
 def test_make_demo_in_a_fresh_clone_as_a_normal_user(shared_before):
-    """A fresh clone's ``make demo``: its real install (a venv, torch from the local wheel, the kit and its test extra
-    from pip's sources), then the samples graded in a sandbox of the user's (the level said on the isolation line),
-    nothing written outside the clone and the user's own folders. Costly: ``make demo`` took 89 to 155 s on 2 busy
-    cores, nearly all of it the install (the kit and its test extra downloaded from PyPI: pip keeps no cache here, and
-    none is shared or kept between runs, so an install that fails fails here; only torch is local, the wheel pip's
+    """A fresh clone's ``make demo``: its real install (a venv, torch from the local wheel, the kit from pip's
+    sources; not the test tools, which only ``make test`` installs), then the samples graded in a sandbox of the
+    user's (the level said on the isolation line), nothing written outside the clone and the user's own folders.
+    Costly: nearly all of it the install (the kit's packages downloaded from PyPI: pip keeps no cache here, and none
+    is shared or kept between runs, so an install that fails fails here; only torch is local, the wheel pip's
     ``find-links`` names); the controls and removing the clone, seconds. Controls: the same ``grade`` at ``rlimits``
     says so on the same line; a file the user leaves in /tmp is seen by the same comparison."""
     user = normal_user()
@@ -135,6 +135,8 @@ def test_make_demo_in_a_fresh_clone_as_a_normal_user(shared_before):
         assert done.returncode == 0, said
         print(f"make demo as {user.name}: {seconds:.0f} s")
         assert "torch 2.13.0+cpu (CPU build)" in said  # pip's find-links: the local wheel
+        site = clone / ".venv" / "lib" / "python3.11" / "site-packages"
+        assert (site / "torch").is_dir() and not (site / "nbgrader").exists(), "make demo installed the test tools"
         scores = {p.parent.name: json.loads(p.read_text())["score"] for p in (clone / "results").glob("*/results.json")}
         assert scores == SAMPLE_SCORES, said
         level = next(line for line in done.stdout.splitlines() if line.startswith("isolation: "))
