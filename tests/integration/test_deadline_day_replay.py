@@ -2,8 +2,9 @@
 command again (it resumes: each submission graded exactly once), a --force regrade, and the gradebook export.
 (tests/integration/test_deadline_day.py holds the deadline-day issue's smaller items.)
 
-Its cost: 40 to 60 s on a loaded 2-core machine: the 30 submissions are graded twice (half, then the rest after
-the interrupt, then all again with --force), which is what it shows; one test, so nothing to share.
+Its cost: the 30 submissions are graded twice (half, then the rest after the interrupt, then all again with
+--force), which is what it shows; one test, so nothing to share. The course is a copy with a 6 s step limit
+(tests/support/short_course.py): the infinite loop and the print loop each spin a core until their step's limit.
 
 The class is what a real deadline brings: folders (some nested in a folder two deep), .zip archives (some
 with a top folder), one notebook per module, one notebook for all, the test corpus's correct and buggy
@@ -26,6 +27,7 @@ import pytest
 from autograder.pages import class_list
 
 from .conftest import ROOT, run_grade
+from tests.support.short_course import short_course
 from tests.support.submission_forms import module_notebooks, one_notebook, zipped
 from .test_interrupt import MESSAGE, Batch, graded_lines, snapshot
 
@@ -133,7 +135,9 @@ def test_deadline_day(tmp_path, scratch_dir):
     times_file.write_text("submission,submitted_at\n" + "".join(f"{n},{t}\n" for n, t in times.items() if t))
 
     # -- 1. grading starts; Ctrl-C half way --------------------------------------------------------
-    batch = Batch(tmp_path, subs, "--jobs", "2", "--times", str(times_file), scratch=scratch_dir)
+    course = short_course(tmp_path / "course")  # the infinite and print loops spin 6 s a step, not 20
+    batch = Batch(tmp_path, subs, "--jobs", "2", "--times", str(times_file), "--course", str(course),
+                  scratch=scratch_dir)
     try:
         batch.wait_for_results(at_least=SIZE // 2, timeout=1800)
         batch.interrupt("group")

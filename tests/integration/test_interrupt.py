@@ -3,8 +3,8 @@ kills every process it started, says how to resume and exits 130; a re-run grade
 
 SIGINT is sent as a terminal sends it (to the whole foreground process group: the batch runs in a session of
 its own here) and to the main process alone (``kill -INT PID``), on the local executor (``--jobs``) and on a
-Dask LocalCluster. The class is large enough (24 submissions) for the interrupt to land mid-batch: it is sent
-once a couple of results.json are written.
+Dask LocalCluster. The class is large enough (12 submissions) for the interrupt to land mid-batch: it is sent
+once a couple of results.json are written, when ten submissions (several seconds of grading on two jobs) are left.
 
 On a running scheduler (``--scheduler``) the workers are not ours: the rest is cancelled, the cluster goes on.
 
@@ -38,8 +38,8 @@ MESSAGE = re.compile(r"interrupted after (\d+) of (\d+); run the same command ag
 
 
 # -- helpers -------------------------------------------------------------------------------------
-def make_class(folder: Path, copies: int = 6) -> list[str]:
-    """``copies`` of each sample submission (alice, bob, carol, dave): 24 by default."""
+def make_class(folder: Path, copies: int = 3) -> list[str]:
+    """``copies`` of each sample submission (alice, bob, carol, dave): 12 by default."""
     names = []
     for i in range(copies):
         for sample in sorted(p.name for p in SAMPLES.iterdir() if p.is_dir()):

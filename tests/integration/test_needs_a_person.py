@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from pathlib import Path
 
 import pytest
 
@@ -24,7 +23,7 @@ from autograder.outputs.results import parse
 from autograder.pages import class_list, dashboard
 
 from .conftest import ROOT, run_grade
-from tests.support.recorded_cases import record
+from tests.support.short_course import short_course
 
 COURSE = load_course(ROOT / "course.yml")
 TOP = COURSE.max_points()
@@ -148,19 +147,6 @@ def test_results_json_keeps_gradescopes_shape_with_the_problems():
 
 
 # -- a real class, graded through the CLI, read in Chromium ------------------------------------------
-def short_course(folder: Path, step_seconds: int = 6) -> Path:
-    """A copy of the course whose step time limit is short (an infinite loop costs seconds, not 20)."""
-    folder.mkdir()
-    text = (ROOT / "course.yml").read_text(encoding="utf-8")
-    assert "  step_seconds: 20 " in text
-    (folder / "course.yml").write_text(text.replace("  step_seconds: 20 ", f"  step_seconds: {step_seconds} ", 1),
-                                       encoding="utf-8")
-    shutil.copytree(ROOT / "solutions", folder / "solutions")
-    shutil.copytree(ROOT / "autograder" / "unit" / "suites", folder / "autograder" / "unit" / "suites")
-    record(folder / "course.yml")  # its limits are another course's: its public cases are recorded with them
-    return folder / "course.yml"
-
-
 CORRECT = ("alice", "bob", "carol", "dave")  # graded in full (bob and carol lose points, dave has stubs)
 WHY = {"frank": ("Not graded", "corrupt zip"), "eve": ("Not graded", "empty folder"),
        "nina": ("A module not graded", "trainable_attention: broken notebook"),

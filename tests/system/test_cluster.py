@@ -30,6 +30,7 @@ from .conftest import ROOT, run_grade
 from tests.support.documented_slurm import documented_cluster, worker_command
 from tests.support.levels import best_here
 from tests.support.processes import alive, descendants
+from tests.support.short_course import short_course
 
 pytest.importorskip("distributed", reason="the [cluster] extra (pip install -e '.[cluster]')")
 
@@ -295,7 +296,8 @@ def test_submissions_that_crash_or_hang_their_worker_get_a_fair_zero_and_others_
     for name in ("alice", "bob"):
         shutil.copytree(SAMPLES / name, subs / name)
     out = tmp_path / "out"
-    run = autograde(str(subs), "--out", str(out), *cli_cluster.grade_args())
+    course = short_course(tmp_path / "course")  # the infinite loop spins 6 s, the trickle sleeps 6 s: not 20 each
+    run = autograde(str(subs), "--out", str(out), "--course", str(course), *cli_cluster.grade_args())
     got = results(out)
     assert sorted(progress_lines(run.stdout)) == sorted([*hostile, "alice", "bob"])
     for name in hostile:
