@@ -651,19 +651,29 @@ NESTED_SHARED = TMP / "adversarial-world-writable"
 
 def _worker_files() -> set[str]:
     """Everything in the shared folders, at any depth, that a worker uid owns (the grader's blocks start at
-    1,000,000)."""
+    1,000,000). The walk enters only the folders a worker could write in (world-writable, a worker's own, or
+    group-writable by a worker's group), as the grader's own sweep does (autograder/worker/leftovers.py): a worker
+    can leave nothing anywhere else, and the other folders of a busy /tmp (this run's venvs and copies of the kit:
+    hundreds of thousands of entries) cost seconds to walk for nothing."""
     found = set()
     for top in SHARED_FOLDERS:
         for folder, dirs, files in os.walk(top, onerror=lambda e: None):
             if folder == "/tmp":  # a Dask worker's folder: a cluster test's beside this one (this batch runs none)
                 dirs[:] = [d for d in dirs if not d.startswith("grade-dask-")]
+            enter = []
             for name in dirs + files:
                 path = os.path.join(folder, name)
                 try:
-                    if os.lstat(path).st_uid >= 1_000_000:
-                        found.add(path)
+                    st = os.lstat(path)
                 except OSError:
                     continue
+                if st.st_uid >= 1_000_000:
+                    found.add(path)
+                if name in dirs and stat.S_ISDIR(st.st_mode) and (
+                        st.st_mode & stat.S_IWOTH or st.st_uid >= 1_000_000
+                        or (st.st_gid >= 1_000_000 and st.st_mode & stat.S_IWGRP)):
+                    enter.append(name)
+            dirs[:] = enter
     return found
 
 
