@@ -301,8 +301,10 @@ def _student_line(exc):
 
 
 def _seed(seed):
+    """``torch.manual_seed`` for the CPU generator, the only one a CPU build draws from: the same draws, without the
+    lazy seeding of other devices that formats a stack trace on every call (a millisecond each)."""
     if seed is not None:
-        torch.manual_seed(seed)
+        torch.default_generator.manual_seed(int(seed))
 
 
 def _fresh(value):
