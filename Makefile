@@ -13,7 +13,7 @@ STAMP  := $(VENV)/.installed-test
 
 # the kit alone (torch and what grading needs): all make demo and make check use
 $(KIT): pyproject.toml
-	@echo "installing the kit and torch 2.13.0 (CPU) into $(VENV) (first run: about 2 minutes)..."
+	@echo "installing the kit and torch 2.13.0 (CPU) into $(VENV) (first run: under a minute)..."
 	@$(PYTHON) -m venv $(VENV)
 	@if [ -t 1 ]; then quiet=; else quiet=--quiet; fi; \
 	  $(BIN)/python autograder/release/torch_cpu.py $$quiet && \

@@ -116,8 +116,9 @@ def test_make_demo_in_a_fresh_clone_as_a_normal_user(shared_before):
     """A fresh clone's ``make demo``: its real install (a venv, torch from the local wheel, the kit from pip's
     sources; not the test tools, which only ``make test`` installs), then the samples graded in a sandbox of the
     user's (the level said on the isolation line), nothing written outside the clone and the user's own folders.
-    Costly: nearly all of it the install (the kit's packages downloaded from PyPI: pip keeps no cache here, and none
-    is shared or kept between runs, so an install that fails fails here; only torch is local, the wheel pip's
+    25 s here unloaded (89 to 155 s when it installed the test tools too), nearly all of it the install (the kit's
+    packages downloaded from PyPI: pip keeps no cache here, and none is shared or kept between runs, so an install
+    that fails fails here; only torch is local, the wheel pip's
     ``find-links`` names); the controls and removing the clone, seconds. Controls: the same ``grade`` at ``rlimits``
     says so on the same line; a file the user leaves in /tmp is seen by the same comparison."""
     user = normal_user()
