@@ -661,7 +661,7 @@ def _worker_files() -> set[str]:
             if folder == "/tmp":  # a Dask worker's folder: a cluster test's beside this one (this batch runs none)
                 dirs[:] = [d for d in dirs if not d.startswith("grade-dask-")]
             enter = []
-            for name in dirs + files:
+            for name, is_dir in [(d, True) for d in dirs] + [(f, False) for f in files]:
                 path = os.path.join(folder, name)
                 try:
                     st = os.lstat(path)
@@ -669,7 +669,7 @@ def _worker_files() -> set[str]:
                     continue
                 if st.st_uid >= 1_000_000:
                     found.add(path)
-                if name in dirs and stat.S_ISDIR(st.st_mode) and (
+                if is_dir and stat.S_ISDIR(st.st_mode) and (
                         st.st_mode & stat.S_IWOTH or st.st_uid >= 1_000_000
                         or (st.st_gid >= 1_000_000 and st.st_mode & stat.S_IWGRP)):
                     enter.append(name)
