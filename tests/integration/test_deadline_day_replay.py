@@ -27,7 +27,6 @@ import pytest
 from autograder.pages import class_list
 
 from .conftest import ROOT, run_grade
-from tests.support.short_course import short_course
 from tests.support.submission_forms import module_notebooks, one_notebook, zipped
 from .test_interrupt import MESSAGE, Batch, graded_lines, snapshot
 
@@ -126,7 +125,7 @@ def needs_a_person(out: Path) -> None:
     assert "Needs a person" in page and "Needs a person" in markdown
 
 
-def test_deadline_day(tmp_path, scratch_dir):
+def test_deadline_day(tmp_path, scratch_dir, short_course_file):
     subs = tmp_path / "subs"
     forms = build_class(subs)
     names = sorted(forms)
@@ -135,8 +134,8 @@ def test_deadline_day(tmp_path, scratch_dir):
     times_file.write_text("submission,submitted_at\n" + "".join(f"{n},{t}\n" for n, t in times.items() if t))
 
     # -- 1. grading starts; Ctrl-C half way --------------------------------------------------------
-    course = short_course(tmp_path / "course")  # the infinite and print loops spin 6 s a step, not 20
-    batch = Batch(tmp_path, subs, "--jobs", "2", "--times", str(times_file), "--course", str(course),
+    # the course with a 6 s step limit: the infinite and print loops spin 6 s a step, not 20
+    batch = Batch(tmp_path, subs, "--jobs", "2", "--times", str(times_file), "--course", str(short_course_file),
                   scratch=scratch_dir)
     try:
         batch.wait_for_results(at_least=SIZE // 2, timeout=1800)

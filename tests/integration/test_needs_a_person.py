@@ -23,7 +23,6 @@ from autograder.outputs.results import parse
 from autograder.pages import class_list, dashboard
 
 from .conftest import ROOT, run_grade
-from tests.support.short_course import short_course
 
 COURSE = load_course(ROOT / "course.yml")
 TOP = COURSE.max_points()
@@ -156,7 +155,7 @@ WHY = {"frank": ("Not graded", "corrupt zip"), "eve": ("Not graded", "empty fold
 
 
 @pytest.fixture(scope="module")
-def mixed(tmp_path_factory):
+def mixed(tmp_path_factory, short_course_file):
     base = tmp_path_factory.mktemp("mixed")
     subs = base / "subs"
     subs.mkdir()
@@ -179,7 +178,7 @@ def mixed(tmp_path_factory):
     tmp = base / "tmp"  # its own temp folder: no other run on the machine sweeps its scratch folders
     tmp.mkdir()
     out = base / "out"
-    run = run_grade("autograde", str(subs), "--out", str(out), "--course", str(short_course(base / "course")),
+    run = run_grade("autograde", str(subs), "--out", str(out), "--course", str(short_course_file),
                     "--roster", str(roster), "--times", str(times), env={"TMPDIR": str(tmp)})
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     return {"out": out, "stdout": run.stdout,

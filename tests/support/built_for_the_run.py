@@ -1,5 +1,6 @@
 """Fixtures for what many tests read and none changes, each built once per run (tests/support/once.py): the sample
-class graded with the defaults, ``grade release``'s bundle, ``grade gradescope``'s zip.
+class graded with the defaults, ``grade release``'s bundle, ``grade gradescope``'s zip, the course with a short step
+limit.
 
 A test that changes one of them copies it first (test_feedback_pages' regrade copies the class and its results).
 """
@@ -13,6 +14,7 @@ import pytest
 
 from tests.conftest import ROOT, run_grade
 from tests.support.once import built_once
+from tests.support.short_course import short_course
 
 SAMPLES = ROOT / "samples" / "submissions"
 SAMPLE_CLASS = ("alice", "bob", "carol", "dave")
@@ -57,3 +59,11 @@ def gradescope_zip(tmp_path_factory) -> Path:
         run_grade("gradescope", "--out", str(folder / "autograder.zip"), timeout=300)))
     assert said["returncode"] == 0, said["stdout"] + said["stderr"]
     return folder / "autograder.zip"
+
+
+@pytest.fixture(scope="session")
+def short_course_file(tmp_path_factory) -> Path:
+    """The course.yml of a copy of the course whose step limit is 6 s (tests/support/short_course.py), its public
+    cases recorded once for the run."""
+    folder, _ = built_once(tmp_path_factory, "short-course", lambda folder: str(short_course(folder / "course")))
+    return folder / "course" / "course.yml"

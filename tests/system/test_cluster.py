@@ -30,7 +30,6 @@ from .conftest import ROOT, run_grade
 from tests.support.documented_slurm import documented_cluster, worker_command
 from tests.support.levels import best_here
 from tests.support.processes import alive, descendants
-from tests.support.short_course import short_course
 
 pytest.importorskip("distributed", reason="the [cluster] extra (pip install -e '.[cluster]')")
 
@@ -287,7 +286,8 @@ def test_a_client_killed_mid_batch_takes_its_workers_down_and_a_rerun_resumes(lo
     assert_same_as_local(out, local_run, names)
 
 
-def test_submissions_that_crash_or_hang_their_worker_get_a_fair_zero_and_others_are_unaffected(cli_cluster, tmp_path):
+def test_submissions_that_crash_or_hang_their_worker_get_a_fair_zero_and_others_are_unaffected(cli_cluster, tmp_path,
+                                                                                             short_course_file):
     # trickle_channel: a frame trickled a byte at a time while sleeping must not pin a Dask worker's thread
     hostile = ["os_exit_in_step", "segfault", "kill_parent", "infinite_loop", "trickle_channel"]
     subs = tmp_path / "subs"
@@ -296,8 +296,8 @@ def test_submissions_that_crash_or_hang_their_worker_get_a_fair_zero_and_others_
     for name in ("alice", "bob"):
         shutil.copytree(SAMPLES / name, subs / name)
     out = tmp_path / "out"
-    course = short_course(tmp_path / "course")  # the infinite loop spins 6 s, the trickle sleeps 6 s: not 20 each
-    run = autograde(str(subs), "--out", str(out), "--course", str(course), *cli_cluster.grade_args())
+    # the course with a 6 s step limit: the infinite loop spins 6 s, the trickle sleeps 6 s, not 20 each
+    run = autograde(str(subs), "--out", str(out), "--course", str(short_course_file), *cli_cluster.grade_args())
     got = results(out)
     assert sorted(progress_lines(run.stdout)) == sorted([*hostile, "alice", "bob"])
     for name in hostile:
