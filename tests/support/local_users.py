@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pytest
 
-#: the users the suite makes when it runs as root
-STUDENT, OTHER = "attn-student", "attn-other"
+#: the users the suite makes when it runs as root (NEWCOMER: one test's alone, see ``user_of_its_own``)
+STUDENT, OTHER, NEWCOMER = "attn-student", "attn-other", "attn-newcomer"
 
 
 @dataclass(frozen=True)
@@ -78,6 +78,14 @@ def current() -> User:
 def normal_user() -> User:
     """The normal user a journey runs as: the student user made here as root, else whoever runs the suite."""
     return user(STUDENT) if is_root() else current()
+
+
+def user_of_its_own() -> User | None:
+    """A normal user that nothing else runs as, so that what they own in /tmp after a command is that command's: one
+    made for it when the suite runs as root (no test but the one that asks runs as it, and a normal user's run of the
+    suite beside this one runs as its own user). ``None`` when the suite runs as a normal user: then the only normal
+    user is the suite's own, whose other tests write in /tmp meanwhile."""
+    return user(NEWCOMER) if is_root() else None
 
 
 def other_user() -> User:

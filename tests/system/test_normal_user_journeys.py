@@ -31,7 +31,8 @@ from autograder.worker import locks
 from autograder.worker.leftovers import SHARED_DIRS
 
 from .conftest import ROOT
-from tests.support.local_users import normal_user, other_user, python_for, run_as, site_packages
+from tests.support.local_users import (is_root, normal_user, other_user, python_for, run_as, site_packages,
+                                      user_of_its_own)
 from tests.support.submission_forms import one_notebook
 
 pytestmark = [pytest.mark.skipif(os.uname().sysname != "Linux",
@@ -91,10 +92,14 @@ def _writable_by_all() -> list[str]:
 def shared_before():
     """What root and a second user left before: root's uid lock folder (``locks.lock_dir``), and in /tmp the second
     user's warm server folder (their ``grade check``, its server ended) and a uid lock folder of that name they made;
-    what this made is removed after."""
-    other = other_user()
+    what this made is removed after. As a normal user, nothing: no second user can be made, and only root's
+    graders keep uid locks."""
+    if not is_root():
+        yield
+        return
     _, fd = locks.lock_dir()  # root's, made if missing: /run/attention-autograder-uids on this machine
     os.close(fd)
+    other = other_user()
     theirs = Path("/tmp") / f"attention-grade-{other.uid}"
     squat = Path("/tmp/attention-autograder-uids")
     made = [p for p in (theirs, squat) if not os.path.lexists(p)]
@@ -118,19 +123,34 @@ def test_make_demo_in_a_fresh_clone_as_a_normal_user(shared_before):
     user's (the level said on the isolation line), nothing written outside the clone and the user's own folders.
     25 s here unloaded (89 to 155 s when it installed the test tools too), nearly all of it the install (the kit's
     packages downloaded from PyPI: pip keeps no cache here, and none is shared or kept between runs, so an install
-    that fails fails here; only torch is local, the wheel pip's
-    ``find-links`` names); the controls and removing the clone, seconds. Controls: the same ``grade`` at ``rlimits``
-    says so on the same line; a file the user leaves in /tmp is seen by the same comparison."""
-    user = normal_user()
+    that fails fails here; only torch is local, the wheel pip's ``find-links`` names); the controls and removing the
+    clone, seconds.
+
+    What the run leaves in the folders every user may write in is told from what others leave there meanwhile: as
+    root it runs as a user of its own (``user_of_its_own``: a normal user's run of the suite beside this one, or any
+    other test, runs as another), and everything of theirs that appears there is the run's; as a normal user, the
+    suite's other tests are the same user (even a warm server's folder of the kit's name may be theirs), so only the
+    run's temporary folder is its alone (``TMPDIR``, a folder of its own in both cases, empty after). Controls: the
+    same ``grade`` at ``rlimits`` says so on the same line; a file the user leaves in /tmp (as root) and in its
+    temporary folder is seen by the same comparison."""
+    alone = user_of_its_own()
+    user = alone or normal_user()
     clone = user.home / f"agx-fresh-clone-{os.getpid()}"
     shutil.rmtree(clone, ignore_errors=True)
+    tmp = Path(tempfile.mkdtemp(prefix="agx-demo-tmp-"))  # the run's TMPDIR, the user's alone (0700)
+    os.chown(tmp, user.uid, user.gid)
+    env = {"TMPDIR": str(tmp)}
     home_before = {p.name for p in user.home.iterdir()}
     cache_before = {p.name for p in (user.home / ".cache").iterdir()} if (user.home / ".cache").is_dir() else set()
     shared = {d: _owned(user, d) for d in _writable_by_all()}
+
+    def left_in_shared() -> dict[str, set[str]]:
+        return {d: _owned(user, d) - before - {str(tmp)} for d, before in shared.items()}
+
     try:
         _fresh_clone(clone, user)
         started = time.monotonic()
-        done = run_as(user, ["make", "demo"], cwd=clone, timeout=1800)
+        done = run_as(user, ["make", "demo"], cwd=clone, timeout=1800, env=env)
         seconds = time.monotonic() - started
         said = done.stdout + done.stderr
         assert done.returncode == 0, said
@@ -144,24 +164,31 @@ def test_make_demo_in_a_fresh_clone_as_a_normal_user(shared_before):
         print(level)
         assert not level.startswith("isolation: rlimits"), level
         # nothing outside the clone and the user's own folders: their home gains the clone (and caches: pip's, the
-        # kit's reference answers), the folders every user may write in gain nothing of theirs
+        # kit's reference answers), their temporary folder is left empty, the folders every user may write in gain
+        # nothing of theirs
         assert {p.name for p in user.home.iterdir()} - home_before <= {clone.name, ".cache"}
         assert {p.name for p in (user.home / ".cache").iterdir()} - cache_before <= {"pip", "attention-autograder"}
-        assert {d: _owned(user, d) - before for d, before in shared.items()} == {d: set() for d in shared}
-        # the controls: the same grade at rlimits says so there; a file the user leaves in /tmp is seen
+        assert sorted(os.listdir(tmp)) == []
+        if alone:
+            assert left_in_shared() == {d: set() for d in shared}
+        # the controls: the same grade at rlimits says so there; a file the user leaves is seen
         controls = time.monotonic()
         trusted = run_as(user, [".venv/bin/grade", "autograde", "samples/submissions", "--out", "results-rlimits",
-                                "--trust-submissions"], cwd=clone, env={"AUTOGRADER_ISOLATION": "rlimits"})
+                                "--trust-submissions"], cwd=clone, env={**env, "AUTOGRADER_ISOLATION": "rlimits"})
         assert trusted.returncode == 0 and "\nisolation: rlimits" in trusted.stdout, trusted.stdout + trusted.stderr
-        left = run_as(user, ["mktemp", "/tmp/agx-left-XXXXXX"], cwd=clone, check=True).stdout.strip()
-        try:
-            assert _owned(user, "/tmp") - shared["/tmp"] == {left}
-        finally:
-            os.unlink(left)
+        in_tmp = run_as(user, ["mktemp"], cwd=clone, env=env, check=True).stdout.strip()
+        assert os.listdir(tmp) == [Path(in_tmp).name]
+        if alone:
+            left = run_as(user, ["mktemp", "/tmp/agx-left-XXXXXX"], cwd=clone, check=True).stdout.strip()
+            try:
+                assert left_in_shared()["/tmp"] == {left}
+            finally:
+                os.unlink(left)
         print(f"the controls: {time.monotonic() - controls:.0f} s")
     finally:
         removing = time.monotonic()
         shutil.rmtree(clone, ignore_errors=True)
+        shutil.rmtree(tmp, ignore_errors=True)
         print(f"the clone removed: {time.monotonic() - removing:.0f} s")
 
 
