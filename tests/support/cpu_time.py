@@ -1,7 +1,8 @@
 """The CPU each test step spends, its own and its finished child processes', printed as "slowest 20 by CPU" beside
 pytest's ``--durations`` (wall time). On 2 shared cores the CPU is what sets the suite's time: a step that waits
 costs wall time only, one that starts ``grade`` or a kernel costs both. Measured on the process that runs the step
-(an xdist worker) and carried to the controller in the report's ``user_properties``."""
+(an xdist worker) and carried to the controller in the report's ``user_properties``. With ``CPU_TIME_FILE`` set,
+every step over 0.5 s is written there too (CPU-s, phase, test id; tab-separated), to compare two runs whole."""
 from __future__ import annotations
 
 import os
@@ -59,6 +60,9 @@ def pytest_terminal_summary(terminalreporter, config):
     if not _spent or config.getoption("durations", None) is None:
         return
     total = sum(s for s, _, _ in _spent)
+    if os.environ.get("CPU_TIME_FILE"):
+        with open(os.environ["CPU_TIME_FILE"], "w") as file:
+            file.writelines(f"{s:.2f}\t{when}\t{nodeid}\n" for s, when, nodeid in sorted(_spent, reverse=True))
     terminalreporter.write_sep("=", f"slowest {SHOWN} by CPU (steps over 0.5 s: {total:,.0f} CPU-s in all)")
     for seconds, when, nodeid in sorted(_spent, reverse=True)[:SHOWN]:
         terminalreporter.write_line(f"{seconds:7.2f}s {when:<8} {nodeid}")
