@@ -17,6 +17,7 @@ from autograder.release import leaks
 from autograder.release.student_notebooks import module_notebook, write_notebooks
 
 from .conftest import ROOT, run_grade
+from .test_magic import warm  # noqa: F401 - the fixture: the warm server on, in a folder of the test's own
 
 SAMPLES = ROOT / "samples" / "submissions"
 DATA = public_cases.load()
@@ -135,10 +136,13 @@ def test_a_failing_scratch_cell_costs_nothing_and_is_named(tmp_path):
     assert "raised" not in results["filled"]["output"]  # control: the same notebooks without it say nothing of the kind
 
 
+@pytest.mark.usefixtures("warm")
 def test_the_magic_without_a_step_passes_each_bundle_notebook_filled_in(tmp_path, monkeypatch):
     """``%grade check`` alone, at the end of each notebook of the bundle filled in correctly, run in a real kernel:
     every step it defines passed, as ``grade check`` of the saved notebook says (the wrapper's notebook carries
-    ``CausalAttention`` over: that is not one of its steps)."""
+    ``CausalAttention`` over: that is not one of its steps). The kernels' checks (the one under each step, then this)
+    go to one warm server, as a student's do by default: with none, each of the 28 checks loaded torch itself
+    (55 CPU-s in all; about 20 with one server)."""
     from .test_magic import shown  # noqa: PLC0415 - the magic's tests' reader of a cell's outputs
 
     import nbformat  # noqa: PLC0415 - imported on first use: nbformat is slow to load
