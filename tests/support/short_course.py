@@ -14,7 +14,11 @@ from tests.support.recorded_cases import record
 COURSE_LIMIT = "  step_seconds: 20 "
 
 
-def short_course(folder: Path, step_seconds: int = 6) -> Path:
+#: the copy's step limit
+STEP_SECONDS = 6
+
+
+def short_course(folder: Path, step_seconds: int = STEP_SECONDS) -> Path:
     """``folder/course.yml``: the course with ``step_seconds`` as its step time limit, its solutions, suites and
     public cases beside it; the path of that course.yml."""
     folder.mkdir()
