@@ -61,6 +61,7 @@ from pathlib import Path
 import pytest
 
 from .conftest import ROOT
+from tests.support.once import built_once
 
 DOCUMENTS = ["README.md"] + sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "docs").glob("*.md"))
 COMMAND_LANGUAGES = {"", "bash", "sh", "console"}
@@ -340,14 +341,17 @@ def _layered_venv(course: Path) -> Path:
     return venv
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def first_copy(tmp_path_factory) -> Path:
-    """The first copy of the repository, with its venv: built once, copied for each run."""
-    course = tmp_path_factory.mktemp("first-copy") / "course"
-    course.mkdir()
-    _copy_repository(course)
-    _layered_venv(course)
-    return course
+    """The first copy of the repository, with its venv: built once per run (tests/support/once.py; its documents'
+    tests run on every xdist worker, which built one each, 8 CPU-s apiece), copied for each document."""
+    def build(folder: Path) -> None:
+        (folder / "course").mkdir()
+        _copy_repository(folder / "course")
+        _layered_venv(folder / "course")
+
+    folder, _ = built_once(tmp_path_factory, "documented-first-copy", build)
+    return folder / "course"
 
 
 def _copy_of(first: Path, dest: Path) -> None:
