@@ -45,6 +45,11 @@ check: $(KIT)
 # timeouts a good part of their time), printing its 20 slowest steps by wall time and by CPU, then the tests whose
 # numbers depend on the CPU's vector units again, as on a CPU without them (ATEN_CPU_CAPABILITY=default): a difference
 # between CPUs is found here, not in a classroom.
+# The suite's Python processes (several hundred: grade, its zygotes, kernels, pytest's workers) read the kit's and the
+# tests' bytecode from __pycache__ in the checkout (ignored by git): where the environment says not to write it
+# (PYTHONDONTWRITEBYTECODE, set in some containers), each compiled them again, pytest's assertion rewriting 4 CPU-s a
+# process of its own.
+test: export PYTHONDONTWRITEBYTECODE :=
 test: $(STAMP)
 	@echo "0/3 the linter: ruff check (about 1 s)..."
 	$(BIN)/ruff check .
