@@ -380,6 +380,14 @@ RAISES = "    raise ValueError('my own bug')\n"
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
+def copy_beside(source: Path, folder: Path) -> None:
+    """What ``nbgrader generate_assignment`` copies beside the notebooks: the other files, not the caches it ignores
+    (``__pycache__``, which a source folder gains once its checking helper is imported there)."""
+    for path in source.iterdir():
+        if path.is_file() and not path.name.endswith((".ipynb", ".pyc")):
+            shutil.copyfile(path, folder / path.name)
+
+
 def kernel_run(folder: Path, nb, monkeypatch, tmp_path) -> object:
     """Run ``nb`` in a real IPython kernel (nbclient, the venv's python3 kernel), in ``folder``; errors kept."""
     nbclient = pytest.importorskip("nbclient")
@@ -404,9 +412,7 @@ def test_a_failing_check_shows_the_kits_message_not_the_helpers_traceback(source
     module = BUG_STEP.split(".")[0]
     folder = tmp_path / "student"
     folder.mkdir()
-    for path in source.iterdir():
-        if not path.name.endswith(".ipynb"):  # what generate_assignment copies beside the notebooks
-            shutil.copyfile(path, folder / path.name)
+    copy_beside(source, folder)
     nb = student_copy(source, module)
     raising = next(c for c in nb.cells if nbgrader_meta(c).get("grade_id") == "context_vector")
     body = raising.source.splitlines(keepends=True)
@@ -1480,9 +1486,7 @@ def test_a_kernel_says_the_likely_mistake_and_the_students_own_warning(source, t
     the solutions, pass and say no warning."""
     folder = tmp_path / "student"
     folder.mkdir()
-    for path in source.iterdir():
-        if not path.name.endswith(".ipynb"):
-            shutil.copyfile(path, folder / path.name)
+    copy_beside(source, folder)
     said = {}
     for module, step, old, new in [
             ("causal_attention", "CausalAttention", "attn_scores = queries @ keys.transpose(1, 2)",
