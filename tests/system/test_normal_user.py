@@ -8,6 +8,11 @@ or from a loopback service that hands it out), a writer that leaves its code in 
 ``solutions/`` too), ``/tmp`` and ``/dev/shm``, a reader of that stash, and two honest submissions. Every attack
 scores what its control scores (the stubs, or alice for the writer), nothing is left where the writer wrote, and
 the control run (``rlimits``, trusted, one job) shows each attack gaining where nothing stops it.
+
+What the run leaves in /tmp and /dev/shm is told from what others leave there meanwhile as make demo's journey does
+(tests/system/test_normal_user_journeys.py): as root the class is a user's of its own (``user_of_its_own``), whose
+every new entry there is the run's; as a normal user, the suite's other tests are the same user, and the run's own
+temporary folder (``TMPDIR``, a folder of its own in both cases) is what must be left empty.
 """
 from __future__ import annotations
 
@@ -16,12 +21,13 @@ import os
 import shutil
 import socket
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
 
 from tests.support import isolation_attacks as attacks
-from tests.support.local_users import normal_user, other_user, python_for, run_as, site_packages
+from tests.support.local_users import normal_user, other_user, python_for, run_as, site_packages, user_of_its_own
 
 pytestmark = [pytest.mark.skipif(not hasattr(os, "fork") or os.uname().sysname != "Linux",
                                  reason="the sandbox's levels for a normal user are Linux's")]
@@ -47,7 +53,8 @@ def _chown(path: Path, user) -> None:
 def classroom(tmp_path_factory):
     """The user's kit and class in their home, a second user's kit beside, which that user graded with before;
     removed afterwards."""
-    user, other = normal_user(), other_user()
+    alone = user_of_its_own()
+    user, other = alone or normal_user(), other_user()
     home, theirs = user.home / "agx-course", other.home / "agx-course"
     for folder in (home, theirs):
         shutil.rmtree(folder, ignore_errors=True)
@@ -68,7 +75,7 @@ def classroom(tmp_path_factory):
         attacks.correct(hand_ins / name, name)
     _chown(home, user)
     try:
-        yield user, kit, hand_ins, places, service
+        yield user, kit, hand_ins, places, service, alone is not None
     finally:
         service.close()
         for path in attacks.stashes(places):
@@ -88,7 +95,7 @@ def _grade(user, kit: Path, hand_ins: Path, out: Path, env: dict,
 
 @pytest.mark.parametrize("level", ["userns", "landlock"])
 def test_a_normal_user_grades_a_class_without_trusting_it(classroom, level):
-    user, kit, hand_ins, places, service = classroom
+    user, kit, hand_ins, places, service, alone = classroom
     with socket.create_connection(("127.0.0.1", service.port)) as sock:  # the control: the service serves
         sock.sendall(b"simple_attention\n")
         assert b"def attention_scores" in b"".join(iter(lambda: sock.recv(65536), b""))
@@ -96,7 +103,13 @@ def test_a_normal_user_grades_a_class_without_trusting_it(classroom, level):
     home_before = {p.name for p in user.home.iterdir()}
     shared_before = {d: _owned(user, d) for d in ("/tmp", "/dev/shm")}
     out = user.home / "agx-course" / f"out-{level}"
-    done, scores = _grade(user, kit, hand_ins, out, {"AUTOGRADER_ISOLATION": level})
+    tmp = Path(tempfile.mkdtemp(prefix="agx-class-tmp-"))  # the run's TMPDIR, the user's alone (0700)
+    os.chown(tmp, user.uid, user.gid)
+    try:
+        done, scores = _grade(user, kit, hand_ins, out, {"AUTOGRADER_ISOLATION": level, "TMPDIR": str(tmp)})
+        left_in_tmp = sorted(os.listdir(tmp))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
     if f"isolation: {level}" not in done.stdout:
         lines = (done.stdout + done.stderr).strip().splitlines()
         pytest.skip(f"{level} is not available to a normal user here: {lines[-3:]}")
@@ -106,14 +119,15 @@ def test_a_normal_user_grades_a_class_without_trusting_it(classroom, level):
     assert [str(p) for p in attacks.stashes(places) if p.exists()] == []
     assert {p.name for p in user.home.iterdir()} - home_before <= {".cache"}  # the kept reference answers only
     assert not list(user.home.rglob("agx-stash-*"))
-    for folder, before in shared_before.items():
-        assert _owned(user, folder) - before == set(), folder  # nothing of the run's left in /tmp, /dev/shm
+    assert left_in_tmp == []  # nothing of the run's left in its temporary folder
+    for folder, before in shared_before.items():  # nor in /tmp and /dev/shm, where only the run is the user
+        assert not alone or _owned(user, folder) - before - {str(tmp)} == set(), folder
 
 
 def test_the_same_class_gains_where_nothing_stops_it(classroom):
     """The control: at rlimits (trusted, one job, in order) the thief reads the user's own reference and the reader
     the writer's stash; untrusted, rlimits refuses the class in one message."""
-    user, kit, hand_ins, places, _ = classroom
+    user, kit, hand_ins, places, _, _ = classroom
     refused, scores = _grade(user, kit, hand_ins, user.home / "agx-course" / "refused",
                              {"AUTOGRADER_ISOLATION": "rlimits"})
     assert refused.returncode == 2 and scores == {} and "--trust-submissions" in refused.stderr, refused.stderr
