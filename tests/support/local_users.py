@@ -18,6 +18,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -86,6 +87,22 @@ def user_of_its_own() -> User | None:
     suite beside this one runs as its own user). ``None`` when the suite runs as a normal user: then the only normal
     user is the suite's own, whose other tests write in /tmp meanwhile."""
     return user(NEWCOMER) if is_root() else None
+
+
+def owned(who: User, folder: str) -> set[str]:
+    """The entries of ``folder`` that ``who`` owns (none where it cannot be listed)."""
+    try:
+        return {e.path for e in os.scandir(folder) if e.stat(follow_symlinks=False).st_uid == who.uid}
+    except OSError:
+        return set()
+
+
+def temporary_folder(who: User, prefix: str) -> Path:
+    """A folder for ``who``'s run as its ``TMPDIR``: theirs alone (0700), so that what is in it afterwards is what
+    that run left there, whoever else writes in /tmp meanwhile."""
+    folder = Path(tempfile.mkdtemp(prefix=prefix))
+    os.chown(folder, who.uid, who.gid)
+    return folder
 
 
 def other_user() -> User:

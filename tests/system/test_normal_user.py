@@ -21,13 +21,13 @@ import os
 import shutil
 import socket
 import subprocess
-import tempfile
 from pathlib import Path
 
 import pytest
 
 from tests.support import isolation_attacks as attacks
-from tests.support.local_users import normal_user, other_user, python_for, run_as, site_packages, user_of_its_own
+from tests.support.local_users import (normal_user, other_user, owned, python_for, run_as, site_packages,
+                                      temporary_folder, user_of_its_own)
 
 pytestmark = [pytest.mark.skipif(not hasattr(os, "fork") or os.uname().sysname != "Linux",
                                  reason="the sandbox's levels for a normal user are Linux's")]
@@ -36,12 +36,6 @@ NAMES = ["1_writer", "2_reader", "3_thief", "alice", "bob"]
 #: what each scores where no attack gains anything: the writer is alice with a trick, the others' control the stubs
 SOUND = {"1_writer": 81, "2_reader": 0, "3_thief": 0, "alice": 81, "bob": 78}
 
-
-def _owned(user, folder: str) -> set[str]:
-    try:
-        return {e.path for e in os.scandir(folder) if e.stat(follow_symlinks=False).st_uid == user.uid}
-    except OSError:
-        return set()
 
 
 def _chown(path: Path, user) -> None:
@@ -101,10 +95,9 @@ def test_a_normal_user_grades_a_class_without_trusting_it(classroom, level):
         assert b"def attention_scores" in b"".join(iter(lambda: sock.recv(65536), b""))
     visits = service.visits
     home_before = {p.name for p in user.home.iterdir()}
-    shared_before = {d: _owned(user, d) for d in ("/tmp", "/dev/shm")}
+    shared_before = {d: owned(user, d) for d in ("/tmp", "/dev/shm")}
     out = user.home / "agx-course" / f"out-{level}"
-    tmp = Path(tempfile.mkdtemp(prefix="agx-class-tmp-"))  # the run's TMPDIR, the user's alone (0700)
-    os.chown(tmp, user.uid, user.gid)
+    tmp = temporary_folder(user, "agx-class-tmp-")  # the run's TMPDIR
     try:
         done, scores = _grade(user, kit, hand_ins, out, {"AUTOGRADER_ISOLATION": level, "TMPDIR": str(tmp)})
         left_in_tmp = sorted(os.listdir(tmp))
@@ -121,7 +114,7 @@ def test_a_normal_user_grades_a_class_without_trusting_it(classroom, level):
     assert not list(user.home.rglob("agx-stash-*"))
     assert left_in_tmp == []  # nothing of the run's left in its temporary folder
     for folder, before in shared_before.items():  # nor in /tmp and /dev/shm, where only the run is the user
-        assert not alone or _owned(user, folder) - before - {str(tmp)} == set(), folder
+        assert not alone or owned(user, folder) - before - {str(tmp)} == set(), folder
 
 
 def test_the_same_class_gains_where_nothing_stops_it(classroom):

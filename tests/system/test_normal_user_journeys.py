@@ -31,8 +31,8 @@ from autograder.worker import locks
 from autograder.worker.leftovers import SHARED_DIRS
 
 from .conftest import ROOT
-from tests.support.local_users import (is_root, normal_user, other_user, python_for, run_as, site_packages,
-                                      user_of_its_own)
+from tests.support.local_users import (is_root, normal_user, other_user, owned, python_for, run_as, site_packages,
+                                      temporary_folder, user_of_its_own)
 from tests.support.submission_forms import one_notebook
 
 pytestmark = [pytest.mark.skipif(os.uname().sysname != "Linux",
@@ -52,13 +52,6 @@ def _chown(path: Path, user) -> None:
     for p in [path, *path.rglob("*")]:
         os.lchown(p, user.uid, user.gid)
 
-
-def _owned(user, folder: str) -> set[str]:
-    """The entries of ``folder`` that ``user`` owns."""
-    try:
-        return {e.path for e in os.scandir(folder) if e.stat(follow_symlinks=False).st_uid == user.uid}
-    except OSError:
-        return set()
 
 
 def _waited(condition, seconds: float, every: float = 0.1):
@@ -137,15 +130,14 @@ def test_make_demo_in_a_fresh_clone_as_a_normal_user(shared_before):
     user = alone or normal_user()
     clone = user.home / f"agx-fresh-clone-{os.getpid()}"
     shutil.rmtree(clone, ignore_errors=True)
-    tmp = Path(tempfile.mkdtemp(prefix="agx-demo-tmp-"))  # the run's TMPDIR, the user's alone (0700)
-    os.chown(tmp, user.uid, user.gid)
+    tmp = temporary_folder(user, "agx-demo-tmp-")  # the run's TMPDIR
     env = {"TMPDIR": str(tmp)}
     home_before = {p.name for p in user.home.iterdir()}
     cache_before = {p.name for p in (user.home / ".cache").iterdir()} if (user.home / ".cache").is_dir() else set()
-    shared = {d: _owned(user, d) for d in _writable_by_all()}
+    shared = {d: owned(user, d) for d in _writable_by_all()}
 
     def left_in_shared() -> dict[str, set[str]]:
-        return {d: _owned(user, d) - before - {str(tmp)} for d, before in shared.items()}
+        return {d: owned(user, d) - before - {str(tmp)} for d, before in shared.items()}
 
     try:
         _fresh_clone(clone, user)
