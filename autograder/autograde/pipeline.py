@@ -67,6 +67,7 @@ def _main(submissions, out, course_file, n_jobs, force, times_file, nbgrader_cou
     if nbgrader_course:
         sources, stamps, problems = nbgrader_submissions(nbgrader_course, assignment)
         found, submitted = (sources, problems), {**stamps, **submitted}
+    _refuse_stale_cases(course_file)
     # it imports torch while we import ours and load the course (a LocalCluster's workers get clones of it;
     # workers on other machines start their own)
     zygote = Zygote() if cluster is None or not cluster["scheduler"] else None
@@ -198,26 +199,32 @@ def _roster(path: Path):
         raise UsageError(str(exc)) from None
 
 
+def _refuse_stale_cases(course_file: Path) -> None:
+    """Refuse, with the command to run, when the public checks students have were recorded from other sources
+    (assign/recorded_from.py): said before torch loads and the zygote starts."""
+    from autograder.assign import recorded_from
+    from autograder.course import CourseError
+
+    try:
+        stale = recorded_from.refusal(course_file, then="grade release (and grade gradescope) again")
+    except CourseError as exc:
+        raise UsageError(str(exc)) from None
+    if stale:
+        raise UsageError(f"{stale}; nothing was graded")
+
+
 def _load(course_file: Path):
-    """The grader: torch, the course and the reference, loaded for the process's whole life (``long_lived.py``).
-    Refused, with the command to run, when the public checks students have were recorded from other sources
-    (assign/recorded_from.py)."""
+    """The grader: torch, the course and the reference, loaded for the process's whole life (``long_lived.py``)."""
     from autograder import long_lived
     from autograder.course import CourseError
 
     with long_lived.loading():
-        from autograder.assign import recorded_from
         from autograder.grading.suites.session import Grader
 
         try:
-            grader = Grader(course_file)
+            return Grader(course_file)
         except CourseError as exc:
             raise UsageError(str(exc)) from None
-    stale = recorded_from.refusal(course_file, grader.course, then="grade release (and grade gradescope) again")
-    if stale:
-        grader.close()
-        raise UsageError(f"{stale}; nothing was graded")
-    return grader
 
 
 def grade(grader, submissions: tuple[Path, ...], out: Path, n_jobs: int, force: bool, zygote,

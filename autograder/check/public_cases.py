@@ -2,15 +2,14 @@
 
 Stored as ``public_cases.json`` (cases, steps, points, tolerances; tensors as references) and
 ``public_cases.safetensors`` (the tensors). No hidden case and no solution code is in either.
+
+Torch (safetensors, the wire) is imported where the cases are read or written: what they were recorded from is read
+without it (assign/recorded_from.py), so a verb refuses stale cases before it loads torch.
 """
 from __future__ import annotations
 
 import json
 from pathlib import Path
-
-from safetensors.torch import load_file, save_file
-
-from autograder.worker import wire
 
 HERE = Path(__file__).resolve().parent
 JSON_FILE = "public_cases.json"
@@ -34,6 +33,10 @@ def save(data: dict, folder: Path = HERE) -> None:
             return
     except (OSError, ValueError, KeyError):  # none there yet, or unreadable: written afresh
         pass
+    from safetensors.torch import save_file
+
+    from autograder.worker import wire
+
     tensors: dict = {}
     encoded = wire.encode(data, tensors)
     (folder / JSON_FILE).write_text(json.dumps(encoded, indent=1, allow_nan=False) + "\n", encoding="utf-8")
@@ -46,6 +49,10 @@ def load(folder: Path = HERE) -> dict:
     if not json_path.is_file() or not tensor_path.is_file():
         raise FileNotFoundError(f"the public checks are missing ({json_path.name}, {tensor_path.name} in {folder}); "
                                 "reinstall the exercise kit, or ask your instructor")
+    from safetensors.torch import load_file
+
+    from autograder.worker import wire
+
     return wire.decode(json.loads(json_path.read_text(encoding="utf-8")), load_file(str(tensor_path)))
 
 

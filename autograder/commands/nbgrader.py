@@ -4,6 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from autograder import console
+from autograder.assign import recorded_from
 from autograder.course import CourseError
 from autograder.usage import UsageError
 
@@ -12,14 +13,21 @@ from . import course_location
 
 def main(dest: Path, course_file: Path = Path("course.yml"), assignment: str | None = None,
          force: bool = False) -> int:
+    if Path(course_file).is_dir():
+        raise UsageError(f"course_file={course_file}: a folder; it names the course definition file (course.yml); "
+                         "the nbgrader course folder to write is dest (--course-dir)")
+    try:
+        # the notebooks' checks would be other than the bundle's grade check and grading: refused before torch loads
+        stale = recorded_from.refusal(course_file, then="grade nbgrader again")
+    except CourseError as exc:
+        raise UsageError(str(exc)) from None
+    if stale:
+        raise UsageError(f"{stale}; nothing was written")
     try:
         from autograder.nbgrader_course.course_dir import CourseDirError, write_course
     except ImportError as exc:
         raise UsageError(f"grade nbgrader needs nbformat ({exc}): pip install -e '.[test]', "
                          "or pip install 'nbgrader>=0.9'") from None
-    if Path(course_file).is_dir():
-        raise UsageError(f"course_file={course_file}: a folder; it names the course definition file (course.yml); "
-                         "the nbgrader course folder to write is dest (--course-dir)")
     try:
         summary = write_course(course_file, dest, assignment=assignment, force=force)
     except (CourseError, CourseDirError) as exc:

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import nbformat
 
-from autograder.assign import recorded_from
 from autograder.course import load_course
 from autograder.grading.suites.suite_runner import validate_suites
 from autograder.grading.suites.reference import Reference
@@ -70,9 +69,6 @@ def write_course(course_file: Path, dest: Path, assignment: str | None = None, f
     if folder.exists() and any(folder.iterdir()) and not force:
         raise CourseDirError(f"{folder} already holds an assignment: pass --force to overwrite it")
 
-    stale = recorded_from.refusal(course_file, course, then="grade nbgrader again")
-    if stale:  # the notebooks' checks would be other than the bundle's grade check and grading
-        raise CourseDirError(f"{stale}; nothing was written")
     solutions = root / course.solutions
     reference = Reference(solutions, course.modules, list(course.steps))
     suites = root / course.suites

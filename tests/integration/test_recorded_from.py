@@ -1,6 +1,7 @@
 """What ships matches what grades: the public cases say what they were recorded from, and grade release, grade
 gradescope, grade nbgrader and grade autograde refuse, with the command to run, after a change to the solutions, the
-suites or course.yml that grade assign has not recorded; after grade assign, each goes ahead (the control)."""
+suites or course.yml that grade assign has not recorded, at once (before torch loads); after grade assign, each goes
+ahead (the control)."""
 from __future__ import annotations
 
 import shutil
@@ -29,10 +30,17 @@ def copy_kit(dest: Path) -> Path:
     return dest
 
 
+#: ``grade ARGS`` as ``python -m autograder.cli`` runs it, saying last on its standard error whether torch was loaded
+SAYS_IF_TORCH_LOADED = ("import sys\nfrom autograder.cli import main\ntry:\n    main(sys.argv[1:])\n"
+                        "except SystemExit as e:\n    code = e.code\n"
+                        "sys.stderr.write('\\ntorch loaded: %s\\n' % ('torch' in sys.modules))\nsys.exit(code)\n")
+
+
 def grade(kit: Path, *args: str, timeout: float = 900) -> subprocess.CompletedProcess:
-    """``grade ARGS`` run in the copy, with the copy's own kit (as its instructor would)."""
-    return subprocess.run([sys.executable, "-m", "autograder.cli", *args], cwd=kit, capture_output=True, text=True,
-                          timeout=timeout)
+    """``grade ARGS`` run in the copy, with the copy's own kit (as its instructor would); its last line on standard
+    error says whether it loaded torch."""
+    return subprocess.run([sys.executable, "-c", SAYS_IF_TORCH_LOADED, *args], cwd=kit, capture_output=True,
+                          text=True, timeout=timeout)
 
 
 @pytest.mark.unit
@@ -68,8 +76,9 @@ def test_the_digest_follows_what_the_cases_depend_on(tmp_path):
 def test_every_verb_that_ships_or_grades_refuses_stale_public_cases(tmp_path):
     kit = copy_kit(tmp_path / "kit")
     sample = ROOT / "samples" / "submissions" / "alice"
-    # the control first: as copied, each goes ahead
-    assert grade(kit, "release", "--out", str(tmp_path / "ok" / "bundle")).returncode == 0
+    # the control first: as copied, each goes ahead (and loads torch, to write the notebooks' literals)
+    released = grade(kit, "release", "--out", str(tmp_path / "ok" / "bundle"))
+    assert released.returncode == 0 and released.stderr.splitlines()[-1] == "torch loaded: True", released.stderr
     # a change to a solution after the last grade assign (a comment is enough: the digest cannot tell)
     solution = kit / "solutions" / "causal_attention.py"
     solution.write_text(solution.read_text() + "\n# a clearer comment\n")
@@ -80,7 +89,9 @@ def test_every_verb_that_ships_or_grades_refuses_stale_public_cases(tmp_path):
             (("autograde", str(sample), "--out", str(tmp_path / "results")), tmp_path / "results" / "alice")):
         run = grade(kit, *args)
         assert run.returncode == 2, (args, run.stdout, run.stderr)
-        line = run.stderr.strip().splitlines()[-1]
+        # said at once: before torch loads (and, for grade autograde, before its zygote starts)
+        assert run.stderr.splitlines()[-1] == "torch loaded: False", (args, run.stderr)
+        line = [said for said in run.stderr.splitlines() if said][-2]
         assert line.startswith("error: the public checks in ") and "run `grade assign`" in line, line
         assert "the solutions" in line and "Traceback" not in run.stderr
         assert not what.exists(), what  # nothing written, nothing graded
