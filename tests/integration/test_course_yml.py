@@ -6,6 +6,7 @@ import pytest
 from autograder.course import CourseError, load_course
 
 from .conftest import ROOT, run_grade
+from .test_recorded_from import copy_kit, grade
 
 GOOD = (ROOT / "course.yml").read_text()
 
@@ -66,14 +67,19 @@ def test_autograde_stops_before_grading_on_a_broken_course(tmp_path):
 
 
 def test_a_count_without_a_test_stops_the_run(tmp_path):
-    text = GOOD.replace("solutions: solutions", f"solutions: {ROOT / 'solutions'}").replace(
-        "suites: autograder/unit/suites", f"suites: {ROOT / 'autograder' / 'unit' / 'suites'}").replace(
-        "counts: {values: 1, randomized: 1}\n  trainable_attention.project",
-        "counts: {values: 1, randomized: 1, speed: 1}\n  trainable_attention.project")
-    result = run_grade("autograde", str(ROOT / "exercises"), "--out", str(tmp_path / "out"),
-                       "--course", str(write(tmp_path, text)))
-    assert result.returncode == 2
-    assert "trainable_attention.init_qkv has a count 'speed'" in result.stderr
+    """An instructor adds a count to course.yml and no test for it: grade autograde says course.yml changed since
+    grade assign (and grades nothing); grade assign names the count, and records nothing."""
+    kit = copy_kit(tmp_path / "kit")
+    cases = (kit / "autograder" / "check" / "public_cases.json").read_bytes()
+    write(kit, GOOD.replace("counts: {values: 1, randomized: 1}\n  trainable_attention.project",
+                            "counts: {values: 1, randomized: 1, speed: 1}\n  trainable_attention.project"))
+    graded = grade(kit, "autograde", str(ROOT / "exercises"), "--out", str(tmp_path / "out"))
+    assert graded.returncode == 2 and not (tmp_path / "out").exists()
+    assert "recorded before the last change to course.yml: run `grade assign`" in graded.stderr, graded.stderr
+    assigned = grade(kit, "assign")
+    assert assigned.returncode == 2
+    assert "trainable_attention.init_qkv has a count 'speed' but suites/ has no test for it" in assigned.stderr
+    assert (kit / "autograder" / "check" / "public_cases.json").read_bytes() == cases
 
 
 def test_late_policy_loads_and_a_bad_one_names_key_and_line(tmp_path):
