@@ -55,7 +55,7 @@ test: $(STAMP)
 	$(BIN)/ruff check .
 	@echo "1/3 the fast unit tests (about 50 s)..."
 	$(BIN)/python -m pytest -m unit -q -p no:cacheprovider -n 2
-	@echo "2/3 the rest of the suite, slow end-to-end tests included (about 15 minutes on 2 cores)..."
+	@echo "2/3 the rest of the suite, slow end-to-end tests included (about 16 minutes on 2 cores)..."
 	$(BIN)/python -m pytest -m "not unit" -n 3 --dist loadscope --no-loadscope-reorder --durations=20
 	@echo "3/3 the CPU-dependent numerics again, as on a CPU without vector units (about 1 minute)..."
 	ATEN_CPU_CAPABILITY=default $(BIN)/python -m pytest -m numerics -p no:cacheprovider -q
