@@ -19,7 +19,8 @@ import json
 from pathlib import Path
 
 from autograder.check import public_cases
-from autograder.course import load_course
+from autograder.course import CourseError, load_course
+from autograder.usage import UsageError
 
 KEY = "recorded_from"
 #: course.yml's keys no public case depends on
@@ -105,3 +106,14 @@ def refusal(course_file: Path, course=None, folder: Path | None = None, then: st
     what = {"solutions": "the solutions", "suites": "the hidden suites", "course": "course.yml"}
     return (f"the public checks in {folder} were recorded before the last change to "
             f"{' and '.join(what[c] for c in changed)}: {run}, so that what students check is what is graded")
+
+
+def refuse_if_stale(course_file: Path, then: str, undone: str) -> None:
+    """A verb's first step, before it loads torch: a ``UsageError`` saying ``refusal`` (and that ``undone``: "nothing
+    was graded") when the public cases of ``course_file`` are stale, or the course's own error when it cannot load."""
+    try:
+        stale = refusal(course_file, then=then)
+    except CourseError as exc:
+        raise UsageError(str(exc)) from None
+    if stale:
+        raise UsageError(f"{stale}; {undone}")

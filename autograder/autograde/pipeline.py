@@ -51,6 +51,7 @@ def main(submissions: tuple[Path, ...] = (), out: Path = Path("results"), course
 
 def _main(submissions, out, course_file, n_jobs, force, times_file, nbgrader_course, assignment, trust_submissions,
           require, executor, scheduler, local_workers, roster_file, scheduler_tls=None) -> int:
+    from autograder.assign import recorded_from
     from autograder.sandbox.zygote import Zygote
     from autograder.intake import times
     from autograder.intake.discover import nbgrader_submissions
@@ -67,7 +68,9 @@ def _main(submissions, out, course_file, n_jobs, force, times_file, nbgrader_cou
     if nbgrader_course:
         sources, stamps, problems = nbgrader_submissions(nbgrader_course, assignment)
         found, submitted = (sources, problems), {**stamps, **submitted}
-    _refuse_stale_cases(course_file)
+    # the public checks students have, recorded from other sources: refused before torch loads and the zygote starts
+    recorded_from.refuse_if_stale(course_file, then="grade release (and grade gradescope) again",
+                                  undone="nothing was graded")
     # it imports torch while we import ours and load the course (a LocalCluster's workers get clones of it;
     # workers on other machines start their own)
     zygote = Zygote() if cluster is None or not cluster["scheduler"] else None
@@ -197,20 +200,6 @@ def _roster(path: Path):
         return read_roster(path)
     except RosterError as exc:
         raise UsageError(str(exc)) from None
-
-
-def _refuse_stale_cases(course_file: Path) -> None:
-    """Refuse, with the command to run, when the public checks students have were recorded from other sources
-    (assign/recorded_from.py): said before torch loads and the zygote starts."""
-    from autograder.assign import recorded_from
-    from autograder.course import CourseError
-
-    try:
-        stale = recorded_from.refusal(course_file, then="grade release (and grade gradescope) again")
-    except CourseError as exc:
-        raise UsageError(str(exc)) from None
-    if stale:
-        raise UsageError(f"{stale}; nothing was graded")
 
 
 def _load(course_file: Path):

@@ -16,13 +16,8 @@ def main(dest: Path, course_file: Path = Path("course.yml"), assignment: str | N
     if Path(course_file).is_dir():
         raise UsageError(f"course_file={course_file}: a folder; it names the course definition file (course.yml); "
                          "the nbgrader course folder to write is dest (--course-dir)")
-    try:
-        # the notebooks' checks would be other than the bundle's grade check and grading: refused before torch loads
-        stale = recorded_from.refusal(course_file, then="grade nbgrader again")
-    except CourseError as exc:
-        raise UsageError(str(exc)) from None
-    if stale:
-        raise UsageError(f"{stale}; nothing was written")
+    # the notebooks' checks would be other than the bundle's grade check and grading: refused before torch loads
+    recorded_from.refuse_if_stale(course_file, then="grade nbgrader again", undone="nothing was written")
     try:
         from autograder.nbgrader_course.course_dir import CourseDirError, write_course
     except ImportError as exc:
