@@ -31,7 +31,7 @@ def copy_kit(dest: Path) -> Path:
 
 
 #: ``grade ARGS`` as ``python -m autograder.cli`` runs it, saying last on its standard error whether torch was loaded
-SAYS_IF_TORCH_LOADED = ("import sys\nfrom autograder.cli import main\ntry:\n    main(sys.argv[1:])\n"
+SAYS_IF_TORCH_LOADED = ("import sys\nfrom autograder.cli import main\ncode = 0\ntry:\n    main(sys.argv[1:])\n"
                         "except SystemExit as e:\n    code = e.code\n"
                         "sys.stderr.write('\\ntorch loaded: %s\\n' % ('torch' in sys.modules))\nsys.exit(code)\n")
 
