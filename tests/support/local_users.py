@@ -97,6 +97,12 @@ def owned(who: User, folder: str) -> set[str]:
         return set()
 
 
+def chown_tree(who: User, path: Path) -> None:
+    """Give ``path`` and everything under it to ``who`` (links themselves, never what they point to)."""
+    for p in [path, *path.rglob("*")]:
+        os.lchown(p, who.uid, who.gid)
+
+
 def temporary_folder(who: User, prefix: str) -> Path:
     """A folder for ``who``'s run as its ``TMPDIR``: theirs alone (0700), so that what is in it afterwards is what
     that run left there, whoever else writes in /tmp meanwhile."""

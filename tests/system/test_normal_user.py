@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from tests.support import isolation_attacks as attacks
-from tests.support.local_users import (normal_user, other_user, owned, python_for, run_as, site_packages,
+from tests.support.local_users import (chown_tree, normal_user, other_user, owned, python_for, run_as, site_packages,
                                       temporary_folder, user_of_its_own)
 
 pytestmark = [pytest.mark.skipif(not hasattr(os, "fork") or os.uname().sysname != "Linux",
@@ -35,12 +35,6 @@ pytestmark = [pytest.mark.skipif(not hasattr(os, "fork") or os.uname().sysname !
 NAMES = ["1_writer", "2_reader", "3_thief", "alice", "bob"]
 #: what each scores where no attack gains anything: the writer is alice with a trick, the others' control the stubs
 SOUND = {"1_writer": 81, "2_reader": 0, "3_thief": 0, "alice": 81, "bob": 78}
-
-
-
-def _chown(path: Path, user) -> None:
-    for p in [path, *path.rglob("*")]:
-        os.lchown(p, user.uid, user.gid)
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +48,7 @@ def classroom(tmp_path_factory):
         shutil.rmtree(folder, ignore_errors=True)
     attacks.kit_copy(theirs / "kit")
     attacks.correct(theirs / "alice")
-    _chown(theirs, other)  # as that user's clone: world-readable, like a fresh one
+    chown_tree(other, theirs)  # as that user's clone: world-readable, like a fresh one
     # that user has graded with it before (and root has, in this suite): whatever they left is theirs
     before, _ = _grade(other, theirs / "kit", theirs / "alice", theirs / "out", {})
     assert before.returncode == 0, before.stdout + before.stderr
@@ -67,7 +61,7 @@ def classroom(tmp_path_factory):
     attacks.reference_thief(hand_ins / "3_thief", token="", port=service.port)
     for name in ("alice", "bob"):
         attacks.correct(hand_ins / name, name)
-    _chown(home, user)
+    chown_tree(user, home)
     try:
         yield user, kit, hand_ins, places, service, alone is not None
     finally:

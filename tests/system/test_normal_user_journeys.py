@@ -31,8 +31,8 @@ from autograder.worker import locks
 from autograder.worker.leftovers import SHARED_DIRS
 
 from .conftest import ROOT
-from tests.support.local_users import (is_root, normal_user, other_user, owned, python_for, run_as, site_packages,
-                                      temporary_folder, user_of_its_own)
+from tests.support.local_users import (chown_tree, is_root, normal_user, other_user, owned, python_for, run_as,
+                                      site_packages, temporary_folder, user_of_its_own)
 from tests.support.submission_forms import one_notebook
 
 pytestmark = [pytest.mark.skipif(os.uname().sysname != "Linux",
@@ -46,12 +46,6 @@ PASSED_IN_A_NOTEBOOK = "public checks passed; hidden cases are graded later (54/
 NOT_USED = "note: no warm grade check server: "
 #: the warm server's memory after the checks, as the machine counts it (PSS: its shared pages divided among sharers)
 MAX_PSS_MIB = 200
-
-
-def _chown(path: Path, user) -> None:
-    for p in [path, *path.rglob("*")]:
-        os.lchown(p, user.uid, user.gid)
-
 
 
 def _waited(condition, seconds: float, every: float = 0.1):
@@ -73,7 +67,7 @@ def _fresh_clone(dest: Path, user) -> Path:
         if source.is_file():
             (dest / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, dest / name)
-    _chown(dest, user)
+    chown_tree(user, dest)
     return dest
 
 
@@ -193,7 +187,7 @@ class Desk:
         self.folder = user.home / f"agx-journey-{tmp.name}"
         shutil.rmtree(self.folder, ignore_errors=True)
         self.notebook = one_notebook(SAMPLES / "alice", self.folder, name="alice.ipynb")
-        _chown(self.folder, user)
+        chown_tree(user, self.folder)
         self.python = python_for(user)
 
     def env(self, **extra) -> dict:
