@@ -690,26 +690,47 @@ def test_the_verdicts_are_the_outputs_nbformat_makes_and_written_as_nbformat_wri
         assert path.read_bytes() == (tmp_path / "control.ipynb").read_bytes()
 
 
-def test_the_write_back_needs_the_courses_notebooks(tmp_path, monkeypatch):
-    """autograded/ is built from source/ (or release/): without them the gradebook is not touched."""
+@pytest.fixture(scope="module")
+def empty_gradebook(tmp_path_factory) -> Path:
+    """An empty gradebook, as nbgrader's ``Gradebook`` creates one (its tables, alembic's version, the course's row),
+    made once: for each gradebook it creates, nbgrader runs ``alembic heads`` in a process of its own (3 to 4 CPU-s);
+    the tests that need a new gradebook copy this file (new_gradebook)."""
     pytest.importorskip("nbgrader")
-    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")  # alembic
     from nbgrader.api import Gradebook  # noqa: PLC0415 - optional: nbgrader is no dependency of the kit
 
-    with Gradebook(f"sqlite:///{tmp_path / 'gradebook.db'}") as gb:
+    path = tmp_path_factory.mktemp("empty-gradebook") / "gradebook.db"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")  # alembic
+        with Gradebook(f"sqlite:///{path}"):
+            pass
+    return path
+
+
+def new_gradebook(empty: Path, folder: Path) -> str:
+    """``folder/gradebook.db``, a copy of the empty gradebook; its URL."""
+    shutil.copyfile(empty, folder / "gradebook.db")
+    return f"sqlite:///{folder / 'gradebook.db'}"
+
+
+def test_the_write_back_needs_the_courses_notebooks(tmp_path, empty_gradebook):
+    """autograded/ is built from source/ (or release/): without them the gradebook is not touched."""
+    pytest.importorskip("nbgrader")
+    from nbgrader.api import Gradebook  # noqa: PLC0415 - optional: nbgrader is no dependency of the kit
+
+    with Gradebook(new_gradebook(empty_gradebook, tmp_path)) as gb:
         gb.add_assignment(ASSIGNMENT)
     with pytest.raises(nbgrader_gradebook.GradebookError, match="grade nbgrader --course"):
         nbgrader_gradebook.write(tmp_path, ASSIGNMENT, {"someone": {"tests": []}})
 
 
-def test_notebooks_built_while_the_class_is_graded_reach_autograded_only_with_the_grades(source, tmp_path, monkeypatch):
+def test_notebooks_built_while_the_class_is_graded_reach_autograded_only_with_the_grades(source, tmp_path,
+                                                                                           empty_gradebook):
     """``grade autograde --nbgrader`` builds each student's autograded/ notebooks as soon as they are graded
     (feedback_meanwhile.py), beside autograded/, and moves them in after the gradebook commit: a gradebook that refuses
     the grades (no such assignment: never generated) leaves autograded/ as it was, and nothing built is left behind;
     what a run killed meanwhile left is swept by the next. The control: with the assignment in the gradebook, they
     arrive, byte for byte the notebooks the write-back builds."""
     pytest.importorskip("nbgrader")
-    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")  # alembic
     from nbgrader.api import Gradebook  # noqa: PLC0415 - optional: nbgrader is no dependency of the kit
 
     from autograder.autograde import pipeline  # noqa: PLC0415 - the write-back, as grade autograde calls it
@@ -728,9 +749,7 @@ def test_notebooks_built_while_the_class_is_graded_reach_autograded_only_with_th
     result = {**kit_result({BUG_STEP}), "score": 70.0}
     (tmp_path / "out" / "ada").mkdir(parents=True)
     (tmp_path / "out" / "ada" / "results.json").write_text(json.dumps(result))
-    sources, url = [Source("ada", submitted)], f"sqlite:///{course / 'gradebook.db'}"
-    with Gradebook(url):
-        pass  # a gradebook without the assignment
+    sources, url = [Source("ada", submitted)], new_gradebook(empty_gradebook, course)  # without the assignment
 
     def leftovers() -> list[str]:
         return [p.name for p in course.iterdir() if p.name.startswith(".grade-")]
@@ -785,19 +804,18 @@ NBGRADER_SA_WARNING = (r"Object of type <(SubmittedAssignment|SubmittedNotebook)
                        r"add operation along '(Student|Assignment|Notebook)\.submissions' will not proceed")
 
 
-def test_the_gradebook_write_back_gives_no_warning_of_nbgraders(source, tmp_path, monkeypatch):
+def test_the_gradebook_write_back_gives_no_warning_of_nbgraders(source, tmp_path, empty_gradebook):
     """nbgrader's own Gradebook.add_submission makes SQLAlchemy warn three times (a new submission linked before it
     is added to the session): the control, called directly. nbgrader_gradebook.write, which creates the same rows for a
     student new to the gradebook (linked by ids), gives none."""
     pytest.importorskip("nbgrader")
-    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")  # alembic
 
     from nbgrader.api import Gradebook  # noqa: PLC0415 - optional: nbgrader is no dependency of the kit
     from sqlalchemy.exc import SAWarning  # noqa: PLC0415 - optional: nbgrader's dependency
 
     (tmp_path / "source").mkdir()
     shutil.copytree(source, tmp_path / "source" / ASSIGNMENT)
-    url = f"sqlite:///{tmp_path / 'gradebook.db'}"
+    url = new_gradebook(empty_gradebook, tmp_path)
     with Gradebook(url) as gb:
         gb.add_assignment(ASSIGNMENT)
         gb.add_notebook("simple_attention", ASSIGNMENT)
@@ -817,14 +835,14 @@ def test_the_gradebook_write_back_gives_no_warning_of_nbgraders(source, tmp_path
         assert gb.find_submission(ASSIGNMENT, "someone")  # the gradebook is complete all the same
 
 
-def small_gradebook(source: Path, folder: Path) -> str:
+def small_gradebook(source: Path, folder: Path, empty: Path) -> str:
     """A gradebook of two notebooks with grade, solution and task cells (and the course's notebooks beside it, which
     the write-back wants); its URL."""
     from nbgrader.api import Gradebook  # noqa: PLC0415 - optional: nbgrader is no dependency of the kit
 
     (folder / "source").mkdir()
     shutil.copytree(source, folder / "source" / ASSIGNMENT)
-    url = f"sqlite:///{folder / 'gradebook.db'}"
+    url = new_gradebook(empty, folder)
     with Gradebook(url) as gb:
         gb.add_assignment(ASSIGNMENT)
         for nb in ("simple_attention", "causal_attention"):
@@ -850,17 +868,16 @@ def gradebook_rows(url: str) -> dict:
         ) for sub in gb.assignment_submissions(ASSIGNMENT)}
 
 
-def test_the_write_back_creates_nbgraders_rows_in_one_commit(source, tmp_path, monkeypatch):
+def test_the_write_back_creates_nbgraders_rows_in_one_commit(source, tmp_path, empty_gradebook):
     """A student new to the gradebook gets the rows nbgrader's own add_student and add_submission create (the control:
     a student added by them), and the class is written in one commit (a commit per student, and two more for each new
     one, cost a sync of the database file each: 4.8 of the 6.2 s the first write of 32 students took)."""
     pytest.importorskip("nbgrader")
-    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")  # alembic
     from nbgrader.api import Gradebook  # noqa: PLC0415 - optional: nbgrader is no dependency of the kit
     from sqlalchemy import event  # noqa: PLC0415 - optional: nbgrader's dependency
     from sqlalchemy.orm import Session  # noqa: PLC0415 - optional: nbgrader's dependency
 
-    url = small_gradebook(source, tmp_path)
+    url = small_gradebook(source, tmp_path, empty_gradebook)
     stamp = "2026-12-11 20:00:00.000000 UTC"
     with Gradebook(url) as gb:
         gb.add_student("control")
@@ -897,13 +914,12 @@ def test_the_write_back_creates_nbgraders_rows_in_one_commit(source, tmp_path, m
         for nb, cell, *_ in rows["graded"][1]}
 
 
-def test_the_write_back_writes_the_whole_class_or_nothing(source, tmp_path, monkeypatch):
+def test_the_write_back_writes_the_whole_class_or_nothing(source, tmp_path, empty_gradebook):
     """A result the gradebook has no cell for stops the write-back with nothing written, not even the students before
     it (it was committed student by student)."""
     pytest.importorskip("nbgrader")
-    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")  # alembic
 
-    url = small_gradebook(source, tmp_path)
+    url = small_gradebook(source, tmp_path, empty_gradebook)
     good = {"tests": [{"name": "simple_attention.x 1: t", "score": 1.0}]}
     bad = {"tests": [{"name": "simple_attention.nothing 1: t", "score": 1.0}]}
     with pytest.raises(nbgrader_gradebook.GradebookError, match="no test cell test_nothing_1"):
@@ -913,17 +929,16 @@ def test_the_write_back_writes_the_whole_class_or_nothing(source, tmp_path, monk
     assert set(gradebook_rows(url)) == {"a", "b"}
 
 
-def test_a_regrade_keeps_a_score_a_grader_entered_by_hand(source, tmp_path, monkeypatch):
+def test_a_regrade_keeps_a_score_a_grader_entered_by_hand(source, tmp_path, empty_gradebook):
     """An instructor overrides a test cell's points in the formgrader (a manual score), then grades the class again (a
     resubmission, an extension): the manual score stays and the cell is flagged for review, exactly as nbgrader's own
     autograde leaves it (the control: nbgrader's ``SaveAutoGrades._add_score`` on the same cells of a second student);
     a cell nobody graded by hand takes the new points and needs no review. The kit's first write-back cleared it."""
     pytest.importorskip("nbgrader")
-    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")  # alembic
     from nbgrader.api import Gradebook  # noqa: PLC0415 - optional: nbgrader is no dependency of the kit
     from nbgrader.preprocessors import SaveAutoGrades  # noqa: PLC0415 - optional: nbgrader is no dependency of the kit
 
-    url = small_gradebook(source, tmp_path)
+    url = small_gradebook(source, tmp_path, empty_gradebook)
     cells = {"test_x_1": ("simple_attention.x 1: t", 1), "test_x_2": ("simple_attention.x 2: t", 2)}
     nothing = {"tests": [{"name": name, "score": 0.0} for name, _ in cells.values()]}
     nbgrader_gradebook.write(tmp_path, ASSIGNMENT, {"kit": nothing, "nbgrader": nothing}, db_url=url)
@@ -959,19 +974,18 @@ def test_a_regrade_keeps_a_score_a_grader_entered_by_hand(source, tmp_path, monk
     assert kit == {"test_x_2": (0.0, 0.5, False), "test_x_1": (0.0, None, False)}
 
 
-def test_a_solution_cell_left_as_released_is_commented_no_response_as_nbgrader_does(source, tmp_path, monkeypatch):
+def test_a_solution_cell_left_as_released_is_commented_no_response_as_nbgrader_does(source, tmp_path, empty_gradebook):
     """nbgrader's autograde comments "No response." on a solution cell handed in untouched and nothing on one answered
     (``SaveAutoGrades._add_comment``: the control, run on a second student's copy of the same notebooks); the formgrader
     shows it above the answer. The kit's write-back makes the same comments, for a student new to the gradebook (rows
     the kit makes) and on a regrade once the student has answered (rows it updates). It made none before."""
     pytest.importorskip("nbgrader")
-    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")  # alembic
     import nbformat  # noqa: PLC0415 - optional: nbgrader's dependency
     from nbgrader import utils  # noqa: PLC0415 - optional: nbgrader is no dependency of the kit
     from nbgrader.api import Gradebook  # noqa: PLC0415 - optional: nbgrader is no dependency of the kit
     from nbgrader.preprocessors import DeduplicateIds, SaveAutoGrades  # noqa: PLC0415 - optional: nbgrader is no dependency of the kit
 
-    url = small_gradebook(source, tmp_path)
+    url = small_gradebook(source, tmp_path, empty_gradebook)
     stub = "# YOUR CODE HERE\nraise NotImplementedError()"
     released = v4.new_code_cell(stub, metadata={"nbgrader": {
         "solution": True, "grade": False, "locked": False, "grade_id": "x", "schema_version": 3}})
@@ -1030,12 +1044,11 @@ def test_a_solution_cell_left_as_released_is_commented_no_response_as_nbgrader_d
     assert comments("kit") == comments("nbgrader")
 
 
-def test_the_write_back_writes_each_row_after_the_rows_it_names(source, tmp_path, monkeypatch):
+def test_the_write_back_writes_each_row_after_the_rows_it_names(source, tmp_path, empty_gradebook):
     """On a gradebook that enforces foreign keys (nbgrader's PostgreSQL and MySQL gradebooks do; SQLite here, asked
     to), a class of new and known students is written: each row goes in after the student, submission and notebook it
     names, whichever student comes first."""
     pytest.importorskip("nbgrader")
-    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")  # alembic
     from nbgrader.api import Gradebook  # noqa: PLC0415 - optional: nbgrader is no dependency of the kit
     from sqlalchemy import event, text  # noqa: PLC0415 - optional: nbgrader's dependency
     from sqlalchemy.engine import Engine  # noqa: PLC0415 - optional: nbgrader's dependency
@@ -1043,7 +1056,7 @@ def test_the_write_back_writes_each_row_after_the_rows_it_names(source, tmp_path
     def enforce(connection, _record) -> None:
         connection.execute("PRAGMA foreign_keys=ON")
 
-    url = small_gradebook(source, tmp_path)
+    url = small_gradebook(source, tmp_path, empty_gradebook)
     with Gradebook(url) as gb:
         gb.add_student("a-known")  # first in order: known, with no submission yet
     tests = [{"name": "simple_attention.x 1: t", "score": 1.0}]
