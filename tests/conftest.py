@@ -20,6 +20,9 @@ from pathlib import Path
 
 import pytest
 
+# nbformat as the kit loads it, before any test module or nbclient does: without jsonschema's IRI grammars (1.2 CPU-s
+# in each of the run's pytest processes: autograder/nbgrader_course/notebook_format.py)
+from autograder.nbgrader_course import notebook_format  # noqa: F401 - loaded for its effect, first
 from tests.support.browser import Browser, find_or_install
 from tests.support.warm_grade import WarmGrade
 

@@ -23,7 +23,7 @@ import json
 import re
 from pathlib import Path
 
-import nbformat
+from .notebook_format import nbformat
 from nbformat import from_dict
 from nbformat.notebooknode import NotebookNode
 

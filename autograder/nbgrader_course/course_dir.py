@@ -13,7 +13,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-import nbformat
+from .notebook_format import nbformat
 
 from autograder.course import load_course
 from autograder.grading.suites.suite_runner import validate_suites

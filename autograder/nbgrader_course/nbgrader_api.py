@@ -30,7 +30,7 @@ SLOW = "rfc3987_syntax"
 def import_nbgrader_api():
     """``nbgrader.api`` (ImportError when nbgrader is not installed), imported fast."""
     importing = [True]
-    with _absent(SLOW):
+    with absent(SLOW):
         _package_first("nbgrader", importing)
         try:
             import nbgrader.api
@@ -89,7 +89,7 @@ def _package_first(name: str, importing: list) -> None:
 
 
 @contextlib.contextmanager
-def _absent(name: str):
+def absent(name: str):
     """While the block runs, ``import name`` raises ImportError, unless jsonschema's checkers are loaded already
     (then the block changes nothing) or the module itself is."""
     if "jsonschema._format" in sys.modules or name in sys.modules:

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import re
 
-from nbformat import v4
+from .notebook_format import nbformat
+
+v4 = nbformat.v4
 
 SCHEMA_VERSION = 3
 _ID_CHARS = re.compile(r"[^A-Za-z0-9_-]")

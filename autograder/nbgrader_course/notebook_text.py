@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 import json
 
-import nbformat
+from .notebook_format import nbformat
 from nbformat.notebooknode import NotebookNode
 from nbformat.v4.nbjson import BytesEncoder
 from nbformat.v4.rwbase import split_lines, strip_transient

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import nbformat
+from .notebook_format import nbformat
 from nbformat import v4
 
 from autograder.course.sources import ModuleSource, read_module, with_borrowed

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import nbformat
+from autograder.nbgrader_course.notebook_format import nbformat
 from nbformat import v4
 
 from autograder.nbgrader_course import literals
