@@ -170,6 +170,23 @@ def test_the_kit_imports_nbgrader_without_the_iri_grammars():
     assert "grammars loaded: True" in control and "extensions loaded: True" in control
 
 
+@pytest.mark.skipif(importlib.util.find_spec("rfc3987_syntax") is None,
+                    reason="needs jsonschema's non-GPL format checkers (the test extra has them)")
+def test_the_kits_notebook_writers_load_nbformat_without_the_iri_grammars():
+    """The modules `grade nbgrader`, `grade release` and `grade autograde --nbgrader` write notebooks with load
+    nbformat without compiling rfc3987_syntax's grammars (autograder/nbgrader_course/notebook_format.py), and
+    nbformat validates a notebook all the same. Control: nbformat's own import compiles them."""
+    ran = _python("import sys\n"
+                  "from autograder.release import student_notebooks\n"
+                  "from autograder.nbgrader_course import autograded, course_dir, nbgrader_cells, notebooks\n"
+                  "import nbformat\n"
+                  "nbformat.validate(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell('x = 1')]))\n"
+                  "print('grammars loaded:', sys.modules.get('rfc3987_syntax') is not None)\n")
+    assert "grammars loaded: False" in ran
+    control = _python("import sys\nimport nbformat\nprint('grammars loaded:', 'rfc3987_syntax' in sys.modules)\n")
+    assert "grammars loaded: True" in control
+
+
 # Each full pass of the collector, written down by every process of the command that runs this (the batch's jobs are
 # forked from it): "walked torch" when torch was (being) loaded and nothing was frozen yet, so the pass walked all of
 # it.
