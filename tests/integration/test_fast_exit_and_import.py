@@ -173,7 +173,7 @@ def test_the_kit_imports_nbgrader_without_the_iri_grammars():
 @pytest.mark.skipif(importlib.util.find_spec("rfc3987_syntax") is None,
                     reason="needs jsonschema's non-GPL format checkers (the test extra has them)")
 def test_the_kits_notebook_writers_load_nbformat_without_the_iri_grammars():
-    """The modules `grade nbgrader`, `grade release` and `grade autograde --nbgrader` write notebooks with load
+    """The modules that write notebooks for `grade nbgrader`, `grade release` and `grade autograde --nbgrader` load
     nbformat without compiling rfc3987_syntax's grammars (autograder/nbgrader_course/notebook_format.py), and
     nbformat validates a notebook all the same. Control: nbformat's own import compiles them."""
     ran = _python("import sys\n"
