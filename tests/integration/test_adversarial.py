@@ -143,18 +143,13 @@ def test_every_submission_has_results(graded):
     assert missing == []
 
 
-def _memory_group(graded) -> bool:
-    """Whether the run held each submission's memory in a control group (the isolation line says so)."""
-    return "limited per submission" in graded["result"].stdout
-
-
-def _timed_out_for_want_of_a_memory_group(graded, name: str) -> bool:
-    """An attack the manifest says may end at a step's time limit where no control group holds its memory (the
-    machine itself must find it, slowly when loaded), that did exactly that: its only problem is one time limit."""
-    allowed = ADV_MANIFEST[name].get("without_a_memory_group")
+def _timed_out_as_allowed(graded, name: str) -> bool:
+    """An attack the manifest says may end at a step's time limit when the machine is loaded, that did exactly
+    that: its only problem is that one time limit."""
+    allowed = ADV_MANIFEST[name].get("when_loaded")
     problems = load(graded, name)["extra_data"].get("problems") or []
-    return (allowed is not None and not _memory_group(graded)
-            and [(p["kind"], p["steps"]) for p in problems] == [("timed_out", [allowed["may_time_out"]])])
+    return allowed is not None and [(p["kind"], p["steps"]) for p in problems] == [("timed_out",
+                                                                                     [allowed["may_time_out"]])]
 
 
 @pytest.mark.parametrize("name", sorted(ADV_MANIFEST))
@@ -162,10 +157,10 @@ def test_submission_scores_as_the_manifest_says(graded, name):
     expect = ADV_MANIFEST[name]
     result = load(graded, name)
     lost = sorted({t["name"].split(" ", 1)[0] for t in result["tests"] if t["status"] != "passed"})
-    if expect["expect"] == "full" and _timed_out_for_want_of_a_memory_group(graded, name):
-        step = expect["without_a_memory_group"]["may_time_out"]
+    if expect["expect"] == "full" and _timed_out_as_allowed(graded, name):
+        step = expect["when_loaded"]["may_time_out"]
         assert lost == [step] and result["score"] == COURSE.max_points() - sum(
-            c.points for c in COURSE.steps[step].counts.values()), expect["without_a_memory_group"]["why"]
+            c.points for c in COURSE.steps[step].counts.values()), expect["when_loaded"]["why"]
     elif expect["expect"] == "full":
         assert lost == [] and result["score"] == COURSE.max_points(), expect.get("why")
     else:
@@ -183,7 +178,7 @@ def test_no_attack_scores_more_than_its_honest_control(graded):
     gains = {}
     for name, control in pairs.items():
         attack, honest = load(graded, name)["score"], load(graded, control)["score"]
-        exact = "score" in ADV_MANIFEST[name] and not _timed_out_for_want_of_a_memory_group(graded, name)
+        exact = "score" in ADV_MANIFEST[name] and not _timed_out_as_allowed(graded, name)
         if attack > honest or (exact and attack != ADV_MANIFEST[name]["score"]):
             gains[name] = (attack, honest)
     assert gains == {}, "attack: (its score, its honest control's)"

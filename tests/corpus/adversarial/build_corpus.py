@@ -1685,10 +1685,12 @@ sub("fork_children_memory", "full", [],
     patch={"simple_attention": {"attention_scores": FORK_MEMORY % (
         "five forked children that each write 1.5 GB at once (7.5 GB in all) and exit 1 s later.", 5)}},
     control="fork_children_memory_control", score=MAX_POINTS,
-    extra={"without_a_memory_group": {"may_time_out": SA, "why": (
-        "where no control group holds the submission's memory (a normal user's levels), the machine must find the "
-        "7.5 GB itself: on a loaded machine the step may then end at its time limit, a zero for that step alone, "
-        "never a gain")}})
+    extra={"when_loaded": {"may_time_out": SA, "why": (
+        "in the class's batch (two submissions at a time, beside the other memory attacks, on a loaded machine) the "
+        "children may write up to 7.5 GB of fresh pages, one after another, before the budget (or, without a control "
+        "group, the machine) has ended them all: the step may then end at its time limit, a zero for that step "
+        "alone, never a gain; graded alone, test_memory_is_limited_per_submission_not_per_process requires the "
+        "full score and measures the machine's peak")}})
 sub("fork_children_memory_control", "full", [],
     "control of fork_children_memory: the same step writing 1.5 GB once, in the worker itself (within the "
     "per-process limit), no child",
