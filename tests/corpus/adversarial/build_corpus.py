@@ -1681,7 +1681,8 @@ sub("fork_children_memory", "full", [],
     "attention_scores (its first call in a worker) forks 5 children that each write 1.5 GB at once (7.5 GB in "
     "all, bounded), sleep 1 s and exit; then returns the right value: the submission's memory budget (a control "
     "group) holds for all its processes together, so the children are killed once they pass it and the machine "
-    "never sees 7.5 GB; the value itself is right (tests/test_adversarial.py measures the machine's peak)",
+    "never sees 7.5 GB; the value itself is right (test_memory_is_limited_per_submission_not_per_process measures "
+    "the machine's peak)",
     patch={"simple_attention": {"attention_scores": FORK_MEMORY % (
         "five forked children that each write 1.5 GB at once (7.5 GB in all) and exit 1 s later.", 5)}},
     control="fork_children_memory_control", score=MAX_POINTS,
