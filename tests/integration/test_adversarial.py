@@ -147,9 +147,10 @@ def _timed_out_as_allowed(graded, name: str) -> bool:
     """An attack the manifest says may end at a step's time limit when the machine is loaded, that did exactly
     that: its only problem is that one time limit."""
     allowed = ADV_MANIFEST[name].get("when_loaded")
+    if allowed is None:
+        return False
     problems = load(graded, name)["extra_data"].get("problems") or []
-    return allowed is not None and [(p["kind"], p["steps"]) for p in problems] == [("timed_out",
-                                                                                     [allowed["may_time_out"]])]
+    return [(p["kind"], p["steps"]) for p in problems] == [("timed_out", [allowed["may_time_out"]])]
 
 
 @pytest.mark.parametrize("name", sorted(ADV_MANIFEST))
