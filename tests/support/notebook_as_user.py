@@ -16,7 +16,7 @@ import sys
 
 def main(request_file: str) -> int:
     import nbformat  # noqa: PLC0415 - Jupyter's, from the test extra
-    from nbclient import NotebookClient  # noqa: PLC0415 - Jupyter's, from the test extra
+    from tests.support.kernels import notebook_client  # noqa: PLC0415 - Jupyter's, from the test extra
 
     with open(request_file, encoding="utf-8") as f:
         request = json.load(f)
@@ -27,7 +27,7 @@ def main(request_file: str) -> int:
     first = len(nb.cells)
     nb.cells += [nbformat.v4.new_code_cell(source) for source in request["cells"]]
     folder = path.rsplit("/", 1)[0]
-    NotebookClient(nb, timeout=600, kernel_name="python3", iopub_timeout=120, raise_on_iopub_timeout=True,
+    notebook_client(nb, timeout=600, kernel_name="python3", iopub_timeout=120, raise_on_iopub_timeout=True,
                    resources={"metadata": {"path": folder}}).execute()
     shown = []
     for cell in nb.cells[first:]:

@@ -146,7 +146,7 @@ def test_the_magic_without_a_step_passes_each_bundle_notebook_filled_in(tmp_path
     from .test_magic import shown  # noqa: PLC0415 - the magic's tests' reader of a cell's outputs
 
     import nbformat  # noqa: PLC0415 - imported on first use: nbformat is slow to load
-    from nbclient import NotebookClient  # noqa: PLC0415 - optional: Jupyter's, from the test extra
+    from tests.support.kernels import notebook_client  # noqa: PLC0415 - optional: Jupyter's, from the test extra
 
     monkeypatch.setenv("PYTHONPATH", str(ROOT))  # the kernel's magic is this kit's
     folder = _filled_bundle(tmp_path / "notebooks")
@@ -154,7 +154,7 @@ def test_the_magic_without_a_step_passes_each_bundle_notebook_filled_in(tmp_path
         path = folder / f"{module}.ipynb"
         nb = nbformat.read(path, as_version=4)
         nb.cells.append(nbformat.v4.new_code_cell("%grade check"))
-        NotebookClient(nb, timeout=600, kernel_name="python3", iopub_timeout=120, raise_on_iopub_timeout=True,
+        notebook_client(nb, timeout=600, kernel_name="python3", iopub_timeout=120, raise_on_iopub_timeout=True,
                        resources={"metadata": {"path": str(folder)}}).execute()
         text, _html = shown(nb.cells[-1])
         steps = [s for s in DATA["steps"] if s.startswith(module + ".")]

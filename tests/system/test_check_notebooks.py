@@ -113,11 +113,12 @@ def test_grade_autograde_gives_each_form_the_points_of_the_py_files(forms, tmp_p
 
 def _execute(path):
     import nbformat  # noqa: PLC0415 - imported on first use: nbformat is slow to load
-    from nbclient import NotebookClient  # noqa: PLC0415 - optional: Jupyter's, from the test extra
+    from tests.support.kernels import notebook_client  # noqa: PLC0415 - optional: Jupyter's, from the test extra
 
     nb = nbformat.read(path, as_version=4)
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}).execute()
+    notebook_client(nb, timeout=300, kernel_name="python3",
+                    resources={"metadata": {"path": str(path.parent)}}).execute()
     return nb
 
 

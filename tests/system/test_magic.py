@@ -57,11 +57,11 @@ def with_extension(path):
 def run_notebook(path, *last_cells: str, allow_errors: bool = False):
     """Run ``path`` in a fresh kernel with the extension loaded first and ``last_cells`` at the end; the notebook."""
     import nbformat  # noqa: PLC0415 - imported on first use: nbformat is slow to load
-    from nbclient import NotebookClient  # noqa: PLC0415 - optional: Jupyter's, from the test extra
+    from tests.support.kernels import notebook_client  # noqa: PLC0415 - optional: Jupyter's, from the test extra
 
     nb = with_extension(path)
     nb.cells += [nbformat.v4.new_code_cell(c) for c in last_cells]
-    NotebookClient(nb, timeout=600, kernel_name="python3", allow_errors=allow_errors, **LOADED,
+    notebook_client(nb, timeout=600, kernel_name="python3", allow_errors=allow_errors, **LOADED,
                    resources={"metadata": {"path": str(path.parent)}}).execute()
     return nb
 
@@ -138,14 +138,14 @@ def alice_in_a_kernel(tmp_path, monkeypatch):
     """alice's notebook run in a fresh kernel with the extension loaded, the kernel's temporary files in a folder of
     their own: (the client, ``run(source)`` -> what a new cell showed, that folder). The kernel shuts down after."""
     import nbformat  # noqa: PLC0415 - imported on first use: nbformat is slow to load
-    from nbclient import NotebookClient  # noqa: PLC0415 - optional: Jupyter's, from the test extra
+    from tests.support.kernels import notebook_client  # noqa: PLC0415 - optional: Jupyter's, from the test extra
 
     temp = tmp_path / "tmp"
     temp.mkdir(exist_ok=True)
     monkeypatch.setenv("TMPDIR", str(temp))  # the kernel's environment, and so its tempfile's
     path = one_notebook(SAMPLES / "alice", tmp_path, name="alice.ipynb")
     nb = with_extension(path)
-    client = NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}},
+    client = notebook_client(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}},
                             **LOADED)
 
     def run(source: str) -> str:

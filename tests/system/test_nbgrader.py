@@ -390,11 +390,13 @@ def copy_beside(source: Path, folder: Path) -> None:
 
 def kernel_run(folder: Path, nb, monkeypatch, tmp_path) -> object:
     """Run ``nb`` in a real IPython kernel (nbclient, the venv's python3 kernel), in ``folder``; errors kept."""
-    nbclient = pytest.importorskip("nbclient")
+    pytest.importorskip("nbclient")
+    from tests.support.kernels import notebook_client  # noqa: PLC0415 - Jupyter's, from the test extra
+
     for key, value in jupyter_env(tmp_path / "jupyter").items():
         monkeypatch.setenv(key, value)
-    client = nbclient.NotebookClient(nb, kernel_name="python3", timeout=300, allow_errors=True,
-                                     resources={"metadata": {"path": str(folder)}})
+    client = notebook_client(nb, kernel_name="python3", timeout=300, allow_errors=True,
+                             resources={"metadata": {"path": str(folder)}})
     return client.execute()
 
 

@@ -134,7 +134,7 @@ def _tools(folder: Path) -> Path:
 def _run(cells: list[str], cwd: Path, timeout: float = 300):
     """Run ``cells`` (code) in a fresh kernel in ``cwd``, past errors; the executed notebook."""
     import nbformat  # noqa: PLC0415 - Jupyter's, from the test extra
-    from nbclient import NotebookClient  # noqa: PLC0415 - Jupyter's, from the test extra
+    from tests.support.kernels import notebook_client  # noqa: PLC0415 - Jupyter's, from the test extra
 
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
@@ -142,7 +142,7 @@ def _run(cells: list[str], cwd: Path, timeout: float = 300):
     path = os.environ.get("PATH", "")
     os.environ["PATH"] = f"{_tools(cwd)}{os.pathsep}{path}"
     try:
-        NotebookClient(nb, timeout=timeout, kernel_name="python3", allow_errors=True,
+        notebook_client(nb, timeout=timeout, kernel_name="python3", allow_errors=True,
                        resources={"metadata": {"path": str(cwd)}}).execute()
     finally:
         os.environ["PATH"] = path
