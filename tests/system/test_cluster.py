@@ -14,7 +14,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -25,7 +24,7 @@ from distributed import Client
 
 from autograder.course import load_course
 
-from tests.support import course_certificates
+from tests.support import course_certificates, scheduler_file
 from .conftest import ROOT, run_grade
 from tests.support.documented_slurm import documented_cluster, worker_command
 from tests.support.levels import best_here
@@ -47,12 +46,6 @@ CLASS = {**{name: SAMPLES / name for name in ("alice", "bob", "carol", "dave")},
 
 
 # -- helpers -------------------------------------------------------------------------------------
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def class_folder(folder: Path, copies: int = 1) -> Path:
     """CLASS in ``folder``; with ``copies`` > 1, each also as ``<name>-<i>``."""
     for name, source in CLASS.items():
@@ -111,14 +104,14 @@ class CliCluster:
 
     def __init__(self, base: Path, certificates: course_certificates.Certificates | None, workers: int = 2,
                  env: dict | None = None, worker_args: tuple[str, ...] = ()):
-        self.port = free_port()
         self.certificates = certificates
         scheme, tls = ("tls", certificates.dask_args()) if certificates else ("tcp", [])
-        self.address = f"{scheme}://127.0.0.1:{self.port}"
         self.base = base
         self.env = {**os.environ, "DASK_TEMPORARY_DIRECTORY": str(base), **HOUSEKEEPING, **(env or {})}
-        self.procs = [self._start("scheduler", "--host", "127.0.0.1", "--port", str(self.port), "--no-dashboard",
-                                  "--protocol", scheme, *tls)]
+        where = base / "scheduler.json"
+        self.procs = [self._start("scheduler", "--host", "127.0.0.1", "--port", "0", "--scheduler-file", str(where),
+                                  "--no-dashboard", "--protocol", scheme, *tls)]
+        self.address = scheduler_file.address(where, self.procs[0], base / "scheduler-0.log")
         for i in range(workers):
             self.procs.append(self._start("worker", self.address, "--nworkers", "1", "--nthreads", "1",
                                           "--host", "127.0.0.1", "--no-dashboard", "--name", f"w{i}", *tls,

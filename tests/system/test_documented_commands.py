@@ -51,16 +51,15 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from .conftest import ROOT
+from tests.support import scheduler_file
 from tests.support.once import built_once
 
 DOCUMENTS = ["README.md"] + sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "docs").glob("*.md"))
@@ -302,12 +301,6 @@ def test_the_parser_sees_blocks_as_written():
 
 
 # -- running them ---------------------------------------------------------------------------------------
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _copy_repository(dest: Path) -> None:
     """The repository's tracked and untracked, not ignored, files, committed into a new repository."""
     listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
@@ -374,31 +367,23 @@ class Scheduler:
     cluster's certificate in ``tls`` (docs/cluster.md's commands made it)."""
 
     def __init__(self, python: Path, cwd: Path, env: dict, logs: Path, tls: Path):
-        port = _free_port()
-        self.address = f"tls://127.0.0.1:{port}"
         self.procs = []
         certificate = ["--tls-ca-file", str(tls / "ca.pem"), "--tls-cert", str(tls / "cluster.pem"),
                        "--tls-key", str(tls / "cluster.key")]
-        for args in (["scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard",
-                      "--protocol", "tls", *certificate],
-                     ["worker", self.address, "--nworkers", "1", "--nthreads", "1", "--host", "127.0.0.1",
-                      "--no-dashboard", *certificate]):
-            log = open(logs / f"dask-{args[0]}.log", "wb")  # noqa: SIM115 - the process writes it until it is stopped
-            self.procs.append(subprocess.Popen([str(python), "-m", "dask", *args], cwd=cwd, env=env, stdout=log,
-                                               stderr=subprocess.STDOUT, start_new_session=True))
-            if args[0] == "scheduler":
-                self._listening(port, logs / "dask-scheduler.log")
+        where, log = logs / "dask-scheduler.json", logs / "dask-scheduler.log"
+        self.procs.append(self._start(python, cwd, env, log, ["scheduler", "--host", "127.0.0.1", "--port", "0",
+                                                             "--scheduler-file", str(where), "--no-dashboard",
+                                                             "--protocol", "tls", *certificate]))
+        self.address = scheduler_file.address(where, self.procs[0], log)
+        self.procs.append(self._start(python, cwd, env, logs / "dask-worker.log",
+                                      ["worker", self.address, "--nworkers", "1", "--nthreads", "1",
+                                       "--host", "127.0.0.1", "--no-dashboard", *certificate]))
 
-    def _listening(self, port: int, log: Path, bound: float = 120) -> None:
-        """Wait, within ``bound`` seconds, until the scheduler accepts connections on ``port``."""
-        deadline = time.monotonic() + bound
-        while time.monotonic() < deadline:
-            assert self.procs[0].poll() is None, log.read_text(errors="replace")
-            with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", port)) == 0:
-                    return
-            time.sleep(0.2)
-        raise AssertionError(f"the scheduler did not listen within {bound} s:\n" + log.read_text(errors="replace"))
+    @staticmethod
+    def _start(python: Path, cwd: Path, env: dict, log: Path, args: list[str]) -> subprocess.Popen:
+        with open(log, "wb") as out:  # the process holds its own copy of the file until it is stopped
+            return subprocess.Popen([str(python), "-m", "dask", *args], cwd=cwd, env=env, stdout=out,
+                                    stderr=subprocess.STDOUT, start_new_session=True)
 
     def close(self) -> None:
         for proc in reversed(self.procs):
