@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import socket
 import subprocess
 import sys
 import time
@@ -24,18 +23,12 @@ from tests.support.submission_forms import one_notebook
 SCREENSHOT = ROOT / "docs" / "notebook-check.png"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
 def jupyterlab(tmp_path):
     """(the server's URL, its token, its root folder): JupyterLab on loopback, stopped after the test."""
     root = tmp_path / "student"
     root.mkdir()
-    port, token = _free_port(), secrets.token_hex(16)
+    token = secrets.token_hex(16)
     env = {**os.environ, "JUPYTER_CONFIG_DIR": str(tmp_path / "config"), "JUPYTER_RUNTIME_DIR": str(tmp_path / "run"),
            "JUPYTERLAB_SETTINGS_DIR": str(tmp_path / "settings"), "JUPYTERLAB_WORKSPACES_DIR": str(tmp_path / "ws")}
     news = tmp_path / "settings" / "@jupyterlab" / "apputils-extension"
@@ -48,18 +41,21 @@ def jupyterlab(tmp_path):
     notebook.mkdir(parents=True)
     (notebook / "tracker.jupyterlab-settings").write_text(json.dumps({"autoStartDefaultKernel": True}))
     log = open(tmp_path / "jupyterlab.log", "wb")  # noqa: SIM115 - the server writes it until it is stopped
-    server = subprocess.Popen([sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
+    server = subprocess.Popen([sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", "--port=0",
                                f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
                                "--ServerApp.allow_root=True", "--LabApp.news_url=", "--LabApp.check_for_updates_class="
                                "jupyterlab.NeverCheckForUpdate"],
                               cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
+    # the server picks a free port itself (--port=0) and says which in its runtime file: a port picked here could be
+    # taken by another process before the server binds it, and JupyterLab would move to another one unsaid
+    info = tmp_path / "run" / f"jpserver-{server.pid}.json"
     deadline = time.monotonic() + 120
     while True:
         try:
+            url = f"http://127.0.0.1:{json.loads(info.read_text())['port']}"
             with urllib.request.urlopen(f"{url}/api/status?token={token}", timeout=5):
                 break
-        except OSError:
+        except (OSError, ValueError, KeyError):  # no runtime file yet, half-written, or not serving yet
             if server.poll() is not None or time.monotonic() > deadline:
                 server.kill()
                 pytest.fail("JupyterLab did not start: " + (tmp_path / "jupyterlab.log").read_text()[-2000:])
