@@ -2,9 +2,9 @@
 
 jupyter_client picks a kernel's five TCP ports by binding port 0 and closing the socket, then starts the kernel,
 which binds them again: on a busy machine another process (a Dask worker, a browser, another test's kernel) can take
-one in between, and the kernel dies with "Address already in use" (seen in the hand-in corpus's labelling, which
-starts kernels in several processes at once). A kernel on Linux's abstract Unix sockets (``ipc://@name``) has no port
-to lose: the name is drawn from a UUID, binds nothing on disk and leaves nothing behind.
+one in between, and the kernel dies with "Address already in use" (most likely where kernels start in several
+processes at once, as in the hand-in corpus's labelling). A kernel on Linux's abstract Unix sockets
+(``ipc://@name``) has no port to lose: the name is drawn from a UUID, binds nothing on disk and leaves nothing behind.
 """
 from __future__ import annotations
 

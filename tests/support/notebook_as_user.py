@@ -28,7 +28,7 @@ def main(request_file: str) -> int:
     nb.cells += [nbformat.v4.new_code_cell(source) for source in request["cells"]]
     folder = path.rsplit("/", 1)[0]
     notebook_client(nb, timeout=600, kernel_name="python3", iopub_timeout=120, raise_on_iopub_timeout=True,
-                   resources={"metadata": {"path": folder}}).execute()
+                    resources={"metadata": {"path": folder}}).execute()
     shown = []
     for cell in nb.cells[first:]:
         text, errors = [], []

@@ -155,7 +155,7 @@ def test_the_magic_without_a_step_passes_each_bundle_notebook_filled_in(tmp_path
         nb = nbformat.read(path, as_version=4)
         nb.cells.append(nbformat.v4.new_code_cell("%grade check"))
         notebook_client(nb, timeout=600, kernel_name="python3", iopub_timeout=120, raise_on_iopub_timeout=True,
-                       resources={"metadata": {"path": str(folder)}}).execute()
+                        resources={"metadata": {"path": str(folder)}}).execute()
         text, _html = shown(nb.cells[-1])
         steps = [s for s in DATA["steps"] if s.startswith(module + ".")]
         public = sum(c["points"] for s in steps for c in DATA["steps"][s]["counts"].values()

@@ -62,7 +62,7 @@ def run_notebook(path, *last_cells: str, allow_errors: bool = False):
     nb = with_extension(path)
     nb.cells += [nbformat.v4.new_code_cell(c) for c in last_cells]
     notebook_client(nb, timeout=600, kernel_name="python3", allow_errors=allow_errors, **LOADED,
-                   resources={"metadata": {"path": str(path.parent)}}).execute()
+                    resources={"metadata": {"path": str(path.parent)}}).execute()
     return nb
 
 

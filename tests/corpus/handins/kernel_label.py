@@ -143,7 +143,7 @@ def _run(cells: list[str], cwd: Path, timeout: float = 300):
     os.environ["PATH"] = f"{_tools(cwd)}{os.pathsep}{path}"
     try:
         notebook_client(nb, timeout=timeout, kernel_name="python3", allow_errors=True,
-                       resources={"metadata": {"path": str(cwd)}}).execute()
+                        resources={"metadata": {"path": str(cwd)}}).execute()
     finally:
         os.environ["PATH"] = path
     return nb
