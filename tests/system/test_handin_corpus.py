@@ -4,13 +4,14 @@ sibling imports, both forms of a module, files exported from notebooks.
 
 Each is first run in a real kernel (``kernel_label.py``: nbclient, past errors, as nbgrader runs a notebook), so each
 is a fair hand-in and its label is what the kernel makes of it, apart from the kit. The labels are recorded
-(``tests/corpus/handins/labels.json``, with the key of the hand-ins' bytes, the label's code and the versions of
-Python, torch and the kernel): a run whose corpus matches the key reads them, and labels two hand-ins again in
-kernels to show the recording is what a kernel here makes of them; any other run labels every hand-in in kernels
-(about 3 CPU-minutes) and says the recording is stale. Then ``grade autograde`` grades
-them all, and ``grade check`` checks each: every step gets the kernel's verdict, or the hand-in is named for a person
-(a correct hand-in that cannot be graded as handed in: a training cell over the step's time, a file that is not
-UTF-8), and grade check says what autograde says. Each construct has a control that must lose points.
+(``tests/corpus/handins/labels.json``, with a digest of the hand-ins' bytes and the label's code, which
+``tests/unit/test_handin_labels.py`` holds to this checkout, and the versions of Python, torch and the kernel): a run
+with those versions reads them, and labels two hand-ins again in kernels to show the recording is what a kernel here
+makes of them; a run with other versions labels every hand-in in kernels (about 3 CPU-minutes) and says so. Then
+``grade autograde`` grades them all, and ``grade check`` checks each: every step gets the kernel's verdict, or the
+hand-in is named for a person (a correct hand-in that cannot be graded as handed in: a training cell over the step's
+time, a file that is not UTF-8), and grade check says what autograde says. Each construct has a control that must
+lose points.
 
 Its cost: about a minute on a loaded 2-core machine with the labels recorded, most of it one ``grade autograde`` of
 them all (the fixture, which every test only reads); 3 minutes more when every hand-in is labelled again.
@@ -38,8 +39,9 @@ def corpus(tmp_path_factory):
     folders = make_handins.write(root / "handins")
     labels = kernel_label.recorded(folders)
     if labels is None:
-        warnings.warn(f"{kernel_label.RECORDED.name} is stale (the hand-ins, the label's code or a version changed): "
-                      "every hand-in labelled in kernels; record them with python tests/corpus/handins/kernel_label.py",
+        warnings.warn(f"{kernel_label.RECORDED.name} was recorded from other hand-ins, code or versions of "
+                      f"{', '.join(('Python', *kernel_label.VERSIONS))}: every hand-in labelled in kernels (about 3 "
+                      "CPU-minutes); record them with python tests/corpus/handins/kernel_label.py",
                       stacklevel=1)
         labels = kernel_label.label_all(folders)
     (root / "labels.json").write_text(json.dumps(labels, indent=1))  # for a look, with verdicts.py

@@ -280,12 +280,10 @@ RECORDED = Path(__file__).with_name("labels.json")
 VERSIONS = ("torch", "ipykernel", "ipython", "nbclient")
 
 
-def corpus_key(handins: dict[str, Path]) -> str:
-    """What the labels were made from: every file of every hand-in, the label's own code, what it compares with
-    (the reference solutions, the steps of course.yml), the versions of ``VERSIONS`` and Python's (a change to any
-    of them makes the recorded labels stale; a package of ``VERSIONS`` missing, too)."""
-    from importlib.metadata import PackageNotFoundError, version  # noqa: PLC0415 - only here
-
+def made_from(handins: dict[str, Path]) -> str:
+    """What the labels were made from in this checkout: every file of every hand-in, the label's own code and what it
+    compares with (the reference solutions, the steps of course.yml). A change to any of them needs the labels
+    recorded again (tests/unit/test_handin_labels.py says so, in seconds)."""
     digest = hashlib.sha256()
     for name in sorted(handins):
         for path in sorted(p for p in handins[name].rglob("*") if p.is_file()):
@@ -293,12 +291,19 @@ def corpus_key(handins: dict[str, Path]) -> str:
     compared = [ROOT / "course.yml", *sorted((ROOT / "solutions").glob("*.py"))]
     for own in (Path(__file__), ROOT / "tests" / "corpus" / "label.py", *compared):
         digest.update(f"{own.relative_to(ROOT)}\0".encode() + own.read_bytes() + b"\0")
-    try:
-        versions = [version(p) for p in VERSIONS]
-    except PackageNotFoundError as missing:
-        versions = [f"missing: {missing}"]
-    digest.update(json.dumps([sys.version_info[:2], versions]).encode())
     return digest.hexdigest()
+
+
+def versions() -> list:
+    """Python's version and those of ``VERSIONS`` here (a package of them missing is a version too): another
+    machine's install may differ, and then its run labels every hand-in in kernels again."""
+    from importlib.metadata import PackageNotFoundError, version  # noqa: PLC0415 - only here
+
+    try:
+        found = [version(p) for p in VERSIONS]
+    except PackageNotFoundError as missing:
+        found = [f"missing: {missing}"]
+    return [list(sys.version_info[:2]), found]
 
 
 def recorded(handins: dict[str, Path]) -> dict[str, dict] | None:
@@ -306,7 +311,8 @@ def recorded(handins: dict[str, Path]) -> dict[str, dict] | None:
     if not RECORDED.is_file():
         return None
     kept = json.loads(RECORDED.read_text())
-    return kept["labels"] if kept.get("key") == corpus_key(handins) else None
+    fresh = kept.get("made_from") == made_from(handins) and kept.get("versions") == versions()
+    return kept["labels"] if fresh else None
 
 
 def record(dest: Path) -> dict[str, dict]:
@@ -315,7 +321,8 @@ def record(dest: Path) -> dict[str, dict]:
 
     folders = make_handins.write(dest)
     labels = label_all(folders)
-    RECORDED.write_text(json.dumps({"key": corpus_key(folders), "labels": labels}, indent=1, sort_keys=True) + "\n")
+    kept = {"made_from": made_from(folders), "versions": versions(), "labels": labels}
+    RECORDED.write_text(json.dumps(kept, indent=1, sort_keys=True) + "\n")
     return labels
 
 
