@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -92,7 +93,10 @@ def test_grade_autograde_ends_without_the_teardown_once_the_batch_is_written(tmp
     are written, the status is the batch's; control: the same batch through `main` is torn down."""
     quick = _autograde(tmp_path / "quick", "command_line")
     assert quick.returncode == 0, quick.stderr[-2000:]
-    assert "EXIT HOOKS RAN; daemons: ['a library daemon']" in quick.stdout and not _torn_down(quick)
+    # the library's daemon still runs when the exit hooks do (tqdm's monitor may or may not have ended by then: its
+    # own exit hook tells it to stop, and when its thread gets the CPU to do so is the machine's affair)
+    assert re.search(r"^EXIT HOOKS RAN; daemons: \[.*'a library daemon'.*\]$", quick.stdout, re.M), quick.stdout[-2000:]
+    assert not _torn_down(quick)
     control = _autograde(tmp_path / "control", "main")
     assert control.returncode == 0, control.stderr[-2000:]
     assert "EXIT HOOKS RAN" in control.stdout and _torn_down(control)
