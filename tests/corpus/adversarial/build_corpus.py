@@ -1690,8 +1690,9 @@ sub("fork_children_memory", "full", [],
         "in the class's batch (two submissions at a time, beside the other memory attacks, on a loaded machine) the "
         "children may write up to 7.5 GB of fresh pages, one after another, before the budget (or, without a control "
         "group, the machine) has ended them all: the step may then end at its time limit, a zero for that step "
-        "alone, never a gain; graded alone, test_memory_is_limited_per_submission_not_per_process requires the "
-        "full score and measures the machine's peak")}})
+        "alone, never a gain; graded alone (beside the other tests' load only), "
+        "test_memory_is_limited_per_submission_not_per_process requires the full score or that one time limit, and "
+        "measures the machine's peak")}})
 sub("fork_children_memory_control", "full", [],
     "control of fork_children_memory: the same step writing 1.5 GB once, in the worker itself (within the "
     "per-process limit), no child",
