@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 
 from .conftest import ROOT, run_grade
-from tests.support.processes import alive, descendants
+from tests.support.processes import descendants, started, still_running
 
 SAMPLES = ROOT / "samples" / "submissions"
 #: from SIGINT to the exit of `grade autograde`: about 1 s measured; generous for a loaded machine
@@ -115,7 +115,7 @@ class Batch:
         return self._alive()
 
     def _alive(self) -> list[int]:
-        return sorted(p for p in self.spawned if alive(p) and started(p) == self.born[p])
+        return still_running(self.born)
 
     def kill(self) -> None:
         """Whatever is left: the test failed, do not leave it running."""
@@ -128,14 +128,6 @@ class Batch:
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
-
-
-def started(pid: int) -> str:
-    """When ``pid`` started (clock ticks since boot), or "" if it is gone."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
-    except (OSError, IndexError):
-        return ""
 
 
 def with_suppressed(call, *args) -> None:

@@ -28,7 +28,7 @@ from tests.support import course_certificates, scheduler_file
 from .conftest import ROOT, run_grade
 from tests.support.documented_slurm import documented_cluster, worker_command
 from tests.support.levels import best_here
-from tests.support.processes import alive, descendants
+from tests.support.processes import GONE_WITHIN, alive, descendants, started, still_running
 
 pytest.importorskip("distributed", reason="the [cluster] extra (pip install -e '.[cluster]')")
 
@@ -262,13 +262,13 @@ def test_a_client_killed_mid_batch_takes_its_workers_down_and_a_rerun_resumes(lo
     proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_for(lambda: len(list(out.glob("*/results.json"))) >= 3, 300, "the first results")
-        tree = descendants(proc.pid)  # Dask's workers, their zygote clones, the sandboxes
+        tree = {pid: started(pid) for pid in descendants(proc.pid)}  # Dask's workers, their zygote clones, sandboxes
         assert len(tree) >= 3
         proc.send_signal(signal.SIGKILL)
         proc.wait()
     finally:
         proc.kill()
-    wait_for(lambda: not [pid for pid in tree if alive(pid)], 5, "every process of the killed run to die")
+    wait_for(lambda: not still_running(tree), GONE_WITHIN, "every process of the killed run to die")
     kept = {p.parent.name: p.stat().st_mtime_ns for p in out.glob("*/results.json")}
     assert 3 <= len(kept) < len(names)
 

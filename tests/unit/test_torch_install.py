@@ -14,15 +14,12 @@ import time
 from autograder.release import torch_cpu
 
 
-def _closed_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 def test_an_index_that_does_not_answer_is_said_unreachable_at_once():
-    start = time.monotonic()
-    ok, why = torch_cpu.reachable(f"http://127.0.0.1:{_closed_port()}/whl/cpu", timeout=5)
+    # a port bound and not listening: Linux refuses a connection to it, and no other process can take it meanwhile
+    with socket.socket() as bound:
+        bound.bind(("127.0.0.1", 0))
+        start = time.monotonic()
+        ok, why = torch_cpu.reachable(f"http://127.0.0.1:{bound.getsockname()[1]}/whl/cpu", timeout=5)
     assert not ok and "refused" in why.lower() and time.monotonic() - start < 5
 
 
