@@ -15,7 +15,8 @@ HANDINS = ROOT / "tests" / "corpus" / "handins"
 
 
 @pytest.fixture(scope="module")
-def kernel_label(tmp_path_factory):
+def recording(tmp_path_factory):
+    """kernel_label.py (the recording's code) and make_handins' corpus written afresh."""
     sys.path.insert(0, str(HANDINS))
     try:
         import kernel_label  # noqa: PLC0415 - beside the corpus, on the path just above
@@ -25,8 +26,8 @@ def kernel_label(tmp_path_factory):
     return kernel_label, make_handins.write(tmp_path_factory.mktemp("handins") / "handins")
 
 
-def test_the_recorded_labels_were_made_from_these_hand_ins_and_this_code(kernel_label):
-    module, folders = kernel_label
+def test_the_recorded_labels_were_made_from_these_hand_ins_and_this_code(recording):
+    module, folders = recording
     kept = json.loads(module.RECORDED.read_text())
     assert kept["made_from"] == module.made_from(folders), (
         "tests/corpus/handins/labels.json is stale: the hand-ins or the label's code changed since it was recorded; "
@@ -34,8 +35,8 @@ def test_the_recorded_labels_were_made_from_these_hand_ins_and_this_code(kernel_
     assert set(kept["labels"]) == set(folders)
 
 
-def test_a_changed_hand_in_makes_the_recording_stale(kernel_label):
-    module, folders = kernel_label
+def test_a_changed_hand_in_makes_the_recording_stale(recording):
+    module, folders = recording
     before = module.made_from(folders)
     handin = next(iter(folders.values()))
     changed = next(p for p in sorted(handin.rglob("*")) if p.is_file())

@@ -274,7 +274,7 @@ def label_all(handins: dict[str, Path], workers: int = 2) -> dict[str, dict]:
 
 
 # -- the labels as recorded -------------------------------------------------------------------------------
-#: the labels of make_handins.write's corpus, as the kernels gave them, with the key of what they were made from
+#: the labels of make_handins.write's corpus, as the kernels gave them, with what they were made from and the versions
 RECORDED = Path(__file__).with_name("labels.json")
 #: what a kernel's verdict could change with besides the hand-ins themselves
 VERSIONS = ("torch", "ipykernel", "ipython", "nbclient")
