@@ -21,7 +21,7 @@ import pytest
 from autograder.course import load_course
 
 from .conftest import ROOT, run_grade
-from tests.support.processes import GONE_WITHIN, descendants, started, still_running
+from tests.support.processes import GONE_WITHIN, note_descendants, still_running
 from tests.support.recorded_cases import record
 from tests.support.submission_forms import module_notebooks
 
@@ -233,20 +233,15 @@ def test_a_batch_killed_half_way_resumes(tmp_path, scratch_dir):
                                 "--jobs", "2"], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
                                env=env, start_new_session=True)
     spawned: dict[int, str] = {}  # pid -> when it started: a pid reused later is not the batch's
-
-    def note_spawned() -> None:
-        for pid in descendants(process.pid) - spawned.keys():
-            spawned[pid] = started(pid)
-
     try:
         deadline = time.monotonic() + 600
         while time.monotonic() < deadline and process.poll() is None:
-            note_spawned()
+            note_descendants(process.pid, spawned)
             if list(out.glob("*/results.json")):
                 break
             time.sleep(0.05)
         assert process.poll() is None, "the batch ended before a single results.json appeared"
-        note_spawned()
+        note_descendants(process.pid, spawned)
         assert len(spawned) >= 4, spawned  # jobs, the zygote and its clones, hosts, workers
         os.kill(process.pid, signal.SIGKILL)  # the grader alone, as `kill -9 PID` does: not its process group
         process.wait(timeout=30)

@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 
 from .conftest import ROOT, run_grade
-from tests.support.processes import descendants, started, still_running
+from tests.support.processes import descendants, note_descendants, still_running
 
 SAMPLES = ROOT / "samples" / "submissions"
 #: from SIGINT to the exit of `grade autograde`: about 1 s measured; generous for a loaded machine
@@ -70,13 +70,10 @@ class Batch:
         with self.log_path.open("w") as log:
             self.process = subprocess.Popen(self.command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
                                             env={**os.environ, "TMPDIR": str(self.scratch)}, start_new_session=True)
-        self.spawned: set[int] = set()
-        self.born: dict[int, str] = {}  # pid -> its start time: a pid reused later is not ours to kill
+        self.born: dict[int, str] = {}  # what it started, pid -> start time: a pid reused later is not ours to kill
 
     def note_spawned(self) -> None:
-        for pid in descendants(self.process.pid) - self.spawned:
-            self.spawned.add(pid)
-            self.born[pid] = started(pid)
+        note_descendants(self.process.pid, self.born)
 
     def wait_for_results(self, at_least: int = 2, timeout: float = 900) -> None:
         """Until ``at_least`` results.json are written, noting every process the batch starts meanwhile."""
@@ -122,7 +119,7 @@ class Batch:
         if self.process.poll() is None:
             with_suppressed(os.killpg, self.process.pid, signal.SIGKILL)
             self.process.wait()
-        for pid in self.spawned:
+        for pid in self.born:
             if pid in self._alive():
                 with_suppressed(os.kill, pid, signal.SIGKILL)
 
@@ -216,7 +213,7 @@ def test_ctrl_c_stops_the_jobs_keeps_what_finished_and_resumes(tmp_path, batch_o
     names = make_class(subs)
     batch = batch_of(subs, "--jobs", "2")
     batch.wait_for_results()
-    assert len(batch.spawned) >= 6, batch.spawned  # two jobs, the zygote and its clones, hosts, workers
+    assert len(batch.born) >= 6, batch.born  # two jobs, the zygote and its clones, hosts, workers
     batch.interrupt(to)
     seconds = batch.wait(timeout=120)
     print(f"--jobs 2, SIGINT to the {to}: exited {seconds:.2f} s after it")

@@ -49,3 +49,9 @@ def started(pid: int) -> str:
 def still_running(born: dict[int, str]) -> list[int]:
     """The processes of ``born`` (pid -> ``started``) that are alive and still the ones that started then."""
     return sorted(p for p, when in born.items() if alive(p) and started(p) == when)
+
+
+def note_descendants(pid: int, born: dict[int, str]) -> None:
+    """Add to ``born`` every process now below ``pid`` that it lacks, with when it started."""
+    for child in descendants(pid) - born.keys():
+        born[child] = started(child)

@@ -28,7 +28,7 @@ from tests.support import course_certificates, scheduler_file
 from .conftest import ROOT, run_grade
 from tests.support.documented_slurm import documented_cluster, worker_command
 from tests.support.levels import best_here
-from tests.support.processes import GONE_WITHIN, alive, descendants, started, still_running
+from tests.support.processes import GONE_WITHIN, alive, note_descendants, still_running
 
 pytest.importorskip("distributed", reason="the [cluster] extra (pip install -e '.[cluster]')")
 
@@ -262,7 +262,8 @@ def test_a_client_killed_mid_batch_takes_its_workers_down_and_a_rerun_resumes(lo
     proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_for(lambda: len(list(out.glob("*/results.json"))) >= 3, 300, "the first results")
-        tree = {pid: started(pid) for pid in descendants(proc.pid)}  # Dask's workers, their zygote clones, sandboxes
+        tree: dict[int, str] = {}
+        note_descendants(proc.pid, tree)  # Dask's workers, their zygote clones, the sandboxes
         assert len(tree) >= 3
         proc.send_signal(signal.SIGKILL)
         proc.wait()
