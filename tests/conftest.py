@@ -1,11 +1,11 @@
 """Shared fixtures: the repo's paths, and a helper that runs the ``grade`` CLI as a user would; each test's speed
 marker from its folder.
 
-The folders are the levels: ``unit/`` (fast, in-process: ``make test`` runs them first, ``-m unit``),
+The folders are the levels: ``unit/`` (fast, in-process: ``pytest -m unit`` runs them alone),
 ``integration/`` (the grader in one piece: its CLI, sandbox and workers) and ``system/`` (the real components:
 nbgrader, Jupyter, Chromium, Dask, an LMS, a Debian root, the bundle). A test in ``unit/`` is ``unit``; one in the
 other two is ``slow`` unless it says ``unit`` itself (an in-process check of that module's own helpers, run in the
-fast stage). A ``slow`` test in ``unit/`` is refused: it belongs a level up."""
+unit run). A ``slow`` test in ``unit/`` is refused: it belongs a level up."""
 from __future__ import annotations
 
 import atexit

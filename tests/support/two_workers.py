@@ -1,11 +1,12 @@
-"""How ``make test`` shares its slow stage between its pytest-xdist workers (``-n 3 --dist loadscope``; any number).
+"""How ``make test`` shares the suite between its pytest-xdist workers (``-n 4 --dist loadscope``; any number).
 
 - A test module is one unit of work, run whole by one worker: its module-scoped fixtures (a graded class, a
   cluster, a course) are built once. The modules of ``ONE_BY_ONE`` are the exception: their tests are long and
   independent of each other (one document each), so each is a unit of its own.
 - The units that take longest start first (``LONGEST``, measured with ``--durations``), so that the workers
   finish together instead of one waiting for the other's last long module. A module not named there keeps its
-  place after them; the order changes when a test runs, never what it checks.
+  place after them, and ``tests/unit/``'s short modules, collected last, fill the end; the order changes when a
+  test runs, never what it checks.
 - Tests that use a machine-wide resource (fixed paths in /tmp, /run/lock, System V IPC) take the machine-wide lock
   (tests/support/machine_lock.py) as they do beside another run of the suite; each cluster listens on a free port
   of its own (``free_port``). The modules that run code as the local users (tests/support/local_users.py) and

@@ -1,1 +1,1 @@
-"""Fast, in-process tests of single pieces: `make test` runs them first (pytest -m unit)."""
+"""Fast, in-process tests of single pieces: `pytest -m unit -n 2` runs them alone in about a minute."""
