@@ -119,9 +119,8 @@ class Batch:
         if self.process.poll() is None:
             with_suppressed(os.killpg, self.process.pid, signal.SIGKILL)
             self.process.wait()
-        for pid in self.born:
-            if pid in self._alive():
-                with_suppressed(os.kill, pid, signal.SIGKILL)
+        for pid in self._alive():
+            with_suppressed(os.kill, pid, signal.SIGKILL)
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
