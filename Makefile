@@ -42,21 +42,20 @@ check: $(KIT)
 	@echo "checking exercises/ against the public cases (about 10 s)..."
 	@$(BIN)/grade check exercises
 
-# The linter first (ruff check, configured in pyproject.toml: a second), then the whole suite in one pytest run on four
+# The linter first (ruff check, configured in pyproject.toml: a second), then the whole suite in one pytest run on six
 # pytest-xdist workers (a test module to a worker, the longest first, the fast unit tests last, filling the cores while
 # the real components' tests wait for servers, kernels and timeouts: tests/support/two_workers.py), printing its 20
-# slowest steps by wall time and by CPU, then the tests whose numbers depend on the CPU's vector units again, as on a
-# CPU without them (ATEN_CPU_CAPABILITY=default): a difference between CPUs is found here, not in a classroom. The unit
-# tests alone, for a quick answer while working: .venv/bin/python -m pytest -m unit -n 2 (about a minute).
+# slowest steps by wall time and by CPU. The tests whose numbers depend on the CPU's vector units run again within it,
+# as on a CPU without them (tests/integration/test_numerics_without_vector_units.py): a difference between CPUs is
+# found here, not in a classroom. The unit tests alone, for a quick answer while working:
+# .venv/bin/python -m pytest -m unit -n 2 (about a minute).
 # The suite's Python processes (several hundred: grade, its zygotes, kernels, pytest's workers) read the kit's and the
 # tests' bytecode from __pycache__ in the checkout (ignored by git): where the environment says not to write it
 # (PYTHONDONTWRITEBYTECODE, set in some containers), each compiled them again, pytest's assertion rewriting 4 CPU-s a
 # process of its own.
 test: export PYTHONDONTWRITEBYTECODE :=
 test: $(STAMP)
-	@echo "0/2 the linter: ruff check (about 1 s)..."
+	@echo "1/2 the linter: ruff check (about 1 s)..."
 	$(BIN)/ruff check .
-	@echo "1/2 the suite: unit tests, end-to-end tests with real components (about 16 minutes on 2 cores)..."
-	$(BIN)/python -m pytest -n 4 --dist loadscope --no-loadscope-reorder --durations=20
-	@echo "2/2 the CPU-dependent numerics again, as on a CPU without vector units (about 30 s)..."
-	ATEN_CPU_CAPABILITY=default $(BIN)/python -m pytest -m numerics -p no:cacheprovider -q
+	@echo "2/2 the suite: unit tests, end-to-end tests with real components (about 16 minutes on 2 cores)..."
+	$(BIN)/python -m pytest -n 6 --dist loadscope --no-loadscope-reorder --durations=20
