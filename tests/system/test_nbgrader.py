@@ -1403,13 +1403,15 @@ def test_nbgrader_feedback_carries_the_pictures_of_the_kits_page(sandboxed, expo
     assert "data:image/png;base64," not in correct
 
 
-@pytest.fixture(scope="module")
-def feedback_with_the_helper_pasted(exported, released, course_dir) -> Path:
-    """The control: the buggy student's autograded/ notebooks with the helper cell as it was before (the whole
-    helper pasted in), rendered by the same ``nbgrader generate_feedback``, into feedback_pasted/."""
-    _, env = released
+#: the controls' notebooks (the buggy student's with the helper pasted in, the planter's as the kit wrote them
+#: before), each in this autograded folder, rendered by one ``nbgrader generate_feedback`` into CONTROLS_FEEDBACK
+CONTROLS, CONTROLS_FEEDBACK = "autograded_controls", "feedback_controls"
+
+
+def helper_pasted(course_dir: Path) -> None:
+    """The buggy student's autograded/ notebooks with the helper cell as it was before (the whole helper pasted in)."""
     ours = course_dir / "autograded" / "buggy" / ASSIGNMENT
-    pasted = course_dir / "autograded_pasted" / "buggy" / ASSIGNMENT
+    pasted = course_dir / CONTROLS / "buggy" / ASSIGNMENT
     pasted.mkdir(parents=True)
     data = f"{ASSIGNMENT}_data.pt"
     for path in sorted(ours.glob("*.ipynb")):
@@ -1422,10 +1424,34 @@ def feedback_with_the_helper_pasted(exported, released, course_dir) -> Path:
                                               else None).split('"""', 2)[2].strip()
         nbformat.write(nb, str(pasted / path.name))
     shutil.copyfile(ours / "timestamp.txt", pasted / "timestamp.txt")
-    nbgrader("generate_feedback", ASSIGNMENT, "--student", "buggy",
-             "--CourseDirectory.autograded_directory=autograded_pasted",
-             "--CourseDirectory.feedback_directory=feedback_pasted", cwd=course_dir, env=env, timeout=900)
-    return course_dir / "feedback_pasted" / "buggy" / ASSIGNMENT
+
+
+def planted_the_old_way(course_dir: Path, result: dict) -> None:
+    """The planter's autograded/ notebooks as the kit wrote them before (``old_feedback_notebook``)."""
+    submitted = course_dir / "submitted" / PLANTER / ASSIGNMENT
+    old = course_dir / CONTROLS / PLANTER / ASSIGNMENT
+    old.mkdir(parents=True)
+    for path in sorted(submitted.glob("*.ipynb")):
+        nbformat.write(old_feedback_notebook(path, result), str(old / path.name))
+    shutil.copyfile(submitted / "timestamp.txt", old / "timestamp.txt")
+
+
+@pytest.fixture(scope="module")
+def controls_rendered(exported, released, sandboxed, course_dir) -> Path:
+    """The two controls' pages, rendered by the same ``nbgrader generate_feedback`` as the students' (one run for
+    both: an nbgrader process costs 7 to 12 CPU-s)."""
+    _, env = released
+    helper_pasted(course_dir)
+    planted_the_old_way(course_dir, sandboxed[PLANTER])
+    nbgrader("generate_feedback", ASSIGNMENT, f"--CourseDirectory.autograded_directory={CONTROLS}",
+             f"--CourseDirectory.feedback_directory={CONTROLS_FEEDBACK}", cwd=course_dir, env=env, timeout=900)
+    return course_dir / CONTROLS_FEEDBACK
+
+
+@pytest.fixture(scope="module")
+def feedback_with_the_helper_pasted(controls_rendered) -> Path:
+    """The control: the buggy student's pages with the helper pasted into its cell, as before."""
+    return controls_rendered / "buggy" / ASSIGNMENT
 
 
 def test_the_feedback_page_is_the_students_work_not_the_helper(exported, feedback_with_the_helper_pasted, course_dir):
@@ -1447,20 +1473,9 @@ def test_what_a_student_plants_changes_no_points(sandboxed, exported):
 
 
 @pytest.fixture(scope="module")
-def feedback_the_old_way(exported, released, sandboxed, course_dir) -> Path:
-    """The control: the planter's autograded/ notebooks as the kit wrote them before (``old_feedback_notebook``),
-    rendered by the same ``nbgrader generate_feedback``, into feedback_old/."""
-    _, env = released
-    submitted = course_dir / "submitted" / PLANTER / ASSIGNMENT
-    old = course_dir / "autograded_old" / PLANTER / ASSIGNMENT
-    old.mkdir(parents=True)
-    for path in sorted(submitted.glob("*.ipynb")):
-        nbformat.write(old_feedback_notebook(path, sandboxed[PLANTER]), str(old / path.name))
-    shutil.copyfile(submitted / "timestamp.txt", old / "timestamp.txt")
-    nbgrader("generate_feedback", ASSIGNMENT, "--student", PLANTER,
-             "--CourseDirectory.autograded_directory=autograded_old",
-             "--CourseDirectory.feedback_directory=feedback_old", cwd=course_dir, env=env, timeout=900)
-    return course_dir / "feedback_old" / PLANTER / ASSIGNMENT
+def feedback_the_old_way(controls_rendered) -> Path:
+    """The control: the planter's pages from its notebooks as the kit wrote them before."""
+    return controls_rendered / PLANTER / ASSIGNMENT
 
 
 def rendered(browser, page: Path) -> dict:
