@@ -42,7 +42,7 @@ check: $(KIT)
 	@echo "checking exercises/ against the public cases (about 10 s)..."
 	@$(BIN)/grade check exercises
 
-# The linter first (ruff check, configured in pyproject.toml: a second), then the whole suite in one pytest run on six
+# The linter first (ruff check, configured in pyproject.toml: a second), then the whole suite in one pytest run on four
 # pytest-xdist workers (a test module to a worker, the longest first, the fast unit tests last, filling the cores while
 # the real components' tests wait for servers, kernels and timeouts: tests/support/two_workers.py), printing its 20
 # slowest steps by wall time and by CPU. The tests whose numbers depend on the CPU's vector units run again within it,
@@ -58,4 +58,4 @@ test: $(STAMP)
 	@echo "1/2 the linter: ruff check (about 1 s)..."
 	$(BIN)/ruff check .
 	@echo "2/2 the suite: unit tests, end-to-end tests with real components (about 16 minutes on 2 cores)..."
-	$(BIN)/python -m pytest -n 6 --dist loadscope --no-loadscope-reorder --durations=20
+	$(BIN)/python -m pytest -n 4 --dist loadscope --no-loadscope-reorder --durations=20

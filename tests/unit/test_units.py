@@ -1,5 +1,5 @@
 """Fast unit tests of the pieces every path relies on: the control protocol, waiting for a process, the
-results model, the stand-in policy. ``make test`` runs these (and tests/unit/test_feedback.py) first."""
+results model, the stand-in policy. ``pytest -m unit`` runs these (and the other unit modules) alone."""
 from __future__ import annotations
 
 import os
