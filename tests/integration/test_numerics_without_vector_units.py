@@ -3,7 +3,7 @@
 torch picks its kernels (AVX2, AVX-512, or none) when it starts, and a reduction summed in another order rounds
 differently: a classroom machine without AVX2 must get the same verdicts as this one. ``ATEN_CPU_CAPABILITY=default``
 makes torch start as on such a CPU; it is read once, at start-up, so the numerics tests run again in a pytest of their
-own (one process, 5 to 10 CPU-s), inside the suite's run: its cores are not left waiting for it at the end.
+own (one process, 5 to 16 CPU-s), inside the suite's run: its cores are not left waiting for it at the end.
 
 The control is the numerics tests themselves: each compares against recorded numbers within the course tolerance and
 fails past it, whatever the CPU (``tests/unit/test_documents.py::test_printed_value``, the committed public cases,

@@ -119,9 +119,8 @@ def test_make_demo_in_a_fresh_clone_as_a_normal_user(shared_before):
     suite's other tests are the same user (even a warm server's folder of the kit's name may be theirs), so only the
     run's temporary folder is its alone (``TMPDIR``, a folder of its own in both cases, empty after); root's run of the
     suite beside it makes its notebook journeys' folders (``Desk``) in this same student user's home, so those are not
-    counted as the run's. Controls: the
-    same ``grade`` at ``rlimits`` says so on the same line; a file the user leaves in /tmp (as root) and in its
-    temporary folder is seen by the same comparison."""
+    counted as the run's. Controls: the same ``grade`` at ``rlimits`` says so on the same line; a file the user leaves
+    in /tmp (as root) and in its temporary folder is seen by the same comparison."""
     alone = user_of_its_own()
     user = alone or normal_user()
     clone = user.home / f"agx-fresh-clone-{os.getpid()}"
