@@ -4,8 +4,8 @@
 # Each stage says what it does, and how long it takes on a first run, in one line. pip shows its progress
 # when the output is a terminal (--quiet otherwise, for logs and CI).
 # The interpreter the venv is made from: the system's python3.11 where it has its venv module (a distribution's build,
-# its libpython linked in and optimised with the build's profile: `import torch` takes 10% and grading 15% less CPU
-# there than on a plain source build such as pyenv's, bench/RESULTS.md), else python3.11 on the PATH. PYTHON=... chooses.
+# its libpython linked into the interpreter: `import torch` takes 10% and grading 15% less CPU there than on a plain
+# source build such as pyenv's, bench/RESULTS.md), else python3.11 on the PATH. PYTHON=... chooses.
 PYTHON ?= $(or $(shell /usr/bin/python3.11 -c 'import ensurepip, venv' 2>/dev/null && echo /usr/bin/python3.11),python3.11)
 VENV   := .venv
 BIN    := $(VENV)/bin
