@@ -13,8 +13,10 @@ from __future__ import annotations
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import zipfile
 from pathlib import Path
 
@@ -434,7 +436,7 @@ def test_the_class_list_names_each_limit_with_its_size():
 # -- the trusted process's memory ------------------------------------------------------------------
 #: VmHWM, this process's own peak (ru_maxrss would start from the parent's: it is kept across exec)
 STAGE_AND_MEASURE = """
-import json, re, sys, tempfile
+import json, re, sys
 from pathlib import Path
 from autograder.intake import hand_in_sizes
 from autograder.intake.stage import stage
@@ -443,14 +445,20 @@ def peak():
 if sys.argv[2] == "lifted":
     hand_in_sizes.MAX_NOTEBOOK = 2**40
 before = peak()
-staged = stage(Path(sys.argv[1]), "big", Path(tempfile.mkdtemp()), json.loads(sys.argv[3]))
+staged = stage(Path(sys.argv[1]), "big", Path(sys.argv[4]), json.loads(sys.argv[3]))
 print(json.dumps({"grown_mib": (peak() - before) / 1024, "cause": staged.cause}))
 """
 
 
 def staged_in_a_process_of_its_own(path: Path, how: str = "limited") -> dict:
-    run = subprocess.run([sys.executable, "-c", STAGE_AND_MEASURE, str(path), how, json.dumps(MODULES)],
-                         cwd=ROOT, capture_output=True, text=True, timeout=300)
+    """Stage ``path`` in a child process and say how much its peak memory grew; what it staged (up to the notebook's
+    size again) is removed, as is everything of the test's in /tmp."""
+    staging = Path(tempfile.mkdtemp(prefix=f"staged-{how}-", dir=path.parent))
+    try:
+        run = subprocess.run([sys.executable, "-c", STAGE_AND_MEASURE, str(path), how, json.dumps(MODULES),
+                              str(staging)], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
     assert run.returncode == 0, run.stderr[-2000:]
     return json.loads(run.stdout)
 
