@@ -157,6 +157,12 @@ def make_course(course: Path, who: dict[str, str], env: dict) -> dict[str, str]:
     (``who``: student id -> corpus submission)."""
     _run(grade_cmd("nbgrader", "--course-dir", str(course), "--course", str(ROOT / "course.yml")), cwd=ROOT, env=env)
     _run([str(NBGRADER), "generate_assignment", ASSIGNMENT], cwd=course, env=env)
+    return hand_in(course, who)
+
+
+def hand_in(course: Path, who: dict[str, str]) -> dict[str, str]:
+    """The students' notebooks in submitted/ of a released course: the release's, filled with their corpus
+    submission's code (``who``: student id -> corpus submission), and nbgrader's timestamp.txt."""
     release = course / "release" / ASSIGNMENT
     for student, source in who.items():
         folder = course / "submitted" / student / ASSIGNMENT

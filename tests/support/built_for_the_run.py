@@ -1,6 +1,6 @@
 """Fixtures for what many tests read and none changes, each built once per run (tests/support/once.py): the sample
 class graded with the defaults, ``grade release``'s bundle, ``grade gradescope``'s zip, the course with a short step
-limit.
+limit, the nbgrader bench's released course.
 
 A test that changes one of them copies it first (test_feedback_pages' regrade copies the class and its results).
 """
@@ -59,6 +59,19 @@ def gradescope_zip(tmp_path_factory) -> Path:
         run_grade("gradescope", "--out", str(folder / "autograder.zip"), timeout=300)))
     assert said["returncode"] == 0, said["stdout"] + said["stderr"]
     return folder / "autograder.zip"
+
+
+@pytest.fixture(scope="session")
+def nbgrader_bench_release(tmp_path_factory) -> Path:
+    """The nbgrader course of bench/nbgrader_side_by_side.py, released (``grade nbgrader`` and ``nbgrader
+    generate_assignment``) and with no student yet: a test copies it and hands in its own class
+    (``bench.hand_in``)."""
+    bench = pytest.importorskip("bench.nbgrader_side_by_side")
+    if not bench.NBGRADER.exists():
+        pytest.skip("nbgrader is not installed (pip install -e '.[test]')")
+    folder, _ = built_once(tmp_path_factory, "nbgrader-bench-release", lambda folder: bench.make_course(
+        folder / "course", {}, bench.jupyter_env(folder / "jupyter")))
+    return folder / "course"
 
 
 @pytest.fixture(scope="session")

@@ -1,7 +1,8 @@
 """``bench/nbgrader_side_by_side.py``: the course it makes, the notebooks it fills, and its printed figures.
 
-The unit test makes the bench's course for three students (correct, buggy, stubs: ``grade nbgrader`` and
-``nbgrader generate_assignment``, about 15 s) and checks that every solution cell holds the student's corpus
+The unit test hands in three students (correct, buggy, stubs) in a copy of the bench's released course (``grade
+nbgrader`` and ``nbgrader generate_assignment``, about 15 s, built once per run and shared with
+tests/system/test_nbgrader_interrupt.py) and checks that every solution cell holds the student's corpus
 code, then runs each student's notebooks in-process the way ``nbgrader autograde`` grades them (the source
 notebook's test cells, hidden cases included, after the student's solution cells; no kernel) and checks the
 cells they fail are those of the corpus label's steps. The slow test runs the whole script for one student
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -36,12 +38,12 @@ def _meta(cell) -> dict:
 
 
 @pytest.fixture(scope="module")
-def course(tmp_path_factory) -> Path:
-    if not bench.NBGRADER.exists():
-        pytest.skip("nbgrader is not installed (pip install -e '.[test]')")
-    tmp = tmp_path_factory.mktemp("nbbench")
-    dest = tmp / "course"
-    bench.make_course(dest, WHO, bench.jupyter_env(tmp / "jupyter"))
+def course(tmp_path_factory, nbgrader_bench_release) -> Path:
+    """A copy of the bench's released course (what ``bench.make_course`` builds before the class hands in), with WHO's
+    notebooks in submitted/."""
+    dest = tmp_path_factory.mktemp("nbbench") / "course"
+    shutil.copytree(nbgrader_bench_release, dest, symlinks=True)
+    bench.hand_in(dest, WHO)
     return dest
 
 

@@ -1203,8 +1203,9 @@ CheckFailed = AssertionError
 
 def submit(course_dir: Path, source: Path, release: Path) -> None:
     """submitted/<student>/<assignment>/: correct, buggy (one step), stubs (the release untouched, with a forged
-    checking_helper.py beside it), and patcher (the release untouched but for PATCH_CHECKS in its first solution
-    cell)."""
+    checking_helper.py beside it), and patcher (the first notebook only, the release's but for PATCH_CHECKS in its
+    first solution cell: the patch works in that notebook's kernel alone, and a notebook not handed in scores 0 as
+    the untouched stubs do, so the patcher's points are the same, with three kernels fewer to run)."""
     bug_name = BUG_STEP.split(".", 1)[1]
     for student in STUDENTS:
         folder = course_dir / "submitted" / student / ASSIGNMENT
@@ -1217,7 +1218,7 @@ def submit(course_dir: Path, source: Path, release: Path) -> None:
         elif student != "stubs":
             (folder / BESIDE).write_bytes((release / BESIDE).read_bytes())
         patched = False
-        for module in COURSE.modules:
+        for module in COURSE.modules[:1] if student == "patcher" else COURSE.modules:
             nb = notebook(release, module)
             answers = {nbgrader_meta(c)["grade_id"]: c.source for c in notebook(source, module).cells
                        if nbgrader_meta(c).get("solution")}
