@@ -4,7 +4,8 @@ kills every process it started, says how to resume and exits 130; a re-run grade
 SIGINT is sent as a terminal sends it (to the whole foreground process group: the batch runs in a session of
 its own here) and to the main process alone (``kill -INT PID``), on the local executor (``--jobs``) and on a
 Dask LocalCluster. The class is large enough (12 submissions) for the interrupt to land mid-batch: it is sent
-once a couple of results.json are written, when ten submissions (several seconds of grading on two jobs) are left.
+once a couple of results.json are written, when ten submissions (several seconds of grading on two jobs) are left
+(on a running scheduler's one worker, which grades one at a time, 8 submissions leave six).
 
 On a running scheduler (``--scheduler``) the workers are not ours: the rest is cancelled, the cluster goes on.
 
@@ -295,10 +296,12 @@ def test_ctrl_c_on_a_running_scheduler_cancels_the_rest(tmp_path, batch_of):
 
     base = tmp_path / "cluster"
     base.mkdir()
-    cluster = CliCluster(base, course_certificates.make(tmp_path / "shared" / "attention"))
+    # one worker: the cancel and the cluster left running need no more; it grades one submission at a time, so
+    # eight leave the interrupt six or more to cancel
+    cluster = CliCluster(base, course_certificates.make(tmp_path / "shared" / "attention"), workers=1)
     try:
         subs = tmp_path / "subs"
-        names = make_class(subs)
+        names = make_class(subs, copies=2)
         batch = batch_of(subs, *cluster.grade_args())
         batch.wait_for_results()
         batch.interrupt("group")

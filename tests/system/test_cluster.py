@@ -224,7 +224,7 @@ def test_a_local_cluster_grades_exactly_as_jobs_does_and_leaves_nothing(local_ru
 
 # -- faults --------------------------------------------------------------------------------------
 def test_a_worker_killed_mid_batch_loses_nothing_and_grades_nothing_twice(cli_cluster, local_run, tmp_path):
-    subs = class_folder(tmp_path / "subs", copies=2)
+    subs = class_folder(tmp_path / "subs")  # killed once two are written: up to six still to grade
     names = sorted(p.name for p in subs.iterdir())
     out = tmp_path / "out"
     before = cli_cluster.worker_pids()
@@ -254,7 +254,7 @@ def test_a_worker_killed_mid_batch_loses_nothing_and_grades_nothing_twice(cli_cl
 
 
 def test_a_client_killed_mid_batch_takes_its_workers_down_and_a_rerun_resumes(local_run, tmp_path):
-    subs = class_folder(tmp_path / "subs", copies=2)
+    subs = class_folder(tmp_path / "subs")  # killed once three are written: up to five still to grade
     names = sorted(p.name for p in subs.iterdir())
     out = tmp_path / "out"
     args = [sys.executable, "-m", "autograder.cli", "autograde", str(subs), "--out", str(out), "--executor", "dask",
@@ -304,33 +304,6 @@ def test_submissions_that_crash_or_hang_their_worker_get_a_fair_zero_and_others_
 
 
 # -- isolation -----------------------------------------------------------------------------------
-def test_a_worker_below_the_required_isolation_refuses_and_reports_its_level(tmp_path, certificates):
-    """One node without namespaces (capped to rlimits here): it says so in each result, and refuses to go below a
-    level."""
-    cluster = CliCluster(tmp_path, certificates, workers=1, env={"AUTOGRADER_ISOLATION": "rlimits"})
-    try:
-        out = tmp_path / "out"
-        refused = run_grade("autograde", str(SAMPLES / "alice"), "--out", str(out), *cluster.grade_args(),
-                            "--require-isolation", "uid+rlimits", timeout=600)
-        assert refused.returncode == 2, refused.stdout + refused.stderr
-        assert "rlimits, below the required uid+rlimits" in refused.stderr
-        assert not list(out.glob("*/results.json"))
-
-        two = run_grade("autograde", str(SAMPLES / "alice"), str(SAMPLES / "bob"), "--out", str(out),
-                        *cluster.grade_args(), timeout=600)
-        assert two.returncode == 2 and "--trust-submissions" in two.stderr  # as with --jobs: untrusted, not at rlimits
-        assert not list(out.glob("*/results.json"))
-
-        one = autograde(str(SAMPLES / "alice"), "--out", str(out), *cluster.grade_args(), "--trust-submissions")
-        result = results(out)["alice"]
-        assert result["extra_data"]["isolation"] == "rlimits" and "rlimits" in result["extra_data"]["isolation_detail"]
-        assert "Isolation" not in result["output"]  # the sandbox is the instructor's to read, not the student's
-        assert result["score"] == TOP
-        assert "isolation: rlimits" in one.stdout
-    finally:
-        cluster.close()
-
-
 def test_the_local_executor_refuses_below_the_required_isolation_too(tmp_path):
     out = tmp_path / "out"
     refused = run_grade("autograde", str(SAMPLES / "alice"), "--out", str(out), "--require-isolation", "namespaces",

@@ -9,6 +9,7 @@ a run.
 - docs/cluster.md's Slurm set-up (its certificates made by its own commands, its SLURMCluster, one node's
   worker): the same user is refused, and served once given a copy of the course's grader certificate.
 - A scheduler that is not tls:// is refused unless ``--insecure-scheduler``; a tls:// one needs the certificate.
+- A worker below the required isolation refuses to grade; it says its level in each result it grades.
 - After a run (graded, interrupted, or stopped by an error), a client with the course's certificate finds
   nothing of the grader on the workers (``executor.withdraw``); the control: with the warm grader registered,
   the same look finds it.
@@ -36,7 +37,7 @@ from tests.support.ways_in import attempt, listening_ports, successes
 from .conftest import ROOT, run_grade
 from tests.support.documented_slurm import documented_cluster
 from tests.support.local_users import other_user
-from .test_cluster import ADVERSARIAL, SAMPLES, TOP, CliCluster, class_folder, results, wait_for
+from .test_cluster import ADVERSARIAL, SAMPLES, TOP, CliCluster, autograde, class_folder, results, wait_for
 
 pytest.importorskip("distributed", reason="the [cluster] extra (pip install -e '.[cluster]')")
 
@@ -73,23 +74,24 @@ def _dask_workers(client_pid: int) -> list[int]:
 def test_another_user_cannot_run_code_in_a_local_clusters_workers_while_it_grades(tmp_path):
     other = other_user()
     subs = tmp_path / "subs"
-    sleepers = [f"sleep_forever-{i}" for i in range(4)]  # each holds a worker for its step's time limit
+    sleepers = [f"sleep_forever-{i}" for i in range(2)]  # each holds the worker for its step's time limit
     for name in sleepers:
         shutil.copytree(ADVERSARIAL / "sleep_forever", subs / name)
     shutil.copytree(SAMPLES / "alice", subs / "alice")
     out = tmp_path / "out"
     grader = subprocess.Popen([sys.executable, "-m", "autograder.cli", "autograde", str(subs), "--out", str(out),
-                               "--executor", "dask", "--local-workers", "2"], cwd=ROOT, text=True,
+                               "--executor", "dask", "--local-workers", "1"], cwd=ROOT, text=True,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     try:
-        workers = wait_for(lambda: grader.poll() is not None or (len(w := _dask_workers(grader.pid)) == 2 and w), 300,
-                           "the two Dask workers")
+        # one worker: every kind of port (scheduler, its web pages, nanny, worker) is there with one
+        workers = wait_for(lambda: grader.poll() is not None or (len(w := _dask_workers(grader.pid)) == 1 and w), 300,
+                           "the Dask worker")
         assert grader.poll() is None, grader.communicate()
-        time.sleep(3)  # the workers' warm graders start: the batch is under way
+        time.sleep(3)  # the worker's warm grader starts: the batch is under way
         workers = _dask_workers(grader.pid)  # (a fork about to exec, such as a zygote's start, has gone)
-        assert len(workers) == 2 and grader.poll() is None, workers
+        assert len(workers) == 1 and grader.poll() is None, workers
         statuses = {pid: _status(pid) for pid in workers}
-        # the scheduler, its web server, the nannies (in the grader's process), the workers and theirs
+        # the scheduler, its web server, the nanny (in the grader's process), the worker and its
         found = attempt(other, listening_ports([grader.pid, *workers]))
         running_after = grader.poll() is None and set(workers) <= set(_dask_workers(grader.pid))
         stdout, stderr = grader.communicate(timeout=600)
@@ -103,7 +105,7 @@ def test_another_user_cannot_run_code_in_a_local_clusters_workers_while_it_grade
     # the scheduler's port refused a TLS handshake with a certificate the cluster's CA did not sign
     refusals = " ".join(what["refused"] for ways in found.values() for what in ways.values())
     assert "SSL" in refusals or "certificate" in refusals or "TLS" in refusals, found
-    # the Dask workers ran as one unprivileged uid, with no groups, no capabilities, no way back to root
+    # the Dask worker ran as one unprivileged uid, with no groups, no capabilities, no way back to root
     for pid, status in statuses.items():
         uids, gids = status["Uid"].split(), status["Gid"].split()
         assert len(set(uids)) == 1 and int(uids[0]) >= 1_000_000, (pid, status["Uid"])
@@ -299,13 +301,29 @@ def test_after_an_interrupted_run_nothing_of_the_grader_is_left_on_the_workers(t
     assert wait_for(lambda: _nothing_left(tls_cluster), 120, "the grader to leave the worker"), _left(tls_cluster)
 
 
-def test_after_a_run_stopped_by_an_error_nothing_of_the_grader_is_left_on_the_workers(tmp_path, certificates):
-    """A worker below the required isolation refuses: the run stops (exit 2), and its grader leaves the worker."""
+def test_a_worker_below_the_required_isolation_refuses_reports_its_level_and_leaves_nothing(tmp_path, certificates):
+    """One node without namespaces (capped to rlimits here): it refuses to go below a level, and the run stopped by
+    that error (exit 2) leaves nothing of its grader on the worker; it says its level in each result it grades."""
     cluster = CliCluster(tmp_path, certificates, workers=1, env={"AUTOGRADER_ISOLATION": "rlimits"})
     try:
-        refused = run_grade("autograde", str(SAMPLES / "alice"), "--out", str(tmp_path / "out"),
-                            *cluster.grade_args(), "--require-isolation", "namespaces", timeout=600)
-        assert refused.returncode == 2 and "below the required namespaces" in refused.stderr, refused.stderr
+        out = tmp_path / "out"
+        refused = run_grade("autograde", str(SAMPLES / "alice"), "--out", str(out), *cluster.grade_args(),
+                            "--require-isolation", "uid+rlimits", timeout=600)
+        assert refused.returncode == 2, refused.stdout + refused.stderr
+        assert "rlimits, below the required uid+rlimits" in refused.stderr
+        assert not list(out.glob("*/results.json"))
         assert wait_for(lambda: _nothing_left(cluster), 60, "the grader to leave the worker"), _left(cluster)
+
+        two = run_grade("autograde", str(SAMPLES / "alice"), str(SAMPLES / "bob"), "--out", str(out),
+                        *cluster.grade_args(), timeout=600)
+        assert two.returncode == 2 and "--trust-submissions" in two.stderr  # as with --jobs: untrusted, not at rlimits
+        assert not list(out.glob("*/results.json"))
+
+        one = autograde(str(SAMPLES / "alice"), "--out", str(out), *cluster.grade_args(), "--trust-submissions")
+        result = results(out)["alice"]
+        assert result["extra_data"]["isolation"] == "rlimits" and "rlimits" in result["extra_data"]["isolation_detail"]
+        assert "Isolation" not in result["output"]  # the sandbox is the instructor's to read, not the student's
+        assert result["score"] == TOP
+        assert "isolation: rlimits" in one.stdout
     finally:
         cluster.close()

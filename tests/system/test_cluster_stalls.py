@@ -22,7 +22,7 @@ import time
 import pytest
 
 from tests.support import course_certificates
-from .conftest import ROOT
+from .conftest import ROOT, run_grade
 from .test_cluster import SAMPLES, TOP, CliCluster, progress_lines, results
 
 pytest.importorskip("distributed", reason="the [cluster] extra (pip install -e '.[cluster]')")
@@ -74,6 +74,7 @@ def _cluster(tmp_path, certificates) -> tuple[CliCluster, object]:
 
 
 def _autograde(subs, out, cluster: CliCluster, stall_seconds: int) -> subprocess.Popen:
+    """``grade autograde`` started in the background, to watch while it runs."""
     env = {**os.environ, "DASK_AUTOGRADER__STALL_SECONDS": str(stall_seconds)}
     return subprocess.Popen([sys.executable, "-m", "autograder.cli", "autograde", str(subs), "--out", str(out),
                              *cluster.grade_args()], cwd=ROOT, env=env, text=True,
@@ -83,10 +84,11 @@ def _autograde(subs, out, cluster: CliCluster, stall_seconds: int) -> subprocess
 def test_a_stuck_worker_is_restarted_and_its_submission_graded_once(tmp_path, certificates):
     cluster, marker = _cluster(tmp_path, certificates)
     try:
-        run = _autograde(_class(tmp_path), tmp_path / "out", cluster, stall_seconds=60)
-        stdout, stderr = run.communicate(timeout=900)
+        run = run_grade("autograde", str(_class(tmp_path)), "--out", str(tmp_path / "out"), *cluster.grade_args(),
+                        env={"DASK_AUTOGRADER__STALL_SECONDS": "60"}, timeout=900)
     finally:
         cluster.close()
+    stdout, stderr = run.stdout, run.stderr
     assert run.returncode == 0, stdout[-2000:] + stderr[-4000:]
     assert marker.exists(), "no grading got stuck: the test proves nothing"
     assert "restarting" in stderr and "past every submission's budget" in stderr
