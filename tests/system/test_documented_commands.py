@@ -15,7 +15,9 @@ student bundle's README starts in the unzipped bundle). The copy's ``.venv`` is 
 with the kit installed editable from the copy, layered over the kit's own venv (a ``.pth`` line) so torch is not
 installed again; ``pip install -e .`` lines run for real, into it. It is built once per run, in a first copy, and
 each copy gets a copy of it with that copy's paths written in (a venv names its own folder in its scripts and in
-the editable install's finder). Every command must exit 0 unless ``EXPECTED_RC`` says otherwise, with its reason.
+the editable install's finder). docs/release.md's copy is run once per run and kept for it (``KEPT``):
+tests/system/test_release.py reads the student install its commands made, instead of making the same one again.
+Every command must exit 0 unless ``EXPECTED_RC`` says otherwise, with its reason.
 After the last block of a copy, ``git status`` in it must show nothing but the placeholders the test filled:
 everything the commands wrote is either ignored by .gitignore or identical to what is committed (``grade assign``
 regenerates ``exercises/`` byte for byte).
@@ -334,8 +336,7 @@ def _layered_venv(course: Path) -> Path:
     return venv
 
 
-@pytest.fixture(scope="session")
-def first_copy(tmp_path_factory) -> Path:
+def first_copy_once(tmp_path_factory) -> Path:
     """The first copy of the repository, with its venv: built once per run (tests/support/once.py; its documents'
     tests run on every xdist worker, which built one each, 8 CPU-s apiece), copied for each document."""
     def build(folder: Path) -> None:
@@ -510,7 +511,36 @@ def _run_block(block: Block, values: dict, course: Path, env: dict, tmp: Path) -
         assert int(got.group(1)) == rc, f"{where}: `{line}` exited {got.group(1)}, not {rc}:\n{section}"
 
 
+#: chain -> the name of its run's folder, for the chains whose copy another test reads after them: run once per run
+#: (tests/support/once.py) and kept for the run. docs/release.md's student install (a venv, torch, the pins, the
+#: bundle's grade) is the one tests/system/test_release.py checks on the lowest Python the bundle claims.
+KEPT = {("docs/release.md",): "documented-release"}
+
+
+def documents_run_once(chain: tuple[str, ...], tmp_path_factory) -> Path:
+    """The folder where ``chain`` ran (``course``, ``home`` and each block's log in it), run once per run; what
+    ``_run_documents`` asserts holds for every test that reads it (a run that fails is not kept: the next asks
+    again, and fails the same way)."""
+    first = first_copy_once(tmp_path_factory)
+    folder, _ = built_once(tmp_path_factory, KEPT[chain], lambda folder: _run_documents(chain, folder, first))
+    return folder
+
+
+def said_by(folder: Path, document: str, line: str) -> str:
+    """What ``line`` of ``document`` printed (stdout and stderr), from its block's log in ``folder``."""
+    for block in command_blocks(document):
+        commands = [bare(command) for command in block.commands()]
+        if line in commands:
+            text = (folder / f"{Path(document).stem}-{block.line}.log").read_text(errors="replace")
+            i = commands.index(line)
+            return text.split(f"@@@ {i} start\n", 1)[1].split(f"\n@@@ {i} rc", 1)[0]
+    raise KeyError(f"{document} runs no `{line}`")
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("chain", runs(), ids="+".join)
-def test_the_documented_commands_run_as_written(chain, tmp_path, first_copy):
-    _run_documents(chain, tmp_path, first_copy)
+def test_the_documented_commands_run_as_written(chain, tmp_path_factory, tmp_path):
+    if chain in KEPT:
+        documents_run_once(chain, tmp_path_factory)
+    else:
+        _run_documents(chain, tmp_path, first_copy_once(tmp_path_factory))

@@ -163,11 +163,8 @@ def test_a_correct_submission_in_a_subfolder_gets_full_marks(autograder_zip, tmp
     assert "after_published" in got.values()
 
 
-def test_a_buggy_submission_loses_exactly_its_step(autograder_zip, tmp_path):
-    root = gradescope_root(tmp_path, autograder_zip)
-    for path in (CORPUS / "bug_no_scaling").glob("*.py"):
-        shutil.copyfile(path, root / "submission" / path.name)
-    _, results = run_autograder(root)
+def test_a_buggy_submission_loses_exactly_its_step(graded_forms):
+    results = graded_forms["py files"]  # bug_no_scaling's .py files in /autograder/submission
     assert results["tests"], results["output"]
     failed = [t for t in results["tests"] if t["status"] == "failed"]
     assert {t["name"].split(" ", 1)[0] for t in failed} == {BUGGY_STEP}
@@ -189,15 +186,26 @@ def _forms(tmp: Path) -> dict[str, callable]:
     }
 
 
-def test_every_form_grades_as_grade_autograde_grades_the_folder(autograder_zip, tmp_path):
+@pytest.fixture(scope="module")
+def graded_forms(autograder_zip, tmp_path_factory) -> dict[str, dict]:
+    """bug_no_scaling uploaded in each form of ``_forms``, each graded by run_autograder in a /autograder of its own:
+    form -> its results.json. Read by the buggy submission's test (the .py files) and by the comparison of every form
+    with ``grade autograde``."""
+    tmp = tmp_path_factory.mktemp("forms")
+    graded = {}
+    for i, (form, put) in enumerate(_forms(tmp).items()):
+        root = gradescope_root(tmp / f"form{i}", autograder_zip)
+        (root / "submission_metadata.json").write_text(json.dumps({"created_at": "2026-12-10T14:03:22.5-08:00"}))
+        put(root / "submission")
+        graded[form] = run_autograder(root)[1]
+    return graded
+
+
+def test_every_form_grades_as_grade_autograde_grades_the_folder(graded_forms, tmp_path):
     out = tmp_path / "folder-results"
     assert run_grade("autograde", str(CORPUS / "bug_no_scaling"), "--out", str(out)).returncode == 0
     expected = json.loads((out / "bug_no_scaling" / "results.json").read_text())
-    for i, (form, put) in enumerate(_forms(tmp_path).items()):
-        root = gradescope_root(tmp_path / f"form{i}", autograder_zip)
-        (root / "submission_metadata.json").write_text(json.dumps({"created_at": "2026-12-10T14:03:22.5-08:00"}))
-        put(root / "submission")
-        _, results = run_autograder(root)
+    for form, results in graded_forms.items():
         assert results["score"] == expected["score"], (form, results["output"])
         assert [(t["name"], t["status"]) for t in results["tests"]] == \
             [(t["name"], t["status"]) for t in expected["tests"]], form

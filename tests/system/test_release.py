@@ -350,53 +350,87 @@ def _pip(python: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess:
                           env=env, capture_output=True, text=True, timeout=1200)
 
 
-def test_the_bundle_installs_on_the_pythons_it_claims_and_refuses_the_others(release, tmp_path):
+@pytest.fixture(scope="module")
+def documented_install(tmp_path_factory, release) -> Path:
+    """The unzipped bundle that docs/release.md's commands installed as its README says (a venv of the documents'
+    ``python3``, install_torch.py, the pins, ``pip install --no-deps .``; every command's exit status checked by
+    tests/system/test_documented_commands.py), run once per run; its folder holds each block's log. Its zip is byte
+    for byte ``release``'s: the bundle installed there is the one this file checks."""
+    from .test_documented_commands import documents_run_once  # noqa: PLC0415 - its runner, shared with that test
+
+    folder = documents_run_once(("docs/release.md",), tmp_path_factory)
+    assert (folder / "course" / "dist" / f"{BUNDLE}.zip").read_bytes() == \
+        (release.parent / f"{BUNDLE}.zip").read_bytes()
+    return folder
+
+
+def _python_version(python: Path) -> tuple[int, int]:
+    said = subprocess.run([str(python), "-c", "import sys; print(*sys.version_info[:2])"], capture_output=True,
+                          text=True, check=True, timeout=60).stdout
+    return tuple(int(part) for part in said.split())
+
+
+def test_the_bundle_installs_on_the_pythons_it_claims_and_refuses_the_others(release, documented_install, tmp_path):
     """requirements.txt into a fresh venv of the lowest and the highest Python the bundle's requires-python
     claims that this machine has, then `pip install --no-deps .` and `grade check`, as its README says. Just
     outside the range, `pip install --no-deps .` must refuse; the control: the pins do not install there
     either (3.10 was claimed once, where numpy==2.4.6 and contourpy==1.3.3 have no release).
 
-    Its cost: 35 to 160 s on a 2-core machine (a venv and pip's installs per Python, torch from the local wheel),
-    the longest single test of the bundle; what it shows needs the installs."""
+    A Python the documents' install is of (docs/release.md's commands, run once per run: ``documented_install``)
+    is checked in that install, not installed again: the same bundle, the same README steps, into a fresh venv.
+
+    Its cost: 80 s (47 CPU-s) on a loaded 2-core machine, besides the documents' install it shares (a venv and pip's
+    installs per Python but that one's, torch from the local wheel), the longest single test of the bundle; what it
+    shows needs the installs."""
     from packaging.specifiers import SpecifierSet  # noqa: PLC0415 - pip and pytest bring packaging, no declared dependency
     from packaging.version import Version  # noqa: PLC0415 - pip and pytest bring packaging, no declared dependency
+    from .test_documented_commands import said_by  # noqa: PLC0415 - the log reader of the documents' runner
 
     claim = SpecifierSet(tomllib.loads((release / "pyproject.toml").read_text())["project"]["requires-python"])
     here = pythons_here()
     inside = sorted(v for v in here if Version(f"{v[0]}.{v[1]}.0") in claim)
     assert inside, f"no Python of {sorted(here)} is in {claim}"
     assert f"Python {inside[0][0]}.{inside[0][1]}" in (release / "README.md").read_text()
+    documented = documented_install / "student" / BUNDLE
     for version in sorted({inside[0], inside[-1]}):
-        bundle = tmp_path / f"{version}" / BUNDLE
-        shutil.copytree(release, bundle)
-        python = _venv(here[version], bundle / ".venv")
-        if not _cpu_torch_at_hand(python, bundle):
-            # No CPU build of torch for this Python here (PyPI's is the 2.7 GB CUDA build): every other pin and the
-            # package itself install; grade check runs on the Pythons that have one (3.11 on these machines).
-            others = bundle / "requirements-without-torch.txt"
-            others.write_text("".join(line for line in (bundle / "requirements.txt").read_text().splitlines(True)
-                                      if not line.startswith("torch==")))
-            rest = _pip(python, "-r", others.name, cwd=bundle)
-            assert rest.returncode == 0, f"{version}: " + rest.stdout[-2000:] + rest.stderr[-3000:]
+        if _python_version(documented / ".venv" / "bin" / "python") == version:
+            bundle = documented
+            said = [line for line in said_by(documented_install, "docs/release.md", "python install_torch.py")
+                    .splitlines() if line.startswith("torch ")]
+            assert len(said) == 1, said  # its one line, among pip's own
+            said = said[0]
+        else:
+            bundle = tmp_path / f"{version}" / BUNDLE
+            shutil.copytree(release, bundle)
+            python = _venv(here[version], bundle / ".venv")
+            if not _cpu_torch_at_hand(python, bundle):
+                # No CPU build of torch for this Python here (PyPI's is the 2.7 GB CUDA build): every other pin and
+                # the package itself install; grade check runs on the Pythons that have one (3.11 on these machines).
+                others = bundle / "requirements-without-torch.txt"
+                others.write_text("".join(line for line in (bundle / "requirements.txt").read_text().splitlines(True)
+                                          if not line.startswith("torch==")))
+                rest = _pip(python, "-r", others.name, cwd=bundle)
+                assert rest.returncode == 0, f"{version}: " + rest.stdout[-2000:] + rest.stderr[-3000:]
+                package = _pip(python, "--no-deps", ".", cwd=bundle)
+                assert package.returncode == 0, package.stdout[-2000:] + package.stderr[-3000:]
+                continue
+            said = _torch_first(python, bundle).splitlines()[-1]  # after pip's own progress, its one line
+            requirements = _pip(python, "-r", "requirements.txt", cwd=bundle)
+            assert requirements.returncode == 0, (f"{version}: " + requirements.stdout[-2000:]
+                                                  + requirements.stderr[-3000:])
             package = _pip(python, "--no-deps", ".", cwd=bundle)
             assert package.returncode == 0, package.stdout[-2000:] + package.stderr[-3000:]
-            continue
-        said = _torch_first(python, bundle).splitlines()[-1]  # after pip's own progress, its one line
         assert re.match(r"torch 2\.13\.0\+cpu \(CPU build\), ", said), said
         if not _reachable(TORCH_CPU_INDEX):  # said, with where it was installed from instead
             assert "cannot be reached" in said, said
         else:
             assert said.startswith("torch 2.13.0+cpu (CPU build), from PyTorch's CPU index"), said
-        requirements = _pip(python, "-r", "requirements.txt", cwd=bundle)
-        assert requirements.returncode == 0, f"{version}: " + requirements.stdout[-2000:] + requirements.stderr[-3000:]
-        package = _pip(python, "--no-deps", ".", cwd=bundle)
-        assert package.returncode == 0, package.stdout[-2000:] + package.stderr[-3000:]
         check = subprocess.run([str(bundle / ".venv" / "bin" / "grade"), "check", "--json"], cwd=bundle,
                                capture_output=True, text=True, timeout=600)
         assert check.returncode == 1, check.stdout[-2000:] + check.stderr[-3000:]  # the stubs: not attempted
         assert {s["status"] for s in json.loads(check.stdout)["steps"]} == {"not attempted"}
         if version == inside[0]:
-            _a_student_runs_the_magic_in_the_bundle_s_notebook(bundle)
+            _a_student_runs_the_magic_in_the_bundle_s_notebook(bundle, tmp_path / "magic")
     below = [v for v in here if Version(f"{v[0]}.{v[1]}.0") < Version(f"{inside[0][0]}.{inside[0][1]}.0")]
     above = [v for v in here if Version(f"{v[0]}.{v[1]}.0") > Version(f"{inside[-1][0]}.{inside[-1][1]}.0")]
     outside = [v for v in (max(below, default=None), min(above, default=None)) if v and v[0] == 3]
@@ -436,21 +470,23 @@ print("".join(shown))
 """
 
 
-def _a_student_runs_the_magic_in_the_bundle_s_notebook(bundle: Path) -> None:
-    """In the fresh venv of the bundle's own install steps: carol's code in the bundle's causal_attention notebook,
-    run in that venv's kernel down to ``%grade check causal_attention``, reads as that venv's ``grade check``."""
+def _a_student_runs_the_magic_in_the_bundle_s_notebook(bundle: Path, work: Path) -> None:
+    """In the fresh venv of the bundle's own install steps: carol's code in a copy (in ``work``: the bundle is only
+    read) of the bundle's causal_attention notebook, run in that venv's kernel down to ``%grade check
+    causal_attention``, reads as that venv's ``grade check``."""
     from .test_bundle_notebooks import fill  # noqa: PLC0415 - imported on first use: torch is slow to load
 
-    path = bundle / "notebooks" / "causal_attention.ipynb"
+    shutil.copytree(bundle / "notebooks", work / "notebooks")
+    path = work / "notebooks" / "causal_attention.ipynb"
     fill(path, ROOT / "samples" / "submissions" / "carol")
     data = json.loads(path.read_text())
     data["cells"].append({"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
                           "source": "%grade check causal_attention"})
     path.write_text(json.dumps(data))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV", "JUPYTER"))}
-    env["HOME"] = str(bundle.parent)
+    env["HOME"] = str(work)
     magic = subprocess.run([str(bundle / ".venv" / "bin" / "python"), "-c", KERNEL_RUN, str(path)],
-                           cwd=bundle / "notebooks", env=env, capture_output=True, text=True, timeout=900)
+                           cwd=path.parent, env=env, capture_output=True, text=True, timeout=900)
     assert magic.returncode == 0, magic.stdout[-2000:] + magic.stderr[-3000:]
     cli = subprocess.run([str(bundle / ".venv" / "bin" / "grade"), "check", str(path)], cwd=bundle, env=env,
                          capture_output=True, text=True, timeout=600)
