@@ -356,11 +356,13 @@ def _without_pictures(text: str) -> str:
     return re.sub(r"data:image/[a-z+]+;base64,[A-Za-z0-9+/=\s]+", "data:image", text)
 
 
-def decodable_reference_code(text: str, code: ReferenceCode, lines=()) -> list[str]:
+def decodable_reference_code(text: str, code: ReferenceCode, lines=(), wanted: dict[str, str] | None = None
+                             ) -> list[str]:
     """What of the reference ``text`` lets a student decode: solution lines (as text in any blob) and reference
-    functions (as marshal data or instructions in any blob, or in the numbers it prints), each named once."""
+    functions (as marshal data or instructions in any blob, or in the numbers it prints), each named once.
+    ``wanted``: ``lines`` as ``_wanted`` gives them, for a caller that scans many texts for the same lines."""
     text = _without_pictures(html.unescape(text))
-    wanted = {_norm(line): line for line in lines if line.strip()}
+    wanted = _wanted(lines) if wanted is None else wanted
     found: list[str] = []
     blobs = decoded_blobs(text)
     for run in printed_numbers(text):
@@ -374,6 +376,11 @@ def decodable_reference_code(text: str, code: ReferenceCode, lines=()) -> list[s
             flat = _norm(blob.decode("utf-8", "replace"))
             found += [line for norm, line in wanted.items() if norm in flat and line not in found]
     return found
+
+
+def _wanted(lines) -> dict[str, str]:
+    """The solution lines to look for, each as it reads with whitespace and quotes made alike (``_norm``)."""
+    return {_norm(line): line for line in lines if line.strip()}
 
 
 def _strings(value):
@@ -392,6 +399,10 @@ def scan_results(results_dir: Path, lines=None, code: ReferenceCode | None = Non
     Gradescope HTML output, extra_data) and its feedback.html: solution lines, and reference functions' bytecode."""
     lines = solution_lines() if lines is None else lines
     code = ReferenceCode.load() if code is None else code
+    wanted = _wanted(lines)
+    # what each text holds, by its text: most strings recur (a count's output in results.json, its Gradescope HTML
+    # and the page; the same message in many submissions), and a text's answer does not depend on where it is
+    said: dict[str, list[str]] = {}
     leaks = {}
     folders = sorted({p.parent for p in [*Path(results_dir).glob("*/results.json"),
                                          *Path(results_dir).glob("*/feedback.html")]})
@@ -403,7 +414,9 @@ def scan_results(results_dir: Path, lines=None, code: ReferenceCode | None = Non
             texts.append((folder / "feedback.html").read_text(encoding="utf-8", errors="replace"))
         found = []
         for text in texts:
-            found += [item for item in decodable_reference_code(text or "", code, lines) if item not in found]
+            if text not in said:
+                said[text] = decodable_reference_code(text or "", code, wanted=wanted)
+            found += [item for item in said[text] if item not in found]
         if found:
             leaks[folder.name] = found
     return leaks
