@@ -21,7 +21,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import dask
@@ -71,27 +70,37 @@ def _dask_workers(client_pid: int) -> list[int]:
     return found
 
 
+def _unprivileged(pids: list[int]) -> list[int]:
+    """Those of ``pids`` that run as a uid of the grader's blocks (1,000,000 and up)."""
+    found = []
+    for pid in pids:
+        try:
+            if int(_status(pid)["Uid"].split()[0]) >= 1_000_000:
+                found.append(pid)
+        except (OSError, KeyError):
+            continue
+    return found
+
+
 def test_another_user_cannot_run_code_in_a_local_clusters_workers_while_it_grades(tmp_path):
     other = other_user()
     subs = tmp_path / "subs"
-    sleepers = [f"sleep_forever-{i}" for i in range(2)]  # each holds the worker for its step's time limit
+    sleepers = [f"sleep_forever-{i}" for i in range(4)]  # each holds a worker for its step's time limit
     for name in sleepers:
         shutil.copytree(ADVERSARIAL / "sleep_forever", subs / name)
     shutil.copytree(SAMPLES / "alice", subs / "alice")
     out = tmp_path / "out"
     grader = subprocess.Popen([sys.executable, "-m", "autograder.cli", "autograde", str(subs), "--out", str(out),
-                               "--executor", "dask", "--local-workers", "1"], cwd=ROOT, text=True,
+                               "--executor", "dask", "--local-workers", "2"], cwd=ROOT, text=True,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     try:
-        # one worker: every kind of port (scheduler, its web pages, nanny, worker) is there with one
-        workers = wait_for(lambda: grader.poll() is not None or (len(w := _dask_workers(grader.pid)) == 1 and w), 300,
-                           "the Dask worker")
+        # the two workers once each has dropped root (before it registers with the scheduler): a fork of the client
+        # about to exec (a zygote's start) has its command line too, but the client's uid
+        workers = wait_for(lambda: grader.poll() is not None or (len(w := _unprivileged(_dask_workers(grader.pid))) == 2
+                                                                 and w), 300, "the two Dask workers, as the run's uid")
         assert grader.poll() is None, grader.communicate()
-        time.sleep(3)  # the worker's warm grader starts: the batch is under way
-        workers = _dask_workers(grader.pid)  # (a fork about to exec, such as a zygote's start, has gone)
-        assert len(workers) == 1 and grader.poll() is None, workers
         statuses = {pid: _status(pid) for pid in workers}
-        # the scheduler, its web server, the nanny (in the grader's process), the worker and its
+        # the scheduler, its web server, the nannies (in the grader's process), the workers and theirs
         found = attempt(other, listening_ports([grader.pid, *workers]))
         running_after = grader.poll() is None and set(workers) <= set(_dask_workers(grader.pid))
         stdout, stderr = grader.communicate(timeout=600)
@@ -105,7 +114,7 @@ def test_another_user_cannot_run_code_in_a_local_clusters_workers_while_it_grade
     # the scheduler's port refused a TLS handshake with a certificate the cluster's CA did not sign
     refusals = " ".join(what["refused"] for ways in found.values() for what in ways.values())
     assert "SSL" in refusals or "certificate" in refusals or "TLS" in refusals, found
-    # the Dask worker ran as one unprivileged uid, with no groups, no capabilities, no way back to root
+    # the Dask workers ran as one unprivileged uid, with no groups, no capabilities, no way back to root
     for pid, status in statuses.items():
         uids, gids = status["Uid"].split(), status["Gid"].split()
         assert len(set(uids)) == 1 and int(uids[0]) >= 1_000_000, (pid, status["Uid"])
