@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from .conftest import ROOT, run_grade
 
 
 def _python(code: str) -> str:
@@ -244,8 +244,9 @@ def test_student_code_runs_with_the_collector_on(tmp_path):
             "def attention_scores(inputs, query):\n",
             f"def attention_scores(inputs, query):\n    assert {wanted}, 'the collector is not as asked'\n", 1))
     out = tmp_path / "results"
-    done = subprocess.run([sys.executable, "-m", "autograder.cli", "autograde", str(subs), "--out", str(out),
-                           "--jobs", "1"], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    # forked from the tests' warm server: the zygote is a process of its own (sandbox/zygote.py), started as a
+    # user's `grade autograde` starts it, so the caller's collector is not the workers'
+    done = run_grade("autograde", str(subs), "--out", str(out), "--jobs", "1", timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
 
     def scores_passed(name: str) -> bool:

@@ -124,10 +124,17 @@ def _execute(path):
 
 def test_the_notebook_fixtures_run_top_to_bottom_in_a_kernel(forms, tmp_path):
     """What a student could actually have run: every form's notebooks execute in a real kernel, the wrapper's
-    section building heads from the CausalAttention of the section above it."""
+    section building heads from the CausalAttention of the section above it. The notebook without headings differs
+    from the one with them in its markdown cells only (asserted): its code cells are the ones run here."""
     one = forms["one notebook for all"]
     _execute(one)
-    _execute(forms["one notebook for all, no headings"])
+
+    def cells(path, kind):
+        return [c["source"] for c in json.loads(path.read_text())["cells"] if c["cell_type"] == kind]
+
+    plain = forms["one notebook for all, no headings"]
+    assert cells(plain, "code") == cells(one, "code")
+    assert cells(plain, "markdown") == [] and cells(one, "markdown")  # the headings are all that differs
     for path in sorted(forms["one notebook per module"].glob("*.ipynb")):
         _execute(path)
     # the control: the old fixture kept a .py file's `from .causal_attention import`, which no kernel runs
