@@ -506,6 +506,12 @@ def a_class(folder: Path, big: bool) -> Path:
     return folder
 
 
+def autograde_command(subs: Path, out: Path, prelude: str = "") -> list[str]:
+    """``grade autograde SUBS --out OUT --jobs 1`` in a fresh interpreter, which runs ``prelude`` first."""
+    return [sys.executable, "-c", prelude + "from autograder.cli import command_line\ncommand_line()",
+            "autograde", str(subs), "--out", str(out), "--jobs", "1"]
+
+
 def graded(subs: Path, out: Path, tmp: Path):
     """``grade autograde SUBS`` measured (bench/measure.py: ``peak_mib`` is the largest single process's peak,
     ``sum_pss_mib`` the largest sampled sum over the process tree), and what it printed."""
@@ -513,8 +519,7 @@ def graded(subs: Path, out: Path, tmp: Path):
 
     tmp.mkdir()
     log = out.with_suffix(".log")
-    command = [sys.executable, "-c", "from autograder.cli import command_line\ncommand_line()",
-               "autograde", str(subs), "--out", str(out), "--jobs", "1"]
+    command = autograde_command(subs, out)
     # a cache folder of its own: each run computes the reference's answers alike (a warm one takes ~50 MiB less)
     env = {**os.environ, "TMPDIR": str(tmp), "GRADE_CACHE_DIR": str(tmp / "cache")}
     got = measure(command, cwd=ROOT, env=env, log=log, sample_every=0.1, timeout=900)
@@ -585,8 +590,7 @@ def test_a_failure_of_the_kits_own_while_staging_one_is_named_logged_and_the_cla
             (subs / name / f"{module}.py").write_text(solution(module), encoding="utf-8")
     out = tmp_path / "out"
     # a fresh interpreter, which runs KIT_BUG first; unmeasured: no memory is read here (graded() samples it)
-    got = subprocess.run([sys.executable, "-c", KIT_BUG + "from autograder.cli import command_line\ncommand_line()",
-                          "autograde", str(subs), "--out", str(out), "--jobs", "1"], cwd=ROOT, stdout=subprocess.PIPE,
+    got = subprocess.run(autograde_command(subs, out, KIT_BUG), cwd=ROOT, stdout=subprocess.PIPE,
                          stderr=subprocess.STDOUT, text=True, timeout=900)
     said = got.stdout
     assert got.returncode == 3, said[-3000:]  # as for any failure of the grader's own
