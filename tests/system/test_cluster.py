@@ -16,6 +16,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -272,8 +273,12 @@ def test_a_client_killed_mid_batch_takes_its_workers_down_and_a_rerun_resumes(lo
     wait_for(lambda: not still_running(tree), GONE_WITHIN, "every process of the killed run to die")
     kept = {p.parent.name: p.stat().st_mtime_ns for p in out.glob("*/results.json")}
     assert 3 <= len(kept) < len(names)
+    # what the killed run could not remove: its scratch folder (as root, the workers' uid's folder is inside it)
+    left = [p for base in {tempfile.gettempdir(), "/tmp"} for p in Path(base).glob(f"grade-dask-{proc.pid}-*")]
+    assert len(left) == 1, left
 
     rerun = autograde(*args[3:])
+    assert not left[0].exists()  # swept by the rerun: a dead run's folder, its lock held by no one
     assert f"{len(kept)} submission(s) already graded with the same inputs: skipped" in rerun.stdout
     assert sorted(progress_lines(rerun.stdout)) == sorted(set(names) - set(kept))  # only the rest, once each
     assert {p.parent.name: p.stat().st_mtime_ns for p in out.glob("*/results.json") if p.parent.name in kept} == kept

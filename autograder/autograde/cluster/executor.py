@@ -70,9 +70,9 @@ def local_cluster(n_workers: int, grader=None, grader_hash: str | None = None, z
     uid_lock = None
     try:
         config = {**LOCAL_CONFIG, "temporary-directory": str(scratch)}
-        if unprivileged.wanted():  # the workers run as the first uid of a block held for the run
+        if unprivileged.wanted():  # the workers run as the first uid of a block held for the run, in a folder of it
             uid, uid_lock = uids.claim()
-            unprivileged.give_scratch(scratch, uid)
+            config["temporary-directory"] = str(unprivileged.give_scratch(scratch, uid))
             config[unprivileged.UID_KEY] = uid
         if grader is not None and zygote is not None:
             grader.warm_cache()  # reference answers, computed once here and inherited by every worker

@@ -12,8 +12,9 @@ root back). Its zygote stays root and grades as before.
 
 Before it drops root, the worker takes its zygote and lets the grader read what it reads from the course's
 files (``inherited.prepare``): the course and the kit may sit in folders only root can read. What it writes
-afterwards is in the run's scratch folder, which the client gives to that uid (``give_scratch``): Dask's
-workspace, the staged submissions, the grading's scratch folders. The client (root) removes it with the run.
+afterwards is in the workers' folder of the run's scratch folder, which the client gives to that uid
+(``give_scratch``): Dask's workspace, the staged submissions, the grading's scratch folders. The client (root)
+removes it with the run, or the next run does if this one was killed.
 
 The nannies, which fork and stop the workers, run in the client's process, as its user. A worker is no
 privilege boundary against its own zygote (it asks for a step's uid and folders: docs/cluster.md); TLS
@@ -33,7 +34,9 @@ from . import inherited
 
 #: the Dask configuration key that carries the workers' uid from the client to the workers it forks
 UID_KEY = "autograder.local-worker-uid"
-#: the folder Dask puts each worker's workspace in, inside the run's scratch folder (``temporary-directory``)
+#: the workers' folder in the run's scratch folder, their ``temporary-directory`` (``give_scratch``)
+WORK = "work"
+#: the folder Dask puts each worker's workspace in, inside the workers' folder
 WORKSPACES = "dask-scratch-space"
 _DROPPED: list[int] = []  # the uid this process became, once it dropped root
 
@@ -53,14 +56,20 @@ def scratch_base() -> str | None:
     return "/tmp"
 
 
-def give_scratch(scratch: Path, uid: int) -> None:
-    """In the client, before the cluster starts: the run's scratch folder (and the workspaces' folder Dask
-    would make there as root) belong to the workers' ``uid``; others may only pass through (a sandbox's
-    uid reaches a staged submission by its path, without namespaces)."""
-    (scratch / WORKSPACES).mkdir(mode=0o700, exist_ok=True)
-    for folder in (scratch, scratch / WORKSPACES):
+def give_scratch(scratch: Path, uid: int) -> Path:
+    """In the client, before the cluster starts: the workers' folder in the run's scratch folder, ``WORK`` (and
+    the workspaces' folder Dask would make there as root), belongs to the workers' ``uid``; others may only pass
+    through (a sandbox's uid reaches a staged submission by its path, without namespaces). The scratch folder
+    itself stays the client's, with its lock (``tempdirs``): a run killed with ``kill -9`` leaves a folder the next
+    run sweeps, which it would not look into were it the workers' uid's (tests/system/test_cluster.py)."""
+    work = scratch / WORK
+    work.mkdir(mode=0o711, exist_ok=True)
+    (work / WORKSPACES).mkdir(mode=0o700, exist_ok=True)
+    for folder in (work, work / WORKSPACES):
         os.chown(folder, uid, uid)
-    scratch.chmod(0o711)
+    for folder in (scratch, work):
+        folder.chmod(0o711)
+    return work
 
 
 def dask_setup(worker) -> None:
@@ -83,7 +92,8 @@ def drop(uid: int, workspace: Path, scratch: Path) -> None:
     """Become ``uid`` (and gid ``uid``, no supplementary groups) in every thread of this process, for good.
 
     ``workspace`` (Dask made it as root a moment ago) becomes ``uid``'s, and the temporary folder of this
-    process is ``scratch`` (``uid``'s, ``give_scratch``): a folder ``uid`` cannot write in is no use to it."""
+    process is ``scratch``, the workers' folder (``uid``'s, ``give_scratch``): a folder ``uid`` cannot write in is
+    no use to it."""
     from autograder.worker import syscalls  # Linux only, as this path is
 
     for path in [workspace, workspace.with_name(workspace.name + ".dirlock"), *workspace.rglob("*")]:
