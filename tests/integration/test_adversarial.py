@@ -11,8 +11,9 @@ Several submissions attack the machine (bounded: 16 GB of memory at most, 400 fo
 a 1 GB file, a daemon that SIGKILLs the grader's processes): run this only against a grader that confines
 workers (namespaces, unprivileged uid, limits).
 
-Its cost, the suite's largest module: about 6.5 minutes on a loaded 2-core machine, 2.5 of them grading the 77
-attempts once (the module's ``graded``, read by every test that reads a result), the rest the scenarios that need a
+Its cost, the suite's largest module: about 6 minutes on a loaded 2-core machine, 2 of them grading the 77
+attempts once (the module's ``graded``, read by every test that reads a result: 53 s and 73 CPU-s unloaded, the
+four attacks that run to their step's time limit at the short course's 6 s), the rest the scenarios that need a
 batch of their own (the zips, the tricklers beside a correct submission, the memory limit, the levels).
 """
 from __future__ import annotations
@@ -108,29 +109,53 @@ def outputs(result: dict) -> list[str]:
 
 
 # ------------------------------------------------------------------------------------------- the corpus
+#: the attacks that hold their step until its time limit, a core spinning (infinite_loop; hostile_exceptions, whose
+#: exception's __str__ never returns) or a job slot waiting (sleep_forever, trickle_channel): graded in a batch of
+#: their own with the short step limit of tests/support/short_course.py, 6 s of CPU or of a job each instead of the
+#: course's 20 s. What the tests read of them (that step lost at its time limit, said as one; the manifest's score)
+#: is the same at any limit; test_a_trickle_on_the_channel_is_a_time_limit_and_the_batch_finishes grades
+#: trickle_channel at the course's own.
+AT_THE_LIMIT = ("hostile_exceptions", "infinite_loop", "sleep_forever", "trickle_channel")
+
+
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory):
-    out = tmp_path_factory.mktemp("adversarial-results")
+def graded(tmp_path_factory, short_course_file):
+    """The corpus graded in two batches, each its own ``grade autograde``, one after the other: the attacks
+    AT_THE_LIMIT with the short course, into ``out_at_the_limit``; the rest (the corpus's own files too, each named
+    for a person) with the course, into ``out``. ``result``: the second batch's command."""
+    out, out_at_the_limit = (tmp_path_factory.mktemp(name) for name in ("adversarial-results", "adversarial-limit"))
+    entries = [p for p in sorted(ADV_DIR.iterdir()) if not p.name.startswith((".", "__"))]
     with machine_to_ourselves():
         clean_markers()
         start = time.monotonic()
+        at_the_limit = run_grade("autograde", *(str(p) for p in entries if p.name in AT_THE_LIMIT),
+                                 "--out", str(out_at_the_limit), "--course", str(short_course_file), *jobs_args(),
+                                 timeout=3600)
+        assert at_the_limit.returncode == 0, at_the_limit.stderr[-3000:]
         # fresh: attempts read their ancestors' command lines (detect_grader, write_results_json), which must be grade's
-        result = run_grade("autograde", str(ADV_DIR), "--out", str(out), *jobs_args(), timeout=3600, fresh=True)
+        result = run_grade("autograde", *(str(p) for p in entries if p.name not in AT_THE_LIMIT), "--out", str(out),
+                           *jobs_args(), timeout=3600, fresh=True)
         elapsed = time.monotonic() - start
         time.sleep(DAEMON_GRACE)  # a daemon that escaped would have written its marker by now
         left = markers()
         forged = forged_files()
         clean_markers()
-    return {"out": out, "result": result, "elapsed": elapsed, "markers": left, "forged": forged}
+    return {"out": out, "out_at_the_limit": out_at_the_limit, "result": result, "elapsed": elapsed, "markers": left,
+            "forged": forged}
+
+
+def folder(graded, name) -> Path:
+    """Where ``name``'s results.json and feedback.html are."""
+    return graded["out_at_the_limit" if name in AT_THE_LIMIT else "out"] / name
 
 
 def load(graded, name) -> dict:
-    return json.loads((graded["out"] / name / "results.json").read_text())
+    return json.loads((folder(graded, name) / "results.json").read_text())
 
 
 def test_no_student_message_names_a_file_of_the_kit(graded):
     """Whatever the hostile code did, no results.json or feedback.html names the kit's files."""
-    assert scan(graded["out"]) == {}
+    assert scan(graded["out"]) == {} and scan(graded["out_at_the_limit"]) == {}
 
 
 def test_grading_completes_with_exit_code_zero(graded):
@@ -139,7 +164,7 @@ def test_grading_completes_with_exit_code_zero(graded):
 
 
 def test_every_submission_has_results(graded):
-    missing = [name for name in ADV_MANIFEST if not (graded["out"] / name / "results.json").is_file()]
+    missing = [name for name in ADV_MANIFEST if not (folder(graded, name) / "results.json").is_file()]
     assert missing == []
 
 
@@ -200,7 +225,7 @@ def test_the_memory_scanner_would_find_a_line_of_the_reference(graded):
 def leaks(graded) -> dict[str, list[str]]:
     """What of the reference decodes from each graded submission's results.json and feedback.html
     (tests/support/leak_scan.py), scanned once for the tests that read it."""
-    return scan_results(graded["out"])
+    return {**scan_results(graded["out"]), **scan_results(graded["out_at_the_limit"])}
 
 
 def test_no_solution_line_decodes_from_any_result(leaks):
@@ -251,7 +276,7 @@ def _write_markers_unconfined(tmp_path, env) -> None:
 def test_no_forged_results_anywhere(graded):
     assert graded["forged"] == []
     total_counts = sum(len(s.counts) for s in COURSE.steps.values())
-    for path in graded["out"].rglob("results.json"):
+    for path in [*graded["out"].rglob("results.json"), *graded["out_at_the_limit"].rglob("results.json")]:
         text = path.read_text()
         assert FORGED not in text and FAKE not in text, path
         result = json.loads(text)
@@ -265,8 +290,9 @@ def test_no_forged_results_anywhere(graded):
     for name, cause in tooling.items():
         first = load(graded, name)["extra_data"]["problems"][0]
         assert (first["kind"], first["cause"], load(graded, name)["score"]) == ("not_graded", cause, 0), name
-    stray = [p for p in graded["out"].iterdir() if p.name not in ADV_MANIFEST and p.name not in summary
-             and p.name not in tooling and not p.name.startswith(".")]
+    stray = [p for p in [*graded["out"].iterdir(), *graded["out_at_the_limit"].iterdir()]
+             if p.name not in ADV_MANIFEST and p.name not in summary and p.name not in tooling
+             and not p.name.startswith(".")]
     assert stray == [], "the grader wrote results for submissions that do not exist"
 
 
@@ -334,8 +360,8 @@ def test_no_hidden_input_reaches_a_result_whatever_the_exception_is_called(grade
     for name, marker in marked.items():
         said = by_step(load(graded, name))[SA]
         assert f"{marker} [#." in said, name  # said, masked
-        for text in ((graded["out"] / name / "results.json").read_text(),
-                     (graded["out"] / name / "feedback.html").read_text()):
+        for text in ((folder(graded, name) / "results.json").read_text(),
+                     (folder(graded, name) / "feedback.html").read_text()):
             assert not re.search(re.escape(marker) + r" \[\d", text), name
     attack, control = (by_step(load(graded, n))[SA] for n in marked)
     assert "your code raised UnreadableSource (" in attack and "your code raised InputError (" in control
@@ -731,7 +757,7 @@ def test_no_reference_bytecode_decodes_from_a_leak(graded, leaks):
     assert sorted(names) == ["leak_standin_bytecode", "leak_standin_bytecode_values"]
     assert graded["result"].returncode == 0, graded["result"].stderr[-2000:]
     for name in [*names, "leak_standin_bytecode_control"]:
-        assert (graded["out"] / name / "results.json").is_file() and (graded["out"] / name / "feedback.html").is_file()
+        assert (folder(graded, name) / "results.json").is_file() and (folder(graded, name) / "feedback.html").is_file()
         assert name not in leaks, (name, leaks[name])
     for name in names:
         control = ADV_MANIFEST[name]["control"]
