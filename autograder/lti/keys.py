@@ -1,6 +1,7 @@
 """The tool's RSA key pair: the private key written once with mode 0600 and never printed; the public JWKS."""
 from __future__ import annotations
 
+import functools
 import json
 import os
 from pathlib import Path
@@ -45,9 +46,18 @@ def private_pem(path: Path) -> str:
 
 
 def public_pem(path: Path) -> str:
+    """The public half of the key in ``path``, derived once per version of the file (the server asks on every launch
+    and every JWKS fetch; loading a private key checks it, about 40 ms of CPU): a key written anew (make_private_key
+    replaces the file) is another inode, so it is derived again."""
+    info = path.stat()
+    return _public_pem(str(path), info.st_dev, info.st_ino, info.st_mtime_ns, info.st_size)
+
+
+@functools.lru_cache(maxsize=8)
+def _public_pem(path: str, *identity: int) -> str:
     from cryptography.hazmat.primitives import serialization
 
-    key = serialization.load_pem_private_key(path.read_bytes(), password=None)
+    key = serialization.load_pem_private_key(Path(path).read_bytes(), password=None)
     return key.public_key().public_bytes(serialization.Encoding.PEM,
                                          serialization.PublicFormat.SubjectPublicKeyInfo).decode("ascii")
 
