@@ -390,9 +390,9 @@ def grade_check_way(case: dict, spec: dict, module: types.ModuleType, folder: Pa
     return failure, [] if failure else verdict.notes
 
 
-def notebook_way(case: dict, module: types.ModuleType, helper_code: str) -> tuple[str | None, list[str]]:
-    """The feedback a notebook gives: its checking helper cell and the test code ``grade nbgrader`` writes; and what
-    a passing cell printed (its notes)."""
+def notebook_way(case: dict, module: types.ModuleType, helper_code: types.CodeType) -> tuple[str | None, list[str]]:
+    """The feedback a notebook gives: its checking helper cell (compiled) and the test code ``grade nbgrader`` writes;
+    and what a passing cell printed (its notes)."""
     # its module arguments as the reference built them (nbgrader_course/collect.py: what the holders hold)
     built = iter(case.get("modules_before") or [])
     modules = {i: next(built) for i, a in enumerate(case["request"].get("args") or [])
@@ -400,7 +400,7 @@ def notebook_way(case: dict, module: types.ModuleType, helper_code: str) -> tupl
     test_code = "\n".join(graded_cells.case_code(Case(case["step"], case["count"], case["public"], case,
                                                       case["expected"], modules)))
     namespace: dict = {"__name__": "__main__", **{k: v for k, v in vars(module).items() if not k.startswith("__")}}
-    exec(compile(helper_code, "checking_helper", "exec"), namespace)  # noqa: S102 - our own code
+    exec(helper_code, namespace)  # noqa: S102 - our own code
     printed = io.StringIO()
     try:
         with contextlib.redirect_stdout(printed):
@@ -418,7 +418,7 @@ def test_the_same_wrong_answer_gets_the_same_words_through_grade_check_and_a_not
 
     module_name, replacements, steps = BUGS[bug]
     module, warned = buggy_module(module_name, replacements, submission_folder)
-    helper_code = notebooks.helper_source(COURSE, steps)
+    helper_code = compile(notebooks.helper_source(COURSE, steps), "checking_helper", "exec")  # run anew for each case
     compared, said = 0, []
     for case in public_cases["cases"]:
         if case["step"] not in steps:
