@@ -1428,12 +1428,13 @@ def helper_pasted(course_dir: Path) -> None:
 
 
 def planted_the_old_way(course_dir: Path, result: dict) -> None:
-    """The planter's autograded/ notebooks as the kit wrote them before (``old_feedback_notebook``)."""
+    """The planter's autograded/ notebook of the buggy step, the one its control page is read from, as the kit wrote
+    it before (``old_feedback_notebook``); nbgrader renders a page for each notebook there, 1 CPU-s each."""
     submitted = course_dir / "submitted" / PLANTER / ASSIGNMENT
     old = course_dir / CONTROLS / PLANTER / ASSIGNMENT
     old.mkdir(parents=True)
-    for path in sorted(submitted.glob("*.ipynb")):
-        nbformat.write(old_feedback_notebook(path, result), str(old / path.name))
+    path = submitted / f"{BUG_STEP.split('.')[0]}.ipynb"
+    nbformat.write(old_feedback_notebook(path, result), str(old / path.name))
     shutil.copyfile(submitted / "timestamp.txt", old / "timestamp.txt")
 
 
