@@ -149,13 +149,18 @@ def folder(graded, name) -> Path:
     return graded["out_at_the_limit" if name in AT_THE_LIMIT else "out"] / name
 
 
+def outs(graded) -> list[Path]:
+    """Both batches' --out folders."""
+    return [graded["out"], graded["out_at_the_limit"]]
+
+
 def load(graded, name) -> dict:
     return json.loads((folder(graded, name) / "results.json").read_text())
 
 
 def test_no_student_message_names_a_file_of_the_kit(graded):
     """Whatever the hostile code did, no results.json or feedback.html names the kit's files."""
-    assert scan(graded["out"]) == {} and scan(graded["out_at_the_limit"]) == {}
+    assert [scan(out) for out in outs(graded)] == [{}, {}]
 
 
 def test_grading_completes_with_exit_code_zero(graded):
@@ -225,7 +230,7 @@ def test_the_memory_scanner_would_find_a_line_of_the_reference(graded):
 def leaks(graded) -> dict[str, list[str]]:
     """What of the reference decodes from each graded submission's results.json and feedback.html
     (tests/support/leak_scan.py), scanned once for the tests that read it."""
-    return {**scan_results(graded["out"]), **scan_results(graded["out_at_the_limit"])}
+    return {name: found for out in outs(graded) for name, found in scan_results(out).items()}
 
 
 def test_no_solution_line_decodes_from_any_result(leaks):
@@ -276,7 +281,7 @@ def _write_markers_unconfined(tmp_path, env) -> None:
 def test_no_forged_results_anywhere(graded):
     assert graded["forged"] == []
     total_counts = sum(len(s.counts) for s in COURSE.steps.values())
-    for path in [*graded["out"].rglob("results.json"), *graded["out_at_the_limit"].rglob("results.json")]:
+    for path in [path for out in outs(graded) for path in out.rglob("results.json")]:
         text = path.read_text()
         assert FORGED not in text and FAKE not in text, path
         result = json.loads(text)
@@ -290,9 +295,8 @@ def test_no_forged_results_anywhere(graded):
     for name, cause in tooling.items():
         first = load(graded, name)["extra_data"]["problems"][0]
         assert (first["kind"], first["cause"], load(graded, name)["score"]) == ("not_graded", cause, 0), name
-    stray = [p for p in [*graded["out"].iterdir(), *graded["out_at_the_limit"].iterdir()]
-             if p.name not in ADV_MANIFEST and p.name not in summary and p.name not in tooling
-             and not p.name.startswith(".")]
+    stray = [p for out in outs(graded) for p in out.iterdir() if p.name not in ADV_MANIFEST and p.name not in summary
+             and p.name not in tooling and not p.name.startswith(".")]
     assert stray == [], "the grader wrote results for submissions that do not exist"
 
 
