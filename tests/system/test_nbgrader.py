@@ -1410,20 +1410,22 @@ CONTROLS, CONTROLS_FEEDBACK = "autograded_controls", "feedback_controls"
 
 
 def helper_pasted(course_dir: Path) -> None:
-    """The buggy student's autograded/ notebooks with the helper cell as it was before (the whole helper pasted in)."""
+    """The buggy student's autograded/ notebook of the buggy step with the helper cell as it was before (the whole
+    helper pasted in): the control of one page (nbgrader renders a page for each notebook there, 1 to 2 CPU-s each
+    with the helper's 200 KB of highlighted code)."""
     ours = course_dir / "autograded" / "buggy" / ASSIGNMENT
     pasted = course_dir / CONTROLS / "buggy" / ASSIGNMENT
     pasted.mkdir(parents=True)
     data = f"{ASSIGNMENT}_data.pt"
-    for path in sorted(ours.glob("*.ipynb")):
-        nb = nbformat.read(str(path), as_version=4)
-        steps = [s for s in COURSE.steps if s.split(".")[0] == path.stem]
-        (cell,) = [c for c in nb.cells if nbgrader_meta(c).get("grade_id") == "checking_helper"]
-        # the cell: no docstring
-        cell.source = notebooks.helper_source(COURSE, steps,
-                                              data if (course_dir / "source" / ASSIGNMENT / data).exists()
-                                              else None).split('"""', 2)[2].strip()
-        nbformat.write(nb, str(pasted / path.name))
+    path = ours / f"{BUG_STEP.split('.')[0]}.ipynb"
+    nb = nbformat.read(str(path), as_version=4)
+    steps = [s for s in COURSE.steps if s.split(".")[0] == path.stem]
+    (cell,) = [c for c in nb.cells if nbgrader_meta(c).get("grade_id") == "checking_helper"]
+    # the cell: no docstring
+    cell.source = notebooks.helper_source(COURSE, steps,
+                                          data if (course_dir / "source" / ASSIGNMENT / data).exists()
+                                          else None).split('"""', 2)[2].strip()
+    nbformat.write(nb, str(pasted / path.name))
     shutil.copyfile(ours / "timestamp.txt", pasted / "timestamp.txt")
 
 
@@ -1452,21 +1454,25 @@ def controls_rendered(exported, released, sandboxed, course_dir) -> Path:
 
 @pytest.fixture(scope="module")
 def feedback_with_the_helper_pasted(controls_rendered) -> Path:
-    """The control: the buggy student's pages with the helper pasted into its cell, as before."""
+    """The control: the buggy student's page of the buggy step with the helper pasted into its cell, as before."""
     return controls_rendered / "buggy" / ASSIGNMENT
 
 
 def test_the_feedback_page_is_the_students_work_not_the_helper(exported, feedback_with_the_helper_pasted, course_dir):
     """Each generate_feedback page lost the helper's rendering: some 200 KB of syntax-highlighted code the students
-    never wrote. The control: the same notebooks with the helper pasted into its cell, as before."""
+    never wrote. The control: the buggy step's notebook with the helper pasted into its cell, as before."""
+    def as_text(html: str) -> str:
+        return re.sub(r"<[^>]+>", "", html)
+
     for module in COURSE.modules:
-        page = (course_dir / "feedback" / "buggy" / ASSIGNMENT / f"{module}.html").read_text()
-        before = (feedback_with_the_helper_pasted / f"{module}.html").read_text()
-        as_text = [re.sub(r"<[^>]+>", "", html) for html in (before, page)]
-        assert "def check_function(" in as_text[0] and "def check_function(" not in as_text[1]
-        assert "_render_traceback_" in as_text[0] and "_render_traceback_" not in as_text[1]
-        assert len(before) - len(page) > 150_000, (module, len(before), len(page))
-        assert len(page) < 0.8 * len(before), (module, len(before), len(page))
+        page = as_text((course_dir / "feedback" / "buggy" / ASSIGNMENT / f"{module}.html").read_text())
+        assert "def check_function(" not in page and "_render_traceback_" not in page, module
+    module = BUG_STEP.split(".")[0]
+    page = (course_dir / "feedback" / "buggy" / ASSIGNMENT / f"{module}.html").read_text()
+    before = (feedback_with_the_helper_pasted / f"{module}.html").read_text()
+    assert "def check_function(" in as_text(before) and "_render_traceback_" in as_text(before)
+    assert len(before) - len(page) > 150_000, (len(before), len(page))
+    assert len(page) < 0.8 * len(before), (len(before), len(page))
 
 
 def test_what_a_student_plants_changes_no_points(sandboxed, exported):
