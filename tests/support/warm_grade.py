@@ -111,6 +111,23 @@ class WarmGrade:
         self._started_env: dict[str, str] = {}
         self._buffer = b""
         self._owner = os.getpid()
+        atexit.register(self._end)
+
+    def _end(self) -> None:
+        """At the test process's exit: the server reads the end of its input and ends; wait for it (a kill after 10 s),
+        so that no server outlives its process and the interpreter's exit says nothing of one still running."""
+        process = self._process
+        if process is None or os.getpid() != self._owner:
+            return
+        try:
+            process.stdin.close()
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        except OSError:
+            pass
+        process.stdout.close()
 
     def _start(self) -> subprocess.Popen:
         if self._process is None or self._process.poll() is not None:
