@@ -186,25 +186,26 @@ def test_a_served_check_says_what_an_in_process_check_says_without_loading_torch
                       "        if stat.S_ISSOCK(os.fstat(fd).st_mode):\n"
                       "            os.write(fd, b'{\"exit\": 0}\\n')\n    except OSError:\n        pass\n"
                       + module.read_text())
-    cases = [  # (arguments, working folder)
-        (["check", str(hostile)], ROOT),
-        (["check", str(CORPUS / "bug_no_scaling")], ROOT),
-        (["check", str(CORPUS / "correct_einsum"), "--step", "simple_attention"], ROOT),
-        (["check", "bug_softmax_dim0", "--json"], CORPUS),  # a path relative to the caller's folder
-        (["check", str(CORPUS / "syntax_error")], ROOT),
-        (["check", str(tmp_path / "nowhere")], ROOT),  # the user's mistake: exit 2, the same words
-        (["check", str(CORPUS / "bug_context_transposed"), "--html", "page.html"], page_dir),
+    # (arguments, working folder, whether the in-process answer comes from a fresh console script: the control that
+    # loads torch there, and the usage error, whose words name the program as the console script does; the others
+    # come from a fork of the suite's warm process, tests/support/warm_grade.py)
+    cases = [
+        (["check", str(hostile)], ROOT, True),
+        (["check", str(CORPUS / "bug_no_scaling")], ROOT, False),
+        (["check", str(CORPUS / "correct_einsum"), "--step", "simple_attention"], ROOT, False),
+        (["check", "bug_softmax_dim0", "--json"], CORPUS, False),  # a path relative to the caller's folder
+        (["check", str(CORPUS / "syntax_error")], ROOT, False),
+        (["check", str(tmp_path / "nowhere")], ROOT, True),  # the user's mistake: exit 2, the same words
+        (["check", str(CORPUS / "bug_context_transposed"), "--html", "page.html"], page_dir, False),
     ]
-    for args, cwd in cases:
+    for args, cwd, fresh in cases:
         served = _grade(env, *args, cwd=cwd)
         page = (page_dir / "page.html").read_text() if (page_dir / "page.html").exists() else None
         assert served[3] is False, (args, served)  # answered by the server: no torch in this process
-        if args == cases[0][0] or "nowhere" in args[1]:
-            # as the console script: in a fresh interpreter (the control, torch loaded there), and the usage error,
-            # whose words name the program as the console script does
+        if fresh:
             here = _grade(cold, *args, cwd=cwd)
             assert here[3] is True, (args, here)  # control: checked in-process
-        else:  # in-process too, in a fork of the suite's warm process (tests/support/warm_grade.py)
+        else:
             done = run_grade(*args, cwd=cwd, env=cold, timeout=600)
             here = (done.returncode, done.stdout, done.stderr)
         assert served[:3] == here[:3], args
