@@ -2,8 +2,9 @@
 
 Read from the source, not run (every import, those inside functions too):
 
-- no circle among ``autograder``'s top-level parts (each folder of it, each module beside them): a part never
-  imports, directly or through others, a part that imports it;
+- no circle among ``autograder``'s top-level parts (each folder of it, each module beside them, and the package's
+  own ``__init__.py``, which hands ``%load_ext autograder`` on to ``check/``): a part never imports, directly or
+  through others, a part that imports it;
 - the lower layers (the judging, the sandbox's two sides, the feedback, the results, the intake, the pages, the
   similarity reports) import none of the verbs' parts (the command line, ``commands/``, ``autograde/``, ``check/``,
   ``assign/``, ``release/``, ``gradescope/``, ``lti/``, ``nbgrader_course/``);
@@ -12,7 +13,8 @@ Read from the source, not run (every import, those inside functions too):
   else of the kit; each of its halves is named after its other half, and those pairs are the only basenames two
   modules share.
 
-The control: a small tree whose two parts import each other (one of them inside a function) is found a circle.
+The controls: a small tree whose two parts import each other (one of them inside a function) is found a circle;
+so is one whose low part reads a name of the package's ``__init__.py`` that imports its high part.
 """
 from __future__ import annotations
 
@@ -55,8 +57,14 @@ LOWER = ("grading", "worker", "sandbox", "feedback", "outputs", "intake", "pages
 VERBS = ("cli", "commands", "autograde", "check", "assign", "release", "gradescope", "lti", "nbgrader_course")
 
 
+#: the part that stands for the package's own ``__init__.py``
+ROOT = "__init__"
+
+
 def _module_imports(root: Path) -> dict[str, set[str]]:
-    """module -> every ``autograder`` name it imports, anywhere in it: ``from a import b`` gives ``a`` and ``a.b``."""
+    """module -> every ``autograder`` name it imports, anywhere in it: ``from a import b`` gives ``a`` and ``a.b``;
+    the package itself (``autograder``) only where a name of its ``__init__.py`` is read (``import autograder``,
+    ``from autograder import __version__``), not for ``from autograder import console``."""
     found: dict[str, set[str]] = {}
     for path in sorted(root.rglob("*.py")):
         parts = path.relative_to(root.parent).with_suffix("").parts
@@ -69,22 +77,31 @@ def _module_imports(root: Path) -> dict[str, set[str]]:
             elif isinstance(node, ast.ImportFrom):
                 base = ".".join(here[:len(here) - node.level + 1]) if node.level else ""
                 base = ".".join(part for part in (base, node.module) if part)
-                names.add(base)
+                if base != root.name or any(not _is_module(root, alias.name) for alias in node.names):
+                    names.add(base)
                 names.update(f"{base}.{alias.name}" for alias in node.names)
         found[module] = {name for name in names if name.split(".")[0] == root.name}
     return found
 
 
+def _is_module(root: Path, name: str) -> bool:
+    return (root / f"{name}.py").is_file() or (root / name / "__init__.py").is_file()
+
+
 def _part(name: str, parts: set[str]) -> str | None:
-    """The top-level part of ``autograder.x.y`` (``x``), or None for the package itself or a name of it."""
-    first = name.split(".")[1] if "." in name else None
+    """The top-level part of ``autograder.x.y`` (``x``), ``ROOT`` for the package itself, or None for a name of
+    the package's ``__init__.py``."""
+    if "." not in name:
+        return ROOT
+    first = name.split(".")[1]
     return first if first in parts else None
 
 
 def _parts_graph(root: Path = PACKAGE, leave_out=frozenset()) -> dict[str, set[str]]:
-    """part -> the other parts it imports (parts: each folder of ``root``, each module beside them)."""
+    """part -> the other parts it imports (parts: each folder of ``root``, each module beside them, and ``ROOT``:
+    its ``__init__.py``)."""
     parts = {p.stem if p.is_file() else p.name for p in root.iterdir()
-             if (p.is_dir() and (p / "__init__.py").is_file()) or (p.suffix == ".py" and p.stem != "__init__")}
+             if (p.is_dir() and (p / "__init__.py").is_file()) or p.suffix == ".py"}
     graph: dict[str, set[str]] = {part: set() for part in parts}
     for module, names in _module_imports(root).items():
         source = _part(module, parts)
@@ -146,9 +163,23 @@ def test_a_circle_is_found_through_an_import_inside_a_function(tmp_path):
         (root / folder / "__init__.py").write_text("", encoding="utf-8")
         (root / folder / "x.py").write_text(text, encoding="utf-8")
     (root / "__init__.py").write_text("", encoding="utf-8")
-    assert _parts_graph(root) == {"low": {"high"}, "high": {"low"}}
+    assert _parts_graph(root) == {"low": {"high"}, "high": {"low"}, ROOT: set()}
     assert _circles(_parts_graph(root)) == [["high", "low"]]
     assert _circles(_parts_graph(root, leave_out={("autograder.low.x", "high")})) == []
+
+
+def test_a_circle_is_found_through_the_package_s_own_init(tmp_path):
+    root = tmp_path / "autograder"
+    for folder, text in {"low": "import autograder\nWHERE = autograder.__file__\n",
+                         "high": "from autograder.low import x\n",
+                         "side": "from autograder import low\n"}.items():
+        (root / folder).mkdir(parents=True)
+        (root / folder / "__init__.py").write_text("", encoding="utf-8")
+        (root / folder / "x.py").write_text(text, encoding="utf-8")
+    (root / "__init__.py").write_text("def hook():\n    from autograder.high import x\n", encoding="utf-8")
+    assert _parts_graph(root) == {"low": {ROOT}, "high": {"low"}, "side": {"low"}, ROOT: {"high"}}
+    assert _circles(_parts_graph(root)) == [[ROOT, "high", "low"]]
+    assert _circles(_parts_graph(root, leave_out={("autograder.low.x", ROOT)})) == []
 
 
 def test_nothing_in_worker_imports_the_rest():
