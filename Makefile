@@ -57,5 +57,5 @@ test: export PYTHONDONTWRITEBYTECODE :=
 test: $(STAMP)
 	@echo "1/2 the linter: ruff check (about 1 s)..."
 	$(BIN)/ruff check .
-	@echo "2/2 the suite: unit tests, end-to-end tests with real components (about 16 minutes on 2 cores)..."
+	@echo "2/2 the suite: unit tests, end-to-end tests with real components (13 to 20 minutes on 2 cores, by the machine)..."
 	$(BIN)/python -m pytest -n 4 --dist loadscope --no-loadscope-reorder --durations=20
