@@ -92,18 +92,30 @@ def _serve(slot: int, channel, grader, jobs: list, out: Path, clones: ClonesForF
                 break
             if index is None:  # done: what its stand-ins were answered, for the next batch
                 with contextlib.suppress(OSError):  # a batch that stopped waiting keeps nothing
-                    channel.send(("learned", grader.standins_learned()))
+                    _say(channel, ("learned", grader.standins_learned()))
                 break
             try:
                 answer = ("done", grade_job(jobs[index], out, grader))
             except Exception as exc:  # noqa: BLE001 - raised again in the batch, which stops
                 answer = ("failed", (exc, traceback.format_exc()))
             try:
-                channel.send(answer)
+                _say(channel, answer)
             except (TypeError, AttributeError, pickle.PicklingError):  # an exception that does not pickle
-                channel.send(("failed", (RuntimeError(answer[1][1]), answer[1][1])))
+                _say(channel, ("failed", (RuntimeError(answer[1][1]), answer[1][1])))
     finally:
         grader.close()
+
+
+def _say(channel, answer) -> None:
+    """A job's answer, by value: plain pickle, not the channel's own pickler. Through that one, torch sends a
+    tensor's memory as a file descriptor, from a thread that listens on a socket in a ``pymp-*`` folder of the
+    temporary folder; a job that is killed (Ctrl-C, ``halt``) cannot remove it (tests/integration/test_interrupt.py)."""
+    channel.send_bytes(pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL))
+
+
+def _heard(channel):
+    """What a job said with ``_say``."""
+    return pickle.loads(channel.recv_bytes())  # a grading job forked from this process, on the trusted side
 
 
 class _RemoteTraceback(Exception):
@@ -180,7 +192,7 @@ def run(grader, jobs: list[Job], out: Path, zygote, n_jobs: int, on_done, forked
                 if channel not in busy:
                     continue
                 try:
-                    kind, answer = channel.recv()
+                    kind, answer = _heard(channel)
                 except (EOFError, OSError):
                     raise JobDied(f"a grading job died while grading {jobs[busy[channel]].source.name} "
                                   f"(exit status {channels[channel].exitcode})") from None
@@ -211,7 +223,7 @@ def _learned(channel) -> list | None:
     """A job's last word (``Grader.standins_learned``), or None if it says nothing else within 30 s."""
     try:
         if channel.poll(30):
-            kind, answers = channel.recv()
+            kind, answers = _heard(channel)
             return answers if kind == "learned" else None
     except (EOFError, OSError, ValueError, TypeError):
         pass

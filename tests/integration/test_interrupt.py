@@ -186,7 +186,10 @@ def assert_stopped_cleanly(batch: Batch, names: list[str], seconds: float) -> se
     named = {s["submission"] for s in summary["slowest"]}
     named |= {who for found in summary["misconceptions"].values() for m in found for who in m["who"]}
     assert named and named <= finished, named - finished
-    # nothing of the run left in the temporary folder but what the next run sweeps
+    # nothing of the run left in the temporary folder but the kit's own folders, which the next run sweeps (a job
+    # killed with a folder of multiprocessing's own there, pymp-*, would leave it for good)
+    left = sorted(p.name for p in batch.scratch.iterdir() if not p.name.startswith("grade-"))
+    assert left == [], left
     return finished
 
 
@@ -219,6 +222,27 @@ def test_ctrl_c_stops_the_jobs_keeps_what_finished_and_resumes(tmp_path, batch_o
     print(f"--jobs 2, SIGINT to the {to}: exited {seconds:.2f} s after it")
     finished = assert_stopped_cleanly(batch, names, seconds)
     assert_resumes(batch, names, finished)
+
+
+def test_a_job_killed_after_its_answers_leaves_no_folder_nobody_sweeps(tmp_path, batch_of):
+    """A class of failing submissions (each answer carries the evidence's tensors), --jobs 2, Ctrl-C once the batch
+    has said a grade (its job has answered): what is left in the temporary folder is the kit's own, which the next
+    run sweeps. The control is the answer sent through the channel's own pickler: torch shares a tensor's memory
+    from a thread listening in a pymp-* folder, and the killed job left it there."""
+    subs = tmp_path / "subs"
+    for i in range(6):
+        shutil.copytree(SAMPLES / "bob", subs / f"bob{i:02d}")
+    batch = batch_of(subs, "--jobs", "2")
+    deadline = time.monotonic() + 900
+    while not graded_lines(batch.log()) and batch.process.poll() is None and time.monotonic() < deadline:
+        batch.note_spawned()
+        time.sleep(0.05)
+    assert graded_lines(batch.log()) and batch.process.poll() is None, batch.log()
+    batch.interrupt("group")
+    batch.wait(timeout=120)
+    assert batch.process.returncode == 130, batch.log()
+    assert batch.left() == []
+    assert sorted(p.name for p in batch.scratch.iterdir() if not p.name.startswith("grade-")) == []
 
 
 def test_ctrl_c_stops_a_single_job_too(tmp_path, batch_of):
