@@ -112,6 +112,11 @@ class Batch:
             time.sleep(0.05)
         return self._alive()
 
+    def unswept(self) -> list[str]:
+        """What is left in the batch's temporary folder that no later run sweeps: all but the kit's own ``grade-*``
+        folders (a job killed with a folder of multiprocessing's own there, ``pymp-*``, would leave it for good)."""
+        return sorted(p.name for p in self.scratch.iterdir() if not p.name.startswith("grade-"))
+
     def _alive(self) -> list[int]:
         return still_running(self.born)
 
@@ -186,10 +191,7 @@ def assert_stopped_cleanly(batch: Batch, names: list[str], seconds: float) -> se
     named = {s["submission"] for s in summary["slowest"]}
     named |= {who for found in summary["misconceptions"].values() for m in found for who in m["who"]}
     assert named and named <= finished, named - finished
-    # nothing of the run left in the temporary folder but the kit's own folders, which the next run sweeps (a job
-    # killed with a folder of multiprocessing's own there, pymp-*, would leave it for good)
-    left = sorted(p.name for p in batch.scratch.iterdir() if not p.name.startswith("grade-"))
-    assert left == [], left
+    assert batch.unswept() == []  # nothing of the run in the temporary folder but what the next run sweeps
     return finished
 
 
@@ -242,7 +244,7 @@ def test_a_job_killed_after_its_answers_leaves_no_folder_nobody_sweeps(tmp_path,
     batch.wait(timeout=120)
     assert batch.process.returncode == 130, batch.log()
     assert batch.left() == []
-    assert sorted(p.name for p in batch.scratch.iterdir() if not p.name.startswith("grade-")) == []
+    assert batch.unswept() == []
 
 
 def test_ctrl_c_stops_a_single_job_too(tmp_path, batch_of):
